@@ -1,0 +1,1 @@
+"""difill engine: DiffusionGemma infilling. Knows tensors, knows nothing of LSP."""

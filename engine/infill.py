@@ -1,0 +1,332 @@
+"""Fill the middle: prefix -> KV cache, hole + clamped suffix -> canvas -> denoise -> text.
+
+``InfillEngine`` is the one object the rest of difill talks to.  It owns the model, a prefix cache
+and a lock (one fill at a time on one model); it is safe to call from worker threads.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from difill.engine.canvas import Segment, build_canvas, hole_tokens, used_length
+from difill.engine.model import LoadedModel
+from difill.engine.postprocess import (
+    fit_middle,
+    to_document_line_endings,
+    to_lf,
+    trim_suffix_overlap,
+    uses_crlf,
+)
+from difill.engine.prefix_cache import PrefixCache, expand_cache
+from difill.engine.sampler import Cancelled, DenoiseResult, SamplerConfig, denoise
+from difill.engine.syntax import syntax_errors
+from difill.engine.tokens import encode, encode_prefix_window, encode_suffix_window
+
+__all__ = ["Cancelled", "FillOptions", "FillResult", "FillStats", "Candidate", "HolesResult", "InfillEngine"]
+
+DEFAULT_HOLE_MARKER = "<|hole|>"
+WORD_END = re.compile(r"[A-Za-z0-9_]$")
+PARSE_WINDOW_CHARS = 2000  # context around a fill that the parser sees when ranking candidates
+
+ShouldStop = Callable[[], bool]
+DraftCallback = Callable[[str, int], None]  # (current best text of the hole, step)
+
+
+@dataclass
+class FillOptions:
+    max_hole_tokens: int = 24  # the longest middle a fill can write
+    hole_candidates: tuple[int, ...] = ()  # hole lengths tried in one batch; () = derived from max
+    suffix_tokens: int = 16  # nearest suffix tokens clamped into the canvas
+    prefix_tokens: int | None = None  # prefix budget; None = what the model was trained to read
+    max_steps: int = 12
+    entropy_bound: float = 0.5
+    single_line: bool = False  # cut the middle at its first newline
+    heal: bool = True  # re-predict a partly typed identifier at the cursor as a whole token
+    language: str | None = None  # tree-sitter language used to rank candidates
+    seed: int = 0
+
+    def candidate_lengths(self) -> tuple[int, ...]:
+        if self.hole_candidates:
+            return tuple(sorted(set(self.hole_candidates)))
+        top = max(1, self.max_hole_tokens)
+        return tuple(sorted({max(1, top // 4), max(1, top // 2), top}))
+
+
+@dataclass
+class FillStats:
+    steps: int = 0  # denoising steps (= decoder forwards; each forward runs every candidate)
+    decoder_forwards: int = 0
+    hole_tokens: int = 0  # tokens of the chosen middle
+    tokens_per_forward: float = 0.0  # hole_tokens / decoder_forwards (clamped slots not counted)
+    encoder_ms: float = 0.0
+    decoder_ms: float = 0.0
+    total_ms: float = 0.0
+    hole_length: int = 0  # slots of the chosen candidate's hole
+    prefix_tokens: int = 0
+    reused_prefix_tokens: int = 0  # prefix tokens served by the prefix cache
+    candidates: int = 0
+
+
+@dataclass
+class Candidate:
+    text: str
+    hole_length: int
+    score: float  # mean log-prob of the hole's tokens when they were committed
+    complete: bool  # the model ended the middle (filler) before the hole ran out
+    syntax_errors: int | None  # in the code around the fill; None without a grammar
+
+
+@dataclass
+class FillResult:
+    text: str
+    candidates: list[Candidate]
+    stats: FillStats
+
+
+@dataclass
+class HolesResult:
+    middles: list[str]
+    text: str  # the input with every marker replaced by its middle
+    stats: FillStats = field(default_factory=FillStats)
+
+
+class InfillEngine:
+    def __init__(self, loaded: LoadedModel) -> None:
+        self.loaded = loaded
+        self.model = loaded.model
+        self.tokenizer = loaded.tokenizer
+        self.ids = loaded.ids
+        self.prefix_cache = PrefixCache(self.model)
+        self.lock = threading.Lock()
+        self._token_texts: list[str] | None = None
+        self._banned = torch.tensor(self.ids.banned_in_hole, dtype=torch.long, device=loaded.device)
+
+    # ------------------------------------------------------------------ public API
+
+    def fill(
+        self,
+        prefix: str,
+        suffix: str,
+        options: FillOptions | None = None,
+        should_stop: ShouldStop | None = None,
+        on_draft: DraftCallback | None = None,
+    ) -> FillResult:
+        """The middle between ``prefix`` and ``suffix``; raises Cancelled if ``should_stop()`` turns true."""
+        options = options or FillOptions()
+        started = time.perf_counter()
+        crlf = uses_crlf(prefix) or uses_crlf(suffix)
+        prefix, suffix = to_lf(prefix), to_lf(suffix)
+        budget = min(options.prefix_tokens or self.loaded.max_prefix_tokens, self.loaded.max_prefix_tokens)
+        prefix_ids = self._prefix_ids(prefix, budget)
+        heal_text, prefix_ids = self._split_heal(prefix, prefix_ids, options.heal)
+
+        lengths = options.candidate_lengths()
+        canvas_length = max(lengths) + options.suffix_tokens
+        suffix_ids, suffix_complete = encode_suffix_window(
+            self.tokenizer, suffix, canvas_length - min(lengths)
+        )
+        layouts: list[list[Segment]] = []
+        ends: list[bool] = []
+        for hole in lengths:
+            clamped = suffix_ids[: canvas_length - hole]
+            layouts.append([hole, clamped])
+            ends.append(
+                suffix_complete and len(clamped) == len(suffix_ids) and hole + len(clamped) < canvas_length
+            )
+        canvas_length = max(used_length(seg, end) for seg, end in zip(layouts, ends, strict=True))
+        canvases = [
+            build_canvas(seg, canvas_length, self.ids, end) for seg, end in zip(layouts, ends, strict=True)
+        ]
+
+        allowed = self._heal_allowed(heal_text) if heal_text else None
+        if heal_text and allowed is None:  # no token extends the partial word: give it back to the prefix
+            prefix_ids, heal_text = self._prefix_ids(prefix, budget), ""
+
+        with self.lock:
+            stats = FillStats(prefix_tokens=len(prefix_ids), candidates=len(lengths))
+            t0 = time.perf_counter()
+            encoded = self.prefix_cache.encode(prefix_ids)
+            stats.encoder_ms = (time.perf_counter() - t0) * 1000
+            stats.reused_prefix_tokens = encoded.reused_tokens
+            t0 = time.perf_counter()
+            result = self._denoise(
+                encoded.cache, canvases, options, should_stop,
+                slot_allowed=(0, allowed) if allowed is not None else None,
+                on_step=self._draft_reporter(on_draft, canvases[-1].holes[0], heal_text, len(lengths) - 1),
+            )  # fmt: skip
+            stats.decoder_ms = (time.perf_counter() - t0) * 1000
+
+        candidates = []
+        for row, (canvas, hole) in enumerate(zip(canvases, lengths, strict=True)):
+            span = canvas.holes[0]
+            tokens = hole_tokens(result.canvas[row], span, self.ids.filler)
+            raw = self.tokenizer.decode(tokens)
+            if heal_text:
+                if not raw.startswith(heal_text):
+                    continue
+                raw = raw[len(heal_text) :]
+            middle = fit_middle(raw, prefix, suffix, options.single_line)
+            errors = self._syntax_errors(prefix, middle, suffix, options.language)
+            score = result.token_logprob[row, span[0] : span[1]].mean().item()
+            complete = len(tokens) < span[1] - span[0]
+            candidates.append(Candidate(middle, hole, score, complete, errors))
+        candidates = rank_candidates(candidates)
+        for c in candidates:
+            c.text = to_document_line_endings(c.text, crlf)
+
+        best = candidates[0] if candidates else None
+        stats.steps = stats.decoder_forwards = result.steps
+        stats.hole_length = best.hole_length if best else 0
+        stats.hole_tokens = len(encode(self.tokenizer, best.text)) if best else 0
+        stats.tokens_per_forward = stats.hole_tokens / max(1, result.steps)
+        stats.total_ms = (time.perf_counter() - started) * 1000
+        return FillResult(best.text if best else "", candidates, stats)
+
+    def fill_holes(
+        self,
+        text: str,
+        marker: str = DEFAULT_HOLE_MARKER,
+        options: FillOptions | None = None,
+        should_stop: ShouldStop | None = None,
+    ) -> HolesResult:
+        """Fill every ``marker`` in ``text`` in one canvas; returns each hole's text and the result."""
+        options = options or FillOptions(max_hole_tokens=16)
+        started = time.perf_counter()
+        crlf = uses_crlf(text)
+        parts = to_lf(text).split(marker)
+        if len(parts) < 2:
+            return HolesResult([], text, FillStats())
+        prefix, betweens, suffix = parts[0], parts[1:-1], parts[-1]
+        budget = min(options.prefix_tokens or self.loaded.max_prefix_tokens, self.loaded.max_prefix_tokens)
+        prefix_ids = self._prefix_ids(prefix, budget)
+        segments: list[Segment] = []
+        for i in range(len(parts) - 1):
+            segments.append(options.max_hole_tokens)
+            if i < len(betweens):
+                segments.append(encode(self.tokenizer, betweens[i]))
+        suffix_ids, complete = encode_suffix_window(self.tokenizer, suffix, options.suffix_tokens)
+        segments.append(suffix_ids)
+        ends = complete
+        length = used_length(segments, ends)
+        canvas = build_canvas(segments, length, self.ids, ends)
+        with self.lock:
+            stats = FillStats(prefix_tokens=len(prefix_ids), candidates=1)
+            t0 = time.perf_counter()
+            encoded = self.prefix_cache.encode(prefix_ids)
+            stats.encoder_ms = (time.perf_counter() - t0) * 1000
+            stats.reused_prefix_tokens = encoded.reused_tokens
+            t0 = time.perf_counter()
+            result = self._denoise(encoded.cache, [canvas], options, should_stop)
+            stats.decoder_ms = (time.perf_counter() - t0) * 1000
+        middles = []
+        for i, span in enumerate(canvas.holes):
+            after = betweens[i] if i < len(betweens) else suffix
+            raw = self.tokenizer.decode(hole_tokens(result.canvas[0], span, self.ids.filler))
+            middles.append(trim_to_hole(raw, after))
+        out = [prefix]
+        for i, middle in enumerate(middles):
+            out.append(middle)
+            out.append(betweens[i] if i < len(betweens) else suffix)
+        stats.steps = stats.decoder_forwards = result.steps
+        stats.hole_tokens = sum(len(encode(self.tokenizer, m)) for m in middles)
+        stats.tokens_per_forward = stats.hole_tokens / max(1, result.steps)
+        stats.total_ms = (time.perf_counter() - started) * 1000
+        middles = [to_document_line_endings(m, crlf) for m in middles]
+        return HolesResult(middles, to_document_line_endings("".join(out), crlf), stats)
+
+    # ------------------------------------------------------------------ steps
+
+    def _prefix_ids(self, prefix: str, budget: int) -> list[int]:
+        tokens = encode_prefix_window(self.tokenizer, self.ids, prefix, budget)
+        if not tokens:  # a tokenizer without bos and an empty prefix: cache one newline
+            tokens = encode(self.tokenizer, "\n")
+        return tokens
+
+    def _split_heal(self, prefix: str, prefix_ids: list[int], heal: bool) -> tuple[str, list[int]]:
+        """Token healing: when the cursor ends a word, hand the prefix's last token to the hole."""
+        if not heal or len(prefix_ids) < 2 or not WORD_END.search(prefix):
+            return "", prefix_ids
+        last = self.tokenizer.decode([prefix_ids[-1]])
+        if not last.strip() or not prefix.endswith(last) or not WORD_END.search(last):
+            return "", prefix_ids
+        return last, prefix_ids[:-1]
+
+    def _heal_allowed(self, heal_text: str) -> torch.Tensor | None:
+        """(V,) True for tokens that start with the healed text; None if there are none."""
+        if self._token_texts is None:
+            vocab = self.ids.vocab_size
+            self._token_texts = [self.tokenizer.decode([i]) for i in range(vocab)]
+        allowed = torch.tensor(
+            [t.startswith(heal_text) for t in self._token_texts], device=self.loaded.device
+        )
+        allowed[self._banned] = False
+        return allowed if allowed.any() else None
+
+    @torch.inference_mode()
+    def _denoise(
+        self, cache, canvases, options, should_stop, slot_allowed=None, on_step=None
+    ) -> DenoiseResult:
+        device = self.loaded.device
+        canvas = torch.stack([c.ids for c in canvases]).to(device)  # (B, L)
+        clamp = torch.stack([c.clamp_mask for c in canvases]).to(device)  # (B, L)
+        batch_cache = expand_cache(cache, canvas.shape[0])
+
+        def decoder(current: torch.Tensor, self_conditioning: torch.Tensor | None) -> torch.Tensor:
+            sc = None if self_conditioning is None else self_conditioning.to(self.model.dtype)
+            return self.model(
+                past_key_values=batch_cache, decoder_input_ids=current, self_conditioning_logits=sc
+            ).logits  # (B, L, V)
+
+        config = SamplerConfig(max_steps=options.max_steps, entropy_bound=options.entropy_bound)
+        generator = torch.Generator(device=device).manual_seed(options.seed)
+        return denoise(
+            decoder, canvas, clamp, self._banned, self.ids.vocab_size, config, generator,
+            slot_allowed=slot_allowed, should_stop=should_stop, on_step=on_step,
+        )  # fmt: skip
+
+    def _draft_reporter(self, on_draft, span, heal_text, row):
+        if on_draft is None:
+            return None
+
+        def report(step: int, best: torch.Tensor) -> None:
+            text = self.tokenizer.decode(hole_tokens(best[row], span, self.ids.filler))
+            on_draft(text[len(heal_text) :] if text.startswith(heal_text) else text, step)
+
+        return report
+
+    def _syntax_errors(self, prefix: str, middle: str, suffix: str, language: str | None) -> int | None:
+        if language is None:
+            return None
+        head = prefix[-PARSE_WINDOW_CHARS:]
+        cut = head.find("\n")
+        if len(prefix) > PARSE_WINDOW_CHARS and cut >= 0:
+            head = head[cut + 1 :]
+        return syntax_errors(head + middle + suffix[:PARSE_WINDOW_CHARS], language)
+
+
+def rank_candidates(candidates: list[Candidate]) -> list[Candidate]:
+    """Best first: complete middles, then fewest syntax errors, then highest mean log-prob.
+
+    Empty middles are dropped, and so are repeats of a better candidate's text.
+    """
+    ordered = sorted(
+        candidates,
+        key=lambda c: (not c.complete, c.syntax_errors if c.syntax_errors is not None else 0, -c.score),
+    )
+    seen: set[str] = set()
+    out = []
+    for c in ordered:
+        if c.text and c.text not in seen:
+            seen.add(c.text)
+            out.append(c)
+    return out
+
+
+def trim_to_hole(middle: str, after: str) -> str:
+    """A hole's middle, cut where the text after it begins (no duplicated closers)."""
+    return trim_suffix_overlap(middle, after) if middle.strip() else ""

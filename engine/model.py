@@ -1,0 +1,160 @@
+"""Load a DiffusionGemma checkpoint and its tokenizer from a local directory.
+
+Only safetensors are read (no pickle), ``trust_remote_code`` stays off, and nothing touches the
+network: a hub id or a broken directory fails with a message that names the path and says how to
+provide weights.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from difill.engine.vocab import TokenIds
+from transformers import (
+    AutoTokenizer,
+    DiffusionGemmaConfig,
+    DiffusionGemmaForBlockDiffusion,
+    PreTrainedTokenizerBase,
+)
+from transformers.utils import logging as hf_logging
+
+DEFAULT_MODEL_DIR = Path(__file__).parent / "default_model"
+# A tiny vision tower: DiffusionGemma always builds one, and the default is 167M parameters.
+TINY_VISION_CONFIG = dict(
+    model_type="gemma4_vision", hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+    num_attention_heads=1, num_key_value_heads=1, head_dim=32, position_embedding_size=64,
+)  # fmt: skip
+HOW_TO_FIX = (
+    "difill needs a local directory with config.json, *.safetensors weights and tokenizer files. "
+    "Reinstall difill to restore the default model, or pass --model DIR (setting `modelPath`) "
+    "pointing at a downloaded DiffusionGemma checkpoint, or use a remote backend."
+)
+
+
+class ModelLoadError(RuntimeError):
+    """The model directory is missing, incomplete or corrupt; the message says how to fix it."""
+
+
+@dataclass
+class LoadedModel:
+    model: DiffusionGemmaForBlockDiffusion
+    tokenizer: PreTrainedTokenizerBase
+    ids: TokenIds
+    path: Path
+    device: torch.device
+    max_prefix_tokens: int  # the longest prefix the model was trained to read
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.model.dtype
+
+
+def pick_device(requested: str = "auto") -> torch.device:
+    if requested == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(requested)
+
+
+def _looks_like_hub_id(name: str) -> bool:
+    return "/" in name and not name.startswith((".", "/", "~")) and name.count("/") == 1
+
+
+def check_model_dir(path: Path) -> None:
+    """Raise ModelLoadError naming exactly what is missing from ``path``."""
+    if not path.exists():
+        hint = " It looks like a hub id; difill never downloads." if _looks_like_hub_id(str(path)) else ""
+        raise ModelLoadError(f"model directory {path} does not exist.{hint} {HOW_TO_FIX}")
+    if not path.is_dir():
+        raise ModelLoadError(f"model path {path} is not a directory. {HOW_TO_FIX}")
+    if not (path / "config.json").is_file():
+        raise ModelLoadError(f"{path}/config.json is missing. {HOW_TO_FIX}")
+    if not list(path.glob("*.safetensors")):
+        pickles = [p.name for p in path.glob("*.bin")] + [p.name for p in path.glob("*.pt")]
+        extra = f" (found {', '.join(pickles)}: pickle weights are refused)" if pickles else ""
+        raise ModelLoadError(f"{path} has no *.safetensors weights{extra}. {HOW_TO_FIX}")
+    if not (path / "tokenizer.json").is_file() and not (path / "tokenizer.model").is_file():
+        raise ModelLoadError(f"{path} has no tokenizer (tokenizer.json). {HOW_TO_FIX}")
+
+
+def load_model(path: str | os.PathLike | None = None, device: str = "auto") -> LoadedModel:
+    path = Path(path).expanduser() if path else DEFAULT_MODEL_DIR
+    check_model_dir(path)
+    hf_logging.disable_progress_bar()
+    target = pick_device(device)
+    dtype = torch.bfloat16 if target.type == "cuda" else torch.float32
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=False)
+        model = DiffusionGemmaForBlockDiffusion.from_pretrained(
+            path,
+            local_files_only=True,
+            trust_remote_code=False,
+            use_safetensors=True,
+            dtype=dtype,
+            experts_implementation="eager" if target.type == "cpu" else None,
+        )
+    except (OSError, ValueError, RuntimeError, json.JSONDecodeError) as err:
+        first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ModelLoadError(f"could not load the model in {path}: {first_line}. {HOW_TO_FIX}") from err
+    model.to(target).eval()
+    text_config = model.config.text_config
+    ids = TokenIds.from_tokenizer(tokenizer, text_config.vocab_size)
+    difill_meta = getattr(model.config, "difill", None) or {}
+    max_prefix = int(
+        difill_meta.get("max_prefix_tokens", min(text_config.max_position_embeddings // 2, 4096))
+    )
+    return LoadedModel(model, tokenizer, ids, path, target, max_prefix)
+
+
+def build_config(
+    vocab_size: int,
+    hidden_size: int = 192,
+    num_layers: int = 4,
+    num_heads: int = 4,
+    num_kv_heads: int = 2,
+    num_experts: int = 2,
+    max_positions: int = 2048,
+    canvas_length: int = 48,
+    pad_id: int = 0,
+    eos_id: int = 1,
+    bos_id: int = 2,
+) -> DiffusionGemmaConfig:
+    """A small DiffusionGemma for CPUs: few layers, 2 experts (MoE is mandatory), tiny vision tower.
+
+    Per layer: a dense MLP of 2 x hidden and one active expert of 1 x hidden.
+    """
+    head_dim = hidden_size // num_heads
+    intermediate_size = 2 * hidden_size
+    moe_intermediate_size = hidden_size
+    text_config = dict(
+        vocab_size=vocab_size,
+        hidden_size=hidden_size,
+        intermediate_size=intermediate_size,
+        num_hidden_layers=num_layers,
+        num_attention_heads=num_heads,
+        num_key_value_heads=num_kv_heads,
+        head_dim=head_dim,
+        global_head_dim=head_dim,
+        num_global_key_value_heads=num_kv_heads,
+        max_position_embeddings=max_positions,
+        sliding_window=max_positions,
+        layer_types=["sliding_attention"] * (num_layers - 1) + ["full_attention"],
+        num_experts=num_experts,
+        top_k_experts=1,
+        moe_intermediate_size=moe_intermediate_size,
+        pad_token_id=pad_id,
+        eos_token_id=eos_id,
+        bos_token_id=bos_id,
+    )
+    return DiffusionGemmaConfig(
+        text_config=text_config,
+        vision_config=TINY_VISION_CONFIG,
+        canvas_length=canvas_length,
+        # No image tokens in difill's vocabulary: point them past it so they can never match.
+        boi_token_id=vocab_size + 1,
+        eoi_token_id=vocab_size + 2,
+        image_token_id=vocab_size + 3,
+    )

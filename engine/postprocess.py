@@ -1,0 +1,82 @@
+"""Make a raw middle fit between its prefix and suffix.
+
+These are the rules a fill must satisfy whoever asks for it (the CLI, the language server, eval):
+end where the suffix begins (no duplicated closing brackets or lines), be a whole line when the
+cursor sits at the start of an existing line, and use the document's line endings.  The language
+server adds editor-facing filters of its own on top (server/features/filters.py).
+"""
+
+from __future__ import annotations
+
+OPENERS = {")": "(", "]": "[", "}": "{"}
+CLOSERS = set(OPENERS)
+
+
+def unmatched_closers(text: str) -> int:
+    """Closing brackets in ``text`` that no opening bracket inside ``text`` matches."""
+    stack: list[str] = []
+    unmatched = 0
+    for ch in text:
+        if ch in "([{":
+            stack.append(ch)
+        elif ch in CLOSERS:
+            if stack and stack[-1] == OPENERS[ch]:
+                stack.pop()
+            else:
+                unmatched += 1
+    return unmatched
+
+
+def trim_suffix_overlap(middle: str, suffix: str) -> str:
+    """Drop the end of ``middle`` that the suffix already has.
+
+    * closing brackets: when the middle ends with closers the suffix starts with and the middle has
+      more closers than openers, the extra closers are the suffix's (``foo(x))`` + ``)`` -> ``foo(x)``);
+    * lines: when the middle's last lines repeat the suffix's first lines, they are dropped.
+    """
+    suffix_head = suffix.lstrip(" \t")
+    while (
+        middle and middle[-1] in CLOSERS and suffix_head[:1] == middle[-1] and unmatched_closers(middle) > 0
+    ):
+        middle = middle[:-1]
+        stripped = middle.rstrip(" \t")
+        if stripped != middle and stripped[-1:] in CLOSERS:
+            middle = stripped
+    middle_lines = middle.split("\n")
+    suffix_lines = [ln for ln in suffix.split("\n") if ln.strip()][:4]
+    for count in range(min(len(middle_lines) - 1, len(suffix_lines)), 0, -1):
+        tail = [ln.strip() for ln in middle_lines[-count:] if ln.strip()]
+        if tail and tail == [ln.strip() for ln in suffix_lines[: len(tail)]]:
+            middle = "\n".join(middle_lines[:-count]) + "\n"
+            break
+    return middle
+
+
+def at_line_start(prefix: str) -> bool:
+    return prefix == "" or prefix.endswith("\n")
+
+
+def fit_middle(middle: str, prefix: str, suffix: str, single_line: bool = False) -> str:
+    """Apply the rules above to a middle written in LF text."""
+    if single_line and "\n" in middle:
+        middle = middle.split("\n", 1)[0]
+    middle = trim_suffix_overlap(middle, suffix)
+    if at_line_start(prefix) and suffix and not suffix.startswith("\n") and middle.strip():
+        # A new line inserted before an existing one must end with its own newline.
+        if not middle.endswith("\n"):
+            middle += "\n"
+    if not middle.strip():
+        return ""
+    return middle
+
+
+def uses_crlf(text: str) -> bool:
+    return "\r\n" in text
+
+
+def to_lf(text: str) -> str:
+    return text.replace("\r\n", "\n")
+
+
+def to_document_line_endings(middle: str, crlf: bool) -> str:
+    return middle.replace("\n", "\r\n") if crlf else middle

@@ -1,0 +1,49 @@
+"""Text <-> token windows, shared by the engine and the trainer so both cut context the same way."""
+
+from __future__ import annotations
+
+from difill.engine.vocab import TokenIds
+from transformers import PreTrainedTokenizerBase
+
+CHARS_PER_TOKEN_BOUND = 8  # generous: code averages ~4 bytes a token with difill's tokenizer
+PREFIX_DROP_CHUNK = 64  # drop whole chunks from the left so the kept window is stable while typing
+
+
+def encode(tok: PreTrainedTokenizerBase, text: str) -> list[int]:
+    """Tokenise text literally: special-token strings in a user's file stay plain text."""
+    if not text:
+        return []
+    return tok(text, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+
+
+def encode_prefix_window(tok: PreTrainedTokenizerBase, ids: TokenIds, prefix: str, budget: int) -> list[int]:
+    """The last <= ``budget`` tokens of the prefix, with bos when the window reaches the file start.
+
+    The window starts at a line start and is cut from the left in whole chunks, so that while the
+    user types at the end the kept tokens do not shift and the prefix cache can be reused.
+    """
+    window_chars = budget * CHARS_PER_TOKEN_BOUND
+    reaches_start = len(prefix) <= window_chars
+    if not reaches_start:
+        start = len(prefix) - window_chars
+        newline = prefix.find("\n", start)
+        start = newline + 1 if 0 <= newline < len(prefix) - 1 else start
+        prefix = prefix[start:]
+    tokens = encode(tok, prefix)
+    if reaches_start and ids.bos is not None:
+        tokens = [ids.bos, *tokens]
+    if len(tokens) > budget:
+        excess = len(tokens) - budget
+        drop = -(-excess // PREFIX_DROP_CHUNK) * PREFIX_DROP_CHUNK
+        tokens = tokens[drop:]
+    return tokens
+
+
+def encode_suffix_window(tok: PreTrainedTokenizerBase, suffix: str, budget: int) -> tuple[list[int], bool]:
+    """The first <= ``budget`` tokens of the suffix, and whether they hold the whole suffix."""
+    if budget <= 0:
+        return [], not suffix
+    window = suffix[: budget * CHARS_PER_TOKEN_BOUND]
+    tokens = encode(tok, window)
+    complete = len(window) == len(suffix) and len(tokens) <= budget
+    return tokens[:budget], complete

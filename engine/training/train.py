@@ -1,0 +1,286 @@
+"""Train difill's default DiffusionGemma (and the same-size autoregressive baseline) on the CPU.
+
+Resumable: ``--init DIR`` starts from saved weights (the shipped model by default), and the
+optimizer state, step count and cumulative CPU-hours travel with every checkpoint as safetensors
+and JSON (no pickle), so compute adds up across sessions.  Weights are averaged (EMA) and the EMA
+is what gets saved and evaluated.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import resource
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from difill.engine.model import build_config
+from difill.engine.training.batches import FILLER_WEIGHT, ar_batch, corrupt, diffusion_batch
+from difill.engine.training.corpus import read_jsonl
+from difill.engine.vocab import TokenIds
+from safetensors.torch import load_file, save_file
+from transformers import (
+    AutoTokenizer,
+    DiffusionGemmaForBlockDiffusion,
+    LlamaConfig,
+    LlamaForCausalLM,
+    PreTrainedModel,
+)
+
+PREFIX_LENGTHS = (32, 64, 128, 256)  # most examples get a short prefix: more supervision per FLOP
+PREFIX_WEIGHTS = (0.3, 0.3, 0.25, 0.15)
+CANVAS_LENGTHS = (32, 48, 64, 80)
+MAX_PREFIX_TOKENS = max(PREFIX_LENGTHS)
+
+
+@dataclass
+class TrainConfig:
+    arch: str = "diffusion"  # "diffusion" or "ar"
+    out: str = "runs/diffusion"
+    corpus: str = "data/corpus"
+    tokenizer: str = "data/tokenizer"
+    init: str | None = None  # a saved model dir to resume from
+    minutes: float = 90.0
+    threads: int = 2
+    batch_size: int = 16
+    lr: float = 2e-3
+    warmup_steps: int = 200
+    weight_decay: float = 0.01
+    ema_decay: float = 0.998
+    self_conditioning_rate: float = 0.5  # share of steps whose canvas sees the model's own logits
+    lm_loss_weight: float = 1.0  # next-token loss on the encoder's prefix outputs
+    save_every_minutes: float = 10.0
+    seed: int = 0
+    hidden_size: int = 192
+    num_layers: int = 4
+
+
+@dataclass
+class TrainState:
+    step: int = 0
+    target_tokens: int = 0  # supervised tokens (hole slots + prefix next-token targets)
+    tokens: int = 0  # tokens through the model
+    cpu_hours: float = 0.0  # cumulative over every session that trained these weights
+    history: list[dict] = field(default_factory=list)  # eval results appended by `difill eval --record`
+
+
+def build_ar_model(vocab_size: int, hidden: int, layers: int, ids: TokenIds) -> LlamaForCausalLM:
+    """A Llama of the same active size as the diffusion model (dense MLP = its MLP + one expert)."""
+    config = LlamaConfig(
+        vocab_size=vocab_size, hidden_size=hidden, intermediate_size=3 * hidden, num_hidden_layers=layers,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=hidden // 4, max_position_embeddings=2048,
+        tie_word_embeddings=True, pad_token_id=ids.pad, eos_token_id=ids.eos, bos_token_id=ids.bos,
+    )  # fmt: skip
+    return LlamaForCausalLM(config)
+
+
+def _softcapped(model: DiffusionGemmaForBlockDiffusion, hidden: torch.Tensor) -> torch.Tensor:
+    cap = model.final_logit_softcapping
+    return torch.tanh(model.lm_head(hidden).float() / cap) * cap
+
+
+def diffusion_loss(
+    model: DiffusionGemmaForBlockDiffusion, batch, ids: TokenIds, cfg: TrainConfig, gen: torch.Generator
+) -> tuple[torch.Tensor, dict]:
+    vocab = model.config.text_config.vocab_size
+    # 1. Encoder: causal pass over the prefix writes the KV cache and gets a next-token loss.
+    enc = model.model.encoder(input_ids=batch.prefix, attention_mask=batch.prefix_mask, use_cache=True)
+    lm_logits = _softcapped(model, enc.last_hidden_state)  # (B, P, V)
+    lm_targets = batch.prefix[:, 1:].masked_fill(batch.prefix_mask[:, 1:] == 0, -100)
+    lm_loss = F.cross_entropy(lm_logits[:, :-1].reshape(-1, vocab), lm_targets.reshape(-1), ignore_index=-100)
+
+    # 2. Decoder: corrupted canvas, bidirectional over prefix cache + canvas.
+    noisy, corrupted = corrupt(batch.canvas, batch.clamp_mask, vocab, gen)
+    canvas_mask = torch.ones_like(batch.clamp_mask, dtype=torch.long)
+    decoder_mask = torch.cat([batch.prefix_mask, canvas_mask], dim=1)  # (B, P + C)
+    cache = enc.past_key_values
+    self_conditioning = None
+    if random.random() < cfg.self_conditioning_rate:
+        with torch.no_grad():
+            first = model(past_key_values=cache, decoder_input_ids=noisy, decoder_attention_mask=decoder_mask)
+            one_hot = torch.full_like(first.logits, -1e4).scatter_(-1, noisy.unsqueeze(-1), 0.0)
+            self_conditioning = torch.where(batch.clamp_mask.unsqueeze(-1), one_hot, first.logits)
+    out = model(
+        past_key_values=cache,
+        decoder_input_ids=noisy,
+        decoder_attention_mask=decoder_mask,
+        self_conditioning_logits=self_conditioning,
+    )
+    weights = corrupted.float() * torch.where(batch.canvas == ids.filler[0], FILLER_WEIGHT, 1.0)  # (B, C)
+    token_loss = F.cross_entropy(out.logits.reshape(-1, vocab), batch.canvas.reshape(-1), reduction="none")
+    diff_loss = (token_loss * weights.reshape(-1)).sum() / weights.sum().clamp_min(1.0)
+    loss = diff_loss + cfg.lm_loss_weight * lm_loss
+    supervised = int(corrupted.sum()) + int(batch.prefix_mask[:, 1:].sum())
+    return loss, {"diff_loss": diff_loss.item(), "lm_loss": lm_loss.item(), "supervised": supervised}
+
+
+def ar_loss(model: LlamaForCausalLM, batch) -> tuple[torch.Tensor, dict]:
+    labels = batch.ids.masked_fill(batch.mask == 0, -100)
+    out = model(input_ids=batch.ids, attention_mask=batch.mask, labels=labels)
+    return out.loss, {"ar_loss": out.loss.item(), "supervised": int(batch.mask[:, 1:].sum())}
+
+
+def save_checkpoint(
+    model: PreTrainedModel, ema: dict[str, torch.Tensor], opt, state: TrainState, tok, out: Path
+):
+    """EMA weights as the model (fp16 safetensors), optimizer state beside it (fp32 safetensors)."""
+    out.mkdir(parents=True, exist_ok=True)
+    live = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    model.load_state_dict(ema, strict=False)
+    model.to(torch.float16).save_pretrained(out, max_shard_size="15MB")
+    model.to(torch.float32)
+    model.load_state_dict(live)
+    tok.save_pretrained(out)
+    optimizer_tensors = {}
+    names = {id(p): n for n, p in model.named_parameters()}
+    for group in opt.param_groups:
+        for p in group["params"]:
+            for key, value in opt.state.get(p, {}).items():
+                if torch.is_tensor(value) and value.dim() > 0:
+                    optimizer_tensors[f"{key}::{names[id(p)]}"] = value.contiguous()
+    save_file(optimizer_tensors, out / "optimizer.safetensors")
+    save_file({k: v.float().contiguous() for k, v in ema.items()}, out / "ema_fp32.safetensors")
+    (out / "training_state.json").write_text(json.dumps(asdict(state), indent=1) + "\n")
+
+
+def load_optimizer_state(model: PreTrainedModel, opt, path: Path, step: int) -> None:
+    tensors = load_file(path)
+    params = dict(model.named_parameters())
+    for key, value in tensors.items():
+        slot, name = key.split("::", 1)
+        if name in params:
+            opt.state[params[name]][slot] = value
+    for p in params.values():
+        if p in opt.state:
+            opt.state[p]["step"] = torch.tensor(float(step))
+
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    return cfg.lr * min(1.0, (step + 1) / cfg.warmup_steps)
+
+
+def train(cfg: TrainConfig) -> TrainState:
+    torch.set_num_threads(cfg.threads)
+    torch.manual_seed(cfg.seed)
+    rng = random.Random(cfg.seed)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    out = Path(cfg.out)
+    init = Path(cfg.init) if cfg.init else None
+    tok = AutoTokenizer.from_pretrained(init if init else cfg.tokenizer, local_files_only=True)
+    texts = [d["text"] for d in read_jsonl(Path(cfg.corpus) / "train.jsonl")]
+
+    state = TrainState()
+    if init and (init / "training_state.json").exists():
+        state = TrainState(**json.loads((init / "training_state.json").read_text()))
+    if cfg.arch == "diffusion":
+        if init:
+            model = DiffusionGemmaForBlockDiffusion.from_pretrained(init, dtype=torch.float32)
+        else:
+            ids0 = TokenIds.from_tokenizer(tok, len(tok))
+            config = build_config(len(tok), hidden_size=cfg.hidden_size, num_layers=cfg.num_layers,
+                                  pad_id=ids0.pad, eos_id=ids0.eos, bos_id=ids0.bos)  # fmt: skip
+            config.difill = {
+                "max_prefix_tokens": MAX_PREFIX_TOKENS,
+                "trained_canvas_lengths": list(CANVAS_LENGTHS),
+            }
+            model = DiffusionGemmaForBlockDiffusion(config)
+        model.config._experts_implementation = "eager"
+        model.config.text_config._experts_implementation = "eager"
+        vocab_size = model.config.text_config.vocab_size
+    else:
+        ids0 = TokenIds.from_tokenizer(tok, len(tok))
+        model = (LlamaForCausalLM.from_pretrained(init, dtype=torch.float32) if init
+                 else build_ar_model(len(tok), cfg.hidden_size, cfg.num_layers, ids0))  # fmt: skip
+        vocab_size = model.config.vocab_size
+    ids = TokenIds.from_tokenizer(tok, vocab_size)
+    model.train()
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=cfg.lr, betas=(0.9, 0.98),
+    )  # fmt: skip
+    if init and (init / "optimizer.safetensors").exists():
+        load_optimizer_state(model, opt, init / "optimizer.safetensors", state.step)
+    ema_path = init / "ema_fp32.safetensors" if init else None
+    ema = {k: v.detach().clone().float() for k, v in model.state_dict().items() if v.is_floating_point()}
+    if ema_path and ema_path.exists():
+        ema.update(load_file(ema_path))
+
+    log_path = out / "train_log.jsonl"
+    out.mkdir(parents=True, exist_ok=True)
+    start = time.time()
+    last_save = start
+    cpu_start = _cpu_seconds()
+    window = {"supervised": 0, "tokens": 0, "time": time.time()}
+    deadline = start + cfg.minutes * 60
+    while time.time() < deadline:
+        prefix_length = rng.choices(PREFIX_LENGTHS, PREFIX_WEIGHTS)[0]
+        canvas_length = rng.choice(CANVAS_LENGTHS)
+        for group in opt.param_groups:
+            group["lr"] = lr_at(state.step, cfg)
+        if cfg.arch == "diffusion":
+            batch = diffusion_batch(texts, tok, ids, cfg.batch_size, prefix_length, canvas_length, rng)
+            loss, info = diffusion_loss(model, batch, ids, cfg, gen)
+            tokens = batch.prefix.numel() + batch.canvas.numel()
+        else:
+            batch = ar_batch(texts, tok, ids, cfg.batch_size, prefix_length, canvas_length, rng)
+            loss, info = ar_loss(model, batch)
+            tokens = batch.ids.numel()
+        if not math.isfinite(loss.item()):
+            raise RuntimeError(f"loss is {loss.item()} at step {state.step}")
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        with torch.no_grad():
+            decay_now = min(cfg.ema_decay, (1 + state.step) / (10 + state.step))
+            for k, v in model.state_dict().items():
+                if k in ema:
+                    ema[k].mul_(decay_now).add_(v.float(), alpha=1 - decay_now)
+        state.step += 1
+        state.tokens += tokens
+        state.target_tokens += info["supervised"]
+        window["supervised"] += info["supervised"]
+        window["tokens"] += tokens
+        if state.step % 20 == 0:
+            dt = time.time() - window["time"]
+            record = {
+                "step": state.step, "elapsed_min": round((time.time() - start) / 60, 2),
+                **{k: round(v, 4) for k, v in info.items() if k != "supervised"},
+                "target_tok_s": round(window["supervised"] / dt), "tok_s": round(window["tokens"] / dt),
+                "lr": opt.param_groups[0]["lr"],
+                "cpu_hours": round(state.cpu_hours + (_cpu_seconds() - cpu_start) / 3600, 4),
+            }  # fmt: skip
+            with open(log_path, "a") as f:
+                f.write(json.dumps(record) + "\n")
+            window = {"supervised": 0, "tokens": 0, "time": time.time()}
+        if time.time() - last_save > cfg.save_every_minutes * 60:
+            _save(model, ema, opt, state, tok, out, cpu_start)
+            cpu_start = _cpu_seconds()
+            last_save = time.time()
+    _save(model, ema, opt, state, tok, out, cpu_start)
+    return state
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _save(model, ema, opt, state: TrainState, tok, out: Path, cpu_start: float) -> None:
+    state.cpu_hours += (_cpu_seconds() - cpu_start) / 3600
+    tmp = out.with_name(out.name + ".tmp")
+    save_checkpoint(model, ema, opt, state, tok, tmp / "latest")
+    final = out / "latest"
+    if final.exists():
+        for p in final.iterdir():
+            p.unlink()
+        final.rmdir()
+    os.replace(tmp / "latest", final)
+    tmp.rmdir()

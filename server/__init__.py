@@ -1,0 +1,1 @@
+"""difill language server: LSP in front of the diffusion engine."""

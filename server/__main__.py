@@ -1,0 +1,3 @@
+from difill.server.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,215 @@
+"""The ``difill`` command: serve, fill, corpus, tokenizer, train, eval, bench."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+# Never reach for the hub: difill only reads local files.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+
+def parse_location(spec: str) -> tuple[Path, int | None, int | None]:
+    """``PATH[:LINE[:COL]]`` with 1-based line and column, as editors show them."""
+    parts = spec.rsplit(":", 2)
+    numbers: list[int] = []
+    while len(parts) > 1 and parts[-1].isdigit():
+        numbers.insert(0, int(parts.pop()))
+    path = Path(":".join(parts))
+    line = numbers[0] if numbers else None
+    col = numbers[1] if len(numbers) > 1 else None
+    return path, line, col
+
+
+def split_at(text: str, line: int, col: int) -> tuple[str, str]:
+    """Prefix and suffix around a 1-based (line, column); the column counts characters."""
+    lines = text.splitlines(keepends=True) or [""]
+    if not 1 <= line <= len(lines) + 1:
+        raise SystemExit(f"difill: line {line} is outside the file (1..{len(lines)})")
+    offset = sum(len(x) for x in lines[: line - 1])
+    current = lines[line - 1] if line <= len(lines) else ""
+    content = current.rstrip("\r\n")
+    if not 1 <= col <= len(content) + 1:
+        raise SystemExit(f"difill: column {col} is outside line {line} (1..{len(content) + 1})")
+    offset += col - 1
+    return text[:offset], text[offset:]
+
+
+def cmd_fill(args: argparse.Namespace) -> int:
+    from difill.engine.infill import FillOptions, InfillEngine
+    from difill.engine.model import ModelLoadError, load_model
+    from difill.engine.syntax import language_for_path
+
+    path, line, col = parse_location(args.location)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise SystemExit(f"difill: cannot read {path}: {err.strerror}") from err
+    try:
+        engine = InfillEngine(load_model(args.model, args.device))
+    except ModelLoadError as err:
+        raise SystemExit(f"difill: {err}") from err
+    language = language_for_path(str(path))
+    if args.holes:
+        holes = engine.fill_holes(
+            text, marker=args.marker, options=FillOptions(max_hole_tokens=args.max_tokens or 16)
+        )
+        if args.json:
+            print(json.dumps({"text": holes.text, "middles": holes.middles, "steps": holes.stats.steps,
+                              "ms": round(holes.stats.total_ms, 1), "stats": asdict(holes.stats)}))  # fmt: skip
+        else:
+            sys.stdout.write(holes.text)
+        return 0
+    if line is None:
+        raise SystemExit("difill: give a position as PATH:LINE:COL, or --holes")
+    prefix, suffix = split_at(text, line, col or 1)
+    options = FillOptions(max_hole_tokens=args.max_tokens or 24, language=language, max_steps=args.steps)
+    result = engine.fill(prefix, suffix, options)
+    if args.json:
+        print(json.dumps({
+            "text": result.text, "steps": result.stats.steps, "ms": round(result.stats.total_ms, 1),
+            "candidates": [asdict(c) for c in result.candidates], "stats": asdict(result.stats),
+        }))  # fmt: skip
+    else:
+        print(result.text)
+    return 0
+
+
+def cmd_corpus(args: argparse.Namespace) -> int:
+    from difill.engine.training.corpus import build_corpus
+
+    manifest = build_corpus(Path(args.out))
+    print(f"train: {manifest.train_files} files, {manifest.train_bytes} bytes; "
+          f"held-out: {manifest.heldout_files} files, {manifest.heldout_bytes} bytes; "
+          f"near-duplicates removed: {manifest.duplicates_removed}")  # fmt: skip
+    return 0
+
+
+def cmd_tokenizer(args: argparse.Namespace) -> int:
+    from difill.engine.training.corpus import read_jsonl
+    from difill.engine.training.tokenizer import save_tokenizer, train_tokenizer
+
+    docs = read_jsonl(Path(args.corpus) / "train.jsonl")
+    tokenizer = train_tokenizer((d["text"] for d in docs), args.vocab_size)
+    save_tokenizer(tokenizer, Path(args.out))
+    print(f"saved a {len(tokenizer)}-token tokenizer to {args.out}")
+    return 0
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from difill.engine.training.train import TrainConfig, train
+
+    init = args.init
+    if init == "shipped":
+        from difill.engine.model import DEFAULT_MODEL_DIR
+
+        init = str(DEFAULT_MODEL_DIR)
+    state = train(TrainConfig(arch=args.arch, out=args.out, corpus=args.corpus, tokenizer=args.tokenizer,
+                              init=init, minutes=args.minutes, threads=args.threads, seed=args.seed))  # fmt: skip
+    print(
+        f"trained to step {state.step}: {state.target_tokens} supervised tokens, {state.cpu_hours:.2f} CPU-hours"
+    )
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from difill.engine.training.evaluate import main as eval_main
+
+    return eval_main(args)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from difill.server.server import run_server
+
+    return run_server(args)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from difill.server.bench import main as bench_main
+
+    return bench_main(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="difill", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def model_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--model", help="model directory (default: the model shipped with difill)")
+        p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+
+    p = sub.add_parser("serve", help="run the language server (stdio unless --tcp)")
+    model_args(p)
+    p.add_argument("--tcp", action="store_true", help="listen on TCP instead of stdio")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=2087)
+    p.add_argument("--log-file", help="also write the server log to this file")
+    p.add_argument("--log-level", default="INFO")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("fill", help="fill the middle at PATH:LINE:COL and print it")
+    p.add_argument("location", help="PATH:LINE:COL (1-based), or PATH with --holes")
+    model_args(p)
+    p.add_argument("--json", action="store_true", help="print text, steps, ms and stats as JSON")
+    p.add_argument("--holes", action="store_true", help="fill every hole marker in the file")
+    p.add_argument("--marker", default="<|hole|>")
+    p.add_argument("--max-tokens", type=int, help="longest middle, in tokens")
+    p.add_argument("--steps", type=int, default=12, help="denoising step cap")
+    p.set_defaults(func=cmd_fill)
+
+    p = sub.add_parser("corpus", help="build the training corpus from permissive code on this machine")
+    p.add_argument("--out", default="data/corpus")
+    p.set_defaults(func=cmd_corpus)
+
+    p = sub.add_parser("tokenizer", help="train the byte-level BPE tokenizer on the corpus")
+    p.add_argument("--corpus", default="data/corpus")
+    p.add_argument("--out", default="data/tokenizer")
+    p.add_argument("--vocab-size", type=int, default=8192)
+    p.set_defaults(func=cmd_tokenizer)
+
+    p = sub.add_parser("train", help="train the default model (or the AR baseline)")
+    p.add_argument("--arch", choices=["diffusion", "ar"], default="diffusion")
+    p.add_argument("--out", default="runs/diffusion")
+    p.add_argument("--corpus", default="data/corpus")
+    p.add_argument("--tokenizer", default="data/tokenizer")
+    p.add_argument("--init", help="resume from a model dir, or 'shipped' for the packaged model")
+    p.add_argument("--minutes", type=float, default=90)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("eval", help="held-out infill evaluation of the diffusion model and the AR baseline")
+    p.add_argument("--model", help="diffusion model dir (default: shipped)")
+    p.add_argument("--ar-model", help="AR baseline dir (default: runs/ar/latest if present)")
+    p.add_argument("--corpus", default="data/corpus")
+    p.add_argument("--cases", type=int, default=100, help="cases per hole shape")
+    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--record", action="store_true", help="append the result to the model's training_state.json"
+    )
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("bench", help="latency benchmark: diffusion vs AR, engine and server")
+    p.add_argument("--model", help="diffusion model dir (default: shipped)")
+    p.add_argument("--ar-model", help="AR baseline dir")
+    p.add_argument("--quick", action="store_true", help="a small run that finishes in under a minute")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--plot", default="docs/bench.png")
+    p.set_defaults(func=cmd_bench)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
