@@ -239,6 +239,67 @@ class InfillEngine:
         middles = [to_document_line_endings(m, crlf) for m in middles]
         return HolesResult(middles, to_document_line_endings("".join(out), crlf), stats)
 
+    def rewrite(
+        self,
+        prefix: str,
+        selection: str,
+        suffix: str,
+        strength: float = 0.5,
+        instruction: str | None = None,
+        options: FillOptions | None = None,
+        should_stop: ShouldStop | None = None,
+        on_draft: DraftCallback | None = None,
+    ) -> FillResult:
+        """Re-denoise ``selection`` with its context clamped, starting from its own tokens.
+
+        Like image-to-image: a share ``strength`` (0..1) of the selection's slots is renoised and
+        denoised again while the rest stay, so the result stays close to the original.  A few spare
+        slots after the selection let the rewrite grow.  An ``instruction`` is written into the
+        prefix as a comment in the file's language, the only kind of prompt the default model knows.
+        """
+        options = options or FillOptions()
+        started = time.perf_counter()
+        strength = min(1.0, max(0.0, strength))
+        crlf = uses_crlf(prefix) or uses_crlf(selection) or uses_crlf(suffix)
+        prefix, selection, suffix = to_lf(prefix), to_lf(selection), to_lf(suffix)
+        if instruction:
+            prefix = with_instruction_comment(prefix, selection, instruction, options.language)
+        budget = min(options.prefix_tokens or self.loaded.max_prefix_tokens, self.loaded.max_prefix_tokens)
+        prefix_ids = self._prefix_ids(prefix, budget)
+        original = encode(self.tokenizer, selection)
+        hole = max(1, len(original) + max(4, len(original) // 4))
+        suffix_ids, suffix_complete = encode_suffix_window(self.tokenizer, suffix, options.suffix_tokens)
+        segments: list[Segment] = [hole, suffix_ids]
+        canvas = build_canvas(segments, used_length(segments, suffix_complete), self.ids, suffix_complete)
+        canvas.ids[: len(original)] = torch.tensor(original, dtype=torch.long)
+
+        generator = torch.Generator().manual_seed(options.seed)
+        keep = torch.zeros(canvas.length, dtype=torch.bool)  # (L,) original slots kept as they are
+        keep[:hole] = torch.rand(hole, generator=generator) >= strength
+        with self.lock:
+            stats = FillStats(prefix_tokens=len(prefix_ids), candidates=1)
+            t0 = time.perf_counter()
+            encoded = self.prefix_cache.encode(prefix_ids)
+            stats.encoder_ms = (time.perf_counter() - t0) * 1000
+            stats.reused_prefix_tokens = encoded.reused_tokens
+            t0 = time.perf_counter()
+            result = self._denoise(
+                encoded.cache, [canvas], options, should_stop, initially_committed=keep.unsqueeze(0),
+                on_step=self._draft_reporter(on_draft, canvas.holes[0], "", 0),
+            )  # fmt: skip
+            stats.decoder_ms = (time.perf_counter() - t0) * 1000
+        tokens = hole_tokens(result.canvas[0], canvas.holes[0], self.ids.filler)
+        text = trim_suffix_overlap(self.tokenizer.decode(tokens), suffix)
+        score = result.token_logprob[0, :hole][~keep[:hole]].mean().item() if strength > 0 else 0.0
+        stats.steps = stats.decoder_forwards = result.steps
+        stats.hole_length = hole
+        stats.hole_tokens = len(tokens)
+        stats.tokens_per_forward = int((~keep[:hole]).sum()) / max(1, result.steps)
+        stats.total_ms = (time.perf_counter() - started) * 1000
+        text = to_document_line_endings(text, crlf)
+        candidate = Candidate(text, hole, score, len(tokens) < hole, None)
+        return FillResult(text, [candidate], stats)
+
     # ------------------------------------------------------------------ steps
 
     def _prefix_ids(self, prefix: str, budget: int) -> list[int]:
@@ -269,7 +330,7 @@ class InfillEngine:
 
     @torch.inference_mode()
     def _denoise(
-        self, cache, canvases, options, should_stop, slot_allowed=None, on_step=None
+        self, cache, canvases, options, should_stop, slot_allowed=None, on_step=None, initially_committed=None
     ) -> DenoiseResult:
         device = self.loaded.device
         canvas = torch.stack([c.ids for c in canvases]).to(device)  # (B, L)
@@ -287,6 +348,7 @@ class InfillEngine:
         return denoise(
             decoder, canvas, clamp, self._banned, self.ids.vocab_size, config, generator,
             slot_allowed=slot_allowed, should_stop=should_stop, on_step=on_step,
+            initially_committed=None if initially_committed is None else initially_committed.to(device),
         )  # fmt: skip
 
     def _draft_reporter(self, on_draft, span, heal_text, row):
@@ -330,3 +392,16 @@ def rank_candidates(candidates: list[Candidate]) -> list[Candidate]:
 def trim_to_hole(middle: str, after: str) -> str:
     """A hole's middle, cut where the text after it begins (no duplicated closers)."""
     return trim_suffix_overlap(middle, after) if middle.strip() else ""
+
+
+COMMENT_PREFIXES = {"python": "#", "ruby": "#", "shellscript": "#", "lua": "--", "sql": "--", "haskell": "--"}
+
+
+def with_instruction_comment(prefix: str, selection: str, instruction: str, language: str | None) -> str:
+    """The prefix with the instruction as a comment on its own line just above the selection."""
+    marker = COMMENT_PREFIXES.get(language or "", "//" if language else "#")
+    line_start = prefix.rfind("\n") + 1
+    current = prefix[line_start:] if prefix[line_start:].strip() else prefix[line_start:] + selection
+    indent = current[: len(current) - len(current.lstrip(" \t"))]
+    comment = f"{indent}{marker} {' '.join(instruction.split())}\n"
+    return prefix[:line_start] + comment + prefix[line_start:]

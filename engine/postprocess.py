@@ -30,23 +30,22 @@ def unmatched_closers(text: str) -> int:
 def trim_suffix_overlap(middle: str, suffix: str) -> str:
     """Drop the end of ``middle`` that the suffix already has.
 
-    * closing brackets: when the middle ends with closers the suffix starts with and the middle has
-      more closers than openers, the extra closers are the suffix's (``foo(x))`` + ``)`` -> ``foo(x)``);
+    * closing brackets: when the middle ends with closers the suffix starts with, and those closers
+      match nothing inside the middle, they are the suffix's (``foo(x))`` + ``)`` -> ``foo(x)``);
     * lines: when the middle's last lines repeat the suffix's first lines, they are dropped.
     """
-    suffix_head = suffix.lstrip(" \t")
-    while (
-        middle and middle[-1] in CLOSERS and suffix_head[:1] == middle[-1] and unmatched_closers(middle) > 0
-    ):
-        middle = middle[:-1]
-        stripped = middle.rstrip(" \t")
-        if stripped != middle and stripped[-1:] in CLOSERS:
-            middle = stripped
-    middle_lines = middle.split("\n")
-    suffix_lines = [ln for ln in suffix.split("\n") if ln.strip()][:4]
+    head = suffix.lstrip(" \t")
+    closers = len(head) - len(head.lstrip("".join(CLOSERS)))
+    body = middle.rstrip(" \t")
+    for k in range(min(closers, len(body)), 0, -1):
+        if body.endswith(head[:k]) and unmatched_closers(body[:-k]) == unmatched_closers(body) - k:
+            middle = body[:-k]
+            break
+    middle_lines = middle.rstrip("\n").split("\n")
+    suffix_lines = [ln.strip() for ln in suffix.split("\n") if ln.strip()][:4]
     for count in range(min(len(middle_lines) - 1, len(suffix_lines)), 0, -1):
-        tail = [ln.strip() for ln in middle_lines[-count:] if ln.strip()]
-        if tail and tail == [ln.strip() for ln in suffix_lines[: len(tail)]]:
+        tail = [ln.strip() for ln in middle_lines[-count:]]
+        if all(tail) and tail == suffix_lines[:count]:
             middle = "\n".join(middle_lines[:-count]) + "\n"
             break
     return middle

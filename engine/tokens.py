@@ -34,7 +34,8 @@ def encode_prefix_window(tok: PreTrainedTokenizerBase, ids: TokenIds, prefix: st
         tokens = [ids.bos, *tokens]
     if len(tokens) > budget:
         excess = len(tokens) - budget
-        drop = -(-excess // PREFIX_DROP_CHUNK) * PREFIX_DROP_CHUNK
+        chunk = max(1, min(PREFIX_DROP_CHUNK, budget // 4))
+        drop = -(-excess // chunk) * chunk
         tokens = tokens[drop:]
     return tokens
 

@@ -92,7 +92,12 @@ def diffusion_loss(
     enc = model.model.encoder(input_ids=batch.prefix, attention_mask=batch.prefix_mask, use_cache=True)
     lm_logits = _softcapped(model, enc.last_hidden_state)  # (B, P, V)
     lm_targets = batch.prefix[:, 1:].masked_fill(batch.prefix_mask[:, 1:] == 0, -100)
-    lm_loss = F.cross_entropy(lm_logits[:, :-1].reshape(-1, vocab), lm_targets.reshape(-1), ignore_index=-100)
+    if (lm_targets != -100).any():
+        lm_loss = F.cross_entropy(
+            lm_logits[:, :-1].reshape(-1, vocab), lm_targets.reshape(-1), ignore_index=-100
+        )
+    else:  # every prefix is a lone bos: nothing to predict
+        lm_loss = lm_logits.sum() * 0.0
 
     # 2. Decoder: corrupted canvas, bidirectional over prefix cache + canvas.
     noisy, corrupted = corrupt(batch.canvas, batch.clamp_mask, vocab, gen)

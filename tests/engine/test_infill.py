@@ -1,0 +1,163 @@
+"""InfillEngine end to end on the tiny random model: behaviour, not content."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from difill.engine.infill import Cancelled, FillOptions, InfillEngine
+from difill.engine.tokens import encode
+
+PREFIX = "def area(width, height):\n    return "
+SUFFIX = "\n\n\nprint(area(2, 3))\n"
+
+
+def test_fill_returns_text_and_stats(engine):
+    result = engine.fill(PREFIX, SUFFIX, FillOptions(max_hole_tokens=8, max_steps=4))
+    assert result.stats.steps == result.stats.decoder_forwards <= 4
+    assert result.stats.total_ms > 0 and result.stats.encoder_ms >= 0
+    assert result.stats.prefix_tokens > 0
+    assert all(c.text for c in result.candidates)
+    assert result.text == (result.candidates[0].text if result.candidates else "")
+
+
+def test_candidate_lengths_run_in_one_batch(engine):
+    options = FillOptions(hole_candidates=(2, 5, 9), max_steps=5)
+    result = engine.fill(PREFIX, SUFFIX, options)
+    assert result.stats.candidates == 3
+    assert {c.hole_length for c in result.candidates} <= {2, 5, 9}
+    # One forward per step for the whole batch, not one per candidate.
+    assert result.stats.decoder_forwards <= options.max_steps
+    assert len({c.text for c in result.candidates}) == len(result.candidates)
+
+
+def test_same_seed_gives_the_same_fill(loaded):
+    a = InfillEngine(loaded).fill(PREFIX, SUFFIX, FillOptions(seed=7, max_steps=4))
+    b = InfillEngine(loaded).fill(PREFIX, SUFFIX, FillOptions(seed=7, max_steps=4))
+    assert a.text == b.text
+
+
+@pytest.mark.parametrize(
+    ("prefix", "suffix"),
+    [
+        ("", "x = 1\n"),
+        ("x = ", ""),
+        ("", ""),
+        ("# 한국어 😀 주석\nname = '", "'\n"),
+        ("a" * 50_000 + "\nb = ", "\n"),
+    ],
+    ids=["empty-prefix", "empty-suffix", "both-empty", "non-ascii", "prefix-longer-than-positions"],
+)
+def test_odd_inputs_fill_without_error(engine, prefix, suffix):
+    result = engine.fill(prefix, suffix, FillOptions(max_hole_tokens=6, max_steps=3))
+    assert result.stats.prefix_tokens <= engine.loaded.max_prefix_tokens
+    assert isinstance(result.text, str)
+
+
+def test_crlf_document_gets_crlf_middles(engine):
+    prefix = "def f(a):\r\n    if a:\r\n"
+    suffix = "\r\n    return a\r\n"
+    for seed in range(4):
+        result = engine.fill(prefix, suffix, FillOptions(max_hole_tokens=12, max_steps=3, seed=seed))
+        for candidate in result.candidates:
+            assert "\n" not in candidate.text.replace("\r\n", ""), repr(candidate.text)
+
+
+def test_prefix_cache_is_reused_while_typing(engine):
+    engine.fill("import os\n\ndef main():\n    path = os.", "\n", FillOptions(max_steps=2, heal=False))
+    result = engine.fill(
+        "import os\n\ndef main():\n    path = os.getcwd()\n    ", "\n", FillOptions(max_steps=2, heal=False)
+    )
+    assert result.stats.reused_prefix_tokens > 0
+    assert result.stats.reused_prefix_tokens < result.stats.prefix_tokens
+
+
+def test_token_healing_hands_the_partial_word_to_the_hole(engine):
+    tok = engine.tokenizer
+    prefix = "def f(values):\n    ret"
+    result = engine.fill(prefix, "\n", FillOptions(max_steps=3))
+    full = [engine.ids.bos, *encode(tok, prefix)]
+    # The last prefix token (the partial word) was not encoded: the hole re-predicts it.
+    assert engine.prefix_cache.token_ids == full[:-1]
+    assert isinstance(result.text, str)
+
+
+def test_healing_is_skipped_after_punctuation(engine):
+    heal, ids = engine._split_heal("x = f(", [1, 2, 3], heal=True)
+    assert heal == "" and ids == [1, 2, 3]
+
+
+def test_drafts_arrive_once_per_step_in_order(engine):
+    drafts: list[tuple[str, int]] = []
+    result = engine.fill(
+        PREFIX, SUFFIX, FillOptions(max_steps=4), on_draft=lambda text, step: drafts.append((text, step))
+    )
+    assert [step for _, step in drafts] == list(range(result.stats.steps))
+
+
+def test_cancel_from_another_thread_returns_within_a_step(engine):
+    stop = threading.Event()
+    started = threading.Event()
+
+    def on_draft(text, step):
+        started.set()
+        time.sleep(0.05)
+
+    errors = []
+
+    def work():
+        try:
+            engine.fill(PREFIX, SUFFIX, FillOptions(max_steps=40, entropy_bound=1e-9, max_hole_tokens=32),
+                        should_stop=stop.is_set, on_draft=on_draft)  # fmt: skip
+        except Cancelled as err:
+            errors.append(err)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    assert started.wait(10)
+    stop.set()
+    cancelled_at = time.perf_counter()
+    thread.join(10)
+    assert errors, "the fill was not cancelled"
+    assert time.perf_counter() - cancelled_at < 2.0
+
+
+def test_fill_holes_fills_every_marker_in_one_run(engine):
+    text = "def add(a, b):\n    return <|hole|>\n\n\nresult = add(1, <|hole|>)\n"
+    result = engine.fill_holes(text, options=FillOptions(max_hole_tokens=5, max_steps=4))
+    assert len(result.middles) == 2
+    assert "<|hole|>" not in result.text
+    assert (
+        result.text
+        == "def add(a, b):\n    return "
+        + result.middles[0]
+        + "\n\n\nresult = add(1, "
+        + result.middles[1]
+        + ")\n"
+    )
+    assert result.stats.decoder_forwards <= 4
+
+
+def test_fill_holes_with_a_custom_marker(engine):
+    result = engine.fill_holes(
+        "x = ??\ny = ??\n", marker="??", options=FillOptions(max_hole_tokens=3, max_steps=2)
+    )
+    assert len(result.middles) == 2 and "??" not in result.text
+
+
+def test_fill_holes_without_markers_returns_the_text(engine):
+    result = engine.fill_holes("x = 1\n")
+    assert result.middles == [] and result.text == "x = 1\n"
+
+
+def test_rewrite_at_strength_zero_keeps_the_selection(engine):
+    selection = "total = width * height"
+    result = engine.rewrite("def area(width, height):\n    ", selection, "\n    return total\n", strength=0.0)
+    assert result.text == selection
+
+
+def test_rewrite_at_full_strength_denoises_every_slot(engine):
+    result = engine.rewrite("x = ", "compute(1, 2)", "\n", strength=1.0, options=FillOptions(max_steps=4))
+    assert result.stats.steps >= 1
+    assert result.stats.tokens_per_forward > 0

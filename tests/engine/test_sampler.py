@@ -1,0 +1,96 @@
+"""The denoising loop on a real (tiny, random) DiffusionGemma."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from difill.engine.canvas import build_canvas
+from difill.engine.prefix_cache import PrefixCache
+from difill.engine.sampler import Cancelled, SamplerConfig, choose_accepted, denoise
+from difill.engine.tokens import encode
+
+
+@pytest.fixture()
+def setup(loaded):
+    tok, ids, model = loaded.tokenizer, loaded.ids, loaded.model
+    cache = PrefixCache(model).encode([ids.bos, *encode(tok, "def add(a, b):\n    return ")]).cache
+    suffix = encode(tok, "\n\nprint(add(1, 2))\n")
+    canvas = build_canvas([12, suffix], 12 + len(suffix) + 1, ids, document_ends=True)
+
+    def decoder(current, self_conditioning):
+        return model(
+            past_key_values=cache, decoder_input_ids=current, self_conditioning_logits=self_conditioning
+        ).logits
+
+    banned = torch.tensor(ids.banned_in_hole)
+    return decoder, canvas, banned, ids
+
+
+def run(setup, **kwargs):
+    decoder, canvas, banned, ids = setup
+    steps = []
+    config = kwargs.pop("config", SamplerConfig(max_steps=6))
+    with torch.inference_mode():
+        result = denoise(
+            decoder, canvas.ids[None], canvas.clamp_mask[None], banned, ids.vocab_size, config,
+            torch.Generator().manual_seed(0), on_step=lambda step, best: steps.append(best.clone()), **kwargs,
+        )  # fmt: skip
+    return result, steps
+
+
+def test_clamped_suffix_is_identical_after_every_step(setup):
+    _, canvas, _, _ = setup
+    result, steps = run(setup)
+    assert steps, "the loop ran no step"
+    clamp = canvas.clamp_mask
+    for best in steps:
+        assert torch.equal(best[0][clamp], canvas.ids[clamp])
+    assert torch.equal(result.canvas[0][clamp], canvas.ids[clamp])
+
+
+def test_no_banned_token_in_the_hole(setup):
+    _, canvas, banned, _ = setup
+    for seed in range(3):
+        decoder, _, _, ids = setup
+        with torch.inference_mode():
+            result = denoise(decoder, canvas.ids[None], canvas.clamp_mask[None], banned, ids.vocab_size,
+                             SamplerConfig(max_steps=4, greedy=False), torch.Generator().manual_seed(seed))  # fmt: skip
+        hole = result.canvas[0][~canvas.clamp_mask]
+        assert not torch.isin(hole, banned).any()
+
+
+def test_every_hole_slot_is_committed_within_the_step_cap(setup):
+    result, _ = run(setup, config=SamplerConfig(max_steps=3))
+    assert result.steps <= 3
+
+
+def test_cancel_stops_between_steps(setup):
+    calls = []
+
+    def should_stop():
+        calls.append(1)
+        return len(calls) > 2
+
+    with pytest.raises(Cancelled):
+        run(setup, should_stop=should_stop, config=SamplerConfig(max_steps=12, entropy_bound=1e-9))
+    assert len(calls) == 3  # two steps ran, the third check stopped it
+
+
+def test_entropy_bound_accepts_low_entropy_slots_first():
+    entropy = torch.tensor([[0.5, 0.01, 2.0, 0.02]])
+    open_mask = torch.tensor([[True, True, True, True]])
+    accepted = choose_accepted(entropy, open_mask, bound=0.1, min_accept=1)
+    # sorted: 0.01, 0.02, 0.5, 2.0 -> cumulative minus max: 0, 0.01, 0.03, 0.53
+    assert accepted.tolist() == [[True, True, False, True]]
+
+
+def test_min_accept_forces_progress_when_everything_is_uncertain():
+    entropy = torch.tensor([[5.0, 4.0, 6.0]])
+    accepted = choose_accepted(entropy, torch.ones(1, 3, dtype=torch.bool), bound=0.0, min_accept=2)
+    assert accepted.tolist() == [[True, True, False]]
+
+
+def test_closed_slots_are_never_accepted():
+    entropy = torch.tensor([[0.0, 0.0, 0.0]])
+    open_mask = torch.tensor([[False, True, False]])
+    assert choose_accepted(entropy, open_mask, bound=10.0, min_accept=3).tolist() == [[False, True, False]]

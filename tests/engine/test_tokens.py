@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+from difill.engine.tokens import encode, encode_prefix_window, encode_suffix_window
+
+
+def test_special_token_text_in_a_file_stays_plain_text(loaded):
+    tokens = encode(loaded.tokenizer, "marker = '<|fill|>'")
+    assert loaded.ids.filler[0] not in tokens
+
+
+def test_round_trip_keeps_tabs_crlf_and_non_ascii(loaded):
+    text = "\tif x:\r\n\t\treturn '한국어 😀'\r\n"
+    assert loaded.tokenizer.decode(encode(loaded.tokenizer, text)) == text
+
+
+def test_prefix_window_starts_with_bos_at_file_start(loaded):
+    tokens = encode_prefix_window(loaded.tokenizer, loaded.ids, "x = 1\n", budget=64)
+    assert tokens[0] == loaded.ids.bos
+
+
+def test_prefix_window_respects_the_budget(loaded):
+    tokens = encode_prefix_window(loaded.tokenizer, loaded.ids, "value = 1\n" * 500, budget=64)
+    assert 0 < len(tokens) <= 64 and loaded.ids.bos not in tokens
+
+
+def test_prefix_window_is_stable_while_typing(loaded):
+    """Typing at the end must not shift the kept window, or the prefix cache is useless."""
+    base = "".join(f"line_{i} = {i}\n" for i in range(300))
+    a = encode_prefix_window(loaded.tokenizer, loaded.ids, base + "x", budget=100)
+    b = encode_prefix_window(loaded.tokenizer, loaded.ids, base + "xy", budget=100)
+    common = 0
+    while common < min(len(a), len(b)) and a[common] == b[common]:
+        common += 1
+    assert common >= len(a) - 2
+
+
+def test_suffix_window_says_whether_it_is_complete(loaded):
+    tokens, complete = encode_suffix_window(loaded.tokenizer, ")\n", budget=16)
+    assert complete and tokens
+    tokens, complete = encode_suffix_window(loaded.tokenizer, "y = 2\n" * 100, budget=8)
+    assert not complete and len(tokens) == 8

@@ -1,0 +1,140 @@
+"""The trainer's batches match the engine's canvas, and a training step runs."""
+
+from __future__ import annotations
+
+import random
+
+import torch
+from difill.engine.training.batches import ar_batch, corrupt, diffusion_batch, example_segments
+from difill.engine.training.corpus import BENCHMARK_NAMES, is_heldout
+from difill.engine.training.examples import EVAL_SHAPES, SHAPES, sample_eval_example, sample_example
+from difill.engine.training.train import TrainConfig, diffusion_loss
+from transformers import DiffusionGemmaForBlockDiffusion
+
+SOURCE = "\n".join(
+    [
+        "import os",
+        "",
+        "",
+        "def main(argv):",
+        "    path = os.path.join(argv[0], 'data')",
+        "    if not os.path.exists(path):",
+        "        raise SystemExit(1)",
+        "    with open(path) as f:",
+        "        return f.read()",
+        "",
+        "",
+        "class Box:",
+        "    def __init__(self, width, height):",
+        "        self.width = width",
+        "        self.height = height",
+        "",
+        "    def area(self):",
+        "        return self.width * self.height",
+        "",
+    ]
+)
+
+
+def test_every_shape_rebuilds_the_document():
+    rng = random.Random(0)
+    for shape in SHAPES:
+        made = 0
+        for _ in range(50):
+            ex = sample_example(SOURCE, rng, shape)
+            if ex is None:
+                continue
+            made += 1
+            if shape == "continuation":  # the file ends after the middle: no suffix at all
+                assert ex.suffix == "" and SOURCE.startswith(ex.document)
+            else:
+                assert ex.document == SOURCE, shape
+            assert all(ex.middles), shape
+        assert made, f"no {shape} example"
+
+
+def test_whole_line_at_column_zero_ends_with_a_newline():
+    rng = random.Random(1)
+    seen = 0
+    for _ in range(100):
+        ex = sample_example(SOURCE, rng, "whole_line")
+        if ex and ex.prefix.endswith("\n") and not ex.suffix.startswith("\n"):
+            assert ex.middles[0].endswith("\n")
+            seen += 1
+    assert seen
+
+
+def test_eval_shapes_rebuild_the_document():
+    rng = random.Random(2)
+    for shape in EVAL_SHAPES:
+        for _ in range(20):
+            ex = sample_eval_example(SOURCE, rng, shape)
+            if ex:
+                assert ex.document == SOURCE
+
+
+def test_batch_canvas_is_middle_then_filler_then_clamped_suffix(loaded):
+    tok, ids = loaded.tokenizer, loaded.ids
+    rng = random.Random(3)
+    batch = diffusion_batch([SOURCE], tok, ids, batch_size=8, prefix_length=32, canvas_length=32, rng=rng)
+    assert batch.canvas.shape == (8, 32) and batch.prefix.shape[0] == 8
+    for row in range(8):
+        holes = (~batch.clamp_mask[row]).nonzero().flatten().tolist()
+        assert holes, "every row has a hole"
+        # No banned special token inside a hole target.
+        assert not torch.isin(batch.canvas[row][holes], torch.tensor(ids.banned_in_hole)).any()
+
+
+def test_example_segments_size_holes_to_their_middles(loaded):
+    rng = random.Random(4)
+    ex = sample_example(SOURCE, rng, "rest_of_line")
+    segments, middles, _ = example_segments(ex, loaded.tokenizer, 64, rng)
+    assert isinstance(segments[0], int) and segments[0] >= len(middles[0])
+
+
+def test_corruption_never_touches_clamped_slots():
+    canvas = torch.arange(20).view(2, 10)
+    clamp = torch.zeros(2, 10, dtype=torch.bool)
+    clamp[:, 6:] = True
+    noisy, corrupted = corrupt(canvas, clamp, vocab_size=1000, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(noisy[clamp], canvas[clamp])
+    assert not corrupted[clamp].any() and corrupted.any(dim=1).all()
+
+
+def test_a_training_step_lowers_the_loss_on_a_repeated_batch(tiny_model_dir, loaded):
+    model = DiffusionGemmaForBlockDiffusion.from_pretrained(tiny_model_dir)
+    model.config._experts_implementation = "eager"
+    model.train()
+    rng = random.Random(5)
+    batch = diffusion_batch([SOURCE], loaded.tokenizer, loaded.ids, 4, 32, 32, rng)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    cfg = TrainConfig(self_conditioning_rate=0.0)
+    losses = []
+    for _ in range(8):
+        loss, info = diffusion_loss(model, batch, loaded.ids, cfg, torch.Generator().manual_seed(0))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        assert info["supervised"] > 0
+    assert losses[-1] < losses[0]
+
+
+def test_ar_batch_is_psm_ordered(loaded):
+    batch = ar_batch([SOURCE], loaded.tokenizer, loaded.ids, 2, 32, 32, random.Random(6))
+    vocab = loaded.tokenizer.get_vocab()
+    for row in batch.ids.tolist():
+        p, s, m = (
+            row.index(vocab["<|fim_prefix|>"]),
+            row.index(vocab["<|fim_suffix|>"]),
+            row.index(vocab["<|fim_middle|>"]),
+        )
+        assert p < s < m
+
+
+def test_heldout_split_is_deterministic_and_benchmarks_are_excluded():
+    assert is_heldout("python-stdlib/json/decoder.py") == is_heldout("python-stdlib/json/decoder.py")
+    share = sum(is_heldout(f"pkg/mod_{i}.py") for i in range(2000)) / 2000
+    assert 0.01 < share < 0.06
+    assert BENCHMARK_NAMES.search("datasets/human_eval/data.py")
+    assert BENCHMARK_NAMES.search("mbpp/tasks.py")
