@@ -1,0 +1,72 @@
+"""The autoregressive yardstick: a same-size causal model filling the middle in PSM format.
+
+It is not part of the product.  `difill eval` and `difill bench` run it beside the diffusion
+model so that speed and quality are compared in the same run, on the same cases.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from difill.engine.model import check_model_dir
+from difill.engine.postprocess import fit_middle, to_document_line_endings, to_lf, uses_crlf
+from difill.engine.tokens import encode, encode_prefix_window, encode_suffix_window
+from difill.engine.vocab import SpecialTokens, TokenIds
+from transformers import AutoTokenizer, LlamaForCausalLM
+
+
+@dataclass
+class ARFill:
+    text: str
+    forwards: int  # one per generated token, plus the prompt
+    tokens: int
+    total_ms: float
+
+
+class ARBaseline:
+    def __init__(self, path: str | Path, prefix_tokens: int = 256, suffix_tokens: int = 32) -> None:
+        path = Path(path)
+        check_model_dir(path)
+        self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        self.model = LlamaForCausalLM.from_pretrained(path, dtype=torch.float32, local_files_only=True).eval()
+        self.ids = TokenIds.from_tokenizer(self.tokenizer, self.model.config.vocab_size)
+        vocab = self.tokenizer.get_vocab()
+        names = SpecialTokens()
+        self.fim = (vocab[names.fim_prefix], vocab[names.fim_suffix], vocab[names.fim_middle])
+        self.newline_ids = {i for t, i in vocab.items() if "Ċ" in t}  # byte-level BPE spells "\n" as Ċ
+        self.prefix_tokens = prefix_tokens
+        self.suffix_tokens = suffix_tokens
+
+    @torch.inference_mode()
+    def fill(self, prefix: str, suffix: str, max_new_tokens: int = 24, single_line: bool = False) -> ARFill:
+        started = time.perf_counter()
+        crlf = uses_crlf(prefix) or uses_crlf(suffix)
+        prefix, suffix = to_lf(prefix), to_lf(suffix)
+        prefix_ids = encode_prefix_window(self.tokenizer, self.ids, prefix, self.prefix_tokens)
+        suffix_ids, complete = encode_suffix_window(self.tokenizer, suffix, self.suffix_tokens)
+        if complete:
+            suffix_ids = [*suffix_ids, self.ids.eos]
+        fim_prefix, fim_suffix, fim_middle = self.fim
+        prompt = torch.tensor([[fim_prefix, *prefix_ids, fim_suffix, *suffix_ids, fim_middle]])
+        out = self.model(input_ids=prompt, use_cache=True)
+        cache, logits = out.past_key_values, out.logits[:, -1]
+        generated: list[int] = []
+        forwards = 1
+        for _ in range(max_new_tokens):
+            token = int(logits.argmax(-1))
+            if token == self.ids.eos:
+                break
+            generated.append(token)
+            if single_line and token in self.newline_ids and len(generated) > 1:
+                break  # fit_middle cuts the text at that newline
+            out = self.model(input_ids=torch.tensor([[token]]), past_key_values=cache, use_cache=True)
+            cache, logits = out.past_key_values, out.logits[:, -1]
+            forwards += 1
+        middle = fit_middle(self.tokenizer.decode(generated), prefix, suffix, single_line)
+        text = to_document_line_endings(middle, crlf)
+        return ARFill(
+            text, forwards, len(encode(self.tokenizer, middle)), (time.perf_counter() - started) * 1000
+        )

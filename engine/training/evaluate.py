@@ -1,0 +1,144 @@
+"""`difill eval`: held-out infill quality of the diffusion model and the AR baseline, side by side.
+
+Cases are cut from the held-out split with a fixed seed: rest of line, whole line (cursor after
+the indentation) and 2-5 whole lines.  Metrics per model and shape: exact match (trailing
+whitespace ignored), edit similarity, the share of fills after which the whole file still parses
+(over files that parse to begin with), mean denoising steps / forwards and tokens per forward.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import random
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from difill.engine.syntax import parses
+from difill.engine.training.corpus import read_jsonl
+from difill.engine.training.examples import EVAL_SHAPES, InfillExample, sample_eval_example
+
+SHAPE_OPTIONS = {  # hole budget and single-line mode per shape, as the language server asks
+    "rest_of_line": (24, True),
+    "whole_line": (32, True),
+    "multi_line_2_5": (64, False),
+}
+
+
+@dataclass
+class ShapeScore:
+    cases: int = 0
+    exact: int = 0
+    similarity: list[float] = field(default_factory=list)
+    parsed: int = 0
+    parse_cases: int = 0
+    forwards: list[int] = field(default_factory=list)
+    tokens_per_forward: list[float] = field(default_factory=list)
+    ms: list[float] = field(default_factory=list)
+
+    def add(
+        self, ex: InfillExample, middle: str, forwards: int, tpf: float, ms: float, original_parses: bool
+    ):
+        target = ex.middles[0]
+        self.cases += 1
+        self.exact += middle.rstrip() == target.rstrip()
+        self.similarity.append(difflib.SequenceMatcher(None, middle, target).ratio())
+        if original_parses:
+            self.parse_cases += 1
+            self.parsed += bool(parses(ex.prefix + middle + ex.suffix, "python"))
+        self.forwards.append(forwards)
+        self.tokens_per_forward.append(tpf)
+        self.ms.append(ms)
+
+    def summary(self) -> dict:
+        return {
+            "cases": self.cases,
+            "exact_match": round(self.exact / max(1, self.cases), 4),
+            "edit_similarity": round(statistics.fmean(self.similarity or [0]), 4),
+            "parse_rate": round(self.parsed / max(1, self.parse_cases), 4),
+            "mean_forwards": round(statistics.fmean(self.forwards or [0]), 2),
+            "tokens_per_forward": round(statistics.fmean(self.tokens_per_forward or [0]), 3),
+            "p50_ms": round(statistics.median(self.ms or [0]), 1),
+        }
+
+
+def eval_cases(corpus: Path, per_shape: int, seed: int) -> dict[str, list[InfillExample]]:
+    docs = [d for d in read_jsonl(corpus / "heldout.jsonl") if d["text"].count("\n") >= 10]
+    rng = random.Random(seed)
+    cases: dict[str, list[InfillExample]] = {}
+    for shape in EVAL_SHAPES:
+        out: list[InfillExample] = []
+        attempts = 0
+        while len(out) < per_shape and attempts < per_shape * 50:
+            attempts += 1
+            ex = sample_eval_example(rng.choice(docs)["text"], rng, shape)
+            if ex is not None and ex.middles[0].strip():
+                out.append(ex)
+        cases[shape] = out
+    return cases
+
+
+def evaluate(diffusion_dir: str | None, ar_dir: str | None, corpus: Path, per_shape: int, seed: int) -> dict:
+    from difill.engine.infill import FillOptions, InfillEngine
+    from difill.engine.model import load_model
+
+    cases = eval_cases(corpus, per_shape, seed)
+    original_parses = {id(ex): bool(parses(ex.document, "python")) for exs in cases.values() for ex in exs}
+    report: dict = {"cases_per_shape": per_shape, "seed": seed}
+
+    loaded = load_model(diffusion_dir, device="cpu")
+    engine = InfillEngine(loaded)
+    scores = {shape: ShapeScore() for shape in cases}
+    for shape, exs in cases.items():
+        max_tokens, single_line = SHAPE_OPTIONS[shape]
+        for ex in exs:
+            options = FillOptions(max_hole_tokens=max_tokens, single_line=single_line, language="python")
+            r = engine.fill(ex.prefix, ex.suffix, options)
+            scores[shape].add(ex, r.text, r.stats.decoder_forwards, r.stats.tokens_per_forward,
+                              r.stats.total_ms, original_parses[id(ex)])  # fmt: skip
+    report["diffusion"] = {shape: s.summary() for shape, s in scores.items()}
+    report["diffusion_model"] = str(loaded.path)
+
+    if ar_dir and Path(ar_dir).exists():
+        from difill.engine.ar_baseline import ARBaseline
+
+        ar = ARBaseline(ar_dir)
+        scores = {shape: ShapeScore() for shape in cases}
+        for shape, exs in cases.items():
+            max_tokens, single_line = SHAPE_OPTIONS[shape]
+            for ex in exs:
+                r = ar.fill(ex.prefix, ex.suffix, max_tokens, single_line)
+                scores[shape].add(ex, r.text, r.forwards, r.tokens / max(1, r.forwards), r.total_ms,
+                                  original_parses[id(ex)])  # fmt: skip
+        report["ar"] = {shape: s.summary() for shape, s in scores.items()}
+        report["ar_model"] = str(ar_dir)
+    return report
+
+
+def format_table(report: dict) -> str:
+    rows = ["| model | shape | exact match | edit sim. | parses | forwards | tokens/forward | p50 ms |",
+            "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for model in ("diffusion", "ar"):
+        for shape, s in report.get(model, {}).items():
+            rows.append(f"| {model} | {shape} | {s['exact_match']:.1%} | {s['edit_similarity']:.3f} | "
+                        f"{s['parse_rate']:.1%} | {s['mean_forwards']} | {s['tokens_per_forward']} | {s['p50_ms']} |")  # fmt: skip
+    return "\n".join(rows)
+
+
+def main(args: argparse.Namespace) -> int:
+    ar_dir = args.ar_model or ("runs/ar/latest" if Path("runs/ar/latest").exists() else None)
+    started = time.time()
+    report = evaluate(args.model, ar_dir, Path(args.corpus), args.cases, args.seed)
+    report["eval_seconds"] = round(time.time() - started, 1)
+    if args.record:
+        from difill.engine.model import DEFAULT_MODEL_DIR
+
+        state_path = Path(args.model or DEFAULT_MODEL_DIR) / "training_state.json"
+        state = json.loads(state_path.read_text()) if state_path.exists() else {}
+        state.setdefault("history", []).append({"cpu_hours": state.get("cpu_hours"), "eval": report})
+        state_path.write_text(json.dumps(state, indent=1) + "\n")
+    print(json.dumps(report, indent=1) if args.json else format_table(report))
+    return 0
