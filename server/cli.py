@@ -118,6 +118,38 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ship(args: argparse.Namespace) -> int:
+    """Copy a trained checkpoint's weights, config and tokenizer into the package."""
+    import shutil
+
+    from difill.engine.model import DEFAULT_MODEL_DIR, check_model_dir
+
+    source = Path(args.source)
+    check_model_dir(source)
+    keep = (
+        "*.safetensors",
+        "config.json",
+        "generation_config.json",
+        "tokenizer*.json",
+        "training_state.json",
+    )
+    skip = {"optimizer.safetensors", "ema_fp32.safetensors"}  # resumable state stays out of the wheel
+    for old in DEFAULT_MODEL_DIR.iterdir():
+        if old.name not in ("__init__.py", "MODEL.md", "corpus_manifest.json") and old.is_file():
+            old.unlink()
+    copied = []
+    for pattern in keep:
+        for path in sorted(source.glob(pattern)):
+            if path.name not in skip:
+                shutil.copy2(path, DEFAULT_MODEL_DIR / path.name)
+                copied.append(path.name)
+    manifest = Path(args.corpus) / "manifest.json"
+    if manifest.exists():
+        shutil.copy2(manifest, DEFAULT_MODEL_DIR / "corpus_manifest.json")
+    print(f"shipped {', '.join(copied)} to {DEFAULT_MODEL_DIR}")
+    return 0
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from difill.engine.training.evaluate import main as eval_main
 
@@ -183,6 +215,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("ship", help="copy a trained model into the package as the default model")
+    p.add_argument("source", help="checkpoint dir, e.g. runs/diffusion/latest")
+    p.add_argument("--corpus", default="data/corpus", help="where the corpus manifest is")
+    p.set_defaults(func=cmd_ship)
 
     p = sub.add_parser("eval", help="held-out infill evaluation of the diffusion model and the AR baseline")
     p.add_argument("--model", help="diffusion model dir (default: shipped)")

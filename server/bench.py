@@ -1,0 +1,201 @@
+"""`difill bench`: latency and quality, diffusion vs the same-size AR baseline, in one run.
+
+Two paths are timed on the same held-out cases:
+1. the engine in-process (diffusion InfillEngine, AR ARBaseline);
+2. the real language server over stdio (`difill serve`), as an editor drives it, including a
+   typing replay: held-out lines typed keystroke by keystroke (didChange + inlineCompletion).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from difill.engine.training.examples import InfillExample
+
+SHAPE_GROUPS = {"single_line": ("rest_of_line", "whole_line"), "multi_line": ("multi_line_2_5",)}
+SHAPE_OPTIONS = {"rest_of_line": (24, True), "whole_line": (32, True), "multi_line_2_5": (64, False)}
+
+
+@dataclass
+class Timing:
+    ms: list[float] = field(default_factory=list)
+    forwards: list[int] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)
+    exact: list[bool] = field(default_factory=list)
+    hole_tokens: list[int] = field(default_factory=list)  # target length, for the plot
+
+    def summary(self) -> dict:
+        total_s = sum(self.ms) / 1000
+        return {
+            "cases": len(self.ms),
+            "p50_ms": round(percentile(self.ms, 50), 1),
+            "p95_ms": round(percentile(self.ms, 95), 1),
+            "exact_match": round(sum(self.exact) / max(1, len(self.exact)), 4),
+            "forwards": round(statistics.fmean(self.forwards or [0]), 2),
+            "tokens_per_forward": round(sum(self.tokens) / max(1, sum(self.forwards)), 3),
+            "tokens_per_s": round(sum(self.tokens) / max(1e-9, total_s), 1),
+        }
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * q / 100
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def load_cases(corpus: Path, per_shape: int, seed: int) -> dict[str, list[InfillExample]]:
+    from difill.engine.training.corpus import build_corpus
+    from difill.engine.training.evaluate import eval_cases
+
+    if not (corpus / "heldout.jsonl").exists():
+        build_corpus(corpus)
+    return eval_cases(corpus, per_shape, seed)
+
+
+def bench_engine(model_dir: str | None, cases: dict[str, list[InfillExample]]) -> dict:
+    from difill.engine.infill import FillOptions, InfillEngine
+    from difill.engine.model import load_model
+    from difill.engine.tokens import encode
+
+    started = time.perf_counter()
+    loaded = load_model(model_dir, device="cpu")
+    load_s = time.perf_counter() - started
+    engine = InfillEngine(loaded)
+    engine.fill("import os\n", "\n", FillOptions(max_steps=2))  # warm-up: first-call allocations
+    groups: dict[str, Timing] = {g: Timing() for g in SHAPE_GROUPS}
+    for group, shapes in SHAPE_GROUPS.items():
+        for shape in shapes:
+            max_tokens, single_line = SHAPE_OPTIONS[shape]
+            for ex in cases[shape]:
+                options = FillOptions(max_hole_tokens=max_tokens, single_line=single_line, language="python")
+                r = engine.fill(ex.prefix, ex.suffix, options)
+                t = groups[group]
+                t.ms.append(r.stats.total_ms)
+                t.forwards.append(r.stats.decoder_forwards)
+                t.tokens.append(r.stats.hole_tokens)
+                t.exact.append(r.text.rstrip() == ex.middles[0].rstrip())
+                t.hole_tokens.append(len(encode(loaded.tokenizer, ex.middles[0])))
+    out = {g: t.summary() for g, t in groups.items()}
+    out["load_s"] = round(load_s, 2)
+    out["tokens_per_forward"] = round(
+        sum(sum(t.tokens) for t in groups.values()) / max(1, sum(sum(t.forwards) for t in groups.values())), 3
+    )
+    out["_points"] = [(n, ms) for t in groups.values() for n, ms in zip(t.hole_tokens, t.ms, strict=True)]
+    return out
+
+
+def bench_ar(model_dir: str, cases: dict[str, list[InfillExample]]) -> dict:
+    from difill.engine.ar_baseline import ARBaseline
+
+    started = time.perf_counter()
+    ar = ARBaseline(model_dir)
+    load_s = time.perf_counter() - started
+    ar.fill("import os\n", "\n", 2)
+    groups: dict[str, Timing] = {g: Timing() for g in SHAPE_GROUPS}
+    for group, shapes in SHAPE_GROUPS.items():
+        for shape in shapes:
+            max_tokens, single_line = SHAPE_OPTIONS[shape]
+            for ex in cases[shape]:
+                r = ar.fill(ex.prefix, ex.suffix, max_tokens, single_line)
+                t = groups[group]
+                t.ms.append(r.total_ms)
+                t.forwards.append(r.forwards)
+                t.tokens.append(r.tokens)
+                t.exact.append(r.text.rstrip() == ex.middles[0].rstrip())
+                t.hole_tokens.append(len(ar.tokenizer(ex.middles[0], add_special_tokens=False)["input_ids"]))
+    out = {g: t.summary() for g, t in groups.items()}
+    out["load_s"] = round(load_s, 2)
+    out["_points"] = [(n, ms) for t in groups.values() for n, ms in zip(t.hole_tokens, t.ms, strict=True)]
+    return out
+
+
+def format_table(report: dict) -> str:
+    rows = [
+        "| path | model | shape | p50 ms | p95 ms | exact match | forwards | tokens/forward | tokens/s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for path_key, path_name in (("engine", "engine"), ("server", "server")):
+        for model in ("diffusion", "ar"):
+            section = report.get(path_key, {}).get(model, {})
+            for group in SHAPE_GROUPS:
+                s = section.get(group)
+                if s:
+                    rows.append(
+                        f"| {path_name} | {model} | {group} | {s['p50_ms']} | {s['p95_ms']} | {s['exact_match']:.1%} | "
+                        f"{s.get('forwards', '-')} | {s.get('tokens_per_forward', '-')} | {s.get('tokens_per_s', '-')} |"
+                    )
+    return "\n".join(rows)
+
+
+def plot(report: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for model, color in (("diffusion", "tab:blue"), ("ar", "tab:orange")):
+        points = report.get("engine", {}).get(model, {}).get("_points", [])
+        if points:
+            xs, ys = zip(*points, strict=True)
+            ax.scatter(xs, ys, s=12, alpha=0.6, color=color, label=model)
+    ax.set_xlabel("target middle length (tokens)")
+    ax.set_ylabel("latency (ms)")
+    ax.set_title("difill bench: latency vs hole length (engine, 2-core CPU)")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main(args: argparse.Namespace) -> int:
+    per_shape = 6 if args.quick else 40
+    cases = load_cases(Path("data/corpus"), per_shape, seed=99)
+    report: dict = {"cases_per_shape": per_shape}
+    report["engine"] = {"diffusion": bench_engine(args.model, cases)}
+    ar_dir = args.ar_model or ("runs/ar/latest" if Path("runs/ar/latest").exists() else None)
+    if ar_dir:
+        report["engine"]["ar"] = bench_ar(ar_dir, cases)
+    report["engine_peak_rss_mb"] = round(peak_rss_mb(), 1)
+    try:
+        from difill.server.bench_server import bench_server
+
+        report["server"] = bench_server(args.model, cases, quick=args.quick)
+    except ImportError as err:
+        report["server"] = {"skipped": f"server benchmark unavailable: {err}"}
+    # Flatten the headline keys the issue asks for: {"diffusion": {...}, "ar": {...}}.
+    for model in ("diffusion", "ar"):
+        if model in report["engine"]:
+            report[model] = {g: report["engine"][model][g] for g in SHAPE_GROUPS}
+    report["diffusion"]["tokens_per_forward"] = report["engine"]["diffusion"]["tokens_per_forward"]
+    if not args.json:
+        plot(report, Path(args.plot))
+    for section in report["engine"].values():
+        section.pop("_points", None)
+    if args.json:
+        print(json.dumps(report, indent=1))
+    else:
+        print(format_table(report))
+        print(f"\nplot: {args.plot}; engine peak RSS {report['engine_peak_rss_mb']} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(
+        main(argparse.Namespace(model=None, ar_model=None, quick=True, json=False, plot="docs/bench.png"))
+    )

@@ -1,0 +1,68 @@
+"""`difill fill` as a user runs it: positions as editors show them, JSON output, clear errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from difill.server.cli import parse_location, split_at
+
+
+def test_location_is_path_line_col():
+    assert parse_location("a/b.py:3:7") == (parse_location("a/b.py")[0], 3, 7)
+    assert parse_location("b.py")[1:] == (None, None)
+
+
+def test_split_at_uses_one_based_line_and_column():
+    prefix, suffix = split_at("ab\ncd\n", 2, 2)
+    assert (prefix, suffix) == ("ab\nc", "d\n")
+
+
+def test_split_at_end_of_line_and_start_of_file():
+    assert split_at("ab\ncd\n", 1, 3) == ("ab", "\ncd\n")
+    assert split_at("ab\n", 1, 1) == ("", "ab\n")
+
+
+def test_split_at_counts_characters_not_bytes():
+    assert split_at("한국어 = 1\n", 1, 4) == ("한국어", " = 1\n")
+
+
+def test_position_outside_the_file_is_a_clear_error():
+    with pytest.raises(SystemExit, match="line 9"):
+        split_at("a\n", 9, 1)
+    with pytest.raises(SystemExit, match="column 5"):
+        split_at("ab\n", 1, 5)
+
+
+def run_cli(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "difill.server", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_fill_prints_json_with_text_steps_and_ms(tiny_model_dir, tmp_path):
+    source = tmp_path / "x.py"
+    source.write_text("def f(a, b):\n    return \n")
+    done = run_cli("fill", f"{source}:2:12", "--model", str(tiny_model_dir), "--json", "--steps", "3")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert {"text", "steps", "ms"} <= out.keys() and 1 <= out["steps"] <= 3
+
+
+def test_fill_holes_prints_the_whole_file(tiny_model_dir, tmp_path):
+    source = tmp_path / "h.py"
+    source.write_text("x = <|hole|>\ny = <|hole|>\n")
+    done = run_cli("fill", str(source), "--holes", "--model", str(tiny_model_dir), "--json")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert len(out["middles"]) == 2 and "<|hole|>" not in out["text"]
+
+
+def test_missing_model_says_how_to_fix_it(tmp_path):
+    source = tmp_path / "x.py"
+    source.write_text("x = 1\n")
+    done = run_cli("fill", f"{source}:1:5", "--model", str(tmp_path / "no-model"))
+    assert done.returncode != 0
+    assert "does not exist" in done.stderr and "--model" in done.stderr
