@@ -65,6 +65,32 @@ class ShapeScore:
         }
 
 
+def _first(cands, ex):
+    return cands[0].text if cands else ""
+
+
+def _by_logprob(cands, ex):
+    return max(cands, key=lambda c: c.score).text if cands else ""
+
+
+def _longest_hole(cands, ex):
+    return max(cands, key=lambda c: c.hole_length).text if cands else ""
+
+
+def _oracle(cands, ex):
+    hits = [c.text for c in cands if c.text.rstrip() == ex.middles[0].rstrip()]
+    return hits[0] if hits else _first(cands, ex)
+
+
+# How to pick among candidate hole lengths; "engine" is what the engine ships (rank_candidates).
+SELECTION_RULES = {
+    "engine": _first,
+    "logprob_only": _by_logprob,
+    "longest_hole": _longest_hole,
+    "oracle": _oracle,
+}
+
+
 def eval_cases(corpus: Path, per_shape: int, seed: int) -> dict[str, list[InfillExample]]:
     docs = [d for d in read_jsonl(corpus / "heldout.jsonl") if d["text"].count("\n") >= 10]
     rng = random.Random(seed)
@@ -92,6 +118,7 @@ def evaluate(diffusion_dir: str | None, ar_dir: str | None, corpus: Path, per_sh
     loaded = load_model(diffusion_dir, device="cpu")
     engine = InfillEngine(loaded)
     scores = {shape: ShapeScore() for shape in cases}
+    selection = {rule: 0 for rule in SELECTION_RULES}  # exact matches under each way to pick a candidate
     for shape, exs in cases.items():
         max_tokens, single_line = SHAPE_OPTIONS[shape]
         for ex in exs:
@@ -99,7 +126,14 @@ def evaluate(diffusion_dir: str | None, ar_dir: str | None, corpus: Path, per_sh
             r = engine.fill(ex.prefix, ex.suffix, options)
             scores[shape].add(ex, r.text, r.stats.decoder_forwards, r.stats.tokens_per_forward,
                               r.stats.total_ms, original_parses[id(ex)])  # fmt: skip
+            for rule, pick in SELECTION_RULES.items():
+                chosen = pick(r.candidates, ex)
+                selection[rule] += bool(chosen) and chosen.rstrip() == ex.middles[0].rstrip()
     report["diffusion"] = {shape: s.summary() for shape, s in scores.items()}
+    total = sum(len(exs) for exs in cases.values())
+    report["diffusion_selection_exact_match"] = {
+        rule: round(n / max(1, total), 4) for rule, n in selection.items()
+    }
     report["diffusion_model"] = str(loaded.path)
 
     if ar_dir and Path(ar_dir).exists():
@@ -125,6 +159,9 @@ def format_table(report: dict) -> str:
         for shape, s in report.get(model, {}).items():
             rows.append(f"| {model} | {shape} | {s['exact_match']:.1%} | {s['edit_similarity']:.3f} | "
                         f"{s['parse_rate']:.1%} | {s['mean_forwards']} | {s['tokens_per_forward']} | {s['p50_ms']} |")  # fmt: skip
+    if "diffusion_selection_exact_match" in report:
+        picks = ", ".join(f"{k} {v:.1%}" for k, v in report["diffusion_selection_exact_match"].items())
+        rows.append(f"\nexact match over all shapes by candidate selection rule: {picks}")
     return "\n".join(rows)
 
 
