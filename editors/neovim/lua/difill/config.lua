@@ -1,0 +1,60 @@
+-- Default options for require("difill").setup(opts). Everything here can be overridden;
+-- tables are merged deeply, so `setup({ keymaps = { accept = "<C-l>" } })` keeps the other keys.
+
+---@class difill.ServerSettings
+--- Mirrors the server's settings. Sent as initializationOptions and, on change, as
+--- workspace/didChangeConfiguration `{ difill = ... }`. Unset keys take the server's defaults.
+---@field modelPath? string        model directory (default: the model shipped with difill)
+---@field device? "auto"|"cpu"|"cuda"
+---@field maxTokens? integer       longest completion, in tokens
+---@field steps? integer           denoising step cap
+---@field candidates? integer      candidates for an invoked completion
+---@field languages? string[]      language ids the server completes in
+---@field contextTokens? integer   prefix/suffix context budget
+---@field drafts? boolean          stream difill/draft notifications while denoising
+---@field holeMarker? string       marker that :DifillFill fills (default "<|hole|>")
+---@field debounceMs? integer      server-side wait before running the model (client debounces too)
+---@field loadWaitMs? integer      how long a request waits for a loading model
+
+---@class difill.Keymaps
+--- Insert-mode keys; `false` disables one. The defaults avoid <Tab>, <C-n>/<C-p>, <C-y>, <C-e>
+--- and <CR>, which nvim-cmp, blink.cmp and the built-in completion menu use.
+---@field accept string|false
+---@field next string|false
+---@field trigger string|false
+---@field dismiss string|false
+--- Visual-mode key for :DifillEdit.
+---@field edit string|false
+
+---@class difill.Config
+---@field cmd string[]                  how to start the server (stdio LSP)
+---@field filetypes string[]            buffers the client attaches to
+---@field root_markers string[]         where a workspace starts (the server works without one)
+---@field settings difill.ServerSettings
+---@field auto_trigger boolean          ask for ghost text while typing (debounced)
+---@field debounce_ms integer           quiet time after typing before a request
+---@field builtin "auto"|boolean        use vim.lsp.inline_completion (Neovim >= 0.12) when "auto"/true
+---@field hl_group string               highlight of the ghost text
+---@field keymaps difill.Keymaps|false  `false` sets no keymaps at all
+local defaults = {
+  cmd = { "difill", "serve" },
+  filetypes = {
+    "python", "lua", "javascript", "typescript", "javascriptreact", "typescriptreact",
+    "rust", "go", "c", "cpp", "java", "sh", "bash",
+  },
+  root_markers = { "pyproject.toml", "setup.py", "package.json", "Cargo.toml", "go.mod", ".git" },
+  settings = {},
+  auto_trigger = true,
+  debounce_ms = 150,
+  builtin = "auto",
+  hl_group = "DifillSuggestion",
+  keymaps = {
+    accept = "<M-l>",
+    next = "<M-]>",
+    trigger = "<M-\\>",
+    dismiss = "<C-]>",
+    edit = "<leader>de",
+  },
+}
+
+return defaults

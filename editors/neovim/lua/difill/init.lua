@@ -1,0 +1,313 @@
+-- difill for Neovim: a thin client of the `difill serve` language server.
+-- Ghost text comes from textDocument/inlineCompletion (built-in on Neovim >= 0.12, our own
+-- extmarks on 0.11), edits from workspace/executeCommand, code actions are plain LSP.
+local util = require("difill.util")
+local ghost = require("difill.ghost")
+
+local api = vim.api
+local M = {}
+
+---@type difill.Config
+M.config = vim.deepcopy(require("difill.config"))
+
+--- Last difill/status per client id, for :DifillStatus and statuslines.
+---@type table<integer, { state: string, message?: string, latencyMs?: number }>
+M.statuses = {}
+
+local function builtin()
+  local b = M.config.builtin
+  return b ~= false and vim.lsp.inline_completion ~= nil and vim.lsp.inline_completion.enable ~= nil
+end
+
+local function buf()
+  return api.nvim_get_current_buf()
+end
+
+------------------------------------------------------------------------------------------
+-- Public API: ghost text
+--
+-- On 0.12 the built-in draws automatic suggestions; explicit asks (trigger, next without
+-- a built-in item) go through difill's own renderer, so both paths are checked below.
+------------------------------------------------------------------------------------------
+
+--- Ask for a suggestion at the cursor now (an Invoked request: up to 3 candidates).
+function M.trigger()
+  ghost.trigger(buf())
+end
+
+--- The ghost text that accept() would insert at the cursor, or nil.
+---@return string?
+function M.suggestion()
+  local text = ghost.suggestion(buf())
+  if text or not builtin() then
+    return text
+  end
+  -- vim.lsp.inline_completion keeps its item private; read what it drew.
+  local ns = api.nvim_get_namespaces()["nvim.lsp.inline_completion"]
+  for _, mark in ipairs(ns and api.nvim_buf_get_extmarks(0, ns, 0, -1, { details = true }) or {}) do
+    local parts = {}
+    for _, chunk in ipairs(mark[4].virt_text or {}) do
+      parts[#parts + 1] = chunk[1]
+    end
+    for _, l in ipairs(mark[4].virt_lines or {}) do
+      parts[#parts + 1] = "\n" .. table.concat(vim.tbl_map(function(c) return c[1] end, l))
+    end
+    return table.concat(parts)
+  end
+end
+
+--- Insert the current suggestion. Returns false when there is none.
+---@return boolean
+function M.accept()
+  if ghost.accept(buf()) then
+    return true
+  end
+  return builtin() and vim.lsp.inline_completion.get() or false
+end
+
+--- Show the next candidate (asking for more when only one was shown).
+function M.next()
+  if builtin() and not ghost.suggestion(buf()) and M.suggestion() then
+    vim.lsp.inline_completion.select({ count = 1 })
+  else
+    ghost.next(buf())
+  end
+end
+
+--- Hide the suggestion.
+function M.dismiss()
+  ghost.dismiss(buf())
+  if builtin() and vim.lsp.inline_completion.is_enabled({ bufnr = buf() }) then
+    -- Toggling is the only public way to drop the built-in's current item.
+    vim.lsp.inline_completion.enable(false, { bufnr = buf() })
+    vim.lsp.inline_completion.enable(true, { bufnr = buf() })
+  end
+end
+
+------------------------------------------------------------------------------------------
+-- Edits: the server computes the text and answers with workspace/applyEdit
+------------------------------------------------------------------------------------------
+
+--- The LSP range of a command's range: the visual selection when the command was given
+--- from one (charwise for `v`, whole lines otherwise), else the lines it names.
+---@param bufnr integer
+---@param cmd { range: integer, line1: integer, line2: integer }
+---@param encoding string
+---@return lsp.Range
+local function command_range(bufnr, cmd, encoding)
+  local s, e = api.nvim_buf_get_mark(bufnr, "<"), api.nvim_buf_get_mark(bufnr, ">")
+  local srow, scol, erow, ecol
+  if cmd.range > 0 and s[1] == cmd.line1 and e[1] == cmd.line2 and vim.fn.visualmode() == "v" then
+    srow, scol, erow = s[1] - 1, s[2], e[1] - 1
+    local last = api.nvim_buf_get_lines(bufnr, erow, erow + 1, false)[1] or ""
+    -- '> marks the first byte of the last selected character; the range ends after it.
+    ecol = math.min(#last, e[2] + #vim.fn.strcharpart(last:sub(e[2] + 1), 0, 1))
+  else
+    local l1, l2 = cmd.line1, cmd.line2
+    if cmd.range == 0 then
+      l1, l2 = 1, api.nvim_buf_line_count(bufnr)
+    end
+    srow, scol, erow = l1 - 1, 0, l2 - 1
+    ecol = #(api.nvim_buf_get_lines(bufnr, erow, erow + 1, false)[1] or "")
+  end
+  return {
+    start = util.to_lsp(bufnr, srow, scol, encoding),
+    ["end"] = util.to_lsp(bufnr, erow, ecol, encoding),
+  }
+end
+
+--- Send difill.editSelection / difill.fillHoles; the edit itself arrives as applyEdit.
+---@param bufnr integer
+---@param command string
+---@param args table
+---@param on_done? fun(err: lsp.ResponseError?)
+function M.execute(bufnr, command, args, on_done)
+  local client = util.client(bufnr)
+  if not client then
+    vim.notify("difill: no server attached to this buffer", vim.log.levels.WARN)
+    return
+  end
+  -- Straight to the server: client:exec_cmd would route difill.editSelection back to the
+  -- client-side handler below that asks for an instruction.
+  client:request("workspace/executeCommand", { command = command, arguments = { args } }, function(err)
+    if err then
+      vim.notify(("difill: %s failed: %s"):format(command, err.message), vim.log.levels.ERROR)
+    end
+    if on_done then
+      on_done(err)
+    end
+  end, bufnr)
+end
+
+---@param bufnr integer
+---@param range lsp.Range
+---@param instruction? string
+---@param on_done? fun(err: lsp.ResponseError?)
+function M.edit(bufnr, range, instruction, on_done)
+  local function send(text)
+    if not text or text == "" then
+      return
+    end
+    M.execute(bufnr, "difill.editSelection", {
+      uri = vim.uri_from_bufnr(bufnr),
+      range = range,
+      -- Client:request flushes pending didChange first, so this is the version the server has.
+      version = vim.lsp.util.buf_versions[bufnr],
+      instruction = text,
+    }, on_done)
+  end
+  if instruction and instruction ~= "" then
+    send(instruction)
+  else
+    vim.ui.input({ prompt = "difill edit: " }, send)
+  end
+end
+
+------------------------------------------------------------------------------------------
+-- Status
+------------------------------------------------------------------------------------------
+
+--- One line for a statusline: "difill: ready 120ms".
+---@return string
+function M.status()
+  local client = util.client(buf())
+  if not client then
+    return "difill: not attached"
+  end
+  local st = M.statuses[client.id]
+  if not st then
+    return "difill: starting"
+  end
+  local parts = { "difill: " .. st.state }
+  if st.latencyMs then
+    parts[#parts + 1] = ("%dms"):format(st.latencyMs)
+  end
+  if st.message and st.message ~= "" then
+    parts[#parts + 1] = "(" .. st.message .. ")"
+  end
+  return table.concat(parts, " ")
+end
+
+------------------------------------------------------------------------------------------
+-- Setup
+------------------------------------------------------------------------------------------
+
+local function set_keymaps(bufnr)
+  local km = M.config.keymaps
+  if not km then
+    return
+  end
+  local function map(mode, lhs, rhs, desc)
+    if lhs then
+      vim.keymap.set(mode, lhs, rhs, { buffer = bufnr, desc = "difill: " .. desc })
+    end
+  end
+  map("i", km.accept, M.accept, "accept suggestion")
+  map("i", km.next, M.next, "next suggestion")
+  map("i", km.trigger, M.trigger, "suggest now")
+  map("i", km.dismiss, M.dismiss, "dismiss suggestion")
+  map("x", km.edit, ":DifillEdit<CR>", "edit selection with instruction")
+end
+
+local function create_commands()
+  api.nvim_create_user_command("DifillEdit", function(cmd)
+    local bufnr = buf()
+    local client = util.client(bufnr)
+    if not client then
+      return vim.notify("difill: no server attached to this buffer", vim.log.levels.WARN)
+    end
+    M.edit(bufnr, command_range(bufnr, cmd, client.offset_encoding), cmd.args)
+  end, { range = true, nargs = "*", desc = "difill: edit the selection by an instruction" })
+
+  api.nvim_create_user_command("DifillFill", function(cmd)
+    local bufnr = buf()
+    local client = util.client(bufnr)
+    if not client then
+      return vim.notify("difill: no server attached to this buffer", vim.log.levels.WARN)
+    end
+    M.execute(bufnr, "difill.fillHoles", {
+      uri = vim.uri_from_bufnr(bufnr),
+      range = command_range(bufnr, cmd, client.offset_encoding),
+      version = vim.lsp.util.buf_versions[bufnr],
+    })
+  end, { range = true, desc = "difill: fill the hole markers in the selection (or buffer)" })
+
+  api.nvim_create_user_command("DifillStatus", function()
+    local lines = { M.status() }
+    local progress = vim.lsp.status()
+    if progress ~= "" then
+      lines[#lines + 1] = progress
+    end
+    vim.notify(table.concat(lines, "\n"))
+  end, { desc = "difill: server state and last latency" })
+end
+
+--- Send changed server settings to the running servers.
+---@param settings difill.ServerSettings
+function M.configure(settings)
+  M.config.settings = vim.tbl_deep_extend("force", M.config.settings, settings)
+  for _, client in ipairs(vim.lsp.get_clients({ name = "difill" })) do
+    client.settings = { difill = M.config.settings }
+    client:notify("workspace/didChangeConfiguration", { settings = client.settings })
+  end
+end
+
+---@param opts? difill.Config|{}
+function M.setup(opts)
+  M.config = vim.tbl_deep_extend("force", vim.deepcopy(require("difill.config")), opts or {})
+  local cfg = M.config
+  ghost.opts = { debounce_ms = cfg.debounce_ms, hl_group = cfg.hl_group }
+  api.nvim_set_hl(0, "DifillSuggestion", { link = "Comment", default = true })
+
+  vim.lsp.config("difill", {
+    cmd = cfg.cmd,
+    filetypes = cfg.filetypes,
+    root_markers = cfg.root_markers,
+    -- The server reads both: initializationOptions at start, `settings` via
+    -- workspace/didChangeConfiguration (sent by Neovim after initialize) and on change.
+    init_options = { difill = cfg.settings },
+    settings = { difill = cfg.settings },
+    -- 0.11 does not announce inline completion itself.
+    capabilities = { textDocument = { inlineCompletion = { dynamicRegistration = false } } },
+    handlers = {
+      ["difill/status"] = function(_, params, ctx)
+        M.statuses[ctx.client_id] = params
+        api.nvim_exec_autocmds("User", { pattern = "DifillStatus", modeline = false, data = params })
+      end,
+      -- Drafts are the denoiser's intermediate text; nothing to do with them in Neovim yet.
+      ["difill/draft"] = function() end,
+    },
+    commands = {
+      -- The "Edit selection with instruction..." code action carries no instruction: ask.
+      ["difill.editSelection"] = function(command, ctx)
+        local args = vim.deepcopy((command.arguments or {})[1] or {})
+        vim.ui.input({ prompt = "difill edit: " }, function(text)
+          if text and text ~= "" then
+            args.instruction = text
+            M.execute(ctx.bufnr, "difill.editSelection", args)
+          end
+        end)
+      end,
+    },
+  })
+  vim.lsp.enable("difill")
+
+  api.nvim_create_autocmd("LspAttach", {
+    group = api.nvim_create_augroup("difill.attach", { clear = true }),
+    callback = function(ev)
+      local client = vim.lsp.get_client_by_id(ev.data.client_id)
+      if not client or client.name ~= "difill" then
+        return
+      end
+      set_keymaps(ev.buf)
+      if builtin() then
+        vim.lsp.inline_completion.enable(cfg.auto_trigger, { bufnr = ev.buf })
+      end
+      -- Our renderer always serves trigger()/next(); on 0.12 it leaves typing to the built-in.
+      ghost.attach(ev.buf, cfg.auto_trigger and not builtin())
+    end,
+  })
+  create_commands()
+end
+
+return M

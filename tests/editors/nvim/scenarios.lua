@@ -1,0 +1,135 @@
+-- Scenarios against the real server with a tiny random model: they check behaviour (ghost
+-- text appears, accept inserts exactly it, an edit changes the selection), never content.
+local T = require("harness")
+local difill = require("difill")
+
+local GHOST_NS = "difill.ghost"
+local LOAD_MS = 120000 -- first answer includes loading torch and the model on a busy machine
+local ANSWER_MS = 60000
+
+local function open(name, lines)
+  vim.cmd.edit(vim.fs.joinpath(vim.env.DIFILL_WORKDIR, name))
+  vim.api.nvim_buf_set_lines(0, 0, -1, false, lines)
+  vim.cmd.write()
+  T.wait(function()
+    return vim.lsp.get_clients({ bufnr = 0, name = "difill" })[1]
+  end, 10000, "the difill client to attach")
+end
+
+--- trigger() until the (random) model produces something visible; an empty answer is a
+--- legitimate model output, so retry a few times before failing.
+local function triggered_suggestion(timeout)
+  local deadline = vim.uv.now() + timeout
+  while vim.uv.now() < deadline do
+    difill.trigger()
+    local ok, text = pcall(T.wait, difill.suggestion, math.min(15000, math.max(1, deadline - vim.uv.now())), "a suggestion")
+    if ok then
+      return text
+    end
+  end
+  error("no suggestion within " .. timeout .. " ms", 0)
+end
+
+local S = {}
+
+S[#S + 1] = { name = "server_ready", fn = function(r)
+  open("ready.py", { "def add(a, b):", "    " })
+  T.wait(function()
+    local client = vim.lsp.get_clients({ bufnr = 0, name = "difill" })[1]
+    local st = client and difill.statuses[client.id]
+    return st and st.state == "ready"
+  end, LOAD_MS, "difill/status ready")
+  r.status = difill.status()
+end }
+
+S[#S + 1] = { name = "trigger_then_accept", fn = function(r)
+  open("accept.py", { "import os", "", "def add(a, b):", "    return ", "", "print(add(1, 2))" })
+  T.input("4GA") -- insert mode at the end of `    return `
+  r.before = T.lines()
+  r.cursor_before = vim.api.nvim_win_get_cursor(0)
+  r.suggestion = triggered_suggestion(ANSWER_MS)
+  r.marks = T.ghost_marks(GHOST_NS)
+  r.mode = vim.api.nvim_get_mode().mode
+  r.accepted = difill.accept()
+  r.after = T.lines()
+  r.cursor_after = vim.api.nvim_win_get_cursor(0)
+  r.suggestion_after = difill.suggestion() or vim.NIL
+  r.marks_after = T.ghost_marks(GHOST_NS)
+end }
+
+S[#S + 1] = { name = "typing_asks_by_itself", fn = function(r)
+  open("typing.py", { "def greet(name):", "" })
+  T.input("2GA")
+  T.input("    re")
+  -- No trigger(): the debounced TextChangedI request must bring a suggestion.
+  local ok, text = pcall(T.wait, difill.suggestion, ANSWER_MS, "an automatic suggestion")
+  if not ok then -- an empty random answer; type one more character and wait again
+    T.input("t")
+    text = T.wait(difill.suggestion, ANSWER_MS, "an automatic suggestion")
+  end
+  r.suggestion = text
+  r.marks = T.ghost_marks(GHOST_NS)
+  -- Moving the cursor away must clear it.
+  T.input("<Left>")
+  r.after_move = difill.suggestion() or vim.NIL
+  r.marks_after_move = T.ghost_marks(GHOST_NS)
+end }
+
+S[#S + 1] = { name = "leaving_insert_clears", fn = function(r)
+  open("leave.py", { "x = 1", "y = " })
+  T.input("2GA")
+  r.suggestion = triggered_suggestion(ANSWER_MS)
+  T.input("<Esc>")
+  r.mode = vim.api.nvim_get_mode().mode
+  r.after = difill.suggestion() or vim.NIL
+  r.marks_after = T.ghost_marks(GHOST_NS)
+end }
+
+S[#S + 1] = { name = "dismiss_and_next", fn = function(r)
+  open("next.py", { "def mul(a, b):", "    return " })
+  T.input("2GA")
+  r.first = triggered_suggestion(ANSWER_MS)
+  difill.next()
+  T.sleep(100)
+  r.after_next = T.wait(difill.suggestion, ANSWER_MS, "a suggestion after next()")
+  r.marks_after_next = T.ghost_marks(GHOST_NS)
+  difill.dismiss()
+  r.after_dismiss = difill.suggestion() or vim.NIL
+  r.marks_after_dismiss = T.ghost_marks(GHOST_NS)
+  r.lines = T.lines()
+end }
+
+S[#S + 1] = { name = "edit_changes_selection", fn = function(r)
+  open("edit.py", { "import sys", "", "def total(xs):", "    s = 0", "    for x in xs:", "        s += x", "    return s", "", "print(total([1]))" })
+  r.before = T.lines()
+  -- Lines 4-6 in linewise visual mode, then the command on the selection.
+  T.input("4GVjj:DifillEdit use the sum builtin<CR>")
+  T.wait(function()
+    return not vim.deep_equal(T.lines(), r.before)
+  end, ANSWER_MS, "the edit to arrive via workspace/applyEdit")
+  r.after = T.lines()
+end }
+
+S[#S + 1] = { name = "fill_replaces_holes", fn = function(r)
+  open("fill.py", { "def area(w, h):", "    return <|hole|>", "", "print(area(2, 3))" })
+  r.before = T.lines()
+  T.input(":DifillFill<CR>")
+  T.wait(function()
+    return not vim.deep_equal(T.lines(), r.before)
+  end, ANSWER_MS, "the holes to be filled via workspace/applyEdit")
+  r.after = T.lines()
+end }
+
+S[#S + 1] = { name = "status_command", fn = function(r)
+  open("status.py", { "pass" })
+  local messages = {}
+  local notify = vim.notify
+  vim.notify = function(msg)
+    messages[#messages + 1] = msg
+  end
+  vim.cmd("DifillStatus")
+  vim.notify = notify
+  r.messages = messages
+end }
+
+return S
