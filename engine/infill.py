@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import torch
 from difill.engine.canvas import Segment, build_canvas, hole_tokens, used_length
+from difill.engine.decoder import CanvasDecoder
 from difill.engine.model import LoadedModel
 from difill.engine.postprocess import (
     fit_middle,
@@ -335,13 +336,7 @@ class InfillEngine:
         device = self.loaded.device
         canvas = torch.stack([c.ids for c in canvases]).to(device)  # (B, L)
         clamp = torch.stack([c.clamp_mask for c in canvases]).to(device)  # (B, L)
-        batch_cache = expand_cache(cache, canvas.shape[0])
-
-        def decoder(current: torch.Tensor, self_conditioning: torch.Tensor | None) -> torch.Tensor:
-            sc = None if self_conditioning is None else self_conditioning.to(self.model.dtype)
-            return self.model(
-                past_key_values=batch_cache, decoder_input_ids=current, self_conditioning_logits=sc
-            ).logits  # (B, L, V)
+        decoder = CanvasDecoder(self.model, expand_cache(cache, canvas.shape[0]))
 
         config = SamplerConfig(max_steps=options.max_steps, entropy_bound=options.entropy_bound)
         generator = torch.Generator(device=device).manual_seed(options.seed)

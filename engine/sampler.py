@@ -6,8 +6,11 @@ clamped suffix included, and it has no cancel hook.  This loop keeps what makes 
 sampler work - a linear temperature schedule, entropy-bound acceptance (arXiv 2505.24857),
 renoising with uniform random tokens and self-conditioning on the previous step's logits - and adds:
 
-* clamping: known slots get one-hot logits (entropy 0), so they are always accepted and never
-  renoised;
+* clamping: known slots are never proposed, renoised or re-decided (equivalent to one-hot
+  logits, entropy 0, which the stock sampler would always accept); their self-conditioning
+  signal is their own embedding;
+* vocabulary-sized work (LM head, softmax, entropy) only on the slots still open
+  (see engine/decoder.py);
 * a monotone commit: once a hole slot is accepted it stays, and at least ``ceil(open / steps_left)``
   slots are accepted per step, so a fill always ends within ``max_steps`` forwards;
 * a stop criterion on hole slots only: the loop ends as soon as every hole slot is committed;
@@ -21,9 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
-
-# decoder(canvas (B, L), self_conditioning_logits (B, L, V) | None) -> logits (B, L, V)
-DecoderFn = Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor]
+from difill.engine.decoder import CanvasDecoder
 
 
 class Cancelled(Exception):
@@ -54,13 +55,6 @@ def temperature_at(step: int, config: SamplerConfig) -> float:
     return config.t_max + (config.t_min - config.t_max) * frac
 
 
-def clamp_logits(logits: torch.Tensor, canvas: torch.Tensor, clamp_mask: torch.Tensor) -> torch.Tensor:
-    """One-hot logits at clamped slots: entropy 0, so they are always accepted as they are."""
-    one_hot = torch.full_like(logits, -torch.inf)  # (B, L, V)
-    one_hot.scatter_(-1, canvas.unsqueeze(-1), 0.0)
-    return torch.where(clamp_mask.unsqueeze(-1), one_hot, logits)
-
-
 def entropy_of(logits: torch.Tensor) -> torch.Tensor:
     logp = torch.log_softmax(logits, dim=-1)  # (B, L, V)
     p = logp.exp()
@@ -86,7 +80,7 @@ def choose_accepted(
 
 
 def denoise(
-    decoder: DecoderFn,
+    decoder: CanvasDecoder,
     canvas: torch.Tensor,
     clamp_mask: torch.Tensor,
     banned_ids: torch.Tensor,
@@ -101,7 +95,8 @@ def denoise(
     """Denoise the open slots of ``canvas`` (B, L) until each one is committed.
 
     ``slot_allowed`` = (slot, allowed (V,) bool), optional: the only tokens allowed at that slot
-    (token healing constrains the first hole slot to tokens that extend the partial word).  ``initially_committed`` (B, L): hole slots whose current token is kept from the start
+    (token healing constrains the first hole slot to tokens that extend the partial word).
+    ``initially_committed`` (B, L): hole slots whose current token is kept from the start
     (an edit that starts from the original text).  ``on_step(step, best)`` gets the current best
     canvas: committed tokens where committed, the argmax elsewhere.
     """
@@ -113,41 +108,43 @@ def denoise(
     noise = torch.randint(0, vocab_size, canvas.shape, generator=generator, device=device)
     current = torch.where(committed, canvas, noise)  # (B, L)
     token_logprob = torch.zeros(batch, length, device=device)
-    self_conditioning: torch.Tensor | None = None
+    soft: torch.Tensor | None = None  # self-conditioning input; none before the first pass
     steps = 0
     for step in range(config.max_steps):
-        open_mask = ~committed
+        open_mask = ~committed  # (B, L)
         if not open_mask.any():
             break
         if should_stop is not None and should_stop():
             raise Cancelled()
-        raw = decoder(current, self_conditioning)[..., :vocab_size].float()  # (B, L, V)
+        hidden = decoder.hidden(current, soft)  # (B, L, D)
         steps += 1
-        raw[..., banned_ids] = -torch.inf
+        raw = decoder.logits(hidden[open_mask])[:, :vocab_size]  # (N_open, V)
+        raw[:, banned_ids] = -torch.inf
         if slot_allowed is not None:
             slot, allowed = slot_allowed
-            raw[:, slot, ~allowed] = -torch.inf
-        raw = clamp_logits(raw, current, committed)
-        # The next step sees this step's un-tempered logits, as in training.
-        self_conditioning = raw.masked_fill(torch.isinf(raw), -1e4)
-        logits = raw / temperature_at(step, config)
+            at_slot = open_mask.nonzero()[:, 1] == slot  # (N_open,)
+            raw[at_slot.unsqueeze(1) & ~allowed.unsqueeze(0)] = -torch.inf
+        # The next pass sees this pass's un-tempered distribution, as in training.
+        soft = decoder.soft_embeddings(current, open_mask, raw.masked_fill(torch.isinf(raw), -1e4))
 
-        logp = torch.log_softmax(logits, dim=-1)  # (B, L, V)
+        logits = raw / temperature_at(step, config)
+        logp = torch.log_softmax(logits, dim=-1)  # (N_open, V)
         if config.greedy:
-            proposal = logits.argmax(-1)  # (B, L)
+            picked = logits.argmax(-1)  # (N_open,)
         else:
-            flat = logp.exp().view(-1, logits.shape[-1])
-            proposal = torch.multinomial(flat, 1, generator=generator).view(batch, length)
-        entropy = entropy_of(logits)  # (B, L)
+            picked = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(-1)
+        proposal = current.clone()
+        proposal[open_mask] = picked  # (B, L)
+        entropy = torch.full((batch, length), torch.inf, device=device)
+        entropy[open_mask] = entropy_of(logits)
+        picked_logprob = torch.zeros(batch, length, device=device)
+        picked_logprob[open_mask] = logp.gather(-1, picked.unsqueeze(-1)).squeeze(-1)
 
         steps_left = config.max_steps - step
-        open_count = open_mask.sum(-1)  # (B,)
-        min_accept = int(math.ceil(open_count.max().item() / steps_left))
+        min_accept = int(math.ceil(open_mask.sum(-1).max().item() / steps_left))
         accept = choose_accepted(entropy, open_mask, config.entropy_bound, min_accept) & open_mask
         current = torch.where(accept, proposal, current)
-        token_logprob = torch.where(
-            accept, logp.gather(-1, proposal.unsqueeze(-1)).squeeze(-1), token_logprob
-        )
+        token_logprob = torch.where(accept, picked_logprob, token_logprob)
         committed |= accept
         if on_step is not None:
             on_step(step, torch.where(committed, current, proposal))

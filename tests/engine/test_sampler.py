@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 from difill.engine.canvas import build_canvas
+from difill.engine.decoder import CanvasDecoder
 from difill.engine.prefix_cache import PrefixCache
 from difill.engine.sampler import Cancelled, SamplerConfig, choose_accepted, denoise
 from difill.engine.tokens import encode
@@ -17,11 +18,7 @@ def setup(loaded):
     suffix = encode(tok, "\n\nprint(add(1, 2))\n")
     canvas = build_canvas([12, suffix], 12 + len(suffix) + 1, ids, document_ends=True)
 
-    def decoder(current, self_conditioning):
-        return model(
-            past_key_values=cache, decoder_input_ids=current, self_conditioning_logits=self_conditioning
-        ).logits
-
+    decoder = CanvasDecoder(model, cache)
     banned = torch.tensor(ids.banned_in_hole)
     return decoder, canvas, banned, ids
 
