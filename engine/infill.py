@@ -10,7 +10,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 from difill.engine.canvas import Segment, build_canvas, hole_tokens, used_length
@@ -117,8 +117,25 @@ class InfillEngine:
         should_stop: ShouldStop | None = None,
         on_draft: DraftCallback | None = None,
     ) -> FillResult:
-        """The middle between ``prefix`` and ``suffix``; raises Cancelled if ``should_stop()`` turns true."""
+        """The middle between ``prefix`` and ``suffix``; raises Cancelled if ``should_stop()`` turns true.
+
+        Out of memory degrades instead of failing: the fill is retried with one, shorter candidate.
+        """
         options = options or FillOptions()
+        try:
+            return self._fill(prefix, suffix, options, should_stop, on_draft)
+        except torch.OutOfMemoryError:
+            self.prefix_cache.clear()
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+            smaller = replace(
+                options,
+                hole_candidates=(max(1, max(options.candidate_lengths()) // 2),),
+                suffix_tokens=max(1, options.suffix_tokens // 2),
+            )
+            return self._fill(prefix, suffix, smaller, should_stop, on_draft)
+
+    def _fill(self, prefix, suffix, options: FillOptions, should_stop, on_draft) -> FillResult:
         started = time.perf_counter()
         crlf = uses_crlf(prefix) or uses_crlf(suffix)
         prefix, suffix = to_lf(prefix), to_lf(suffix)

@@ -6,6 +6,7 @@ import threading
 import time
 
 import pytest
+import torch
 from difill.engine.infill import Cancelled, FillOptions, InfillEngine
 from difill.engine.tokens import encode
 
@@ -161,3 +162,28 @@ def test_rewrite_at_full_strength_denoises_every_slot(engine):
     result = engine.rewrite("x = ", "compute(1, 2)", "\n", strength=1.0, options=FillOptions(max_steps=4))
     assert result.stats.steps >= 1
     assert result.stats.tokens_per_forward > 0
+
+
+def test_out_of_memory_degrades_to_one_shorter_candidate(engine, monkeypatch):
+    calls = []
+    original = engine._denoise
+
+    def flaky(cache, canvases, *args, **kwargs):
+        calls.append(len(canvases))
+        if len(calls) == 1:
+            raise torch.OutOfMemoryError("simulated")
+        return original(cache, canvases, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "_denoise", flaky)
+    result = engine.fill(PREFIX, SUFFIX, FillOptions(max_hole_tokens=16, max_steps=3))
+    assert calls == [3, 1]
+    assert result.stats.candidates == 1
+
+
+def test_an_error_inside_denoising_fails_that_fill_only(engine, monkeypatch):
+    original = engine._denoise
+    monkeypatch.setattr(engine, "_denoise", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("boom")))
+    with pytest.raises(RuntimeError, match="boom"):
+        engine.fill(PREFIX, SUFFIX)
+    monkeypatch.setattr(engine, "_denoise", original)
+    assert isinstance(engine.fill(PREFIX, SUFFIX, FillOptions(max_steps=2)).text, str)
