@@ -1,0 +1,215 @@
+// difill for VS Code: a thin vscode-languageclient over `difill serve`.
+// Inline completion (ghost text), code actions with lazy resolve, workspace/applyEdit and
+// $/progress while the model loads are all handled by vscode-languageclient itself; this file
+// adds the commands, the status bar item and the settings plumbing.
+import * as vscode from "vscode";
+import {
+  ExecuteCommandRequest,
+  LanguageClient,
+  LanguageClientOptions,
+  ServerOptions,
+  State,
+  TransportKind,
+} from "vscode-languageclient/node";
+import type { CodeAction as LspCodeAction } from "vscode-languageclient/node";
+import { effectiveRange, findAction, needsInstruction, SelectionArgs } from "./actions";
+import { needsRestart, serverCommand, serverSettings } from "./settings";
+import { draftText, StatusParams, statusView } from "./status";
+
+let client: LanguageClient | undefined;
+let output: vscode.LogOutputChannel;
+let statusItem: vscode.StatusBarItem;
+let lastLatencyMs: number | undefined;
+
+const config = () => vscode.workspace.getConfiguration("difill");
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  output = vscode.window.createOutputChannel("difill", { log: true });
+  statusItem = vscode.window.createStatusBarItem("difill.status", vscode.StatusBarAlignment.Right, 100);
+  statusItem.name = "difill";
+  statusItem.command = "difill.showOutput";
+  context.subscriptions.push(output, statusItem);
+
+  context.subscriptions.push(
+    vscode.commands.registerCommand("difill.editSelectionWithInstruction", editSelectionWithInstruction),
+    vscode.commands.registerCommand("difill.rewriteSelection", rewriteSelection),
+    vscode.commands.registerCommand("difill.fillHolesInSelection", fillHoles),
+    vscode.commands.registerCommand("difill.restartServer", restart),
+    vscode.commands.registerCommand("difill.showOutput", () => output.show(true)),
+    vscode.workspace.onDidChangeConfiguration(async (e) => {
+      if (!e.affectsConfiguration("difill")) return;
+      if (needsRestart((s) => e.affectsConfiguration(s))) {
+        await restart();
+      } else {
+        // Only the server's own keys: sending difill.server.* would be reported as unknown.
+        await client?.sendNotification("workspace/didChangeConfiguration", {
+          settings: serverSettings((k) => config().get(k)),
+        });
+      }
+    }),
+    { dispose: () => void client?.stop() },
+  );
+  await start();
+}
+
+export async function deactivate(): Promise<void> {
+  await client?.stop();
+  client = undefined;
+}
+
+function createClient(): LanguageClient {
+  const { command, args } = serverCommand((k) => config().get(k));
+  const serverOptions: ServerOptions = { command, args, transport: TransportKind.stdio };
+  const clientOptions: LanguageClientOptions = {
+    // Every file: the server decides by its `languages` setting, which may change at run time.
+    documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
+    initializationOptions: serverSettings((k) => config().get(k)),
+    outputChannel: output,
+    middleware: {
+      // The "Edit selection with instruction..." code action carries difill.editSelection
+      // without an instruction: ask for one before it reaches the server.
+      executeCommand: async (cmd, args, next) => {
+        if (!needsInstruction(cmd, args)) return next(cmd, args);
+        const instruction = await askInstruction();
+        if (!instruction) return undefined;
+        return next(cmd, [{ ...(args[0] as object), instruction }, ...args.slice(1)]);
+      },
+    },
+  };
+  const c = new LanguageClient("difill", "difill", serverOptions, clientOptions);
+  c.onDidChangeState((e) => {
+    if (e.newState === State.Starting) showStatus({ state: "starting" });
+    if (e.newState === State.Stopped) showStatus({ state: "stopped" });
+  });
+  return c;
+}
+
+async function start(): Promise<void> {
+  client = createClient();
+  showStatus({ state: "starting" });
+  // Registered before start so the first "loading" is not missed.
+  client.onNotification("difill/status", (params: StatusParams) => showStatus(params));
+  client.onNotification("difill/draft", (params: { text?: string; step?: number }) => {
+    statusItem.text = draftText(params);
+  });
+  try {
+    await client.start();
+  } catch (err) {
+    showStatus({ state: "error", message: String(err) });
+    output.error(`difill serve failed to start: ${err}`);
+    void vscode.window
+      .showErrorMessage(`difill: the server did not start (${err}). Check difill.server.* settings.`, "Show Output")
+      .then((choice) => choice && output.show(true));
+  }
+}
+
+async function restart(): Promise<void> {
+  const old = client;
+  client = undefined;
+  try {
+    await old?.stop();
+  } catch (err) {
+    output.warn(`stopping the old server: ${err}`);
+  }
+  await start();
+}
+
+function showStatus(params: StatusParams): void {
+  if (params.latencyMs !== undefined) lastLatencyMs = params.latencyMs;
+  const view = statusView(params, lastLatencyMs);
+  statusItem.text = view.text;
+  statusItem.tooltip = view.tooltip;
+  statusItem.backgroundColor = view.error ? new vscode.ThemeColor("statusBarItem.errorBackground") : undefined;
+  statusItem.show();
+}
+
+async function askInstruction(): Promise<string | undefined> {
+  const text = await vscode.window.showInputBox({
+    title: "difill: Edit Selection",
+    prompt: "How should the selection change?",
+    placeHolder: "e.g. add type hints",
+    ignoreFocusOut: true,
+  });
+  return text?.trim() || undefined;
+}
+
+/** The active editor's document and selection as the server's command argument. */
+function selectionArgs(editor: vscode.TextEditor, wholeDocumentIfEmpty = false): SelectionArgs | undefined {
+  const c = client;
+  if (!c || !c.isRunning()) {
+    void vscode.window.showWarningMessage("difill: the server is not running (difill: Restart Server).");
+    return undefined;
+  }
+  const doc = editor.document;
+  const sel = editor.selection;
+  let range = c.code2ProtocolConverter.asRange(sel);
+  if (sel.isEmpty && wholeDocumentIfEmpty) {
+    range = c.code2ProtocolConverter.asRange(new vscode.Range(new vscode.Position(0, 0), doc.lineAt(doc.lineCount - 1).range.end));
+  } else {
+    range = effectiveRange(range, (line) => doc.lineAt(line).text.length);
+  }
+  return { uri: c.code2ProtocolConverter.asUri(doc.uri), range, version: doc.version };
+}
+
+async function runServerCommand(command: string, args: SelectionArgs): Promise<void> {
+  try {
+    // The server answers with workspace/applyEdit, which vscode-languageclient applies.
+    await client!.sendRequest(ExecuteCommandRequest.type, { command, arguments: [args] });
+  } catch (err) {
+    void vscode.window.showErrorMessage(`difill: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+async function editSelectionWithInstruction(): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  if (!editor) return;
+  const instruction = await askInstruction();
+  if (!instruction) return;
+  const args = selectionArgs(editor);
+  if (!args) return;
+  await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Window, title: "difill: editing" },
+    () => runServerCommand("difill.editSelection", { ...args, instruction }),
+  );
+}
+
+async function fillHoles(): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  const args = editor && selectionArgs(editor, true);
+  if (!args) return;
+  await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Window, title: "difill: filling holes" },
+    () => runServerCommand("difill.fillHoles", args),
+  );
+}
+
+/** The server's "Rewrite selection" code action: ask for refactor.rewrite actions on the
+ *  selection, resolve the rewrite lazily (codeAction/resolve), apply its edit. */
+async function rewriteSelection(): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  const c = client;
+  const args = editor && selectionArgs(editor);
+  if (!editor || !c || !args) return;
+  await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Window, title: "difill: rewriting" },
+    async () => {
+      const actions = (await c.sendRequest("textDocument/codeAction", {
+        textDocument: { uri: args.uri },
+        range: args.range,
+        context: { diagnostics: [], only: ["refactor.rewrite"], triggerKind: 1 },
+      })) as LspCodeAction[] | null;
+      const found = findAction(actions, "Rewrite");
+      if (!found) {
+        void vscode.window.showInformationMessage("difill: no rewrite offered for this selection.");
+        return;
+      }
+      const action = found.edit ? found : ((await c.sendRequest("codeAction/resolve", found)) as LspCodeAction);
+      if (action.edit) {
+        await vscode.workspace.applyEdit(await c.protocol2CodeConverter.asWorkspaceEdit(action.edit));
+      }
+      if (action.command) {
+        await vscode.commands.executeCommand(action.command.command, ...(action.command.arguments ?? []));
+      }
+    },
+  );
+}

@@ -1,0 +1,68 @@
+// What the extension sends the server, computed from VS Code's configuration without
+// importing `vscode`, so it can be unit-tested under plain Node.
+
+/** The server's settings (server/config.py), by their camelCase keys. */
+export const SERVER_SETTING_KEYS = [
+  "modelPath",
+  "device",
+  "maxTokens",
+  "steps",
+  "candidates",
+  "languages",
+  "contextTokens",
+  "drafts",
+  "holeMarker",
+  "debounceMs",
+  "loadWaitMs",
+] as const;
+
+export type ServerSettingKey = (typeof SERVER_SETTING_KEYS)[number];
+export type ServerSettings = Partial<Record<ServerSettingKey, unknown>>;
+
+/** Reads one `difill.*` key; `vscode.WorkspaceConfiguration.get` fits. */
+export type ConfigGetter = (key: string) => unknown;
+
+/** The server's section, `{ difill: {...} }`, as initializationOptions and
+ *  workspace/didChangeConfiguration carry it. Unset keys are left out so the server's
+ *  defaults apply; an empty modelPath means "the shipped model" and is left out too. */
+export function serverSettings(get: ConfigGetter): { difill: ServerSettings } {
+  const out: ServerSettings = {};
+  for (const key of SERVER_SETTING_KEYS) {
+    const value = get(key);
+    if (value === undefined || value === null) continue;
+    if (key === "modelPath" && typeof value === "string" && value.trim() === "") continue;
+    out[key] = value;
+  }
+  return { difill: out };
+}
+
+export interface ServerCommand {
+  command: string;
+  args: string[];
+}
+
+/** How to start `difill serve` (stdio): through a Python interpreter when one is set,
+ *  else the `difill` executable (or whatever `difill.server.command` names). */
+export function serverCommand(get: ConfigGetter): ServerCommand {
+  const extra = asStrings(get("server.args"));
+  const python = str(get("server.pythonPath"));
+  if (python) {
+    return { command: python, args: ["-m", "difill.server", "serve", ...extra] };
+  }
+  const command = str(get("server.command")) || "difill";
+  return { command, args: ["serve", ...extra] };
+}
+
+/** Whether a configuration change needs a new server process rather than a
+ *  didChangeConfiguration (the process's own command line changed). */
+export function needsRestart(affects: (section: string) => boolean): boolean {
+  return affects("difill.server");
+}
+
+function str(value: unknown): string {
+  return typeof value === "string" ? value.trim() : "";
+}
+
+function asStrings(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : [];
+}

@@ -1,0 +1,46 @@
+// The status bar item's text for the server's difill/status notifications (pure).
+
+export type ServerState = "starting" | "loading" | "ready" | "busy" | "error" | "stopped";
+
+export interface StatusParams {
+  state: ServerState | string;
+  message?: string;
+  latencyMs?: number;
+}
+
+export interface StatusView {
+  text: string;
+  tooltip: string;
+  error: boolean;
+}
+
+const ICONS: Record<string, string> = {
+  starting: "$(loading~spin)",
+  loading: "$(loading~spin)",
+  busy: "$(sync~spin)",
+  ready: "$(check)",
+  error: "$(error)",
+  stopped: "$(circle-slash)",
+};
+
+/** The latest status, keeping the last latency across notifications that carry none
+ *  (a "busy" has no latency; showing the previous one until the next "ready" is useful). */
+export function statusView(params: StatusParams, lastLatencyMs?: number): StatusView {
+  const state = params.state || "ready";
+  const latency = params.latencyMs ?? lastLatencyMs;
+  const icon = ICONS[state] ?? "$(question)";
+  const latencyText = latency !== undefined && state !== "loading" ? ` ${Math.round(latency)} ms` : "";
+  const text = `${icon} difill${state === "ready" ? "" : ` ${state}`}${latencyText}`;
+  const lines = [`difill: ${state}`];
+  if (params.message) lines.push(params.message);
+  if (latency !== undefined) lines.push(`last answer: ${Math.round(latency)} ms`);
+  lines.push("Click for the server output");
+  return { text, tooltip: lines.join("\n"), error: state === "error" };
+}
+
+/** A draft from difill/draft, shortened for the status bar. */
+export function draftText(params: { text?: string; step?: number }, width = 40): string {
+  const oneLine = (params.text ?? "").replace(/\s+/g, " ").trim();
+  const cut = oneLine.length > width ? `${oneLine.slice(0, width - 1)}…` : oneLine;
+  return `$(sync~spin) difill step ${params.step ?? "?"}: ${cut}`;
+}

@@ -1,0 +1,38 @@
+// package.json is the other half of the extension: check it against the code.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { SERVER_SETTING_KEYS } from "../src/settings";
+
+const manifest = JSON.parse(readFileSync(join(__dirname, "..", "..", "package.json"), "utf8"));
+const properties: Record<string, unknown> = manifest.contributes.configuration.properties;
+const source = readFileSync(join(__dirname, "..", "..", "src", "extension.ts"), "utf8");
+
+test("every server setting is a contributed configuration property", () => {
+  for (const key of SERVER_SETTING_KEYS) assert.ok(`difill.${key}` in properties, `difill.${key} missing`);
+});
+
+test("no contributed property is unknown to both the server and the client", () => {
+  const known = new Set([...SERVER_SETTING_KEYS.map((k) => `difill.${k}`), "difill.server.command", "difill.server.pythonPath", "difill.server.args"]);
+  for (const key of Object.keys(properties)) assert.ok(known.has(key), `${key} is read by nobody`);
+});
+
+test("client command ids do not collide with the server's executeCommand ids", () => {
+  // vscode-languageclient registers the server's commands itself; a second registration throws.
+  const ids: string[] = manifest.contributes.commands.map((c: { command: string }) => c.command);
+  assert.ok(!ids.includes("difill.editSelection") && !ids.includes("difill.fillHoles"));
+});
+
+test("every contributed command is registered by the extension", () => {
+  for (const { command } of manifest.contributes.commands) {
+    assert.ok(source.includes(`registerCommand("${command}"`), `${command} is not registered`);
+  }
+});
+
+test("the issue's commands exist: edit with instruction, rewrite, fill holes, restart, output", () => {
+  const titles = manifest.contributes.commands.map((c: { title: string }) => c.title);
+  for (const t of ["Edit Selection with Instruction...", "Rewrite Selection", "Fill Holes", "Restart Server", "Show Output"]) {
+    assert.ok(titles.includes(t), t);
+  }
+});

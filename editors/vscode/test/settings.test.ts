@@ -1,0 +1,44 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { needsRestart, serverCommand, serverSettings, SERVER_SETTING_KEYS } from "../src/settings";
+
+const getter = (values: Record<string, unknown>) => (key: string) => values[key];
+
+test("server settings are nested under difill and leave out unset keys", () => {
+  const s = serverSettings(getter({ maxTokens: 16, device: "cpu", languages: ["python"], steps: undefined }));
+  assert.deepEqual(s, { difill: { maxTokens: 16, device: "cpu", languages: ["python"] } });
+});
+
+test("an empty model path means the shipped model and is not sent", () => {
+  assert.deepEqual(serverSettings(getter({ modelPath: "  " })), { difill: {} });
+  assert.deepEqual(serverSettings(getter({ modelPath: "/m" })), { difill: { modelPath: "/m" } });
+});
+
+test("client-only settings never reach the server", () => {
+  const s = serverSettings(getter({ "server.command": "x", "server.args": ["--y"], drafts: true }));
+  assert.deepEqual(s, { difill: { drafts: true } });
+});
+
+test("every server setting is forwarded", () => {
+  const values = Object.fromEntries(SERVER_SETTING_KEYS.map((k, i) => [k, i]));
+  assert.deepEqual(Object.keys(serverSettings(getter(values)).difill).sort(), [...SERVER_SETTING_KEYS].sort());
+});
+
+test("the server starts as `difill serve` by default", () => {
+  assert.deepEqual(serverCommand(getter({})), { command: "difill", args: ["serve"] });
+});
+
+test("a configured command and extra arguments are used", () => {
+  const cmd = serverCommand(getter({ "server.command": "/opt/difill/bin/difill", "server.args": ["--log-file", "/tmp/l"] }));
+  assert.deepEqual(cmd, { command: "/opt/difill/bin/difill", args: ["serve", "--log-file", "/tmp/l"] });
+});
+
+test("a Python path runs the server as a module and wins over the command", () => {
+  const cmd = serverCommand(getter({ "server.pythonPath": "/venv/bin/python", "server.command": "ignored" }));
+  assert.deepEqual(cmd, { command: "/venv/bin/python", args: ["-m", "difill.server", "serve"] });
+});
+
+test("only a change to difill.server.* restarts the server", () => {
+  assert.equal(needsRestart((s) => s === "difill.server"), true);
+  assert.equal(needsRestart((s) => s === "difill"), false);
+});

@@ -1,0 +1,46 @@
+"""The VS Code extension (editors/vscode): its Node unit tests, and its settings checked against
+the server's. `npm ci` is CI's job (editors/vscode/build.sh); without node_modules the npm
+tests skip rather than reach for the network."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+EXT = Path(__file__).resolve().parents[2] / "editors" / "vscode"
+MANIFEST = json.loads((EXT / "package.json").read_text())
+PROPERTIES = MANIFEST["contributes"]["configuration"]["properties"]
+CLIENT_ONLY = {"difill.server.command", "difill.server.pythonPath", "difill.server.args"}
+
+
+def test_npm_unit_tests_pass():
+    if shutil.which("npm") is None:
+        pytest.skip("npm is not installed")
+    if not (EXT / "node_modules" / "typescript").exists():
+        pytest.skip("editors/vscode/node_modules missing: run editors/vscode/build.sh (npm ci) first")
+    proc = subprocess.run(["npm", "test"], cwd=EXT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "# fail 0" in proc.stdout
+
+
+def test_contributed_settings_are_exactly_the_servers():
+    config = pytest.importorskip("difill.server.config")
+    server_keys = {f"difill.{key}" for key in config.KEYS}
+    assert set(PROPERTIES) - CLIENT_ONLY == server_keys
+
+
+def test_contributed_defaults_match_the_servers():
+    config = pytest.importorskip("difill.server.config")
+    defaults = config.Settings()
+    for key, spec in config.KEYS.items():
+        ours = PROPERTIES[f"difill.{key}"]["default"]
+        theirs = getattr(defaults, spec.name)
+        if isinstance(theirs, tuple):
+            theirs = list(theirs)
+        if theirs is None:  # modelPath: empty string means the shipped model
+            theirs = ""
+        assert ours == theirs, f"difill.{key}: package.json says {ours!r}, the server {theirs!r}"
