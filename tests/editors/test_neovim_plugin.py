@@ -71,6 +71,8 @@ def nvim_results(tiny_model_dir, tmp_path_factory) -> dict:
 def scenario(results: dict, name: str) -> dict:
     assert "_runner" not in results, results["_runner"]
     record = results[name]
+    if record.get("skipped"):
+        pytest.skip(record["skipped"])
     assert record["ok"], f"{name}: {record.get('error')} (notified: {record.get('notifications')})"
     return record
 

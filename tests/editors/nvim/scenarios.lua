@@ -40,6 +40,10 @@ S[#S + 1] = { name = "server_ready", fn = function(r)
     return st and st.state == "ready"
   end, LOAD_MS, "difill/status ready")
   r.status = difill.status()
+  -- What the server offers, so tests of a feature it has not grown yet skip instead of fail.
+  local caps = vim.lsp.get_clients({ bufnr = 0, name = "difill" })[1].server_capabilities
+  r.commands = vim.tbl_get(caps, "executeCommandProvider", "commands") or {}
+  r.inline_completion = caps.inlineCompletionProvider and true or false
 end }
 
 S[#S + 1] = { name = "trigger_then_accept", fn = function(r)
@@ -99,9 +103,18 @@ S[#S + 1] = { name = "dismiss_and_next", fn = function(r)
   r.lines = T.lines()
 end }
 
+local function offered(command)
+  local caps = vim.lsp.get_clients({ bufnr = 0, name = "difill" })[1].server_capabilities
+  return vim.list_contains(vim.tbl_get(caps, "executeCommandProvider", "commands") or {}, command)
+end
+
 S[#S + 1] = { name = "edit_changes_selection", fn = function(r)
   open("edit.py", { "import sys", "", "def total(xs):", "    s = 0", "    for x in xs:", "        s += x", "    return s", "", "print(total([1]))" })
   r.before = T.lines()
+  if not offered("difill.editSelection") then
+    r.skipped = "the server does not offer the difill.editSelection command yet"
+    return
+  end
   -- Lines 4-6 in linewise visual mode, then the command on the selection.
   T.input("4GVjj:DifillEdit use the sum builtin<CR>")
   T.wait(function()
@@ -113,6 +126,10 @@ end }
 S[#S + 1] = { name = "fill_replaces_holes", fn = function(r)
   open("fill.py", { "def area(w, h):", "    return <|hole|>", "", "print(area(2, 3))" })
   r.before = T.lines()
+  if not offered("difill.fillHoles") then
+    r.skipped = "the server does not offer the difill.fillHoles command yet"
+    return
+  end
   T.input(":DifillFill<CR>")
   T.wait(function()
     return not vim.deep_equal(T.lines(), r.before)
