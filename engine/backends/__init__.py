@@ -1,0 +1,23 @@
+"""Where fills run: in this process (local) or on a server (remote).  See base.py for the interface."""
+
+from __future__ import annotations
+
+from difill.engine.backends.base import BackendError, InfillBackend
+from difill.engine.backends.remote import API_KEY_ENV, RemoteBackend
+
+__all__ = ["API_KEY_ENV", "BackendError", "InfillBackend", "RemoteBackend", "local_backend", "make_backend"]
+
+
+def local_backend(model: str | None = None, device: str = "auto") -> InfillBackend:
+    """The in-process engine; raises ModelLoadError (with how to fix it) if the model cannot load."""
+    from difill.engine.infill import InfillEngine
+    from difill.engine.model import load_model
+
+    return InfillEngine(load_model(model, device))
+
+
+def make_backend(remote: str | None = None, model: str | None = None, device: str = "auto") -> InfillBackend:
+    """A RemoteBackend for the ``remote`` URL if one is given, else the local engine."""
+    if remote:
+        return RemoteBackend(remote)
+    return local_backend(model, device)

@@ -1,0 +1,116 @@
+"""Requests and answers for OpenAI-compatible servers (vLLM serving DiffusionGemma, ...).
+
+Three ways to ask for a middle, from best to most widely supported:
+
+* canvas seeding (opt-in): ``/v1/completions`` with ``prompt`` = prefix and, in ``vllm_xargs``,
+  ``diffusion_seed_canvas`` (the canvas as token ids: mask ids in the hole, the suffix's tokens
+  after it) and ``diffusion_pinned`` (true for the suffix's slots, which stay as they are).  This
+  is how difill's own engine fills, but only servers with the canvas-seeding extension (an open
+  vLLM pull request) accept the fields;
+* ``suffix``: ``/v1/completions`` with ``prompt`` = prefix and ``suffix`` = suffix, the OpenAI
+  insert API.  difill serve-http accepts it; plain vLLM refuses it with HTTP 400;
+* ``chat``: ``/v1/chat/completions`` with the fill-in-the-middle instruction below; the server
+  applies the model's own chat template.  Works with any instruction-tuned model.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from difill.engine.infill import Candidate, FillOptions, FillResult, FillStats
+
+HOLE = "<|fill_here|>"
+FIM_SYSTEM = (
+    "You complete code. The user sends a file with exactly one " + HOLE + " marker. Reply with only the "
+    "text that replaces the marker: no explanation, no code fences, and nothing that is already "
+    "before or after the marker."
+)
+REWRITE_SYSTEM = (
+    "You edit code. The user sends a file in which the part to rewrite is between <|rewrite|> and "
+    "<|end|>, and an instruction. Reply with only the new text for that part: no explanation, no code "
+    "fences, nothing from outside the markers."
+)
+FENCE = re.compile(r"^```[\w+-]*\n(.*?)\n?```\s*$", re.DOTALL)
+
+
+def completion_body(model: str, prefix: str, options: FillOptions, max_tokens: int) -> dict[str, Any]:
+    return {
+        "model": model,
+        "prompt": prefix,
+        "max_tokens": max_tokens,
+        "temperature": 0,
+        "seed": options.seed,
+        "n": 1,
+        "stream": False,
+    }
+
+
+def fim_chat_body(model: str, prefix: str, suffix: str, options: FillOptions) -> dict[str, Any]:
+    return {
+        "model": model,
+        "messages": [
+            {"role": "system", "content": FIM_SYSTEM},
+            {"role": "user", "content": prefix + HOLE + suffix},
+        ],
+        "max_tokens": options.max_hole_tokens,
+        "temperature": 0,
+        "seed": options.seed,
+        "stream": False,
+    }
+
+
+def rewrite_chat_body(
+    model: str, prefix: str, selection: str, suffix: str, instruction: str | None, options: FillOptions
+) -> dict[str, Any]:
+    ask = instruction or "Improve this code without changing what it does."
+    return {
+        "model": model,
+        "messages": [
+            {"role": "system", "content": REWRITE_SYSTEM},
+            {
+                "role": "user",
+                "content": f"{prefix}<|rewrite|>{selection}<|end|>{suffix}\n\nInstruction: {ask}",
+            },
+        ],
+        "max_tokens": max(options.max_hole_tokens, 2 * len(selection) // 3 + 16),
+        "temperature": 0,
+        "seed": options.seed,
+        "stream": False,
+    }
+
+
+def seeded_canvas(
+    hole: int, suffix_ids: list[int], mask_id: int, canvas_length: int
+) -> dict[str, list[int] | list[bool]]:
+    """``vllm_xargs`` for canvas seeding: ``hole`` mask slots, then the suffix tokens, pinned."""
+    kept = suffix_ids[: max(0, canvas_length - hole)]
+    return {
+        "diffusion_seed_canvas": [mask_id] * hole + kept,
+        "diffusion_pinned": [False] * hole + [True] * len(kept),
+    }
+
+
+def first_choice(answer: Any, chat: bool) -> tuple[str, bool, int]:
+    """(text, ended by the model, completion tokens) of the first choice; ValueError if malformed."""
+    if not isinstance(answer, dict) or not isinstance(answer.get("choices"), list) or not answer["choices"]:
+        raise ValueError("the answer has no 'choices'")
+    choice = answer["choices"][0]
+    text = choice.get("message", {}).get("content") if chat else choice.get("text")
+    if not isinstance(text, str):
+        raise ValueError("the first choice has no text")
+    usage = answer.get("usage") or {}
+    tokens = usage.get("completion_tokens", 0) if isinstance(usage, dict) else 0
+    return text, choice.get("finish_reason") != "length", tokens if isinstance(tokens, int) else 0
+
+
+def strip_fences(text: str) -> str:
+    """A chat model's answer without the code fence it may wrap around it."""
+    match = FENCE.match(text.strip())
+    return match.group(1) if match else text
+
+
+def result_of(text: str, complete: bool, tokens: int, hole: int, total_ms: float) -> FillResult:
+    stats = FillStats(hole_tokens=tokens, total_ms=total_ms, hole_length=hole, candidates=1)
+    candidates = [Candidate(text, hole, 0.0, complete, None)] if text else []
+    return FillResult(text, candidates, stats)

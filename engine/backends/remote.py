@@ -1,0 +1,224 @@
+"""The remote backend: fills run on a server, over HTTP.
+
+``protocol``:
+
+* ``"difill"`` - difill serve-http's native ``POST /v1/fill``: every feature (candidates, holes,
+  rewrite with strength) and the same text as the local engine for the same seed;
+* ``"openai"`` - an OpenAI-compatible server such as vLLM serving DiffusionGemma; see
+  engine/backends/openai.py for the three ways it asks for a middle (``fim``);
+* ``"auto"`` (default) - ``GET /health`` once: difill answers ``{"server": "difill"}``.
+
+The API key comes from ``DIFILL_API_KEY`` unless one is passed; it is only ever sent in the
+Authorization header.  TLS certificates are verified against the system trust store.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from difill.engine.backends import openai
+from difill.engine.backends.base import BackendError, DraftCallback, ShouldStop
+from difill.engine.backends.transport import HttpStatusError, HttpTransport
+from difill.engine.backends.wire import (
+    fill_result_from_json,
+    holes_result_from_json,
+    options_to_json,
+)
+from difill.engine.infill import DEFAULT_HOLE_MARKER, FillOptions, FillResult, HolesResult, trim_to_hole
+from difill.engine.postprocess import fit_middle, to_document_line_endings, to_lf, uses_crlf
+
+API_KEY_ENV = "DIFILL_API_KEY"
+PROTOCOLS = ("auto", "difill", "openai")
+FIM_MODES = ("auto", "suffix", "chat")
+
+
+class RemoteBackend:
+    def __init__(
+        self,
+        url: str,
+        protocol: str = "auto",
+        api_key: str | None = None,
+        model: str | None = None,
+        fim: str = "auto",
+        seed_canvas: bool = False,
+        mask_token_id: int | None = None,
+        timeout_s: float = 30.0,
+        retries: int = 2,
+        backoff_s: float = 0.25,
+        verify: bool | str = True,
+    ) -> None:
+        if protocol not in PROTOCOLS:
+            raise BackendError(f"unknown remote protocol {protocol!r}; use one of {', '.join(PROTOCOLS)}")
+        if fim not in FIM_MODES:
+            raise BackendError(f"unknown fim mode {fim!r}; use one of {', '.join(FIM_MODES)}")
+        if seed_canvas and mask_token_id is None:
+            raise BackendError("canvas seeding needs mask_token_id: the id of the model's mask token")
+        if not url.startswith(("http://", "https://")):
+            raise BackendError(f"remote URL {url!r} must start with http:// or https://")
+        key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
+        self.transport = HttpTransport(
+            url, key, timeout_s=timeout_s, retries=retries, backoff_s=backoff_s, verify=verify
+        )
+        self.protocol = protocol
+        self.model = model
+        self.fim = fim
+        self.seed_canvas = seed_canvas
+        self.mask_token_id = mask_token_id
+
+    def __repr__(self) -> str:
+        return f"RemoteBackend({self.transport.shown_url!r}, protocol={self.protocol!r})"
+
+    def close(self) -> None:
+        self.transport.close()
+
+    # ------------------------------------------------------------------ InfillBackend
+
+    def fill(
+        self,
+        prefix: str,
+        suffix: str,
+        options: FillOptions | None = None,
+        should_stop: ShouldStop | None = None,
+        on_draft: DraftCallback | None = None,  # noqa: ARG002 - remote fills send no drafts
+    ) -> FillResult:
+        if self._protocol(should_stop) == "difill":
+            body = {"prefix": prefix, "suffix": suffix, "options": options_to_json(options)}
+            return self._parse(fill_result_from_json, self._post("/v1/fill", body, should_stop))
+        return self._openai_fill(prefix, suffix, options or FillOptions(), should_stop)
+
+    def fill_holes(
+        self,
+        text: str,
+        marker: str = DEFAULT_HOLE_MARKER,
+        options: FillOptions | None = None,
+        should_stop: ShouldStop | None = None,
+    ) -> HolesResult:
+        if self._protocol(should_stop) == "difill":
+            body = {"holes": text, "marker": marker, "options": options_to_json(options)}
+            return self._parse(holes_result_from_json, self._post("/v1/fill", body, should_stop))
+        # One request per hole, left to right; later holes' markers are hidden from earlier fills.
+        options = options or FillOptions(max_hole_tokens=16)
+        parts = text.split(marker)
+        done, middles = parts[0], []
+        for i in range(1, len(parts)):
+            after = "".join(parts[i:])
+            result = self._openai_fill(done, after, options, should_stop)
+            middle = trim_to_hole(result.text, parts[i])
+            middles.append(middle)
+            done += middle + parts[i]
+        return HolesResult(middles, done)
+
+    def rewrite(
+        self,
+        prefix: str,
+        selection: str,
+        suffix: str,
+        strength: float = 0.5,
+        instruction: str | None = None,
+        options: FillOptions | None = None,
+        should_stop: ShouldStop | None = None,
+        on_draft: DraftCallback | None = None,  # noqa: ARG002
+    ) -> FillResult:
+        if self._protocol(should_stop) == "difill":
+            body = {
+                "prefix": prefix, "selection": selection, "suffix": suffix, "strength": strength,
+                "instruction": instruction, "options": options_to_json(options),
+            }  # fmt: skip
+            return self._parse(fill_result_from_json, self._post("/v1/fill", body, should_stop))
+        options = options or FillOptions()
+        started = time.perf_counter()
+        body = openai.rewrite_chat_body(
+            self._model(should_stop), prefix, selection, suffix, instruction, options
+        )
+        answer = self._post("/v1/chat/completions", body, should_stop)
+        text, complete, tokens = self._parse(lambda a: openai.first_choice(a, chat=True), answer)
+        text = openai.strip_fences(text)
+        return openai.result_of(
+            text, complete, tokens, len(selection), (time.perf_counter() - started) * 1000
+        )
+
+    # ------------------------------------------------------------------ OpenAI-compatible
+
+    def _openai_fill(self, prefix: str, suffix: str, options: FillOptions, should_stop) -> FillResult:
+        started = time.perf_counter()
+        crlf = uses_crlf(prefix) or uses_crlf(suffix)
+        prefix, suffix = to_lf(prefix), to_lf(suffix)
+        model = self._model(should_stop)
+        chat = self.fim == "chat"
+        if chat:
+            answer = self._post(
+                "/v1/chat/completions", openai.fim_chat_body(model, prefix, suffix, options), should_stop
+            )
+        else:
+            answer = self._openai_completion(model, prefix, suffix, options, should_stop)
+            if answer is None:  # the server refused `suffix`: use the chat prompt from now on
+                self.fim = chat = "chat"
+                body = openai.fim_chat_body(model, prefix, suffix, options)
+                answer = self._post("/v1/chat/completions", body, should_stop)
+        text, complete, tokens = self._parse(lambda a: openai.first_choice(a, chat=bool(chat)), answer)
+        if chat:
+            text = openai.strip_fences(text)
+        text = fit_middle(text, prefix, suffix, options.single_line)
+        elapsed = (time.perf_counter() - started) * 1000
+        return openai.result_of(
+            to_document_line_endings(text, crlf), complete, tokens, options.max_hole_tokens, elapsed
+        )
+
+    def _openai_completion(self, model, prefix, suffix, options, should_stop) -> Any | None:
+        """The /v1/completions answer, or None when the server does not take ``suffix`` (fim auto)."""
+        body = openai.completion_body(model, prefix, options, options.max_hole_tokens)
+        if self.seed_canvas:
+            tokens = self._post(
+                "/tokenize", {"model": model, "prompt": suffix, "add_special_tokens": False}, should_stop
+            )
+            suffix_ids = self._parse(lambda a: [int(t) for t in a["tokens"]], tokens)
+            canvas_length = options.max_hole_tokens + options.suffix_tokens
+            seeded = openai.seeded_canvas(
+                options.max_hole_tokens, suffix_ids, self.mask_token_id, canvas_length
+            )
+            body["vllm_xargs"] = seeded
+            body["max_tokens"] = len(seeded["diffusion_seed_canvas"])
+            return self._post("/v1/completions", body, should_stop)
+        if suffix:
+            body["suffix"] = suffix
+        try:
+            return self._post("/v1/completions", body, should_stop)
+        except HttpStatusError as err:
+            if self.fim == "auto" and suffix and err.status in (400, 422) and "suffix" in err.detail.lower():
+                return None
+            raise
+
+    def _model(self, should_stop) -> str:
+        """The served model's name: given, or the first one /v1/models lists."""
+        if self.model is None:
+            listing = self.transport.request("GET", "/v1/models", None, should_stop)
+            self.model = self._parse(lambda a: str(a["data"][0]["id"]), listing)
+        return self.model
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _protocol(self, should_stop) -> str:
+        if self.protocol == "auto":
+            try:  # vLLM answers an empty 200; a server without /health is not difill either
+                health = self.transport.request("GET", "/health", None, should_stop, allow_empty=True)
+            except HttpStatusError as err:
+                if err.status != 404:
+                    raise
+                health = None
+            is_difill = isinstance(health, dict) and health.get("server") == "difill"
+            self.protocol = "difill" if is_difill else "openai"
+        return self.protocol
+
+    def _post(self, path: str, body: dict, should_stop) -> Any:
+        return self.transport.request("POST", path, body, should_stop)
+
+    def _parse(self, parse, answer: Any) -> Any:
+        try:
+            return parse(answer)
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as err:
+            raise BackendError(
+                f"{self.transport.shown_url} answered JSON of an unexpected shape ({err}). Is it a "
+                f"{'difill' if self.protocol == 'difill' else 'OpenAI-compatible'} server of a matching version?"
+            ) from None

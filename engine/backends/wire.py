@@ -1,0 +1,121 @@
+"""JSON shapes of difill's native HTTP API (``POST /v1/fill``), shared by server and client.
+
+Options travel as FillOptions' own field names; results as the engine's dataclasses turned into
+objects.  Parsing is strict on what a client sends (an unknown option is a typo to report, not to
+ignore) and lenient on what a server answers (an unknown stats field from a newer server is
+dropped, so an older client keeps working).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from typing import Any
+
+from difill.engine.infill import Candidate, FillOptions, FillResult, FillStats, HolesResult
+
+# Bounds a server enforces so that one request cannot hold the model for minutes.
+OPTION_BOUNDS: dict[str, tuple[float, float]] = {
+    "max_hole_tokens": (1, 512),
+    "suffix_tokens": (0, 512),
+    "prefix_tokens": (1, 32768),
+    "max_steps": (1, 256),
+    "entropy_bound": (0.0, 100.0),
+    "seed": (0, 2**63 - 1),
+}
+MAX_HOLE_CANDIDATES = 4
+_HINTS = typing.get_type_hints(FillOptions)
+
+
+def options_to_json(options: FillOptions | None) -> dict[str, Any] | None:
+    if options is None:
+        return None
+    out = dataclasses.asdict(options)
+    out["hole_candidates"] = list(options.hole_candidates)
+    return out
+
+
+def options_from_json(raw: Any) -> FillOptions | None:
+    """FillOptions from a client's JSON; ValueError with one sentence per problem otherwise."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ValueError(f"'options' must be an object, got {type(raw).__name__}")
+    known = {f.name for f in dataclasses.fields(FillOptions)}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise ValueError(f"unknown option(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+    values = {name: _checked(name, value) for name, value in raw.items()}
+    return FillOptions(**values)
+
+
+def _checked(name: str, value: Any) -> Any:
+    hint = _HINTS[name]
+    optional = isinstance(hint, types.UnionType) and type(None) in typing.get_args(hint)
+    if value is None and optional:
+        return None
+    base = next(a for a in typing.get_args(hint) if a is not type(None)) if optional else hint
+    if typing.get_origin(base) is tuple:
+        ok = isinstance(value, list) and len(value) <= MAX_HOLE_CANDIDATES
+        ok = ok and all(isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 512 for v in value)
+        if not ok:
+            raise ValueError(f"option {name} must be a list of at most {MAX_HOLE_CANDIDATES} integers 1..512")
+        return tuple(value)
+    if base is bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"option {name} must be true or false")
+        return value
+    if base is str:
+        if not isinstance(value, str):
+            raise ValueError(f"option {name} must be a string")
+        return value
+    number_types = (int,) if base is int else (int, float)
+    if isinstance(value, bool) or not isinstance(value, number_types):
+        raise ValueError(f"option {name} must be {'an integer' if base is int else 'a number'}")
+    low, high = OPTION_BOUNDS.get(name, (float("-inf"), float("inf")))
+    if not low <= value <= high:
+        raise ValueError(f"option {name} must be between {low} and {high}, got {value}")
+    return base(value)
+
+
+def fill_result_to_json(result: FillResult) -> dict[str, Any]:
+    return {
+        "text": result.text,
+        "candidates": [dataclasses.asdict(c) for c in result.candidates],
+        "stats": dataclasses.asdict(result.stats),
+    }
+
+
+def holes_result_to_json(result: HolesResult) -> dict[str, Any]:
+    return {"text": result.text, "middles": result.middles, "stats": dataclasses.asdict(result.stats)}
+
+
+def fill_result_from_json(raw: Any) -> FillResult:
+    """A FillResult from a server's answer; KeyError/TypeError/ValueError when the shape is wrong."""
+    candidates = [_known(Candidate, c) for c in raw["candidates"]]
+    return FillResult(_string(raw["text"]), [Candidate(**c) for c in candidates], _stats(raw.get("stats")))
+
+
+def holes_result_from_json(raw: Any) -> HolesResult:
+    middles = raw["middles"]
+    if not isinstance(middles, list) or not all(isinstance(m, str) for m in middles):
+        raise ValueError("'middles' must be a list of strings")
+    return HolesResult(middles, _string(raw["text"]), _stats(raw.get("stats")))
+
+
+def _stats(raw: Any) -> FillStats:
+    return FillStats(**_known(FillStats, raw or {}))
+
+
+def _known(cls: type, raw: Any) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise ValueError(f"expected an object for {cls.__name__}, got {type(raw).__name__}")
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in raw.items() if k in names}
+
+
+def _string(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, got {type(value).__name__}")
+    return value

@@ -1,0 +1,311 @@
+"""Dynamic batching: fills that run at the same time share their decoder passes.
+
+A fill spends most of its time in decoder passes over a handful of short canvases, so when several
+clients ask at once the cheapest way to serve them is one pass over all their canvases.  Each fill
+still runs the engine's own code in its own thread - the same canvases, the same sampler, the same
+seeded generator - and only its ``CanvasDecoder.hidden`` calls (the decoder layers) go to
+``DecoderBatcher``.  The batcher collects the calls that arrive within a few milliseconds (bounded
+in rows), pads their prefix caches and canvases to one length, runs the layers once with an
+attention mask that hides the padding and per-row positions equal to each fill's own, and hands
+every fill its rows back.  The LM head, softmax and acceptance stay in the fill's thread, on its
+open slots only.  A fill's result is therefore the one it gets alone up to float rounding, and a
+batch of one is the fill's own call, bit for bit.
+
+``BatchingBackend`` is the InfillBackend for many concurrent callers (what ``serve-http`` runs): a
+pool of engines that share one model, each with its own prefix cache and lock, whose decoders
+are ``BatchedCanvasDecoder``s.
+"""
+
+from __future__ import annotations
+
+import copy
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from difill.engine.decoder import CanvasDecoder
+from difill.engine.infill import DEFAULT_HOLE_MARKER, FillOptions, FillResult, HolesResult, InfillEngine
+from difill.engine.model import LoadedModel
+from difill.engine.prefix_cache import expand_cache
+from difill.engine.sampler import DenoiseResult, SamplerConfig, denoise
+
+
+@dataclass
+class BatcherStats:
+    forwards: int = 0  # decoder passes run
+    calls: int = 0  # decoder passes the fills asked for: what they would run one by one
+    rows: int = 0  # canvases over all passes
+    largest_batch: int = 0  # most fills served by one pass
+
+
+@dataclass
+class _Call:
+    decoder: BatchedCanvasDecoder  # holds the fill's cache: per layer (B_i, heads, K_i, head_dim)
+    canvas: torch.Tensor  # (B_i, L_i)
+    soft: torch.Tensor | None  # (B_i, L_i, D) self-conditioning input, None before the first pass
+    done: Future
+
+
+class DecoderBatcher:
+    """One thread that runs the decoder layers for every fill, one batch of calls per pass."""
+
+    def __init__(self, model: Any, window_ms: float = 5.0, max_rows: int = 64) -> None:
+        self.model = model
+        self.window_s = window_ms / 1000
+        self.max_rows = max_rows
+        self.stats = BatcherStats()
+        self._pending: queue.Queue[_Call | None] = queue.Queue()
+        self._carry: list[_Call] = []  # calls left over when a batch reached max_rows
+        self._denoising: set[int] = set()  # fills that made a call and have not finished
+        self._guard = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="difill-batcher", daemon=True)
+        self._thread.start()
+
+    def hidden(self, call: _Call) -> torch.Tensor:
+        """Called from a fill's thread: its hidden states (B_i, L_i, D) once its batch has run."""
+        with self._guard:
+            self._denoising.add(id(call.decoder.owner))
+        self._pending.put(call)
+        return call.done.result()
+
+    def finished(self, owner: object) -> None:
+        """The fill run by ``owner`` ended: stop waiting for its next call."""
+        with self._guard:
+            self._denoising.discard(id(owner))
+
+    def close(self) -> None:
+        self._pending.put(None)
+
+    def _run(self) -> None:
+        while (batch := self._gather()) is not None:
+            try:
+                with torch.inference_mode():
+                    hidden = self._pass(batch)
+            except Exception as err:  # noqa: BLE001 - every waiting fill must hear of it
+                for call in batch:
+                    call.done.set_exception(err)
+                continue
+            for call, rows in zip(batch, hidden, strict=True):
+                call.done.set_result(rows)
+
+    def _gather(self) -> list[_Call] | None:
+        """The next batch: the first waiting call, then those of every other fill that is still
+        denoising, for at most the window, so that fills in step keep sharing passes."""
+        batch, self._carry = self._carry, []
+        if not batch:
+            first = self._pending.get()
+            if first is None:
+                return None
+            batch = [first]
+        deadline = time.monotonic() + self.window_s
+        while sum(c.canvas.shape[0] for c in batch) < self.max_rows:
+            with self._guard:
+                waiting_for = len(self._denoising)
+            if len({id(c.decoder.owner) for c in batch}) >= waiting_for:
+                break
+            try:
+                call = self._pending.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if call is None:
+                self._pending.put(None)  # close once this batch is served
+                break
+            batch.append(call)
+        rows = 0
+        for i, call in enumerate(batch):
+            rows += call.canvas.shape[0]
+            if rows > self.max_rows and i > 0:
+                batch, self._carry = batch[:i], batch[i:]
+                break
+        return batch
+
+    def _pass(self, batch: list[_Call]) -> list[torch.Tensor]:
+        stats = self.stats
+        stats.forwards += 1
+        stats.calls += len(batch)
+        stats.rows += sum(c.canvas.shape[0] for c in batch)
+        stats.largest_batch = max(stats.largest_batch, len(batch))
+        if len(batch) == 1:
+            call = batch[0]
+            return [CanvasDecoder.hidden(call.decoder, call.canvas, call.soft)]
+        return padded_hidden(self.model, batch)
+
+
+def padded_hidden(model: Any, batch: list[_Call]) -> list[torch.Tensor]:
+    """``CanvasDecoder.hidden`` for several fills in one pass; each fill gets its (B_i, L_i, D).
+
+    Prefix caches are left-padded and canvases right-padded to one length; the mask over
+    [prefix keys | canvas] hides both paddings, and each row keeps the positions it has alone
+    (its own prefix length onwards), so a row sees exactly what it would see alone.
+    """
+    dec = model.model.decoder
+    device = batch[0].canvas.device
+    rows = sum(c.canvas.shape[0] for c in batch)
+    length = max(c.canvas.shape[1] for c in batch)
+    canvas = torch.zeros(rows, length, dtype=torch.long, device=device)  # (N, L)
+    canvas_real = torch.zeros(rows, length, dtype=torch.bool, device=device)  # (N, L)
+    positions = torch.zeros(rows, length, dtype=torch.long, device=device)  # (N, L)
+    inputs = None
+    row = 0
+    spans = []
+    for call in batch:
+        n, width = call.canvas.shape
+        canvas[row : row + n, :width] = call.canvas
+        canvas_real[row : row + n, :width] = True
+        positions[row : row + n] = call.decoder.prefix_length + torch.arange(length, device=device)
+        spans.append((row, n, width))
+        row += n
+    inputs = dec.embed_tokens(canvas)  # (N, L, D), already scaled
+    soft = torch.zeros_like(inputs)  # a fill without self-conditioning yet gets zeros, as alone
+    for call, (start, n, width) in zip(batch, spans, strict=True):
+        if call.soft is not None:
+            soft[start : start + n, :width] = call.soft
+    hidden = dec.self_conditioning(inputs, soft)  # (N, L, D)
+
+    cache, key_real = _padded_cache(batch)
+    layer_types = dec.text_config.layer_types
+    masks = {}
+    for kind in set(layer_types):
+        allowed = torch.cat([key_real[layer_types.index(kind)], canvas_real], dim=1)  # (N, K + L)
+        allowed = allowed[:, None, None, :].expand(rows, 1, length, allowed.shape[1])  # (N, 1, L, K + L)
+        if dec.text_config._attn_implementation == "sdpa":
+            masks[kind] = allowed
+        else:  # eager attention adds the mask to the scores
+            masks[kind] = torch.where(allowed, 0.0, torch.finfo(hidden.dtype).min).to(hidden.dtype)
+    rotary = {kind: dec.rotary_emb(hidden, positions, kind) for kind in dec.unique_layer_types}
+    for i, layer in enumerate(dec.layers[: dec.text_config.num_hidden_layers]):
+        hidden = layer(
+            hidden,
+            position_embeddings=rotary[layer_types[i]],
+            attention_mask=masks[layer_types[i]],
+            position_ids=positions,
+            past_key_values=cache,
+        )
+    hidden = dec.norm(hidden)  # (N, L, D)
+    return [hidden[start : start + n, :width] for start, n, width in spans]
+
+
+def _padded_cache(batch: list[_Call]) -> tuple[Any, dict[int, torch.Tensor]]:
+    """One cache for all rows, each fill's keys left-padded to the longest; and per layer (N, K)
+    True where a key is real.  Layers of one kind (sliding, full) hold the same keys per fill."""
+    first = batch[0].decoder.cache
+    device = batch[0].canvas.device
+    cache = copy.copy(first)
+    cache.layers = []
+    key_real: dict[int, torch.Tensor] = {}
+    for index, template in enumerate(first.layers):
+        widest = max(c.decoder.cache.layers[index].keys.shape[2] for c in batch)
+        keys, values, real = [], [], []
+        for call in batch:
+            layer = call.decoder.cache.layers[index]
+            k, v = layer.keys, layer.values  # (B_i, H, K_i, D)
+            missing = widest - k.shape[2]
+            keys.append(F.pad(k, (0, 0, missing, 0)))
+            values.append(F.pad(v, (0, 0, missing, 0)))
+            real.append((torch.arange(widest, device=device) >= missing).expand(k.shape[0], widest))
+        layer = copy.copy(template)
+        layer.keys, layer.values = torch.cat(keys), torch.cat(values)  # (N, H, K, D)
+        key_real[index] = torch.cat(real)  # (N, K)
+        cache.layers.append(layer)
+    return cache, key_real
+
+
+class BatchedCanvasDecoder(CanvasDecoder):
+    """A fill's CanvasDecoder whose decoder layers run in the batcher's shared passes."""
+
+    def __init__(self, model: Any, cache: Any, batcher: DecoderBatcher, owner: object) -> None:
+        super().__init__(model, cache)
+        self.batcher = batcher
+        self.owner = owner  # the pooled engine running the fill
+
+    def hidden(self, canvas: torch.Tensor, soft_embeddings: torch.Tensor | None) -> torch.Tensor:
+        return self.batcher.hidden(_Call(self, canvas, soft_embeddings, Future()))
+
+
+class _PooledEngine(InfillEngine):
+    """An InfillEngine (own prefix cache and lock) whose decoder passes are batched."""
+
+    def __init__(self, loaded: LoadedModel, batcher: DecoderBatcher) -> None:
+        super().__init__(loaded)
+        self.batcher = batcher
+
+    @torch.inference_mode()
+    def _denoise(
+        self, cache, canvases, options, should_stop, slot_allowed=None, on_step=None, initially_committed=None
+    ) -> DenoiseResult:
+        # InfillEngine._denoise with the batched decoder; tests check both give the same fills.
+        device = self.loaded.device
+        canvas = torch.stack([c.ids for c in canvases]).to(device)  # (B, L)
+        clamp = torch.stack([c.clamp_mask for c in canvases]).to(device)  # (B, L)
+        decoder = BatchedCanvasDecoder(self.model, expand_cache(cache, canvas.shape[0]), self.batcher, self)
+        config = SamplerConfig(max_steps=options.max_steps, entropy_bound=options.entropy_bound)
+        generator = torch.Generator(device=device).manual_seed(options.seed)
+        return denoise(
+            decoder, canvas, clamp, self._banned, self.ids.vocab_size, config, generator,
+            slot_allowed=slot_allowed, should_stop=should_stop, on_step=on_step,
+            initially_committed=None if initially_committed is None else initially_committed.to(device),
+        )  # fmt: skip
+
+
+class BatchingBackend:
+    """An InfillBackend for many concurrent callers on one model; at most ``max_concurrent`` fills
+    run at once (each on a pooled engine), the others wait their turn."""
+
+    def __init__(
+        self, loaded: LoadedModel, max_concurrent: int = 32, window_ms: float = 5.0, max_rows: int = 64
+    ) -> None:
+        self.loaded = loaded
+        self.batcher = DecoderBatcher(loaded.model, window_ms=window_ms, max_rows=max_rows)
+        self._slots = threading.BoundedSemaphore(max_concurrent)
+        self._idle: list[_PooledEngine] = []  # most recently used last: its prefix cache is warmest
+        self._idle_lock = threading.Lock()
+
+    @property
+    def stats(self) -> BatcherStats:
+        return self.batcher.stats
+
+    @contextmanager
+    def _engine(self) -> Iterator[_PooledEngine]:
+        with self._slots:
+            with self._idle_lock:
+                engine = self._idle.pop() if self._idle else _PooledEngine(self.loaded, self.batcher)
+            try:
+                yield engine
+            finally:
+                self.batcher.finished(engine)
+                with self._idle_lock:
+                    self._idle.append(engine)
+
+    def fill(self, prefix, suffix, options=None, should_stop=None, on_draft=None) -> FillResult:
+        with self._engine() as engine:
+            return engine.fill(prefix, suffix, options, should_stop, on_draft)
+
+    def fill_holes(self, text, marker=DEFAULT_HOLE_MARKER, options=None, should_stop=None) -> HolesResult:
+        with self._engine() as engine:
+            return engine.fill_holes(text, marker, options, should_stop)
+
+    def rewrite(
+        self,
+        prefix: str,
+        selection: str,
+        suffix: str,
+        strength: float = 0.5,
+        instruction: str | None = None,
+        options: FillOptions | None = None,
+        should_stop=None,
+        on_draft=None,
+    ) -> FillResult:
+        with self._engine() as engine:
+            return engine.rewrite(
+                prefix, selection, suffix, strength, instruction, options, should_stop, on_draft
+            )
+
+    def close(self) -> None:
+        self.batcher.close()
