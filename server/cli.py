@@ -42,8 +42,9 @@ def split_at(text: str, line: int, col: int) -> tuple[str, str]:
 
 
 def cmd_fill(args: argparse.Namespace) -> int:
-    from difill.engine.infill import FillOptions, InfillEngine
-    from difill.engine.model import ModelLoadError, load_model
+    from difill.engine.backends import BackendError, make_backend
+    from difill.engine.infill import FillOptions
+    from difill.engine.model import ModelLoadError
     from difill.engine.syntax import language_for_path
 
     path, line, col = parse_location(args.location)
@@ -52,14 +53,17 @@ def cmd_fill(args: argparse.Namespace) -> int:
     except OSError as err:
         raise SystemExit(f"difill: cannot read {path}: {err.strerror}") from err
     try:
-        engine = InfillEngine(load_model(args.model, args.device))
-    except ModelLoadError as err:
+        engine = make_backend(args.remote, args.model, args.device)
+    except (ModelLoadError, BackendError) as err:
         raise SystemExit(f"difill: {err}") from err
     language = language_for_path(str(path))
     if args.holes:
-        holes = engine.fill_holes(
-            text, marker=args.marker, options=FillOptions(max_hole_tokens=args.max_tokens or 16)
-        )
+        try:
+            holes = engine.fill_holes(
+                text, marker=args.marker, options=FillOptions(max_hole_tokens=args.max_tokens or 16)
+            )
+        except BackendError as err:
+            raise SystemExit(f"difill: {err}") from err
         if args.json:
             print(json.dumps({"text": holes.text, "middles": holes.middles, "steps": holes.stats.steps,
                               "ms": round(holes.stats.total_ms, 1), "stats": asdict(holes.stats)}))  # fmt: skip
@@ -70,7 +74,10 @@ def cmd_fill(args: argparse.Namespace) -> int:
         raise SystemExit("difill: give a position as PATH:LINE:COL, or --holes")
     prefix, suffix = split_at(text, line, col or 1)
     options = FillOptions(max_hole_tokens=args.max_tokens or 24, language=language, max_steps=args.steps)
-    result = engine.fill(prefix, suffix, options)
+    try:
+        result = engine.fill(prefix, suffix, options)
+    except BackendError as err:
+        raise SystemExit(f"difill: {err}") from err
     if args.json:
         print(json.dumps({
             "text": result.text, "steps": result.stats.steps, "ms": round(result.stats.total_ms, 1),
@@ -162,6 +169,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return run_server(args)
 
 
+def cmd_serve_http(args: argparse.Namespace) -> int:
+    from difill.server.http_server import run_http_server
+
+    return run_http_server(args)
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from difill.server.bench import main as bench_main
 
@@ -193,7 +206,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--marker", default="<|hole|>")
     p.add_argument("--max-tokens", type=int, help="longest middle, in tokens")
     p.add_argument("--steps", type=int, default=12, help="denoising step cap")
+    p.add_argument("--remote", metavar="URL", help="fill on a difill serve-http or OpenAI-compatible server")
     p.set_defaults(func=cmd_fill)
+
+    p = sub.add_parser("serve-http", help="serve the model over HTTP (/v1/completions, /v1/fill, /health)")
+    model_args(p)
+    p.add_argument("--host", default="127.0.0.1", help="other than loopback only with DIFILL_API_KEY set")
+    p.add_argument("--port", type=int, default=8765, help="0 picks a free port")
+    p.add_argument("--max-concurrent", type=int, default=32, help="fills run at once; more wait")
+    p.add_argument("--batch-window-ms", type=float, default=5.0, help="wait to batch decoder passes")
+    p.add_argument("--tls-cert", help="serve HTTPS with this certificate (PEM)")
+    p.add_argument("--tls-key", help="the certificate's private key (PEM)")
+    p.add_argument("--log-level", default="info")
+    p.set_defaults(func=cmd_serve_http)
 
     p = sub.add_parser("corpus", help="build the training corpus from permissive code on this machine")
     p.add_argument("--out", default="data/corpus")

@@ -1,0 +1,368 @@
+"""``difill serve-http``: the local engine behind HTTP, for a team sharing one GPU box.
+
+Endpoints: ``GET /health``, ``GET /v1/models``, OpenAI-compatible ``POST /v1/completions``
+(``prompt`` = prefix, ``suffix`` = suffix) and difill's native ``POST /v1/fill`` (fill, holes or
+rewrite, with FillOptions; the shapes are in engine/backends/wire.py).
+
+Starlette and uvicorn serve HTTP on an asyncio loop; the model never runs there.  Each fill runs
+in a worker thread through ``BatchingBackend``, so concurrent requests share decoder passes, and
+a client that disconnects cancels its fill at the next denoising step.
+
+Safety: binds 127.0.0.1 by default; with ``DIFILL_API_KEY`` set every request needs
+``Authorization: Bearer <key>`` (401 otherwise), and without a key a non-loopback address is
+refused.  Request bodies are never logged: they are someone's code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hmac
+import ipaddress
+import json
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from difill.engine.backends import API_KEY_ENV, InfillBackend
+from difill.engine.backends.wire import (
+    OPTION_BOUNDS,
+    fill_result_to_json,
+    holes_result_to_json,
+    options_from_json,
+)
+from difill.engine.infill import DEFAULT_HOLE_MARKER, FillOptions
+from difill.engine.sampler import Cancelled
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+log = logging.getLogger("difill.http")
+MAX_BODY_BYTES = 8 * 1024 * 1024
+MAX_CHOICES = 3
+VERSION = "0.1.0"
+
+
+class RequestError(ValueError):
+    """A client's request is invalid; the message says what to change (HTTP 400)."""
+
+
+def error_response(status: int, message: str, kind: str) -> JSONResponse:
+    """OpenAI's error shape, which OpenAI clients know how to show."""
+    return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status_code=status)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost may resolve to anything
+
+
+def check_bind(host: str, api_key: str | None) -> None:
+    """Refuse to expose an unauthenticated model to the network."""
+    if not api_key and not is_loopback(host):
+        raise SystemExit(
+            f"difill serve-http: refusing to listen on {host} without an API key: anyone who can reach "
+            f"this machine could use it. Set {API_KEY_ENV} (clients then send it as a Bearer token), "
+            "or bind 127.0.0.1."
+        )
+
+
+class BearerAuth:
+    """ASGI middleware: every request needs ``Authorization: Bearer <key>``."""
+
+    def __init__(self, app, key: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {key}".encode()
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            given = dict(scope["headers"]).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                response = error_response(
+                    401, "missing or wrong API key: send Authorization: Bearer <the server's DIFILL_API_KEY>",
+                    "authentication_error",
+                )  # fmt: skip
+                response.headers["WWW-Authenticate"] = "Bearer"
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+class FillService:
+    """Runs fills off the event loop and cancels those whose client went away."""
+
+    def __init__(self, backend: InfillBackend, model_name: str, device: str, max_concurrent: int) -> None:
+        self.backend = backend
+        self.model_name = model_name
+        self.device = device
+        self.executor = ThreadPoolExecutor(max_workers=max_concurrent, thread_name_prefix="difill-fill")
+        self.cancelled = 0
+
+    async def run(self, request: Request, work: Callable[[Callable[[], bool]], Any]) -> Any:
+        """``work(should_stop)`` in a worker thread; None if the client disconnected first."""
+        stop = threading.Event()
+        loop = asyncio.get_running_loop()
+        fill = loop.run_in_executor(self.executor, work, stop.is_set)
+        gone = asyncio.ensure_future(_disconnected(request))
+        await asyncio.wait({fill, gone}, return_when=asyncio.FIRST_COMPLETED)
+        if not fill.done():
+            stop.set()  # the fill raises Cancelled at its next step; nobody waits for it
+            self.cancelled += 1
+            fill.add_done_callback(lambda f: f.exception())  # retrieve it: no "never retrieved" noise
+            return None
+        gone.cancel()
+        return fill.result()
+
+    def health(self) -> dict[str, Any]:
+        stats = getattr(self.backend, "stats", None)
+        return {
+            "status": "ok",
+            "server": "difill",
+            "version": VERSION,
+            "model": self.model_name,
+            "device": self.device,
+            "batching": dataclasses.asdict(stats) if stats is not None else None,
+            "cancelled": self.cancelled,
+        }
+
+
+async def _disconnected(request: Request) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+def build_app(service: FillService, api_key: str | None) -> Starlette:
+    async def health(request: Request) -> JSONResponse:
+        return JSONResponse(service.health())
+
+    async def models(request: Request) -> JSONResponse:
+        entry = {"id": service.model_name, "object": "model", "created": 0, "owned_by": "difill"}
+        return JSONResponse({"object": "list", "data": [entry]})
+
+    async def fill(request: Request) -> JSONResponse:
+        body = await _json_body(request)
+        work, to_json = native_request(service.backend, body)
+        return await _answer(service, request, work, to_json)
+
+    async def completions(request: Request) -> JSONResponse:
+        body = await _json_body(request)
+        work, to_json = completion_request(service.backend, body, service.model_name)
+        return await _answer(service, request, work, to_json)
+
+    app = Starlette(
+        routes=[
+            Route("/health", health, methods=["GET"]),
+            Route("/v1/models", models, methods=["GET"]),
+            Route("/v1/fill", fill, methods=["POST"]),
+            Route("/v1/completions", completions, methods=["POST"]),
+        ],
+        exception_handlers={RequestError: _bad_request},
+    )
+    if api_key:
+        app.add_middleware(BearerAuth, key=api_key)
+    return app
+
+
+async def _bad_request(request: Request, err: Exception) -> JSONResponse:
+    return error_response(400, str(err), "invalid_request_error")
+
+
+async def _json_body(request: Request) -> dict[str, Any]:
+    if int(request.headers.get("content-length") or 0) > MAX_BODY_BYTES:
+        raise RequestError(f"the request body is larger than {MAX_BODY_BYTES // 2**20} MiB")
+    raw = await request.body()
+    try:
+        body = json.loads(raw)
+    except ValueError as err:
+        raise RequestError(f"the request body is not valid JSON ({err})") from None
+    if not isinstance(body, dict):
+        raise RequestError("the request body must be a JSON object")
+    return body
+
+
+async def _answer(service: FillService, request: Request, work, to_json) -> JSONResponse:
+    try:
+        result = await service.run(request, work)
+    except Cancelled:
+        return error_response(499, "the fill was cancelled", "cancelled")
+    except (RequestError, ValueError) as err:  # the engine's own refusals (e.g. a hole that cannot fit)
+        return error_response(400, str(err), "invalid_request_error")
+    except Exception as err:  # noqa: BLE001 - a failed fill must not take the server down
+        log.exception("fill failed")
+        return error_response(500, f"the fill failed: {type(err).__name__}: {err}", "server_error")
+    if result is None:
+        return error_response(499, "the client disconnected; the fill was cancelled", "cancelled")
+    return JSONResponse(to_json(result))
+
+
+def _text(body: dict, key: str, default: str | None = None) -> str:
+    value = body.get(key, default)
+    if not isinstance(value, str):
+        raise RequestError(f"'{key}' must be a string" + ("" if key in body else " (it is missing)"))
+    return value
+
+
+def native_request(backend: InfillBackend, body: dict):
+    """(work, to_json) for POST /v1/fill: a fill, ``holes`` or a rewrite (``selection``)."""
+    try:
+        options = options_from_json(body.get("options"))
+    except ValueError as err:
+        raise RequestError(str(err)) from None
+    if "holes" in body:
+        _only(body, {"holes", "marker", "options"})
+        text, marker = _text(body, "holes"), _text(body, "marker", DEFAULT_HOLE_MARKER)
+        if not marker:
+            raise RequestError("'marker' must not be empty")
+        return (lambda stop: backend.fill_holes(text, marker, options, stop)), holes_result_to_json
+    prefix, suffix = _text(body, "prefix"), _text(body, "suffix", "")
+    if "selection" in body:
+        _only(body, {"prefix", "selection", "suffix", "strength", "instruction", "options"})
+        selection = _text(body, "selection")
+        strength = body.get("strength", 0.5)
+        if isinstance(strength, bool) or not isinstance(strength, int | float) or not 0 <= strength <= 1:
+            raise RequestError("'strength' must be a number between 0 and 1")
+        instruction = body.get("instruction")
+        if instruction is not None and not isinstance(instruction, str):
+            raise RequestError("'instruction' must be a string or null")
+        work = lambda stop: backend.rewrite(prefix, selection, suffix, strength, instruction, options, stop)  # noqa: E731
+        return work, fill_result_to_json
+    _only(body, {"prefix", "suffix", "options"})
+    return (lambda stop: backend.fill(prefix, suffix, options, stop)), fill_result_to_json
+
+
+def _only(body: dict, allowed: set[str]) -> None:
+    extra = sorted(set(body) - allowed)
+    if extra:
+        raise RequestError(
+            f"unexpected field(s) {', '.join(extra)} (this request takes {', '.join(sorted(allowed))})"
+        )
+
+
+def completion_request(backend: InfillBackend, body: dict, model_name: str):
+    """(work, to_json) for OpenAI's POST /v1/completions; unknown OpenAI fields are ignored."""
+    prompt = body.get("prompt", "")
+    if isinstance(prompt, list) and len(prompt) == 1:
+        prompt = prompt[0]
+    if not isinstance(prompt, str):
+        raise RequestError("'prompt' must be a string (or a list holding one string)")
+    suffix = body.get("suffix") or ""
+    if not isinstance(suffix, str):
+        raise RequestError("'suffix' must be a string")
+    for flag in ("stream", "echo"):
+        if body.get(flag):
+            raise RequestError(f"'{flag}' is not supported by difill serve-http")
+    low, high = OPTION_BOUNDS["max_hole_tokens"]
+    max_tokens = _integer(body, "max_tokens", 16, int(low), int(high))
+    seed = _integer(body, "seed", 0, 0, 2**63 - 1)
+    n = _integer(body, "n", 1, 1, MAX_CHOICES)
+    stop = body.get("stop") or []
+    stop = [stop] if isinstance(stop, str) else stop
+    if not isinstance(stop, list) or not all(isinstance(s, str) and s for s in stop):
+        raise RequestError("'stop' must be a string or a list of strings")
+    options = FillOptions(max_hole_tokens=max_tokens, seed=seed)
+
+    def to_json(result) -> dict[str, Any]:
+        choices = []
+        for index, candidate in enumerate(result.candidates[:n]):
+            text, cut = _cut_at_stop(candidate.text, stop)
+            finish = "stop" if candidate.complete or cut else "length"
+            choices.append({"index": index, "text": text, "logprobs": None, "finish_reason": finish})
+        if not choices:
+            choices = [{"index": 0, "text": "", "logprobs": None, "finish_reason": "stop"}]
+        usage = {"prompt_tokens": result.stats.prefix_tokens, "completion_tokens": result.stats.hole_tokens}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        return {
+            "id": f"cmpl-{uuid.uuid4().hex[:24]}", "object": "text_completion", "created": int(time.time()),
+            "model": body.get("model") or model_name, "choices": choices, "usage": usage,
+        }  # fmt: skip
+
+    return (lambda should_stop: backend.fill(prompt, suffix, options, should_stop)), to_json
+
+
+def _integer(body: dict, key: str, default: int, low: int, high: int) -> int:
+    value = body.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise RequestError(f"'{key}' must be an integer between {low} and {high}")
+    return value
+
+
+def _cut_at_stop(text: str, stops: list[str]) -> tuple[str, bool]:
+    cuts = [text.find(s) for s in stops if s in text]
+    return (text[: min(cuts)], True) if cuts else (text, False)
+
+
+# ---------------------------------------------------------------------- running it
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(address)
+    return sock
+
+
+def make_server(app, log_level: str = "info", tls_cert: str | None = None, tls_key: str | None = None):
+    import uvicorn
+
+    config = uvicorn.Config(
+        app, lifespan="off", log_level=log_level.lower(), ssl_certfile=tls_cert, ssl_keyfile=tls_key,
+        timeout_graceful_shutdown=3,
+    )  # fmt: skip
+    return uvicorn.Server(config)
+
+
+def serve_in_thread(app, host: str = "127.0.0.1") -> tuple[str, Callable[[], None]]:
+    """Start ``app`` on a free loopback port in a daemon thread; (base URL, stop).  For tests and
+    for embedding difill's HTTP API in another program."""
+    sock = bind_socket(host, 0)
+    server = make_server(app, log_level="warning")
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+    def stop() -> None:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+    return f"http://{host}:{sock.getsockname()[1]}", stop
+
+
+def run_http_server(args) -> int:
+    from difill.engine.batcher import BatchingBackend
+    from difill.engine.model import ModelLoadError, load_model
+
+    api_key = os.environ.get(API_KEY_ENV) or None
+    check_bind(args.host, api_key)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        loaded = load_model(args.model, args.device)
+    except ModelLoadError as err:
+        raise SystemExit(f"difill serve-http: {err}") from err
+    backend = BatchingBackend(loaded, max_concurrent=args.max_concurrent, window_ms=args.batch_window_ms)
+    name = "difill-default" if args.model is None else loaded.path.name
+    service = FillService(backend, name, str(loaded.device), args.max_concurrent)
+    app = build_app(service, api_key)
+    sock = bind_socket(args.host, args.port)
+    scheme = "https" if args.tls_cert else "http"
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    auth = "API key required" if api_key else "no API key (loopback only)"
+    print(f"difill serve-http: listening on {scheme}://{host}:{sock.getsockname()[1]} "
+          f"(model {name} on {loaded.device}; {auth})", flush=True)  # fmt: skip
+    make_server(app, args.log_level, args.tls_cert, args.tls_key).run(sockets=[sock])
+    return 0

@@ -1,0 +1,188 @@
+"""The remote backend against a real ``difill serve-http`` on loopback, and against servers that fail."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+
+import httpx2 as httpx
+import pytest
+from backend_helpers import SERVER_KEY, read_body, send
+from difill.engine.backends import BackendError, InfillBackend, RemoteBackend
+from difill.engine.infill import Cancelled, FillOptions
+
+PREFIX = "def add(a, b):\n    return"
+SUFFIX = "\n\n\nprint(add(1, 2))\n"
+
+
+def test_remote_and_local_backends_share_one_interface(served):
+    remote = RemoteBackend(served, api_key=SERVER_KEY)
+    assert isinstance(remote, InfillBackend)
+    remote.close()
+
+
+@pytest.mark.parametrize("protocol", ["difill", "openai"])
+def test_remote_fill_gives_the_local_engines_text_for_the_same_seed(served, local_engine, protocol):
+    remote = RemoteBackend(served, protocol=protocol, api_key=SERVER_KEY, fim="suffix")
+    try:
+        for seed in (0, 1, 2):
+            options = FillOptions(seed=seed, max_hole_tokens=8)
+            local = local_engine.fill(PREFIX, SUFFIX, options)
+            assert remote.fill(PREFIX, SUFFIX, options).text == local.text
+    finally:
+        remote.close()
+
+
+def test_native_protocol_returns_every_candidate_holes_and_rewrites_like_local(served, local_engine):
+    remote = RemoteBackend(served, api_key=SERVER_KEY)  # protocol auto: finds a difill server
+    try:
+        options = FillOptions(seed=5, max_hole_tokens=12)
+        local = local_engine.fill(PREFIX, SUFFIX, options)
+        got = remote.fill(PREFIX, SUFFIX, options)
+        assert remote.protocol == "difill"
+        assert [c.text for c in got.candidates] == [c.text for c in local.candidates]
+        assert got.stats.decoder_forwards == local.stats.decoder_forwards > 0
+
+        text = "x = <|hole|>\nprint(x)\ny = <|hole|>\n"
+        assert (
+            remote.fill_holes(text, options=options).middles
+            == local_engine.fill_holes(text, options=options).middles
+        )
+
+        args = ("def f(x):\n", "    return x * 2\n", "\nf(1)\n")
+        local_rewrite = local_engine.rewrite(*args, strength=0.7, instruction="double it", options=options)
+        assert (
+            remote.rewrite(*args, strength=0.7, instruction="double it", options=options).text
+            == local_rewrite.text
+        )
+    finally:
+        remote.close()
+
+
+def test_api_key_is_read_from_DIFILL_API_KEY(served, monkeypatch):
+    monkeypatch.setenv("DIFILL_API_KEY", SERVER_KEY)
+    remote = RemoteBackend(served, protocol="difill")
+    try:
+        assert remote.fill(PREFIX, SUFFIX, FillOptions(max_hole_tokens=4)).stats.decoder_forwards > 0
+    finally:
+        remote.close()
+
+
+def test_wrong_key_is_a_clear_error_that_never_shows_the_key(served):
+    wrong = "sk-wrong-key-do-not-print-me"
+    remote = RemoteBackend(served, protocol="difill", api_key=wrong)
+    with pytest.raises(BackendError) as caught:
+        remote.fill(PREFIX, SUFFIX)
+    message = str(caught.value)
+    assert "HTTP 401" in message and "DIFILL_API_KEY" in message
+    assert wrong not in message and wrong not in repr(remote)
+    remote.close()
+
+
+def test_requests_without_the_key_get_401(served):
+    for method, path in (("GET", "/health"), ("POST", "/v1/fill"), ("POST", "/v1/completions")):
+        response = httpx.request(method, served + path, json={"prefix": "x"})
+        assert response.status_code == 401, path
+        assert "API key" in response.json()["error"]["message"]
+
+
+def test_connection_refused_is_a_clear_error():
+    with socket.socket() as sock:  # a port that nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    remote = RemoteBackend(f"http://127.0.0.1:{port}", protocol="difill", retries=1, backoff_s=0.01)
+    with pytest.raises(
+        BackendError, match=r"cannot connect to http://127\.0\.0\.1:\d+/v1/fill \(connection refused"
+    ):
+        remote.fill(PREFIX, SUFFIX)
+    remote.close()
+
+
+def test_http_500_is_a_clear_error_with_the_servers_reason_and_is_not_retried(fake_server):
+    seen = []
+
+    def fail(request):
+        seen.append(request.path)
+        send(request, 500, json.dumps({"error": {"message": "CUDA out of memory"}}).encode())
+
+    remote = RemoteBackend(fake_server(fail), protocol="difill", backoff_s=0.01)
+    with pytest.raises(BackendError, match=r"/v1/fill failed \(HTTP 500\): CUDA out of memory"):
+        remote.fill(PREFIX, SUFFIX)
+    assert seen == ["/v1/fill"]
+    remote.close()
+
+
+def test_busy_server_is_retried_with_backoff_and_then_answers(fake_server):
+    seen = []
+
+    def busy_then_ok(request):
+        seen.append(time.monotonic())
+        if len(seen) < 3:
+            send(request, 503, b'{"error": "warming up"}')
+        else:
+            send(request, 200, json.dumps({"text": "a + b", "candidates": [], "stats": {}}).encode())
+
+    remote = RemoteBackend(fake_server(busy_then_ok), protocol="difill", retries=2, backoff_s=0.1)
+    assert remote.fill(PREFIX, SUFFIX).text == "a + b"
+    assert len(seen) == 3 and seen[2] - seen[1] > seen[1] - seen[0]  # the wait doubles
+    remote.close()
+
+    seen.clear()
+    gives_up = RemoteBackend(
+        fake_server(lambda r: send(r, 503, b"{}")), protocol="difill", retries=1, backoff_s=0.01
+    )
+    with pytest.raises(BackendError, match=r"HTTP 503\) after 2 attempts"):
+        gives_up.fill(PREFIX, SUFFIX)
+    gives_up.close()
+
+
+def test_slow_server_times_out_with_a_clear_error(fake_server):
+    def slow(request):
+        time.sleep(3)
+        send(request, 200, b"{}")
+
+    remote = RemoteBackend(fake_server(slow), protocol="difill", timeout_s=0.3)
+    started = time.monotonic()
+    with pytest.raises(BackendError, match=r"did not answer within 0\.3 s \(timeout\)"):
+        remote.fill(PREFIX, SUFFIX)
+    assert time.monotonic() - started < 2
+    remote.close()
+
+
+@pytest.mark.parametrize("body", [b"<html>502 Bad Gateway</html>", b'{"text": "unterminated', b""])
+def test_malformed_json_is_a_clear_error(fake_server, body):
+    remote = RemoteBackend(fake_server(lambda r: send(r, 200, body, "text/html")), protocol="difill")
+    with pytest.raises(BackendError, match="not JSON"):
+        remote.fill(PREFIX, SUFFIX)
+    remote.close()
+
+
+def test_json_of_the_wrong_shape_is_a_clear_error(fake_server):
+    remote = RemoteBackend(fake_server(lambda r: send(r, 200, b'{"result": 1}')), protocol="difill")
+    with pytest.raises(BackendError, match="unexpected shape"):
+        remote.fill(PREFIX, SUFFIX)
+    remote.close()
+
+
+def test_cancelling_a_fill_aborts_its_http_request(fake_server):
+    closed = threading.Event()
+
+    def hold_until_client_leaves(request):
+        read_body(request)
+        request.connection.settimeout(5)
+        try:
+            if request.connection.recv(1) == b"":  # the client closed the connection
+                closed.set()
+        except OSError:
+            pass
+
+    remote = RemoteBackend(fake_server(hold_until_client_leaves), protocol="difill")
+    stop_at = time.monotonic() + 0.2
+    started = time.monotonic()
+    with pytest.raises(Cancelled):
+        remote.fill(PREFIX, SUFFIX, should_stop=lambda: time.monotonic() > stop_at)
+    assert time.monotonic() - started < 1
+    assert closed.wait(2), "the server never saw the connection close"
+    remote.close()
