@@ -11,11 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from transformers import AutoTokenizer, LlamaForCausalLM
+
 from difill.engine.model import check_model_dir
 from difill.engine.postprocess import fit_middle, to_document_line_endings, to_lf, uses_crlf
 from difill.engine.tokens import encode, encode_prefix_window, encode_suffix_window
 from difill.engine.vocab import SpecialTokens, TokenIds
-from transformers import AutoTokenizer, LlamaForCausalLM
 
 
 @dataclass

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+
 from difill.engine.vocab import TokenIds
 
 # One canvas segment: an int is a hole of that many slots, a list of ints is clamped text.

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import torch
+
 from difill.engine.canvas import Segment, build_canvas, hole_tokens, used_length
 from difill.engine.decoder import CanvasDecoder
 from difill.engine.model import LoadedModel

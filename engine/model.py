@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from difill.engine.vocab import TokenIds
 from transformers import (
     AutoTokenizer,
     DiffusionGemmaConfig,
@@ -20,6 +19,8 @@ from transformers import (
     PreTrainedTokenizerBase,
 )
 from transformers.utils import logging as hf_logging
+
+from difill.engine.vocab import TokenIds
 
 DEFAULT_MODEL_DIR = Path(__file__).parent / "default_model"
 # A tiny vision tower: DiffusionGemma always builds one, and the default is 167M parameters.

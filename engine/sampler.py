@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+
 from difill.engine.decoder import CanvasDecoder
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from difill.engine.model import build_config
 from difill.engine.training.tokenizer import save_tokenizer, train_tokenizer
 from difill.engine.vocab import TokenIds

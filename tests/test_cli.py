@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+
 from difill.server.cli import parse_location, split_at
 
 

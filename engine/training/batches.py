@@ -15,11 +15,12 @@ import random
 from dataclasses import dataclass
 
 import torch
+from transformers import PreTrainedTokenizerBase
+
 from difill.engine.canvas import Segment, build_canvas
 from difill.engine.tokens import encode, encode_prefix_window, encode_suffix_window
 from difill.engine.training.examples import InfillExample, sample_example
 from difill.engine.vocab import SpecialTokens, TokenIds
-from transformers import PreTrainedTokenizerBase
 
 FILLER_WEIGHT = 0.3  # filler targets are easy and many; they should not dominate the loss
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from difill.engine.vocab import SPECIAL_TOKENS, SpecialTokens
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
+
+from difill.engine.vocab import SPECIAL_TOKENS, SpecialTokens
 
 
 def train_tokenizer(texts: Iterable[str], vocab_size: int = 8192) -> PreTrainedTokenizerFast:

@@ -19,10 +19,6 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from difill.engine.model import build_config
-from difill.engine.training.batches import FILLER_WEIGHT, ar_batch, corrupt, diffusion_batch
-from difill.engine.training.corpus import read_jsonl
-from difill.engine.vocab import TokenIds
 from safetensors.torch import load_file, save_file
 from transformers import (
     AutoTokenizer,
@@ -31,6 +27,11 @@ from transformers import (
     LlamaForCausalLM,
     PreTrainedModel,
 )
+
+from difill.engine.model import build_config
+from difill.engine.training.batches import FILLER_WEIGHT, ar_batch, corrupt, diffusion_batch
+from difill.engine.training.corpus import read_jsonl
+from difill.engine.vocab import TokenIds
 
 PREFIX_LENGTHS = (32, 64, 128, 256)  # most examples get a short prefix: more supervision per FLOP
 PREFIX_WEIGHTS = (0.3, 0.3, 0.25, 0.15)

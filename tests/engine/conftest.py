@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+
 from difill.engine.infill import InfillEngine
 from difill.engine.model import load_model
 

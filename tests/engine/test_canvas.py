@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+
 from difill.engine.canvas import build_canvas, hole_tokens, used_length
 from difill.engine.vocab import TokenIds
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+
 from difill.engine.decoder import CanvasDecoder
 from difill.engine.prefix_cache import PrefixCache, expand_cache
 from difill.engine.tokens import encode

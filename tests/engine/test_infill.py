@@ -7,6 +7,7 @@ import time
 
 import pytest
 import torch
+
 from difill.engine.infill import Cancelled, FillOptions, InfillEngine
 from difill.engine.tokens import encode
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
+
 from difill.engine.model import ModelLoadError, load_model
 
 

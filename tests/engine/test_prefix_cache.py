@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import torch
+
 from difill.engine.prefix_cache import PrefixCache
 from difill.engine.tokens import encode
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+
 from difill.engine.canvas import build_canvas
 from difill.engine.decoder import CanvasDecoder
 from difill.engine.prefix_cache import PrefixCache

@@ -5,11 +5,12 @@ from __future__ import annotations
 import random
 
 import torch
+from transformers import DiffusionGemmaForBlockDiffusion
+
 from difill.engine.training.batches import ar_batch, corrupt, diffusion_batch, example_segments
 from difill.engine.training.corpus import BENCHMARK_NAMES, is_heldout
 from difill.engine.training.examples import EVAL_SHAPES, SHAPES, sample_eval_example, sample_example
 from difill.engine.training.train import TrainConfig, diffusion_loss
-from transformers import DiffusionGemmaForBlockDiffusion
 
 SOURCE = "\n".join(
     [
