@@ -1,0 +1,172 @@
+"""Settings: what an editor may configure, their defaults, and how raw JSON becomes them.
+
+Settings arrive as camelCase JSON in ``initializationOptions`` and in
+``workspace/didChangeConfiguration`` (either flat or nested under a ``difill`` key).  They are
+layered: the command line (``--model``, ``--device``) gives the base, ``initializationOptions``
+override it, and the latest ``didChangeConfiguration`` section overrides that (each new section
+replaces the previous one, so a key removed from the editor's config goes back to its default).
+
+An invalid value never stops the server: it is reported and the value from the layer below is
+kept.  ``parse_settings`` returns the problems as sentences for ``window/showMessage``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+SECTION = "difill"
+
+
+@dataclass(frozen=True)
+class Settings:
+    # Directory of a DiffusionGemma checkpoint (config.json, *.safetensors, tokenizer.json).
+    # None: the model shipped with difill.  Changing it reloads the model.
+    model_path: str | None = field(default=None, metadata={"key": "modelPath"})
+
+    # "auto" (CUDA when available, else CPU), "cpu", "cuda", "cuda:N" or "mps".  Changing it reloads.
+    device: str = field(default="auto", metadata={"key": "device"})
+
+    # Longest suggestion, in tokens.  Single-line suggestions use at most this; an empty block body
+    # may use up to twice this (see features/shape.py).
+    max_tokens: int = field(default=32, metadata={"key": "maxTokens", "min": 1, "max": 512})
+
+    # Cap on denoising steps (decoder passes) per fill: fewer is faster, more is better.
+    steps: int = field(default=12, metadata={"key": "steps", "min": 1, "max": 1024})
+
+    # Distinct suggestions for an explicitly invoked completion; automatic requests get one.
+    candidates: int = field(default=3, metadata={"key": "candidates", "min": 1, "max": 3})
+
+    # Language ids (as the editor names them, e.g. "python") that get suggestions.
+    # Empty: every language.  Shapes and syntax checks use tree-sitter where a grammar is installed.
+    languages: tuple[str, ...] = field(default=(), metadata={"key": "languages"})
+
+    # Prefix budget in tokens; the model's own limit (from its checkpoint) caps it.
+    context_tokens: int = field(default=1024, metadata={"key": "contextTokens", "min": 16, "max": 32768})
+
+    # Send `difill/draft` notifications while an edit (code action, command) is denoised.
+    drafts: bool = field(default=False, metadata={"key": "drafts"})
+
+    # The text that marks a hole for "Fill holes in selection" and `difill.fillHoles`.
+    hole_marker: str = field(default="<|hole|>", metadata={"key": "holeMarker"})
+
+    # Wait this long after a completion request before running the model; a newer request for the
+    # same document within the wait replaces it.  0: run at once (newer requests still cancel).
+    debounce_ms: int = field(default=0, metadata={"key": "debounceMs", "min": 0, "max": 5000})
+
+    # While the model loads, a request waits this long for it, then answers empty.
+    load_wait_ms: int = field(default=3000, metadata={"key": "loadWaitMs", "min": 0, "max": 120000})
+
+    def enabled_for(self, language_id: str | None) -> bool:
+        return not self.languages or (language_id or "") in self.languages
+
+
+KEYS: dict[str, dataclasses.Field] = {f.metadata["key"]: f for f in fields(Settings)}
+RELOAD_FIELDS = ("model_path", "device")  # a change in these needs a new model
+
+
+def section_of(raw: Any) -> dict[str, Any] | None:
+    """The difill settings in a raw settings payload: ``{"difill": {...}}`` or a flat dict.
+
+    None when the payload holds nothing for difill (another server's section, null, ``{}``):
+    such a ``didChangeConfiguration`` must not reset difill's settings.
+    """
+    if not isinstance(raw, dict):
+        return None
+    nested = raw.get(SECTION)
+    if isinstance(nested, dict):
+        return nested
+    if any(key in KEYS for key in raw):
+        return raw
+    return None
+
+
+def parse_settings(raw: Any, base: Settings) -> tuple[Settings, list[str]]:
+    """``base`` updated with the valid values in ``raw``, and a sentence per problem found."""
+    if raw is None:
+        return base, []
+    if not isinstance(raw, dict):
+        return base, [f"settings must be a JSON object, got {_describe(raw)}"]
+    updates: dict[str, Any] = {}
+    problems: list[str] = []
+    for key, value in raw.items():
+        spec = KEYS.get(key)
+        if spec is None:
+            problems.append(f"unknown setting {key!r} (known: {', '.join(sorted(KEYS))})")
+            continue
+        converted, problem = _convert(spec, value)
+        if problem:
+            default = getattr(base, spec.name)
+            problems.append(f"{key} {problem}, got {_describe(value)}; using {default!r}")
+        else:
+            updates[spec.name] = converted
+    return dataclasses.replace(base, **updates), problems
+
+
+def _convert(spec: dataclasses.Field, value: Any) -> tuple[Any, str | None]:
+    """(value as the field's type, None) or (None, what is wrong with it)."""
+    name = spec.name
+    if name == "model_path":
+        if value is None or (isinstance(value, str) and value.strip() == ""):
+            return None, None
+        return (value, None) if isinstance(value, str) else (None, "must be a directory path (string)")
+    if name == "device":
+        ok = isinstance(value, str) and (
+            value in ("auto", "cpu", "cuda", "mps") or (value.startswith("cuda:") and value[5:].isdigit())
+        )
+        return (value, None) if ok else (None, "must be one of auto, cpu, cuda, cuda:N, mps")
+    if name == "languages":
+        if isinstance(value, list) and all(isinstance(x, str) and x for x in value):
+            return tuple(value), None
+        return None, "must be a list of language ids"
+    if name == "drafts":
+        return (value, None) if isinstance(value, bool) else (None, "must be true or false")
+    if name == "hole_marker":
+        ok = isinstance(value, str) and value.strip() != "" and "\n" not in value
+        return (value, None) if ok else (None, "must be a non-empty one-line string")
+    # The remaining fields are bounded integers.  bool is an int in Python: refuse it explicitly.
+    low, high = spec.metadata["min"], spec.metadata["max"]
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+        return None, f"must be an integer between {low} and {high}"
+    if not low <= value <= high:
+        return None, f"must be between {low} and {high}"
+    return int(value), None
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+@dataclass
+class SettingsLayers:
+    """The three layers described in the module docstring, and the settings they add up to."""
+
+    base: Settings
+    initialization: dict[str, Any] = field(default_factory=dict)
+    workspace: dict[str, Any] = field(default_factory=dict)
+
+    def settings(self) -> Settings:
+        settings, _ = parse_settings(self.initialization, self.base)
+        settings, _ = parse_settings(self.workspace, settings)
+        return settings
+
+    def set_initialization(self, raw: Any) -> list[str]:
+        """Take ``initializationOptions``; returns its problems."""
+        section = section_of(raw) if raw is not None else {}
+        if section is None:  # something, but nothing difill knows: say so
+            section = raw if isinstance(raw, dict) else {}
+            if not isinstance(raw, dict):
+                return [f"initializationOptions must be a JSON object, got {_describe(raw)}"]
+        self.initialization = section
+        return parse_settings(section, self.base)[1]
+
+    def set_workspace(self, raw: Any) -> list[str] | None:
+        """Take a ``didChangeConfiguration`` payload; None when it holds nothing for difill."""
+        section = section_of(raw)
+        if section is None:
+            return None
+        self.workspace = section
+        below, _ = parse_settings(self.initialization, self.base)
+        return parse_settings(section, below)[1]

@@ -1,0 +1,156 @@
+"""Open documents: their text and version, and LSP positions <-> offsets into the text.
+
+LSP positions count ``character`` in code units of the negotiated position encoding: UTF-16 by
+default (so an emoji counts 2), UTF-8 (bytes) or UTF-32 (code points, like Python's ``str``).
+Lines end at ``\\n``, ``\\r\\n`` or ``\\r`` and nowhere else (not at the other characters
+``str.splitlines`` splits on).  A position past the end of its line means the end of the line,
+as the specification says; a position inside a character (half a surrogate pair, the middle of
+a UTF-8 sequence) is rounded down to the character's start.
+
+A ``Document`` is immutable: every change makes a new one.  That lets a request keep the
+document exactly as it was when the request arrived (see ``Documents.snapshot``), whatever
+changes arrive while the model runs.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from lsprotocol import types
+
+UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"  # the values of lsprotocol's PositionEncodingKind
+EOL = re.compile(r"\r\n|\r|\n")
+
+
+def code_units(text: str, encoding: str) -> int:
+    """Length of ``text`` in the code units of ``encoding``."""
+    if encoding == UTF32 or text.isascii():
+        return len(text)
+    if encoding == UTF8:
+        return len(text.encode("utf-8"))
+    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)  # UTF-16: astral chars take 2
+
+
+def char_index(line: str, units: int, encoding: str) -> int:
+    """Index into ``line`` of the character at ``units`` code units (rounded down, clamped)."""
+    if encoding == UTF32 or line.isascii():
+        return min(units, len(line))
+    counted = 0
+    for index, ch in enumerate(line):
+        width = _width(ch, encoding)
+        if counted + width > units:
+            return index
+        counted += width
+    return len(line)
+
+
+def _width(ch: str, encoding: str) -> int:
+    code = ord(ch)
+    if encoding == UTF8:
+        return 1 if code < 0x80 else 2 if code < 0x800 else 3 if code < 0x10000 else 4
+    return 2 if code > 0xFFFF else 1
+
+
+@dataclass(frozen=True)
+class Document:
+    uri: str
+    language_id: str
+    version: int
+    text: str = field(repr=False)  # never in reprs: document contents stay out of logs
+
+    @cached_property
+    def line_starts(self) -> list[int]:
+        """Offset of the first character of each line; the last line may be empty."""
+        return [0] + [m.end() for m in EOL.finditer(self.text)]
+
+    @property
+    def line_count(self) -> int:
+        return len(self.line_starts)
+
+    def line_end(self, line: int) -> int:
+        """Offset just before the end-of-line characters of ``line``."""
+        if line + 1 < len(self.line_starts):
+            end = self.line_starts[line + 1]
+            return end - 2 if self.text.startswith("\r\n", end - 2) else end - 1
+        return len(self.text)
+
+    def line_text(self, line: int) -> str:
+        return self.text[self.line_starts[line] : self.line_end(line)]
+
+    def offset_at(self, position: types.Position, encoding: str) -> int | None:
+        """Offset of ``position``, or None when its line is past the last line."""
+        if position.line < 0 or position.character < 0 or position.line >= self.line_count:
+            return None
+        start = self.line_starts[position.line]
+        line = self.text[start : self.line_end(position.line)]
+        return start + char_index(line, position.character, encoding)
+
+    def clamped_offset_at(self, position: types.Position, encoding: str) -> int:
+        """Like ``offset_at``, but a line past the end means the end of the text (for edits)."""
+        if position.line < 0:
+            return 0
+        if position.line >= self.line_count:
+            return len(self.text)
+        offset = self.offset_at(position, encoding)
+        return 0 if offset is None else offset
+
+    def position_at(self, offset: int, encoding: str) -> types.Position:
+        offset = max(0, min(offset, len(self.text)))
+        line = bisect.bisect_right(self.line_starts, offset) - 1
+        start = self.line_starts[line]
+        offset = min(offset, self.line_end(line))  # inside a CRLF: the end of the line
+        return types.Position(line=line, character=code_units(self.text[start:offset], encoding))
+
+    def range_of(self, start: int, end: int, encoding: str) -> types.Range:
+        return types.Range(start=self.position_at(start, encoding), end=self.position_at(end, encoding))
+
+    def with_changes(
+        self, changes: list[types.TextDocumentContentChangeEvent], version: int, encoding: str
+    ) -> Document:
+        """The document after ``changes``, applied in order as the specification says."""
+        text = self.text
+        for change in changes:
+            if isinstance(change, types.TextDocumentContentChangePartial):
+                current = Document(self.uri, self.language_id, version, text)
+                start = current.clamped_offset_at(change.range.start, encoding)
+                end = max(start, current.clamped_offset_at(change.range.end, encoding))
+                text = text[:start] + change.text + text[end:]
+            else:
+                text = change.text
+        return Document(self.uri, self.language_id, version, text)
+
+
+class Documents:
+    """The open documents, by URI."""
+
+    def __init__(self) -> None:
+        self._documents: dict[str, Document] = {}
+
+    def open(self, uri: str, language_id: str, version: int, text: str) -> Document:
+        document = Document(uri, language_id, version, text)
+        self._documents[uri] = document
+        return document
+
+    def change(
+        self, uri: str, version: int, changes: list[types.TextDocumentContentChangeEvent], encoding: str
+    ) -> Document | None:
+        """Apply ``changes``; None (and nothing changes) when ``uri`` is not open."""
+        document = self._documents.get(uri)
+        if document is None:
+            return None
+        document = document.with_changes(changes, version, encoding)
+        self._documents[uri] = document
+        return document
+
+    def close(self, uri: str) -> None:
+        self._documents.pop(uri, None)
+
+    def get(self, uri: str) -> Document | None:
+        return self._documents.get(uri)
+
+    def snapshot(self) -> dict[str, Document]:
+        """Every open document as it is now (cheap: documents are immutable and shared)."""
+        return dict(self._documents)

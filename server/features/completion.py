@@ -1,0 +1,61 @@
+"""``textDocument/completion``: the fallback for clients without inline completion.
+
+Each suggestion becomes an item whose ``textEdit`` replaces the word typed before the cursor with
+that word plus the suggestion, so the client's own filtering (by the typed word) keeps the item.
+Clients that declared inline completion get an empty list: they show suggestions as ghost text
+and would otherwise show them twice.  The list is incomplete: the client asks again as the user
+types, because a suggestion belongs to one cursor position.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+if TYPE_CHECKING:
+    from difill.server.server import DifillServer
+
+WORD_BEFORE = re.compile(r"\w*$")
+LABEL_CHARS = 60
+EMPTY = types.CompletionList(is_incomplete=False, items=[])
+
+
+async def completion(server: DifillServer, params: types.CompletionParams) -> types.CompletionList:
+    if server.client_has_inline_completion:
+        return EMPTY
+    document = server.document_for_request(params.text_document.uri)
+    if document is None:
+        return EMPTY
+    offset = document.offset_at(params.position, server.encoding)
+    if offset is None:
+        return EMPTY
+    context = params.context
+    invoked = context is None or context.trigger_kind == types.CompletionTriggerKind.Invoked
+    suggestions = await server.suggestions.suggest(document, offset, invoked)
+
+    line_start = document.line_starts[document.position_at(offset, server.encoding).line]
+    word = WORD_BEFORE.search(document.text[line_start:offset])
+    typed = word.group() if word else ""
+    replace = document.range_of(offset - len(typed), offset, server.encoding)
+    items = [
+        types.CompletionItem(
+            label=label_for(typed + text),
+            kind=types.CompletionItemKind.Text,
+            detail="difill",
+            documentation=types.MarkupContent(kind=types.MarkupKind.PlainText, value=typed + text),
+            sort_text=f"{rank:02d}",
+            filter_text=typed + text,
+            insert_text_format=types.InsertTextFormat.PlainText,
+            text_edit=types.TextEdit(range=replace, new_text=typed + text),
+        )
+        for rank, text in enumerate(suggestions.texts)
+    ]
+    return types.CompletionList(is_incomplete=True, items=items)
+
+
+def label_for(text: str) -> str:
+    """The first non-blank line, shortened: what a completion menu has room for."""
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), text.strip())
+    return line if len(line) <= LABEL_CHARS else line[: LABEL_CHARS - 1] + "…"

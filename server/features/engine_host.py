@@ -1,0 +1,217 @@
+"""The model in the server: loaded in the background, run on one worker thread.
+
+Nothing here runs the model on the event loop, so document sync is never blocked.  One worker
+thread does the loading and every fill, one at a time (the engine locks anyway).  A ``Job`` is
+one request's claim on the model; cancelling it sets a flag that the engine checks between
+denoising steps (``should_stop``), and that the worker checks before it starts, so a request
+that was superseded while queued never touches the model.
+
+The engine modules (torch, transformers) are imported by the worker while loading, not when the
+server starts: ``initialize`` is answered at once and the editor sees ``$/progress``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, TypeVar
+
+log = logging.getLogger("difill.server.model")
+T = TypeVar("T")
+
+WARM_UP = ("def area(width, height):\n    return width", " * height\n")  # ends in a word: healing
+
+
+class ModelState(StrEnum):
+    LOADING = "loading"
+    READY = "ready"
+    ERROR = "error"
+
+
+class JobCancelled(Exception):
+    """A job was cancelled (superseded, its document changed, or $/cancelRequest)."""
+
+
+@dataclass(eq=False)
+class Job:
+    uri: str | None
+    stop: threading.Event = field(default_factory=threading.Event)
+    checks: int = 0  # times the engine asked should_stop(): once before each denoising step
+
+    def cancel(self) -> None:
+        self.stop.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self.stop.is_set()
+
+    def should_stop(self) -> bool:
+        self.checks += 1
+        return self.stop.is_set()
+
+    @property
+    def steps_done(self) -> int:
+        return max(0, self.checks - 1)
+
+
+class Jobs:
+    """At most one job per document: a new one cancels the one in flight."""
+
+    def __init__(self) -> None:
+        self._by_uri: dict[str, Job] = {}
+
+    def start(self, uri: str) -> Job:
+        self.cancel(uri)
+        job = Job(uri)
+        self._by_uri[uri] = job
+        return job
+
+    def cancel(self, uri: str) -> None:
+        job = self._by_uri.pop(uri, None)
+        if job is not None:
+            job.cancel()
+
+    def cancel_all(self) -> None:
+        for uri in list(self._by_uri):
+            self.cancel(uri)
+
+    def finish(self, job: Job) -> None:
+        if job.uri is not None and self._by_uri.get(job.uri) is job:
+            del self._by_uri[job.uri]
+
+
+# Called on the event loop with (state, message, latency in ms).
+StatusCallback = Callable[[str, str | None, float | None], None]
+
+
+class LoadProgress:
+    """What loading reports; the server maps it to $/progress (no-op by default)."""
+
+    async def begin(self, title: str, message: str) -> None: ...
+
+    def report(self, message: str, percentage: int) -> None: ...
+
+    def end(self, message: str) -> None: ...
+
+
+class EngineHost:
+    def __init__(self, on_status: StatusCallback) -> None:
+        self.on_status = on_status
+        self.state = ModelState.LOADING
+        self.error: str | None = None
+        self.engine: Any = None  # difill.engine.infill.InfillEngine once loaded
+        self.model_path: str | None = None
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="difill-model")
+        self._ready: asyncio.Event | None = None
+        self._generation = 0  # which load is the latest: an older one that finishes late is dropped
+        self._active = 0
+
+    def _ready_event(self) -> asyncio.Event:
+        if self._ready is None:
+            self._ready = asyncio.Event()
+        return self._ready
+
+    async def load(self, model_path: str | None, device: str, progress: LoadProgress) -> None:
+        """Load (or reload) the model; reports progress and status, never raises."""
+        self._generation += 1
+        generation = self._generation
+        self.state, self.engine, self.error = ModelState.LOADING, None, None
+        self._ready_event().clear()
+        self.on_status("loading", f"loading the model from {model_path or 'the default directory'}", None)
+        loop = asyncio.get_running_loop()
+        started = time.perf_counter()
+        await progress.begin("difill", "loading the engine")
+        try:
+            await loop.run_in_executor(self._executor, _import_engine)
+            progress.report("reading the model", 30)
+            engine = await loop.run_in_executor(self._executor, _load_engine, model_path, device)
+            progress.report("warming up", 80)
+            await loop.run_in_executor(self._executor, _warm_up, engine)
+        except Exception as err:  # ModelLoadError, or anything a broken checkpoint raises
+            if generation != self._generation:
+                return
+            message = str(err) if type(err).__name__ == "ModelLoadError" else f"{type(err).__name__}: {err}"
+            self.state, self.error = ModelState.ERROR, message
+            self._ready_event().set()  # waiting requests give up at once: there is nothing to wait for
+            progress.end("failed")
+            log.error("difill could not load its model: %s", message)
+            self.on_status("error", message, None)
+            return
+        if generation != self._generation:
+            progress.end("superseded")
+            return
+        elapsed = (time.perf_counter() - started) * 1000
+        self.engine, self.state, self.model_path = engine, ModelState.READY, model_path
+        self._ready_event().set()
+        where = engine.loaded.path
+        progress.end(f"ready ({elapsed / 1000:.1f} s)")
+        log.info("model loaded from %s on %s in %.0f ms", where, engine.loaded.device, elapsed)
+        self.on_status("ready", f"model loaded from {where}", elapsed)
+
+    async def wait_ready(self, timeout_s: float) -> Any | None:
+        """The engine, waiting up to ``timeout_s`` while it loads; None if it is not there."""
+        if self.state is ModelState.LOADING:
+            try:
+                await asyncio.wait_for(self._ready_event().wait(), timeout_s)
+            except TimeoutError:
+                return None
+        return self.engine if self.state is ModelState.READY else None
+
+    async def run(self, job: Job, work: Callable[[Any], T]) -> T:
+        """``work(engine)`` on the worker thread; raises JobCancelled if the job is cancelled."""
+        loop = asyncio.get_running_loop()
+        engine = self.engine
+        if engine is None:  # unloaded by a reload since the caller waited for it
+            raise JobCancelled()
+        self._active += 1
+        if self._active == 1:
+            self.on_status("busy", None, None)
+        started = time.perf_counter()
+        try:
+            return await loop.run_in_executor(self._executor, _run_job, engine, job, work)
+        finally:
+            job.cancel()  # a no-op when done; when the await was cancelled it stops the denoising
+            self._active -= 1
+            if self._active == 0 and self.state is ModelState.READY:
+                self.on_status("ready", None, (time.perf_counter() - started) * 1000)
+
+    def shutdown(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+# ---------------------------------------------------------------------------- on the worker thread
+
+
+def _import_engine() -> None:
+    import difill.engine.infill  # noqa: F401  (torch and transformers: seconds)
+
+
+def _load_engine(model_path: str | None, device: str) -> Any:
+    from difill.engine.infill import InfillEngine
+    from difill.engine.model import load_model
+
+    return InfillEngine(load_model(model_path, device=device))
+
+
+def _warm_up(engine: Any) -> None:
+    """One tiny fill, so the first real request does not pay for first-call setup."""
+    from difill.engine.infill import FillOptions
+
+    engine.fill(*WARM_UP, FillOptions(max_hole_tokens=4, max_steps=2))
+
+
+def _run_job(engine: Any, job: Job, work: Callable[[Any], T]) -> T:
+    from difill.engine.infill import Cancelled
+
+    if job.cancelled:  # superseded while queued: not even the prefix encoder runs
+        raise JobCancelled()
+    try:
+        return work(engine)
+    except Cancelled as err:
+        raise JobCancelled() from err

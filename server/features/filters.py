@@ -1,0 +1,287 @@
+"""Editor-facing post-processing of a suggestion, one small filter per rule.
+
+The engine already makes a middle fit its prefix and suffix (``difill.engine.postprocess``).
+These filters add what an editor needs on top: stay in the cursor's scope, no degenerate
+repetition, nothing the document already has, the document's indentation and line endings.
+Each filter takes the suggestion (LF line endings, except the last filter) and the request's
+``FillContext`` and returns the suggestion, possibly shorter or empty.  Each has golden-file tests
+under ``tests/server/golden/<filter name>/``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from math import gcd
+
+from difill.engine.postprocess import trim_suffix_overlap
+from difill.server.features.context import FillContext
+
+Filter = Callable[[str, FillContext], str]
+
+OPENERS = {")": "(", "]": "[", "}": "{"}
+CLOSING = set("\"'`)]}>;,:")  # punctuation that ends something the suffix already ends
+BANNER_CHARS = set("=-*#~_+/")  # "# =======" is a banner, not a model stuck in a loop
+# Control characters but \t and \n, and U+FFFD: the model wrote part of a UTF-8 sequence.
+GARBAGE = re.compile("[\x00-\x08\x0b-\x1f\x7f\ufffd]")
+MAX_REPEAT_UNIT = 30
+NEXT_LINES = 8  # how many of the document's next lines a suggestion is compared with
+OPEN_BRACKET_LINES = 20  # prefix lines scanned for brackets still open at the cursor
+
+
+def apply_filters(text: str, ctx: FillContext) -> str:
+    for step in PIPELINE:
+        text = step(text, ctx)
+        if not text:
+            return ""
+    return text
+
+
+def to_lf(text: str, ctx: FillContext) -> str:
+    """Work in LF; ``keep_line_endings`` restores the document's endings at the end."""
+    return text.replace("\r\n", "\n")
+
+
+def drop_control_characters(text: str, ctx: FillContext) -> str:
+    """Cut at the first control character (NUL, escape, ...) or U+FFFD (half a UTF-8 sequence
+    decoded): an editor shows neither usefully."""
+    found = GARBAGE.search(text)
+    return text[: found.start()] if found else text
+
+
+def limit_to_scope(text: str, ctx: FillContext) -> str:
+    """One line for one-line shapes; otherwise stop at a line that leaves the cursor's scope
+    (less indented than it) and after the shape's line bound."""
+    lines = text.split("\n")
+    if ctx.shape.single_line:
+        return lines[0]
+    kept = [lines[0]]
+    for line in lines[1 : ctx.shape.max_lines]:
+        if line.strip() and ctx.shape.scope_indent is not None and _indent(line) < ctx.shape.scope_indent:
+            break
+        kept.append(line)
+    return "\n".join(kept)
+
+
+def drop_repetition(text: str, ctx: FillContext) -> str:
+    """Cut at a line that ends in a repeated pattern (``))))))))``, ``foo foo foo``), and
+    after the first copy of a block of lines that repeats right away."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if ends_in_repetition(line):
+            lines = lines[:i]
+            break
+    for i in range(len(lines)):
+        for size in (1, 2, 3):
+            block = lines[i : i + size]
+            block = [ln.strip() for ln in block]
+            again = [ln.strip() for ln in lines[i + size : i + 2 * size]]
+            if len(block) == size and any(block) and again == block:
+                return "\n".join(lines[: i + size])
+    return "\n".join(lines)
+
+
+def ends_in_repetition(line: str) -> bool:
+    """The line ends with one short unit repeated: 8 times for one character, 5 for two or
+    three, 3 for longer units (up to 30 characters).  Banner characters do not count."""
+    body = line.rstrip()
+    for size in range(1, MAX_REPEAT_UNIT + 1):
+        unit = body[-size:]
+        if len(unit) < size or set(unit) <= BANNER_CHARS or not unit.strip():
+            continue
+        needed = 8 if size == 1 else 5 if size <= 3 else 3
+        if len(body) >= size * needed and body.endswith(unit * needed):
+            return True
+    return False
+
+
+def drop_existing_closers(text: str, ctx: FillContext) -> str:
+    """Never emit a closing bracket the code after the cursor already has.
+
+    Brackets open before the cursor get closed by the suggestion's unmatched closers and then by
+    the closers after the cursor (on the rest of the line, or leading the next line for a
+    multi-line suggestion).  A suggestion's closer beyond what is open is a duplicate: cut there.
+    """
+    pending = _unmatched_closers(ctx.line_after)
+    if not ctx.shape.single_line:
+        following = _next_lines(ctx)[:1]
+        if following:
+            head = following[0].lstrip()
+            pending += list(head[: len(head) - len(head.lstrip(")]}"))])
+    if not pending:
+        return text
+    tail = "\n".join(ctx.prefix.split("\n")[-OPEN_BRACKET_LINES:])
+    allowed = len(_unmatched_openers(tail)) - len(pending)
+    stack: list[str] = []
+    for index, ch in enumerate(text):
+        if ch in "([{":
+            stack.append(ch)
+        elif ch in OPENERS:
+            if stack and stack[-1] == OPENERS[ch]:
+                stack.pop()
+            elif allowed > 0:
+                allowed -= 1
+            else:
+                return text[:index]
+    return text
+
+
+def trim_suffix_duplicate(text: str, ctx: FillContext) -> str:
+    """Drop the end of the suggestion that the text after the cursor already starts with: the
+    engine's rule (closing brackets, repeated lines) and, on one line, an overlap with the rest of
+    the line that is three characters or more, the whole rest, or only closing punctuation
+    (a string's closing quote, ``")``)."""
+    text = trim_suffix_overlap(text, ctx.suffix)
+    rest = ctx.line_after
+    if "\n" in text or not rest.strip():
+        return text
+    for size in range(min(len(text), len(rest)), 0, -1):
+        overlap = rest[:size]
+        if (size >= 3 or size == len(rest) or set(overlap) <= CLOSING) and text.endswith(overlap):
+            return text[:-size]
+    return text
+
+
+def drop_next_lines_duplicate(text: str, ctx: FillContext) -> str:
+    """Cut the suggestion at a line that is the document's next non-blank line: the model is
+    writing code that is already there.  If that is the first line, nothing is left."""
+    following = _next_lines(ctx)
+    if not following:
+        return text
+    target = following[0].strip()
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        # The first line completes the cursor line (and, alone, the rest of it).
+        whole = ctx.line_before + line + (ctx.line_after if len(lines) == 1 else "") if i == 0 else line
+        if whole.strip() and whole.strip() == target:
+            return "\n".join(lines[:i])
+    return text
+
+
+def normalise_indentation(text: str, ctx: FillContext) -> str:
+    """Indent the suggestion's later lines in the document's style: tabs or spaces, and the
+    document's width per level.  When the cursor line is already indented, the suggestion's
+    first line does not add more."""
+    lines = text.split("\n")
+    if ctx.line_before and not ctx.line_before.strip():
+        lines[0] = lines[0].lstrip(" \t")
+    if len(lines) == 1:
+        return lines[0]
+    unit = ctx.indent_unit
+    base = _indent_text(ctx.line_before)
+    rest = lines[1:]
+    if unit == "\t":
+        own = _space_step([len(base.expandtabs(4))] + [_indent(ln) for ln in rest if ln.strip()]) or 4
+        rest = [_retab(ln, own) for ln in rest]
+    else:
+        rest = [(" " * len(unit)).join(ln[: _indent(ln)].split("\t")) + ln[_indent(ln) :] for ln in rest]
+        widths = [len(base.expandtabs(len(unit)))] + [_indent(ln) for ln in rest if ln.strip()]
+        own = _space_step(widths)
+        if own and own != len(unit) and all((w - widths[0]) % own == 0 for w in widths[1:]):
+            rest = [_rescale(ln, widths[0], own, len(unit)) for ln in rest]
+    return "\n".join([lines[0], *rest])
+
+
+def tidy_end(text: str, ctx: FillContext) -> str:
+    """No trailing blank lines; no trailing spaces at the end of a line; and a whole new line
+    (ending in a newline) when the cursor is at the start of a non-empty line."""
+    lines = text.split("\n")
+    while len(lines) > 1 and not lines[-1].strip():
+        lines.pop()
+    text = "\n".join(lines)
+    if not ctx.line_after:
+        text = text.rstrip(" \t")
+    if ctx.line_before == "" and ctx.line_after.strip() and text.strip():
+        text += "\n"
+    return text
+
+
+def drop_empty(text: str, ctx: FillContext) -> str:
+    """A suggestion of only whitespace is no suggestion."""
+    return text if text.strip() else ""
+
+
+def keep_line_endings(text: str, ctx: FillContext) -> str:
+    """Return the suggestion in the document's line endings."""
+    return text.replace("\n", "\r\n") if ctx.crlf else text
+
+
+PIPELINE: list[Filter] = [
+    to_lf,
+    drop_control_characters,
+    limit_to_scope,
+    drop_repetition,
+    drop_existing_closers,
+    trim_suffix_duplicate,
+    drop_next_lines_duplicate,
+    normalise_indentation,
+    tidy_end,
+    drop_empty,
+    keep_line_endings,
+]
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _indent_text(line: str) -> str:
+    return line[: _indent(line)]
+
+
+def _next_lines(ctx: FillContext) -> list[str]:
+    """The non-blank lines after the cursor line."""
+    after = ctx.suffix.split("\n")[1:]
+    return [ln.rstrip("\r") for ln in after if ln.strip()][:NEXT_LINES]
+
+
+def _unmatched_closers(text: str) -> list[str]:
+    stack: list[str] = []
+    unmatched: list[str] = []
+    for ch in text:
+        if ch in "([{":
+            stack.append(ch)
+        elif ch in OPENERS:
+            if stack and stack[-1] == OPENERS[ch]:
+                stack.pop()
+            else:
+                unmatched.append(ch)
+    return unmatched
+
+
+def _unmatched_openers(text: str) -> list[str]:
+    stack: list[str] = []
+    for ch in text:
+        if ch in "([{":
+            stack.append(ch)
+        elif ch in OPENERS and stack and stack[-1] == OPENERS[ch]:
+            stack.pop()
+    return stack
+
+
+def _space_step(widths: list[int]) -> int:
+    """The indentation step of a run of lines: the gcd of the changes in width (0 if none)."""
+    step = 0
+    for a, b in zip(widths, widths[1:], strict=False):
+        step = gcd(step, abs(a - b))
+    return step
+
+
+def _rescale(line: str, base: int, own: int, unit: int) -> str:
+    """Re-indent ``line`` from steps of ``own`` spaces to steps of ``unit``, relative to ``base``."""
+    width = _indent(line)
+    if not line.strip():
+        return line
+    levels = (width - base) // own
+    return " " * max(0, base + levels * unit) + line[width:]
+
+
+def _retab(line: str, own: int) -> str:
+    """Leading spaces in steps of ``own`` become tabs (a document indented with tabs)."""
+    width = _indent(line)
+    leading = line[:width]
+    if not own or "\t" in leading:
+        return line
+    return "\t" * (width // own) + " " * (width % own) + line[width:]

@@ -1,0 +1,221 @@
+"""The shape of a suggestion: how much text the cursor's position asks for.
+
+* inside a comment or a string: short, on this line (a few words);
+* mid-line (text after the cursor, or the cursor ends a non-blank line): the rest of the line;
+* on the empty body of a block (``def f():`` then nothing, or only ``pass``/``...``): several
+  lines, up to a bound, indented inside the block;
+* on any other blank line: a few lines in the current scope.
+
+Tree-sitter (where a grammar is installed) says whether the cursor is in a comment or a string
+and whether a line's ``:`` really opens a block; plain text rules stand in for other languages.
+Trees are parsed incrementally: each document keeps its last tree, and a new version is parsed
+after telling the old tree which bytes changed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+
+from tree_sitter import Node, Tree
+
+from difill.engine.syntax import parser_for
+from difill.server.documents import Document
+
+SHORT_TOKENS = 12  # a comment or string continuation: a few words
+BLOCK_LINES = 12  # the most lines an empty block body gets
+SCOPE_LINES = 4  # the most lines a blank line elsewhere gets
+STUB_BODIES = ("pass", "...")
+COMMENT_STARTS = ("#", "//", "--", "/*", "*", ";")
+
+
+class ShapeKind(Enum):
+    LINE_REST = "line"  # finish the current line
+    SHORT = "short"  # inside a comment or string
+    BLOCK = "block"  # the body of an empty block
+    LINES = "lines"  # a few lines on a blank line
+
+
+@dataclass(frozen=True)
+class Shape:
+    kind: ShapeKind
+    max_tokens: int
+    max_lines: int
+    # Width (in columns, a tab counting as one) below which a suggestion's line leaves the scope
+    # the cursor is in; None for one-line shapes.
+    scope_indent: int | None = None
+
+    @property
+    def single_line(self) -> bool:
+        return self.max_lines == 1
+
+
+def decide_shape(text: str, offset: int, tree: Tree | None, max_tokens: int) -> Shape:
+    """The shape for a suggestion at ``offset`` in ``text`` (LF or CRLF)."""
+    line_start = text.rfind("\n", 0, offset) + 1
+    line_end = _line_end(text, offset)
+    before, after = text[line_start:offset], text[offset:line_end]
+
+    if in_comment_or_string(text, offset, before, tree):
+        return Shape(ShapeKind.SHORT, min(max_tokens, SHORT_TOKENS), 1)
+    if after.strip():
+        return Shape(ShapeKind.LINE_REST, max_tokens, 1)
+    if before.strip():
+        # The cursor ends a line: finish it, unless the line opens a block that has no body yet.
+        header = before if _opens_block(text, offset, before, tree) else None
+    else:
+        header = block_header_before(text, line_start, tree)
+    if header is not None and block_body_is_empty(text, line_end, indent_width(header)):
+        body_indent = max(indent_width(before) if not before.strip() else 0, indent_width(header) + 1)
+        return Shape(ShapeKind.BLOCK, min(2 * max_tokens, 512), BLOCK_LINES, body_indent)
+    if before.strip():
+        return Shape(ShapeKind.LINE_REST, max_tokens, 1)
+    return Shape(ShapeKind.LINES, max_tokens, SCOPE_LINES, len(before))
+
+
+def in_comment_or_string(text: str, offset: int, before: str, tree: Tree | None) -> bool:
+    if tree is not None:
+        at = len(text[:offset].encode("utf-8"))
+        if _inside_syntax(tree, at, offset > 0 and text[offset - 1] not in "\r\n"):
+            return True
+    elif before.lstrip().startswith(COMMENT_STARTS):  # no grammar: a line comment by its look
+        return True
+    # Also with a grammar: it parses an unclosed string being typed as an error, not a string.
+    return _open_quote(before)
+
+
+def _inside_syntax(tree: Tree, byte: int, check_previous: bool) -> bool:
+    """Is the byte offset inside a string, or inside or at the end of a comment?"""
+    for probe in (byte, byte - 1) if check_previous else (byte,):
+        node: Node | None = tree.root_node.descendant_for_byte_range(probe, probe)
+        while node is not None:
+            if node.type == "comment" and node.start_byte < byte <= node.end_byte:
+                return True
+            if node.type == "string" and node.start_byte < byte < node.end_byte:
+                return True
+            node = node.parent
+    return False
+
+
+def _open_quote(before: str) -> bool:
+    """An odd number of unescaped quotes of one kind before the cursor (triple quotes aside)."""
+    stripped = re.sub(r"\\.", "", before).replace('"""', "").replace("'''", "")
+    open_quote = None
+    for ch in stripped:
+        if ch in "\"'" and open_quote in (None, ch):
+            open_quote = None if open_quote == ch else ch
+    return open_quote is not None
+
+
+def block_header_before(text: str, line_start: int, tree: Tree | None) -> str | None:
+    """The previous non-blank line if it opens a block (ends with ``:`` or ``{``)."""
+    end = line_start - 1
+    while end > 0:
+        start = text.rfind("\n", 0, end) + 1
+        line = text[start:end].rstrip("\r")
+        if line.strip():
+            return line if _opens_block(text, start + len(line), line, tree) else None
+        end = start - 1
+    return None
+
+
+def _opens_block(text: str, line_end: int, line: str, tree: Tree | None) -> bool:
+    """Does ``line`` (ending at ``line_end`` in ``text``) end with a ``:`` or ``{`` that is code?"""
+    stripped = line.rstrip()
+    if not stripped.endswith((":", "{")):
+        return False
+    if tree is None:
+        return True
+    opener = line_end - (len(line) - len(stripped)) - 1
+    byte = len(text[:opener].encode("utf-8"))
+    return not _inside_syntax(tree, byte, False)  # not a ":" inside a comment or string
+
+
+def block_body_is_empty(text: str, line_end: int, header_indent: int) -> bool:
+    """After the cursor line: nothing more indented than the header, or only a stub body."""
+    lines = [ln for ln in text[line_end:].split("\n") if ln.strip()]
+    body = [ln for ln in lines[:2] if indent_width(ln) > header_indent]
+    if not lines or not body:
+        return True
+    if body[0].strip() in STUB_BODIES or body[0].strip() == "}":
+        return len(body) == 1 or body[0].strip() == "}"
+    return False
+
+
+def indent_width(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _line_end(text: str, offset: int) -> int:
+    end = text.find("\n", offset)
+    end = len(text) if end < 0 else end
+    return end - 1 if end > offset and text[end - 1] == "\r" else end
+
+
+# ---------------------------------------------------------------------------- parse trees
+
+
+@dataclass
+class _Parsed:
+    version: int
+    source: bytes
+    tree: Tree
+
+
+class SyntaxTrees:
+    """One tree-sitter tree per document, re-parsed incrementally per document version."""
+
+    def __init__(self) -> None:
+        self._parsed: dict[str, _Parsed] = {}
+
+    def tree_for(self, document: Document) -> Tree | None:
+        parser = parser_for(document.language_id)
+        if parser is None:
+            return None
+        source = document.text.encode("utf-8")
+        old = self._parsed.get(document.uri)
+        if old is not None and old.version == document.version and old.source == source:
+            return old.tree
+        if old is None:
+            tree = parser.parse(source)
+        else:
+            edit = byte_edit(old.source, source)
+            if edit is not None:
+                old.tree.edit(**edit)
+            tree = parser.parse(source, old.tree)
+        self._parsed[document.uri] = _Parsed(document.version, source, tree)
+        return tree
+
+    def forget(self, uri: str) -> None:
+        self._parsed.pop(uri, None)
+
+
+def byte_edit(old: bytes, new: bytes) -> dict | None:
+    """The one edit (as ``Tree.edit`` keywords) that turns ``old`` into ``new``; None if equal."""
+    if old == new:
+        return None
+    start = _common_prefix(old, new)
+    tail = _common_prefix(old[start:][::-1], new[start:][::-1])
+    old_end, new_end = len(old) - tail, len(new) - tail
+    return dict(
+        start_byte=start, old_end_byte=old_end, new_end_byte=new_end,
+        start_point=_point(old, start), old_end_point=_point(old, old_end), new_end_point=_point(new, new_end),
+    )  # fmt: skip
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    """Length of the common prefix, by bisection on slice equality (memcmp, not a Python loop)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[:mid] == b[:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def _point(source: bytes, byte: int) -> tuple[int, int]:
+    row = source.count(b"\n", 0, byte)
+    return row, byte - (source.rfind(b"\n", 0, byte) + 1)

@@ -1,0 +1,279 @@
+"""The difill language server: pygls 2 in front of the diffusion engine.
+
+The handlers here are thin: they find the document, convert positions, and hand the work to
+plain functions in ``difill.server.features``.  The model loads in the background after
+``initialized`` and runs on its own worker thread (``features/engine_host.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import uuid
+from typing import Any
+
+from lsprotocol import types
+from pygls.capabilities import ServerCapabilitiesBuilder
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
+
+from difill.server.config import RELOAD_FIELDS, Settings, SettingsLayers
+from difill.server.documents import UTF16, Document, Documents
+from difill.server.features.completion import completion
+from difill.server.features.engine_host import EngineHost, LoadProgress
+from difill.server.features.inline_completion import inline_completion
+from difill.server.features.log_messages import LogMessageHandler, configure_logging
+from difill.server.features.suggestions import SuggestionService
+
+NAME = "difill"
+VERSION = "0.1.0"
+STATUS = "difill/status"
+PROGRESS_CREATE_TIMEOUT_S = 5.0
+
+log = logging.getLogger("difill.server")
+
+# The open documents as they were when the current request arrived (see DifillProtocol).
+PINNED_DOCUMENTS: contextvars.ContextVar[dict[str, Document] | None] = contextvars.ContextVar(
+    "difill_pinned_documents", default=None
+)
+_ANSWERED = object()  # a malformed request that was already answered with an error
+
+
+class DifillProtocol(LanguageServerProtocol):
+    """pygls' protocol with three changes.
+
+    * A request is read together with the documents as they are at that moment, so a
+      ``didChange`` read right after it cannot shift its positions.
+    * A request whose parameters do not parse is answered with InvalidParams (pygls would only
+      log it, and the client would wait forever).
+    * Documents live in ``difill.server.documents`` (correct UTF-8/16/32 columns, LSP line ends),
+      so pygls' own copy of each document is not kept.
+    """
+
+    _server: DifillServer
+
+    def _handle_request(self, msg_id, method_name, params):
+        PINNED_DOCUMENTS.set(self._server.documents.snapshot())
+        return super()._handle_request(msg_id, method_name, params)
+
+    def structure_message(self, data):
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as err:
+            if not (isinstance(data, dict) and "id" in data and "method" in data):
+                raise
+            log.warning("malformed %s request answered with an error", data.get("method"))
+            message = f"invalid parameters for {data.get('method')}"
+            self._send_response(data["id"], error=JsonRpcInvalidParams(message).to_response_error())
+            del err
+            return _ANSWERED
+
+    def handle_message(self, message):
+        if message is _ANSWERED:
+            return
+        return super().handle_message(message)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams):
+        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_OPEN)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams):
+        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams):
+        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CLOSE)) is not None:
+            yield handler, (params,), None
+
+
+class DifillServer(LanguageServer):
+    def __init__(self, base: Settings | None = None) -> None:
+        super().__init__(NAME, VERSION, protocol_cls=DifillProtocol)
+        self.layers = SettingsLayers(base or Settings())
+        self._current_settings = self.layers.settings()
+        self.documents = Documents()
+        self.host = EngineHost(self.send_status)
+        self.suggestions = SuggestionService(self.documents, self.host, self.settings)
+        self.encoding: str = UTF16
+        self.client_has_inline_completion = False
+        self.client_has_progress = False
+        self.log_handler: LogMessageHandler | None = None
+        self._pending_problems: list[str] = []
+        self._tasks: set[asyncio.Task] = set()
+
+    def settings(self) -> Settings:
+        return self._current_settings
+
+    def _refresh_settings(self) -> None:
+        self._current_settings = self.layers.settings()
+
+    def document_for_request(self, uri: str) -> Document | None:
+        """The document as it was when the current request arrived (or now, outside requests)."""
+        pinned = PINNED_DOCUMENTS.get()
+        return pinned.get(uri) if pinned is not None else self.documents.get(uri)
+
+    def send_status(self, state: str, message: str | None = None, latency_ms: float | None = None) -> None:
+        """``difill/status`` for status bars: loading | ready | busy | error."""
+        params: dict[str, Any] = {"state": state}
+        if message is not None:
+            params["message"] = message
+        if latency_ms is not None:
+            params["latencyMs"] = round(latency_ms, 1)
+        self.protocol.notify(STATUS, params)
+        if state == "error" and message:
+            self.window_show_message(
+                types.ShowMessageParams(type=types.MessageType.Error, message=f"difill: {message}")
+            )
+
+    def show_problems(self, problems: list[str], what: str) -> None:
+        if problems:
+            text = f"difill: invalid {what}: " + "; ".join(problems)
+            log.warning("%s", text)
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=text))
+
+    def spawn(self, coroutine) -> asyncio.Task:
+        """A background task that is kept alive until it ends."""
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def load_model(self) -> asyncio.Task:
+        settings = self.settings()
+        progress = ProgressReporter(self) if self.client_has_progress else LoadProgress()
+        self.suggestions.cache.clear()
+        return self.spawn(self.host.load(settings.model_path, settings.device, progress))
+
+
+class ProgressReporter(LoadProgress):
+    """Model loading as server-initiated ``$/progress`` (begin, report..., end)."""
+
+    def __init__(self, server: DifillServer) -> None:
+        self.server = server
+        self.token: str | None = None
+
+    async def begin(self, title: str, message: str) -> None:
+        token = f"difill-load-{uuid.uuid4().hex[:8]}"
+        progress = self.server.work_done_progress
+        try:
+            await asyncio.wait_for(progress.create_async(token), PROGRESS_CREATE_TIMEOUT_S)
+        except Exception as err:  # the client refused or never answered: load without progress
+            log.info("no progress reporting: %s", type(err).__name__)
+            return
+        self.token = token
+        progress.begin(token, types.WorkDoneProgressBegin(title=title, message=message, percentage=0))
+
+    def report(self, message: str, percentage: int) -> None:
+        if self.token:
+            value = types.WorkDoneProgressReport(message=message, percentage=percentage)
+            self.server.work_done_progress.report(self.token, value)
+
+    def end(self, message: str) -> None:
+        if self.token:
+            self.server.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
+            self.token = None
+
+
+def create_server(base: Settings | None = None) -> DifillServer:
+    server = DifillServer(base)
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: DifillServer, params: types.InitializeParams) -> None:
+        capabilities = params.capabilities
+        ls.encoding = str(ServerCapabilitiesBuilder.choose_position_encoding(capabilities))
+        text_document = capabilities.text_document
+        ls.client_has_inline_completion = bool(text_document and text_document.inline_completion)
+        ls.client_has_progress = bool(capabilities.window and capabilities.window.work_done_progress)
+        ls._pending_problems = ls.layers.set_initialization(params.initialization_options)
+        ls._refresh_settings()
+        if ls.log_handler is not None:
+            ls.log_handler.loop = asyncio.get_running_loop()
+
+    @server.feature(types.INITIALIZED)
+    def initialized(ls: DifillServer, params: types.InitializedParams) -> None:
+        ls.show_problems(ls._pending_problems, "initializationOptions")
+        log.info("difill %s: position encoding %s", VERSION, ls.encoding)
+        ls.load_model()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    def did_change_configuration(ls: DifillServer, params: types.DidChangeConfigurationParams) -> None:
+        before = ls.settings()
+        problems = ls.layers.set_workspace(params.settings)
+        if problems is None:  # nothing for difill in this payload
+            return
+        ls.show_problems(problems, "settings")
+        ls._refresh_settings()
+        after = ls.settings()
+        ls.suggestions.cache.clear()
+        if any(getattr(before, name) != getattr(after, name) for name in RELOAD_FIELDS):
+            log.info("model settings changed: reloading")
+            ls.load_model()
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: DifillServer, params: types.DidOpenTextDocumentParams) -> None:
+        doc = params.text_document
+        ls.documents.open(doc.uri, doc.language_id, doc.version, doc.text)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: DifillServer, params: types.DidChangeTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        if (
+            ls.documents.change(uri, params.text_document.version, params.content_changes, ls.encoding)
+            is None
+        ):
+            log.warning("didChange for a document that is not open; ignored")
+            return
+        ls.suggestions.document_changed(uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: DifillServer, params: types.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        ls.suggestions.document_changed(uri)
+        ls.suggestions.trees.forget(uri)
+        ls.documents.close(uri)
+
+    @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
+    async def on_inline_completion(ls: DifillServer, params: types.InlineCompletionParams):
+        return await inline_completion(ls, params)
+
+    @server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions())
+    async def on_completion(ls: DifillServer, params: types.CompletionParams):
+        return await completion(ls, params)
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: DifillServer, params: None) -> None:
+        ls.suggestions.jobs.cancel_all()
+        ls.host.shutdown()
+
+    return server
+
+
+def run_server(args: Any) -> int:
+    """``difill serve``: stdio by default, ``--tcp`` on ``--host`` (127.0.0.1) and ``--port``."""
+    base = Settings(model_path=getattr(args, "model", None), device=getattr(args, "device", None) or "auto")
+    server = create_server(base)
+    server.log_handler = configure_logging(
+        server, getattr(args, "log_level", "INFO"), getattr(args, "log_file", None)
+    )
+    _install_uvloop()
+    if getattr(args, "tcp", False):
+        host, port = getattr(args, "host", None) or "127.0.0.1", getattr(args, "port", 2087)
+        log.warning("difill listening on %s:%s", host, port)
+        server.start_tcp(host, port)
+    else:
+        server.start_io()
+    return 0
+
+
+def _install_uvloop() -> None:
+    try:
+        import uvloop
+    except ImportError:
+        return
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())

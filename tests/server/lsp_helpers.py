@@ -1,0 +1,145 @@
+"""Start the real ``difill serve`` subprocess under pytest-lsp with a client profile."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp.client import make_test_lsp_client
+
+# One torch thread: this machine's two cores are shared with training jobs, and two OpenMP
+# threads fighting for them make a tiny fill take seconds instead of milliseconds.
+SERVER_ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+PROFILES = {"neovim": "neovim@v0.11.0", "visual_studio_code": "visual-studio-code"}
+
+
+def server_command(model_dir: Path | str | None, *extra: str) -> list[str]:
+    command = [sys.executable, "-m", "difill.server", "serve"]
+    if model_dir is not None:
+        command += ["--model", str(model_dir)]
+    return command + list(extra)
+
+
+def make_client() -> LanguageClient:
+    """pytest-lsp's client, also recording difill's own notifications and applyEdit requests."""
+    client = make_test_lsp_client()
+    client.statuses: list[dict] = []  # type: ignore[attr-defined]
+    client.drafts: list[dict] = []  # type: ignore[attr-defined]
+    client.applied_edits: list[types.ApplyWorkspaceEditParams] = []  # type: ignore[attr-defined]
+
+    @client.feature("difill/status")
+    def on_status(ls: LanguageClient, params: Any) -> None:
+        ls.statuses.append(_plain(params))
+
+    @client.feature("difill/draft")
+    def on_draft(ls: LanguageClient, params: Any) -> None:
+        ls.drafts.append(_plain(params))
+
+    @client.feature(types.WORKSPACE_APPLY_EDIT)
+    def on_apply_edit(ls: LanguageClient, params: types.ApplyWorkspaceEditParams):
+        ls.applied_edits.append(params)
+        return types.ApplyWorkspaceEditResult(applied=True)
+
+    return client
+
+
+def _plain(params: Any) -> dict:
+    """pygls hands a custom notification's params over as a namedtuple."""
+    return params if isinstance(params, dict) else params._asdict()
+
+
+@contextlib.asynccontextmanager
+async def running_server(
+    model_dir: Path | str | None,
+    profile: str = "visual_studio_code",
+    init_options: dict | None = None,
+    extra_args: tuple[str, ...] = (),
+    wait_ready: bool = True,
+    capabilities: types.ClientCapabilities | None = None,
+):
+    config = ClientServerConfig(
+        server_command=server_command(model_dir, *extra_args),
+        client_factory=make_client,
+        server_env=SERVER_ENV,
+    )
+    client = await config.start()
+    try:
+        client.init_result = await client.initialize_session(
+            types.InitializeParams(
+                capabilities=capabilities or client_capabilities(PROFILES[profile]),
+                initialization_options=init_options,
+                root_uri="file:///tmp",
+            )
+        )
+        if wait_ready:
+            await wait_for_status(client, "ready")
+        yield client
+        await client.shutdown_session()
+    finally:
+        await client.stop()
+
+
+async def wait_for(predicate, timeout: float = 30.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+async def wait_for_status(client: LanguageClient, state: str, after: int = 0, timeout: float = 60.0) -> dict:
+    def found():
+        return next((s for s in client.statuses[after:] if s.get("state") == state), None)
+
+    await wait_for(lambda: found() is not None, timeout, f"difill/status {state!r}")
+    return found()
+
+
+def open_document(
+    client: LanguageClient, uri: str, text: str, language: str = "python", version: int = 1
+) -> None:
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id=language, version=version, text=text)
+        )
+    )
+
+
+def inline_params(uri: str, line: int, character: int, invoked: bool = True) -> types.InlineCompletionParams:
+    kind = (
+        types.InlineCompletionTriggerKind.Invoked if invoked else types.InlineCompletionTriggerKind.Automatic
+    )
+    return types.InlineCompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        position=types.Position(line=line, character=character),
+        context=types.InlineCompletionContext(trigger_kind=kind),
+    )
+
+
+def insert_change(
+    uri: str, version: int, line: int, character: int, text: str
+) -> types.DidChangeTextDocumentParams:
+    at = types.Position(line=line, character=character)
+    return types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[
+            types.TextDocumentContentChangePartial(range=types.Range(start=at, end=at), text=text)
+        ],
+    )
+
+
+async def send_raw_request(client: LanguageClient, method: str, params: Any, msg_id: str) -> Any:
+    """Send a request exactly as given (pygls would refuse to serialise malformed parameters)."""
+    from concurrent.futures import Future
+
+    future: Future = Future()
+    client.protocol._request_futures[msg_id] = future
+    client.protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+    return await asyncio.wait_for(asyncio.wrap_future(future), 10)

@@ -1,0 +1,60 @@
+"""Golden-file tests: each filter alone on its own cases, and the whole pipeline on realistic ones."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from golden_files import cases, read_case, write_expected
+
+from difill.server.documents import Document
+from difill.server.features import filters
+from difill.server.features.context import build_context
+from difill.server.features.shape import SyntaxTrees
+
+FILTERS = {
+    "limit_to_scope": filters.limit_to_scope,
+    "trim_suffix_duplicate": filters.trim_suffix_duplicate,
+    "drop_existing_closers": filters.drop_existing_closers,
+    "drop_repetition": filters.drop_repetition,
+    "keep_line_endings": filters.keep_line_endings,
+    "normalise_indentation": filters.normalise_indentation,
+    "drop_empty": filters.drop_empty,
+    "drop_next_lines_duplicate": filters.drop_next_lines_duplicate,
+    "drop_control_characters": filters.drop_control_characters,
+    "tidy_end": filters.tidy_end,
+    "pipeline": filters.apply_filters,
+}
+UPDATE = os.environ.get("DIFILL_UPDATE_GOLDEN") == "1"
+
+
+def _run(folder, path):
+    case = read_case(path)
+    language = case.sections.get("language", "python").strip()
+    document = Document(f"file:///golden/{path.stem}.py", language, 1, case.text)
+    tree = SyntaxTrees().tree_for(document)
+    ctx = build_context(document, case.cursor, context_tokens=1024, max_tokens=32, tree=tree)
+    return case, FILTERS[folder](case.sections["suggestion"], ctx)
+
+
+@pytest.mark.parametrize(
+    ("folder", "path"),
+    [pytest.param(folder, path, id=f"{folder}/{path.stem}") for folder in FILTERS for path in cases(folder)],
+)
+def test_filter_matches_golden_file(folder, path):
+    case, actual = _run(folder, path)
+    if UPDATE:
+        write_expected(case, actual)
+        return
+    assert actual == case.sections["expected"], f"{path.name}: {case.sections.get('why', '')}"
+
+
+def test_every_filter_has_golden_cases():
+    missing = [name for name in FILTERS if not cases(name)]
+    assert not missing, f"filters without golden cases: {missing}"
+
+
+def test_every_pipeline_filter_is_covered():
+    covered = {FILTERS[name] for name in FILTERS}
+    untested = [f.__name__ for f in filters.PIPELINE if f not in covered and f is not filters.to_lf]
+    assert not untested

@@ -1,0 +1,238 @@
+"""End to end: the real ``difill serve`` subprocess with the tiny model, under pytest-lsp, once per
+client profile (Neovim 0.11 negotiates UTF-8 positions, VS Code keeps UTF-16).
+
+The tiny model writes random text, so these tests check behaviour (a suggestion arrives, ranges
+and versions are right, stale results are dropped), not content.  One server per profile is
+shared by the tests of this module; each test uses its own document.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+
+import pytest
+import pytest_asyncio
+from lsp_helpers import (
+    inline_params,
+    insert_change,
+    open_document,
+    running_server,
+    send_raw_request,
+    wait_for,
+    wait_for_status,
+)
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams, JsonRpcRequestCancelled
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+SECRET = "sk_live_DO_NOT_LOG_4242"
+# Slow enough to catch in flight: 256 one-token steps per fill with the tiny random model.
+SLOW = {"maxTokens": 256, "steps": 256}
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module", params=["neovim", "visual_studio_code"])
+async def client(request, tiny_model_dir, tmp_path_factory):
+    log_file = tmp_path_factory.mktemp("logs") / f"{request.param}.log"
+    async with running_server(
+        tiny_model_dir, request.param, extra_args=("--log-file", str(log_file))
+    ) as client:
+        client.log_file = log_file
+        client.profile = request.param
+        yield client
+
+
+def units(text: str, client) -> int:
+    """Length of ``text`` in the client's position encoding."""
+    return len(text.encode("utf-8")) if client.profile == "neovim" else len(text.encode("utf-16-le")) // 2
+
+
+@contextlib.asynccontextmanager
+async def settings(client, values: dict):
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"difill": values}))
+    try:
+        yield
+    finally:
+        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"difill": {}}))
+
+
+async def busy_after(client, index: int) -> None:
+    await wait_for_status(client, "busy", after=index, timeout=20)
+
+
+async def test_inline_completion_suggests_text_at_the_cursor(client):
+    uri = f"file:///tmp/{client.profile}/inline.py"
+    open_document(client, uri, "def add(a, b):\n    return a + \n\nprint(add(1, 2))\n")
+    result = await client.text_document_inline_completion_async(inline_params(uri, 1, 15, invoked=True))
+    assert 1 <= len(result.items) <= 3
+    texts = [item.insert_text for item in result.items]
+    assert len(set(texts)) == len(texts) and all(t.strip() for t in texts)
+    assert all("\n" not in t for t in texts)  # mid-line: the rest of the line only
+    cursor = types.Position(line=1, character=15)
+    assert all(item.range == types.Range(start=cursor, end=cursor) for item in result.items)
+
+
+async def test_automatic_trigger_returns_one_suggestion(client):
+    uri = f"file:///tmp/{client.profile}/automatic.py"
+    open_document(client, uri, "def scale(values, k):\n    return [v * \n")
+    result = await client.text_document_inline_completion_async(inline_params(uri, 1, 16, invoked=False))
+    assert len(result.items) == 1
+
+
+async def test_completion_fallback_item_replaces_the_typed_word(client):
+    uri = f"file:///tmp/{client.profile}/fallback.py"
+    open_document(client, uri, "import os\n\npath = os.path.jo\n")
+    result = await client.text_document_completion_async(
+        types.CompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=types.Position(line=2, character=17),
+            context=types.CompletionContext(trigger_kind=types.CompletionTriggerKind.Invoked),
+        )
+    )
+    assert result.is_incomplete and result.items
+    for item in result.items:
+        edit = item.text_edit
+        assert edit.range == types.Range(
+            start=types.Position(line=2, character=15), end=types.Position(line=2, character=17)
+        )
+        assert edit.new_text.startswith("jo") and len(edit.new_text) > 2
+        assert item.filter_text == edit.new_text
+
+
+async def test_positions_use_the_negotiated_encoding_for_non_ascii_text(client):
+    uri = f"file:///tmp/{client.profile}/unicode.py"
+    line = 's = "한국어 😀 " + na'
+    open_document(client, uri, f"{line}\nprint(s)\n")
+    # An incremental change addressed in the client's units, just after the emoji and the quote.
+    client.text_document_did_change(insert_change(uri, 2, 0, units(line, client), "me"))
+    # Completion at the end of the line: the word "name" starts after "+ ", counted in client units.
+    end = units(line + "me", client)
+    result = await client.text_document_completion_async(
+        types.CompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=types.Position(line=0, character=end),
+        )
+    )
+    assert result.items, "no completion"
+    start = units(line[:-2], client)
+    for item in result.items:
+        assert item.text_edit.range.start == types.Position(line=0, character=start)
+        assert item.text_edit.new_text.startswith("name")
+    # A position past the end of the line means its end, reported back in client units.
+    inline = await client.text_document_inline_completion_async(inline_params(uri, 0, 999))
+    assert all(i.range.start == types.Position(line=0, character=end) for i in inline.items)
+
+
+async def test_typed_ahead_characters_reuse_the_suggestion_without_the_model(client):
+    uri = f"file:///tmp/{client.profile}/typed.py"
+    open_document(client, uri, "def mean(xs):\n    total = sum(\n")
+    first = await client.text_document_inline_completion_async(inline_params(uri, 1, 16))
+    suggestion = first.items[0].insert_text
+    assert len(suggestion) >= 2
+    runs_before = len([s for s in client.statuses if s["state"] == "busy"])
+    typed = suggestion[0]
+    client.text_document_did_change(insert_change(uri, 2, 1, 16, typed))
+    again = await client.text_document_inline_completion_async(
+        inline_params(uri, 1, 16 + units(typed, client))
+    )
+    assert again.items[0].insert_text == suggestion[1:]
+    assert len([s for s in client.statuses if s["state"] == "busy"]) == runs_before  # no model run
+    assert any("typed ahead 1 characters" in m.message for m in client.log_messages)
+
+
+async def test_stale_result_is_never_returned(client):
+    uri = f"file:///tmp/{client.profile}/stale.py"
+    open_document(client, uri, "def f(x):\n    y = \n")
+    async with settings(client, SLOW):
+        index = len(client.statuses)
+        request = asyncio.ensure_future(
+            client.text_document_inline_completion_async(inline_params(uri, 1, 8))
+        )
+        await busy_after(client, index)
+        client.text_document_did_change(insert_change(uri, 2, 1, 8, "1"))  # the request's version is gone
+        result = await asyncio.wait_for(request, 30)
+    assert len(result.items) == 0
+
+
+async def test_new_request_cancels_the_one_in_flight(client):
+    uri = f"file:///tmp/{client.profile}/supersede.py"
+    open_document(client, uri, "def g(items):\n    return len(\n")
+    async with settings(client, SLOW):
+        index = len(client.statuses)
+        slow = asyncio.ensure_future(client.text_document_inline_completion_async(inline_params(uri, 1, 15)))
+        await busy_after(client, index)
+    fast = await client.text_document_inline_completion_async(inline_params(uri, 1, 15))
+    assert len((await asyncio.wait_for(slow, 5)).items) == 0
+    assert fast.items
+    assert any(m.message.startswith("fill cancelled after") for m in client.log_messages)
+
+
+async def test_cancel_request_stops_denoising_within_one_step(client):
+    uri = f"file:///tmp/{client.profile}/cancel.py"
+    open_document(client, uri, "class Point:\n    def norm(self):\n        return (self.x ** 2 + \n")
+    async with settings(client, SLOW):
+        index = len(client.statuses)
+        msg_id = f"cancel-{client.profile}"
+        pending = asyncio.ensure_future(
+            client.protocol.send_request_async(
+                types.TEXT_DOCUMENT_INLINE_COMPLETION, inline_params(uri, 2, 33), msg_id=msg_id
+            )
+        )
+        await busy_after(client, index)
+        cancelled_at = time.monotonic()
+        client.cancel_request(types.CancelParams(id=msg_id))
+        with pytest.raises(JsonRpcRequestCancelled):
+            await asyncio.wait_for(pending, 10)
+        ready = await wait_for_status(client, "ready", after=index, timeout=10)
+    # The worker is free again almost at once: it stopped at the next step, not after 256.
+    assert time.monotonic() - cancelled_at < 1.5, ready
+    steps = [m.message for m in client.log_messages if m.message.startswith("fill cancelled after")]
+    assert steps and int(steps[-1].split()[3]) < 256
+
+
+async def test_malformed_requests_get_an_answer(client):
+    uri = f"file:///tmp/{client.profile}/malformed.py"
+    open_document(client, uri, "x = 1\n")
+    bad = {
+        "textDocument": {"uri": uri},
+        "position": {"line": "one", "character": 0},
+        "context": {"triggerKind": 1},
+    }
+    with pytest.raises(JsonRpcInvalidParams):
+        await send_raw_request(client, types.TEXT_DOCUMENT_INLINE_COMPLETION, bad, f"bad-{client.profile}")
+    unknown = await client.text_document_inline_completion_async(inline_params("file:///tmp/nope.py", 0, 0))
+    past_end = await client.text_document_inline_completion_async(inline_params(uri, 40, 0))
+    assert len(unknown.items) == 0 and len(past_end.items) == 0
+    completion = await client.text_document_completion_async(
+        types.CompletionParams(text_document=types.TextDocumentIdentifier(uri="file:///tmp/nope.py"),
+                               position=types.Position(line=0, character=0))
+    )  # fmt: skip
+    assert len(completion.items) == 0
+
+
+async def test_invalid_settings_are_reported_and_the_server_keeps_working(client):
+    uri = f"file:///tmp/{client.profile}/settings.py"
+    open_document(client, uri, "def h(n):\n    return n * \n")
+    shown = len(client.messages)
+    async with settings(client, {"steps": -3, "maxTokens": "many", "colour": "blue"}):
+        await wait_for(lambda: len(client.messages) > shown, 10, "window/showMessage")
+        message = client.messages[-1]
+        assert message.type == types.MessageType.Warning
+        assert "steps" in message.message and "maxTokens" in message.message and "colour" in message.message
+        result = await client.text_document_inline_completion_async(inline_params(uri, 1, 15))
+        assert result.items
+
+
+async def test_document_contents_never_reach_the_logs(client):
+    uri = f"file:///tmp/{client.profile}/secret.py"
+    open_document(client, uri, f'API_KEY = "{SECRET}"\ndef call():\n    return \n')
+    client.text_document_did_change(insert_change(uri, 2, 2, 11, f"{SECRET} + "))
+    await client.text_document_inline_completion_async(inline_params(uri, 2, 11 + len(SECRET) + 3))
+    bad = {"textDocument": {"uri": uri, "text": SECRET}, "position": {"line": SECRET, "character": 0}}
+    with pytest.raises(JsonRpcInvalidParams):
+        await send_raw_request(client, types.TEXT_DOCUMENT_INLINE_COMPLETION, bad, f"secret-{client.profile}")
+    await asyncio.sleep(0.2)
+    assert all(SECRET not in m.message for m in client.log_messages)
+    assert SECRET not in client.log_file.read_text(encoding="utf-8")
