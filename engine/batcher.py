@@ -30,6 +30,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+
 from difill.engine.decoder import CanvasDecoder
 from difill.engine.infill import DEFAULT_HOLE_MARKER, FillOptions, FillResult, HolesResult, InfillEngine
 from difill.engine.model import LoadedModel

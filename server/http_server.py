@@ -30,6 +30,11 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
 from difill.engine.backends import API_KEY_ENV, InfillBackend
 from difill.engine.backends.wire import (
     OPTION_BOUNDS,
@@ -39,10 +44,6 @@ from difill.engine.backends.wire import (
 )
 from difill.engine.infill import DEFAULT_HOLE_MARKER, FillOptions
 from difill.engine.sampler import Cancelled
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
 
 log = logging.getLogger("difill.http")
 MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -312,6 +313,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
     sock = socket.socket(family, kind, proto)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(address)
+    sock.listen(2048)  # connections queue from now on, even before uvicorn accepts them
     return sock
 
 

@@ -22,6 +22,7 @@ from concurrent.futures import Future
 from typing import Any
 
 import httpx2 as httpx
+
 from difill.engine.backends.base import BackendError
 from difill.engine.sampler import Cancelled
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from backend_helpers import SERVER_KEY
+
 from difill.engine.infill import InfillEngine
 from difill.engine.model import load_model
 

@@ -10,6 +10,7 @@ import time
 import httpx2 as httpx
 import pytest
 from backend_helpers import SERVER_KEY, read_body, send
+
 from difill.engine.backends import BackendError, InfillBackend, RemoteBackend
 from difill.engine.infill import Cancelled, FillOptions
 

@@ -1,0 +1,135 @@
+"""Concurrent fills share decoder passes and still get the text they get alone."""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import torch
+
+from difill.engine import batcher as batcher_module
+from difill.engine.batcher import BatchingBackend, _Call, padded_hidden
+from difill.engine.decoder import CanvasDecoder
+from difill.engine.infill import Cancelled, FillOptions
+from difill.engine.prefix_cache import PrefixCache, expand_cache
+from difill.engine.tokens import encode
+
+SOURCE = inspect.getsource(textwrap)
+
+
+def cases(count: int) -> list[tuple[str, str, FillOptions]]:
+    """Fills of different prefix, suffix and hole lengths, so batches need padding."""
+    out = []
+    for i in range(count):
+        cut = 300 + 131 * i
+        prefix = SOURCE[cut - 30 * (i % 5 + 1) : cut]
+        suffix = SOURCE[cut : cut + 25 * (i % 3)]
+        out.append((prefix, suffix, FillOptions(seed=i, max_hole_tokens=4 + 4 * (i % 3))))
+    return out
+
+
+@pytest.fixture()
+def backend(tiny_loaded):
+    backend = BatchingBackend(tiny_loaded, max_concurrent=16, window_ms=20, max_rows=64)
+    yield backend
+    backend.close()
+
+
+def test_padded_pass_equals_each_fills_own_pass(tiny_loaded):
+    model, tok, ids = tiny_loaded.model, tiny_loaded.tokenizer, tiny_loaded.ids
+    generator = torch.Generator().manual_seed(0)
+    calls = []
+    for prefix, rows, length, with_soft in (
+        ("x = 1\n", 3, 9, False),
+        (SOURCE[:400], 1, 14, True),
+        ("", 2, 5, True),
+    ):
+        cache = PrefixCache(model).encode([ids.bos, *encode(tok, prefix)]).cache
+        decoder = CanvasDecoder(model, expand_cache(cache, rows))
+        canvas = torch.randint(0, ids.vocab_size, (rows, length), generator=generator)
+        soft = (
+            torch.randn(rows, length, model.config.text_config.hidden_size, generator=generator)
+            if with_soft
+            else None
+        )
+        calls.append(_Call(decoder, canvas, soft, None))
+    with torch.inference_mode():
+        together = padded_hidden(model, calls)
+        for call, got in zip(calls, together, strict=True):
+            alone = call.decoder.hidden(call.canvas, call.soft)
+            assert got.shape == alone.shape
+            torch.testing.assert_close(got, alone, atol=1e-5, rtol=1e-4)
+
+
+def test_concurrent_fills_give_their_one_by_one_text_in_fewer_passes(backend, local_engine):
+    work = cases(12)
+    alone = [local_engine.fill(*case) for case in work]
+    with ThreadPoolExecutor(len(work)) as pool:
+        together = list(pool.map(lambda case: backend.fill(*case), work))
+    for one, batched in zip(alone, together, strict=True):
+        assert [c.text for c in batched.candidates] == [c.text for c in one.candidates]
+    one_by_one = sum(r.stats.decoder_forwards for r in alone)
+    assert backend.stats.calls == one_by_one
+    assert backend.stats.forwards < one_by_one / 2
+    assert backend.stats.largest_batch > 1
+
+
+def test_a_lone_fill_is_bit_identical_to_the_engine(backend, local_engine):
+    prefix, suffix, options = cases(1)[0]
+    alone = local_engine.fill(prefix, suffix, options)
+    got = backend.fill(prefix, suffix, options)
+    assert [(c.text, c.score) for c in got.candidates] == [(c.text, c.score) for c in alone.candidates]
+
+
+def test_holes_and_rewrites_go_through_the_batcher_unchanged(backend, local_engine):
+    text = "def f(x):\n    <|hole|>\n    return <|hole|>\n"
+    options = FillOptions(seed=3, max_hole_tokens=6)
+    rewrite_args = ("def g(y):\n", "    return y + 1\n", "\n")
+    with ThreadPoolExecutor(2) as pool:
+        holes = pool.submit(backend.fill_holes, text, "<|hole|>", options)
+        rewrite = pool.submit(backend.rewrite, *rewrite_args, 0.6, None, options)
+        assert holes.result().middles == local_engine.fill_holes(text, options=options).middles
+        assert rewrite.result().text == local_engine.rewrite(*rewrite_args, 0.6, None, options).text
+
+
+def test_cancelling_one_fill_leaves_the_others_to_finish(backend, local_engine):
+    work = cases(4)
+    stop = threading.Event()
+
+    def cancelled_one():
+        with pytest.raises(Cancelled):
+            backend.fill("x = ", "", FillOptions(max_hole_tokens=16, max_steps=64, entropy_bound=0.0),
+                         should_stop=stop.is_set)  # fmt: skip
+
+    with ThreadPoolExecutor(5) as pool:
+        doomed = pool.submit(cancelled_one)
+        others = [pool.submit(backend.fill, *case) for case in work]
+        time.sleep(0.05)
+        stop.set()
+        doomed.result(timeout=30)
+        for future, case in zip(others, work, strict=True):
+            assert future.result(timeout=30).text == local_engine.fill(*case).text
+
+
+def test_an_error_in_a_pass_fails_its_fills_and_the_batcher_goes_on(backend, monkeypatch):
+    real = batcher_module.padded_hidden
+    failures = iter([RuntimeError("simulated device error")])
+
+    def flaky(model, batch):
+        error = next(failures, None)
+        if error is not None:
+            raise error
+        return real(model, batch)
+
+    monkeypatch.setattr(batcher_module, "padded_hidden", flaky)
+    work = cases(6)
+    with ThreadPoolExecutor(len(work)) as pool:
+        futures = [pool.submit(backend.fill, *case) for case in work]
+        outcomes = [f.exception(timeout=60) for f in futures]
+    failed = [e for e in outcomes if e is not None]
+    assert failed and all("simulated device error" in str(e) for e in failed)
+    assert backend.fill(*work[0]).stats.decoder_forwards > 0  # still serving

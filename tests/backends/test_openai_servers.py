@@ -1,0 +1,107 @@
+"""The remote backend against OpenAI-compatible servers shaped like vLLM serving DiffusionGemma."""
+
+from __future__ import annotations
+
+import json
+
+from backend_helpers import read_body, send
+
+from difill.engine.backends import RemoteBackend
+from difill.engine.infill import FillOptions
+
+MODEL = "google/diffusiongemma-26B-A4B-it"
+
+
+def vllm_like(requests: list[tuple[str, dict]], accepts_suffix: bool, chat_answer: str = "a + b"):
+    """A handler that answers like vLLM: empty /health, /v1/models, completions and chat."""
+
+    def handle(request):
+        body = json.loads(read_body(request) or b"null")
+        requests.append((request.path, body))
+        if request.path == "/health":
+            send(request, 200, b"")
+        elif request.path == "/v1/models":
+            send(request, 200, json.dumps({"object": "list", "data": [{"id": MODEL}]}).encode())
+        elif request.path == "/tokenize":
+            send(request, 200, json.dumps({"tokens": [11, 12, 13], "count": 3}).encode())
+        elif request.path == "/v1/completions":
+            if "suffix" in body and not accepts_suffix:
+                error = {"object": "error", "message": "suffix is not currently supported", "code": 400}
+                send(request, 400, json.dumps(error).encode())
+                return
+            choice = {"index": 0, "text": "a + b)", "finish_reason": "stop"}
+            send(request, 200, json.dumps({"choices": [choice], "usage": {"completion_tokens": 4}}).encode())
+        elif request.path == "/v1/chat/completions":
+            message = {"role": "assistant", "content": chat_answer}
+            send(
+                request,
+                200,
+                json.dumps({"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}).encode(),
+            )
+        else:
+            send(request, 404, b'{"detail": "Not Found"}')
+
+    return handle
+
+
+def test_auto_finds_an_openai_server_and_sends_prefix_and_suffix(fake_server):
+    requests = []
+    remote = RemoteBackend(fake_server(vllm_like(requests, accepts_suffix=True)))
+    result = remote.fill("print(add(", ")\n", FillOptions(seed=3, max_hole_tokens=10))
+    assert remote.protocol == "openai"
+    assert result.text == "a + b"  # the closer the suffix already has is trimmed, as locally
+    path, body = requests[-1]
+    assert path == "/v1/completions"
+    assert (body["model"], body["prompt"], body["suffix"], body["max_tokens"], body["seed"]) == (
+        MODEL, "print(add(", ")\n", 10, 3,
+    )  # fmt: skip
+    remote.close()
+
+
+def test_a_server_that_refuses_suffix_gets_the_chat_template_fim_prompt(fake_server):
+    requests = []
+    answer = "```python\na + b\n```"
+    remote = RemoteBackend(fake_server(vllm_like(requests, accepts_suffix=False, chat_answer=answer)))
+    assert remote.fill("print(add(", ")\n").text == "a + b"
+    assert remote.fim == "chat"  # remembered: later fills go straight to chat
+    path, body = requests[-1]
+    assert path == "/v1/chat/completions"
+    assert body["messages"][1]["content"] == "print(add(<|fill_here|>)\n"
+    assert "<|fill_here|>" in body["messages"][0]["content"]
+    before = len(requests)
+    remote.fill("x = ", "\n")
+    assert [p for p, _ in requests[before:]] == ["/v1/chat/completions"]
+    remote.close()
+
+
+def test_canvas_seeding_sends_the_seed_canvas_and_pinned_suffix(fake_server):
+    requests = []
+    remote = RemoteBackend(
+        fake_server(vllm_like(requests, accepts_suffix=False)),
+        protocol="openai",
+        seed_canvas=True,
+        mask_token_id=4,
+    )
+    remote.fill("print(add(", ")\n", FillOptions(max_hole_tokens=3, suffix_tokens=2))
+    tokenize = next(body for path, body in requests if path == "/tokenize")
+    assert tokenize["prompt"] == ")\n"
+    path, body = requests[-1]
+    assert path == "/v1/completions" and "suffix" not in body
+    assert body["vllm_xargs"] == {
+        "diffusion_seed_canvas": [4, 4, 4, 11, 12],
+        "diffusion_pinned": [False, False, False, True, True],
+    }
+    assert body["max_tokens"] == 5
+    remote.close()
+
+
+def test_holes_over_openai_are_filled_left_to_right(fake_server):
+    requests = []
+    remote = RemoteBackend(
+        fake_server(vllm_like(requests, accepts_suffix=True)), protocol="openai", model=MODEL
+    )
+    result = remote.fill_holes("x = <|hole|>\ny = <|hole|>\n")
+    assert result.middles == ["a + b)", "a + b)"]
+    fills = [body for path, body in requests if path == "/v1/completions"]
+    assert [(b["prompt"], b["suffix"]) for b in fills] == [("x = ", "\ny = \n"), ("x = a + b)\ny = ", "\n")]
+    remote.close()
