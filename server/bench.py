@@ -138,6 +138,19 @@ def format_table(report: dict) -> str:
                         f"| {path_name} | {model} | {group} | {s['p50_ms']} | {s['p95_ms']} | {s['exact_match']:.1%} | "
                         f"{s.get('forwards', '-')} | {s.get('tokens_per_forward', '-')} | {s.get('tokens_per_s', '-')} |"
                     )
+    server = report.get("server", {})
+    if "typing" in server:
+        t = server["typing"]
+        rows.append(
+            f"\ntyping replay through the server ({t['lines']} lines, {t['keystrokes']} keystrokes): "
+            f"p50 {t['p50_ms']} ms, p95 {t['p95_ms']} ms, {t['accepted_share']:.1%} of characters accepted"
+        )
+        rows.append(
+            f"start to first completion {server['start_to_first_completion_s']} s; "
+            f"warm server RSS {server['warm_rss_mb']} MB; model load {report['engine']['diffusion']['load_s']} s"
+        )
+    elif "skipped" in server:
+        rows.append(f"\nserver: {server['skipped']}")
     return "\n".join(rows)
 
 
@@ -164,7 +177,7 @@ def plot(report: dict, path: Path) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    per_shape = 6 if args.quick else 40
+    per_shape = 4 if args.quick else 40
     cases = load_cases(Path("data/corpus"), per_shape, seed=99)
     report: dict = {"cases_per_shape": per_shape}
     report["engine"] = {"diffusion": bench_engine(args.model, cases)}
