@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from difill.engine.training.evaluate import default_ar_baseline
 from difill.engine.training.examples import InfillExample
 
 SHAPE_GROUPS = {"single_line": ("rest_of_line", "whole_line"), "multi_line": ("multi_line_2_5",)}
@@ -181,7 +182,7 @@ def main(args: argparse.Namespace) -> int:
     cases = load_cases(Path("data/corpus"), per_shape, seed=99)
     report: dict = {"cases_per_shape": per_shape}
     report["engine"] = {"diffusion": bench_engine(args.model, cases)}
-    ar_dir = args.ar_model or ("runs/ar/latest" if Path("runs/ar/latest").exists() else None)
+    ar_dir = args.ar_model or default_ar_baseline()
     if ar_dir:
         report["engine"]["ar"] = bench_ar(ar_dir, cases)
     report["engine_peak_rss_mb"] = round(peak_rss_mb(), 1)

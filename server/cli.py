@@ -248,7 +248,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("eval", help="held-out infill evaluation of the diffusion model and the AR baseline")
     p.add_argument("--model", help="diffusion model dir (default: shipped)")
-    p.add_argument("--ar-model", help="AR baseline dir (default: runs/ar/latest if present)")
+    p.add_argument(
+        "--ar-model", help="AR baseline dir (default: benchmarks/ar-baseline, else runs/ar/latest)"
+    )
     p.add_argument("--corpus", default="data/corpus")
     p.add_argument("--cases", type=int, default=100, help="cases per hole shape")
     p.add_argument("--seed", type=int, default=1234)
@@ -260,7 +262,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", help="latency benchmark: diffusion vs AR, engine and server")
     p.add_argument("--model", help="diffusion model dir (default: shipped)")
-    p.add_argument("--ar-model", help="AR baseline dir")
+    p.add_argument(
+        "--ar-model", help="AR baseline dir (default: benchmarks/ar-baseline, else runs/ar/latest)"
+    )
     p.add_argument("--quick", action="store_true", help="a small run that finishes in under a minute")
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", default="docs/bench.png")

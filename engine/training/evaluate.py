@@ -165,8 +165,15 @@ def format_table(report: dict) -> str:
     return "\n".join(rows)
 
 
+AR_BASELINE_DIRS = ("benchmarks/ar-baseline", "runs/ar/latest")  # committed yardstick, then a local run
+
+
+def default_ar_baseline() -> str | None:
+    return next((d for d in AR_BASELINE_DIRS if (Path(d) / "config.json").exists()), None)
+
+
 def main(args: argparse.Namespace) -> int:
-    ar_dir = args.ar_model or ("runs/ar/latest" if Path("runs/ar/latest").exists() else None)
+    ar_dir = args.ar_model or default_ar_baseline()
     started = time.time()
     report = evaluate(args.model, ar_dir, Path(args.corpus), args.cases, args.seed)
     report["eval_seconds"] = round(time.time() - started, 1)
