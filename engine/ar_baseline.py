@@ -6,15 +6,19 @@ model so that speed and quality are compared in the same run, on the same cases.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from transformers import AutoTokenizer, LlamaForCausalLM
+from transformers.utils import logging as hf_logging
 
+from difill.engine.infill import Candidate, FillOptions, FillResult, FillStats
 from difill.engine.model import check_model_dir
 from difill.engine.postprocess import fit_middle, to_document_line_endings, to_lf, uses_crlf
+from difill.engine.sampler import Cancelled
 from difill.engine.tokens import encode, encode_prefix_window, encode_suffix_window
 from difill.engine.vocab import SpecialTokens, TokenIds
 
@@ -31,6 +35,7 @@ class ARBaseline:
     def __init__(self, path: str | Path, prefix_tokens: int = 256, suffix_tokens: int = 32) -> None:
         path = Path(path)
         check_model_dir(path)
+        hf_logging.disable_progress_bar()
         self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
         self.model = LlamaForCausalLM.from_pretrained(path, dtype=torch.float32, local_files_only=True).eval()
         self.ids = TokenIds.from_tokenizer(self.tokenizer, self.model.config.vocab_size)
@@ -71,3 +76,44 @@ class ARBaseline:
         return ARFill(
             text, forwards, len(encode(self.tokenizer, middle)), (time.perf_counter() - started) * 1000
         )
+
+
+class ARBackend:
+    """The AR baseline behind the engine's interface, so the language server (and its benchmark)
+    can run it exactly like the diffusion model.  It fills one hole; edits need the canvas."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.baseline = ARBaseline(path)
+
+    def fill(self, prefix, suffix, options=None, should_stop=None, on_draft=None):
+        options = options or FillOptions()
+        if should_stop is not None and should_stop():
+            raise Cancelled()
+        r = self.baseline.fill(prefix, suffix, options.max_hole_tokens, options.single_line)
+        stats = FillStats(
+            steps=r.forwards, decoder_forwards=r.forwards, hole_tokens=r.tokens,
+            tokens_per_forward=r.tokens / max(1, r.forwards), total_ms=r.total_ms, candidates=1,
+        )  # fmt: skip
+        candidates = [Candidate(r.text, options.max_hole_tokens, 0.0, True, None)] if r.text else []
+        return FillResult(r.text, candidates, stats)
+
+    def fill_holes(self, text, marker="<|hole|>", options=None, should_stop=None):
+        raise NotImplementedError("the autoregressive baseline fills one hole at a time")
+
+    def rewrite(
+        self,
+        prefix,
+        selection,
+        suffix,
+        strength=0.5,
+        instruction=None,
+        options=None,
+        should_stop=None,
+        on_draft=None,
+    ):
+        raise NotImplementedError("the autoregressive baseline cannot rewrite a selection")
+
+
+def is_ar_checkpoint(path: str | Path) -> bool:
+    config = Path(path) / "config.json"
+    return config.is_file() and json.loads(config.read_text()).get("model_type") == "llama"

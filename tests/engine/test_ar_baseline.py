@@ -1,0 +1,43 @@
+"""The AR yardstick loads like a checkpoint and fills through the engine's interface."""
+
+from __future__ import annotations
+
+import pytest
+from transformers import AutoTokenizer
+
+from difill.engine.ar_baseline import ARBackend, is_ar_checkpoint
+from difill.engine.infill import FillOptions
+from difill.engine.training.train import build_ar_model
+from difill.engine.vocab import TokenIds
+
+
+@pytest.fixture(scope="module")
+def tiny_ar_dir(tiny_model_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("tiny_ar")
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    model = build_ar_model(len(tok), hidden=32, layers=2, ids=TokenIds.from_tokenizer(tok, len(tok)))
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
+def test_checkpoint_kind_is_read_from_its_config(tiny_ar_dir, tiny_model_dir):
+    assert is_ar_checkpoint(tiny_ar_dir)
+    assert not is_ar_checkpoint(tiny_model_dir)
+
+
+def test_ar_backend_fills_one_hole_with_stats(tiny_ar_dir):
+    result = ARBackend(tiny_ar_dir).fill(
+        "def f(x):\n    return ", "\n", FillOptions(max_hole_tokens=6, single_line=True)
+    )
+    assert "\n" not in result.text
+    assert 1 <= result.stats.decoder_forwards <= 7
+    assert result.stats.candidates == 1
+
+
+def test_ar_backend_refuses_canvas_only_work(tiny_ar_dir):
+    backend = ARBackend(tiny_ar_dir)
+    with pytest.raises(NotImplementedError):
+        backend.fill_holes("x = <|hole|>\n")
+    with pytest.raises(NotImplementedError):
+        backend.rewrite("x = ", "1", "\n")
