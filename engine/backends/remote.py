@@ -18,6 +18,8 @@ import os
 import time
 from typing import Any
 
+import httpx2 as httpx
+
 from difill.engine.backends import openai
 from difill.engine.backends.base import BackendError, DraftCallback, ShouldStop
 from difill.engine.backends.transport import HttpStatusError, HttpTransport
@@ -58,9 +60,14 @@ class RemoteBackend:
         if not url.startswith(("http://", "https://")):
             raise BackendError(f"remote URL {url!r} must start with http:// or https://")
         key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
-        self.transport = HttpTransport(
-            url, key, timeout_s=timeout_s, retries=retries, backoff_s=backoff_s, verify=verify
-        )
+        try:
+            self.transport = HttpTransport(
+                url, key, timeout_s=timeout_s, retries=retries, backoff_s=backoff_s, verify=verify
+            )
+        except OSError as err:
+            raise BackendError(f"cannot read the CA bundle {verify!r}: {err.strerror or err}") from None
+        except (ValueError, httpx.InvalidURL) as err:
+            raise BackendError(f"remote URL {url!r} is not a valid URL: {err}") from None
         self.protocol = protocol
         self.model = model
         self.fim = fim

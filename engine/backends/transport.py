@@ -126,10 +126,14 @@ class HttpTransport:
                     f"{url} did not answer within {self.timeout_s:g} s (timeout). The server may be "
                     "overloaded or the model too slow for it; raise the timeout or use a faster server."
                 ) from None
-            except httpx.TransportError as err:
+            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as err:
                 raise BackendError(
                     f"{url} closed the connection without an answer ({type(err).__name__}). "
                     "Check that the URL points at a difill or OpenAI-compatible server."
+                ) from None
+            except httpx.HTTPError as err:  # anything else httpx refuses: say what, not a traceback
+                raise BackendError(
+                    f"the request to {url} failed: {self._scrub(str(err)) or type(err).__name__}"
                 ) from None
             if response.status_code in RETRY_STATUSES and not last:
                 await self._sleep(attempt, response.headers.get("retry-after"))

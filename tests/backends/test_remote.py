@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import http.server
 import json
+import shutil
 import socket
+import ssl
+import subprocess
 import threading
 import time
 
@@ -13,6 +17,7 @@ from backend_helpers import SERVER_KEY, read_body, send
 
 from difill.engine.backends import BackendError, InfillBackend, RemoteBackend
 from difill.engine.infill import Cancelled, FillOptions
+from difill.server import cli
 
 PREFIX = "def add(a, b):\n    return"
 SUFFIX = "\n\n\nprint(add(1, 2))\n"
@@ -187,3 +192,63 @@ def test_cancelling_a_fill_aborts_its_http_request(fake_server):
     assert time.monotonic() - started < 1
     assert closed.wait(2), "the server never saw the connection close"
     remote.close()
+
+
+@pytest.fixture()
+def self_signed_tls_server(tmp_path):
+    """An HTTPS server on loopback whose certificate no trust store knows."""
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+
+    class Ok(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            send(self, 200, json.dumps({"text": "ok", "candidates": [], "stats": {}}).encode())
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Ok)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"https://127.0.0.1:{server.server_address[1]}", str(cert)
+    server.shutdown()
+    server.server_close()
+
+
+def test_tls_certificates_are_verified(self_signed_tls_server):
+    url, ca_bundle = self_signed_tls_server
+    untrusted = RemoteBackend(url, protocol="difill", retries=0)
+    with pytest.raises(BackendError, match="TLS certificate of https://127.0.0.1:\\d+ could not be verified"):
+        untrusted.fill(PREFIX, SUFFIX)
+    untrusted.close()
+    trusted = RemoteBackend(url, protocol="difill", verify=ca_bundle)  # the server's CA, given explicitly
+    assert trusted.fill(PREFIX, SUFFIX).text == "ok"
+    trusted.close()
+
+
+def test_difill_fill_remote_prints_the_same_fill_as_the_local_engine(
+    served, local_engine, tmp_path, monkeypatch, capsys
+):
+    source = tmp_path / "add.py"
+    source.write_text(PREFIX + SUFFIX)
+    monkeypatch.setenv("DIFILL_API_KEY", SERVER_KEY)
+    assert cli.main(["fill", f"{source}:2:11", "--remote", served, "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    local = local_engine.fill(
+        PREFIX, SUFFIX, FillOptions(max_hole_tokens=24, language="python", max_steps=12)
+    )
+    assert printed["text"] == local.text
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.raises(SystemExit, match=r"difill: cannot connect to http://127\.0\.0\.1:\d+"):
+        cli.main(["fill", f"{source}:2:11", "--remote", f"http://127.0.0.1:{port}"])
