@@ -183,6 +183,8 @@ async def _json_body(request: Request) -> dict[str, Any]:
     if int(request.headers.get("content-length") or 0) > MAX_BODY_BYTES:
         raise RequestError(f"the request body is larger than {MAX_BODY_BYTES // 2**20} MiB")
     raw = await request.body()
+    if len(raw) > MAX_BODY_BYTES:  # a chunked body has no content-length to check first
+        raise RequestError(f"the request body is larger than {MAX_BODY_BYTES // 2**20} MiB")
     try:
         body = json.loads(raw)
     except ValueError as err:
