@@ -82,6 +82,12 @@ def test_server_reports_ready_through_difill_status(nvim_results):
     assert record["status"].startswith("difill: ready")
 
 
+def test_server_accepts_the_settings_the_plugin_sends(nvim_results):
+    # The harness sets maxTokens and steps; the server reports bad settings via showMessage.
+    record = scenario(nvim_results, "server_ready")
+    assert not [m for m in record["notifications"] if "setting" in m.lower()], record["notifications"]
+
+
 def test_trigger_shows_ghost_text_at_the_cursor(nvim_results):
     record = scenario(nvim_results, "trigger_then_accept")
     row, col = record["cursor_before"]

@@ -63,7 +63,8 @@ function createClient(): LanguageClient {
   const clientOptions: LanguageClientOptions = {
     // Every file: the server decides by its `languages` setting, which may change at run time.
     documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
-    initializationOptions: serverSettings((k) => config().get(k)),
+    // Flat in initializationOptions, nested under `difill` in didChangeConfiguration.
+    initializationOptions: serverSettings((k) => config().get(k)).difill,
     outputChannel: output,
     middleware: {
       // The "Edit selection with instruction..." code action carries difill.editSelection

@@ -22,8 +22,8 @@ export type ServerSettings = Partial<Record<ServerSettingKey, unknown>>;
 /** Reads one `difill.*` key; `vscode.WorkspaceConfiguration.get` fits. */
 export type ConfigGetter = (key: string) => unknown;
 
-/** The server's section, `{ difill: {...} }`, as initializationOptions and
- *  workspace/didChangeConfiguration carry it. Unset keys are left out so the server's
+/** The server's section, `{ difill: {...} }`, as workspace/didChangeConfiguration carries it
+ *  (initializationOptions carry the inner object). Unset keys are left out so the server's
  *  defaults apply; an empty modelPath means "the shipped model" and is left out too. */
 export function serverSettings(get: ConfigGetter): { difill: ServerSettings } {
   const out: ServerSettings = {};

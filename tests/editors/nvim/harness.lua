@@ -73,6 +73,12 @@ function T.run(scenarios, out_path, only)
     messages[#messages + 1] = tostring(msg)
     return notify(msg, level, opts)
   end
+  -- The server's window/showMessage (echoed by Neovim, not notified): record those too.
+  local show = vim.lsp.handlers["window/showMessage"]
+  vim.lsp.handlers["window/showMessage"] = function(err, params, ctx, cfg)
+    messages[#messages + 1] = "showMessage: " .. tostring(params and params.message)
+    return show(err, params, ctx, cfg)
+  end
   local co = coroutine.create(function()
     for _, sc in ipairs(scenarios) do
       if next(selected) == nil or selected[sc.name] then

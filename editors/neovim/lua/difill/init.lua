@@ -242,12 +242,18 @@ local function create_commands()
   end, { desc = "difill: server state and last latency" })
 end
 
+---@param t table
+---@return table
+local function json_object(t)
+  return next(t) == nil and vim.empty_dict() or t
+end
+
 --- Send changed server settings to the running servers.
 ---@param settings difill.ServerSettings
 function M.configure(settings)
   M.config.settings = vim.tbl_deep_extend("force", M.config.settings, settings)
   for _, client in ipairs(vim.lsp.get_clients({ name = "difill" })) do
-    client.settings = { difill = M.config.settings }
+    client.settings = { difill = json_object(M.config.settings) }
     client:notify("workspace/didChangeConfiguration", { settings = client.settings })
   end
 end
@@ -263,15 +269,17 @@ function M.setup(opts)
     cmd = cfg.cmd,
     filetypes = cfg.filetypes,
     root_markers = cfg.root_markers,
-    -- The server reads both: initializationOptions at start, `settings` via
-    -- workspace/didChangeConfiguration (sent by Neovim after initialize) and on change.
-    init_options = { difill = cfg.settings },
-    settings = { difill = cfg.settings },
+    -- initializationOptions carry the settings flat; `settings` (sent by Neovim as
+    -- workspace/didChangeConfiguration after initialize, and by configure()) nest them under
+    -- `difill`. vim.empty_dict(): an empty Lua table would be sent as a JSON array.
+    init_options = json_object(cfg.settings),
+    settings = { difill = json_object(cfg.settings) },
     -- 0.11 does not announce inline completion itself.
     capabilities = { textDocument = { inlineCompletion = { dynamicRegistration = false } } },
     handlers = {
       ["difill/status"] = function(_, params, ctx)
         M.statuses[ctx.client_id] = params
+        vim.cmd.redrawstatus() -- statuslines showing status() would otherwise lag a keystroke
         api.nvim_exec_autocmds("User", { pattern = "DifillStatus", modeline = false, data = params })
       end,
       -- Drafts are the denoiser's intermediate text; nothing to do with them in Neovim yet.

