@@ -157,6 +157,19 @@ def test_difill_fill_replaces_the_hole_markers(nvim_results):
     assert record["after"][0] == "def area(w, h):"
 
 
+def test_rewrite_code_action_is_resolved_and_applied(nvim_results):
+    record = scenario(nvim_results, "code_action_rewrite")
+    assert "Rewrite selection" in record["titles"]
+    assert record["after"] != record["before"]
+    assert record["after"][:3] == record["before"][:3]
+
+
+def test_instruction_code_action_asks_for_the_instruction_then_edits(nvim_results):
+    record = scenario(nvim_results, "code_action_with_instruction_asks")
+    assert record["prompts"] == ["difill edit: "]
+    assert record["after"] != record["before"]
+
+
 def test_difill_status_command_reports_state(nvim_results):
     record = scenario(nvim_results, "status_command")
     assert any(m.startswith("difill: ready") for m in record["messages"])

@@ -137,6 +137,41 @@ S[#S + 1] = { name = "fill_replaces_holes", fn = function(r)
   r.after = T.lines()
 end }
 
+--- Code actions on lines 4-6 of a small function, through Neovim's own code action UI.
+local function code_action(r, title)
+  open("action_" .. #title .. ".py", { "import sys", "", "def total(xs):", "    s = 0", "    for x in xs:", "        s += x", "    return s", "" })
+  r.before = T.lines()
+  r.titles = {}
+  vim.lsp.buf.code_action({
+    apply = true,
+    range = { start = { 4, 0 }, ["end"] = { 6, 14 } },
+    filter = function(action)
+      r.titles[#r.titles + 1] = action.title
+      return action.title == title
+    end,
+  })
+  T.wait(function()
+    return not vim.deep_equal(T.lines(), r.before)
+  end, ANSWER_MS, "the code action's edit")
+  r.after = T.lines()
+end
+
+S[#S + 1] = { name = "code_action_rewrite", fn = function(r)
+  code_action(r, "Rewrite selection")
+end }
+
+S[#S + 1] = { name = "code_action_with_instruction_asks", fn = function(r)
+  local input = vim.ui.input
+  r.prompts = {}
+  vim.ui.input = function(opts, on_confirm)
+    r.prompts[#r.prompts + 1] = opts.prompt
+    on_confirm("use the sum builtin")
+  end
+  local ok, err = pcall(code_action, r, "Edit selection with instruction...")
+  vim.ui.input = input
+  assert(ok, err)
+end }
+
 S[#S + 1] = { name = "status_command", fn = function(r)
   open("status.py", { "pass" })
   local messages = {}

@@ -287,8 +287,12 @@ function M.setup(opts)
     },
     commands = {
       -- The "Edit selection with instruction..." code action carries no instruction: ask.
+      -- (A plain rewrite may carry the same command without one; its title tells them apart.)
       ["difill.editSelection"] = function(command, ctx)
         local args = vim.deepcopy((command.arguments or {})[1] or {})
+        if args.instruction or not (command.title or ""):lower():find("instruction", 1, true) then
+          return M.execute(ctx.bufnr, "difill.editSelection", args)
+        end
         vim.ui.input({ prompt = "difill edit: " }, function(text)
           if text and text ~= "" then
             args.instruction = text
