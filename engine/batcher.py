@@ -34,8 +34,6 @@ import torch.nn.functional as F
 from difill.engine.decoder import CanvasDecoder
 from difill.engine.infill import DEFAULT_HOLE_MARKER, FillOptions, FillResult, HolesResult, InfillEngine
 from difill.engine.model import LoadedModel
-from difill.engine.prefix_cache import expand_cache
-from difill.engine.sampler import DenoiseResult, SamplerConfig, denoise
 
 
 @dataclass
@@ -237,22 +235,8 @@ class _PooledEngine(InfillEngine):
         super().__init__(loaded)
         self.batcher = batcher
 
-    @torch.inference_mode()
-    def _denoise(
-        self, cache, canvases, options, should_stop, slot_allowed=None, on_step=None, initially_committed=None
-    ) -> DenoiseResult:
-        # InfillEngine._denoise with the batched decoder; tests check both give the same fills.
-        device = self.loaded.device
-        canvas = torch.stack([c.ids for c in canvases]).to(device)  # (B, L)
-        clamp = torch.stack([c.clamp_mask for c in canvases]).to(device)  # (B, L)
-        decoder = BatchedCanvasDecoder(self.model, expand_cache(cache, canvas.shape[0]), self.batcher, self)
-        config = SamplerConfig(max_steps=options.max_steps, entropy_bound=options.entropy_bound)
-        generator = torch.Generator(device=device).manual_seed(options.seed)
-        return denoise(
-            decoder, canvas, clamp, self._banned, self.ids.vocab_size, config, generator,
-            slot_allowed=slot_allowed, should_stop=should_stop, on_step=on_step,
-            initially_committed=None if initially_committed is None else initially_committed.to(device),
-        )  # fmt: skip
+    def _decoder(self, batch_cache) -> CanvasDecoder:
+        return BatchedCanvasDecoder(self.model, batch_cache, self.batcher, self)
 
 
 class BatchingBackend:

@@ -105,7 +105,6 @@ class InfillEngine:
         self.ids = loaded.ids
         self.prefix_cache = PrefixCache(self.model)
         self.lock = threading.Lock()
-        self._token_texts: list[str] | None = None
         self._banned = torch.tensor(self.ids.banned_in_hole, dtype=torch.long, device=loaded.device)
 
     # ------------------------------------------------------------------ public API
@@ -338,12 +337,8 @@ class InfillEngine:
 
     def _heal_allowed(self, heal_text: str) -> torch.Tensor | None:
         """(V,) True for tokens that start with the healed text; None if there are none."""
-        if self._token_texts is None:
-            vocab = self.ids.vocab_size
-            self._token_texts = [self.tokenizer.decode([i]) for i in range(vocab)]
-        allowed = torch.tensor(
-            [t.startswith(heal_text) for t in self._token_texts], device=self.loaded.device
-        )
+        texts = self.loaded.token_texts()
+        allowed = torch.tensor([t.startswith(heal_text) for t in texts], device=self.loaded.device)
         allowed[self._banned] = False
         return allowed if allowed.any() else None
 
@@ -354,7 +349,7 @@ class InfillEngine:
         device = self.loaded.device
         canvas = torch.stack([c.ids for c in canvases]).to(device)  # (B, L)
         clamp = torch.stack([c.clamp_mask for c in canvases]).to(device)  # (B, L)
-        decoder = CanvasDecoder(self.model, expand_cache(cache, canvas.shape[0]))
+        decoder = self._decoder(expand_cache(cache, canvas.shape[0]))
 
         config = SamplerConfig(max_steps=options.max_steps, entropy_bound=options.entropy_bound)
         generator = torch.Generator(device=device).manual_seed(options.seed)
@@ -363,6 +358,10 @@ class InfillEngine:
             slot_allowed=slot_allowed, should_stop=should_stop, on_step=on_step,
             initially_committed=None if initially_committed is None else initially_committed.to(device),
         )  # fmt: skip
+
+    def _decoder(self, batch_cache) -> CanvasDecoder:
+        """The decoder pass for one fill; engine/batcher.py overrides it to share passes."""
+        return CanvasDecoder(self.model, batch_cache)
 
     def _draft_reporter(self, on_draft, span, heal_text, row):
         if on_draft is None:

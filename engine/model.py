@@ -48,9 +48,17 @@ class LoadedModel:
     device: torch.device
     max_prefix_tokens: int  # the longest prefix the model was trained to read
 
+    _token_texts: list[str] | None = None
+
     @property
     def dtype(self) -> torch.dtype:
         return self.model.dtype
+
+    def token_texts(self) -> list[str]:
+        """Every token id's text, decoded once per model (seconds for a 262k vocabulary)."""
+        if self._token_texts is None:
+            self._token_texts = [self.tokenizer.decode([i]) for i in range(self.ids.vocab_size)]
+        return self._token_texts
 
 
 def pick_device(requested: str = "auto") -> torch.device:
