@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import os
 import uuid
 from typing import Any
 
@@ -22,7 +23,17 @@ from pygls.protocol.language_server import lsp_method
 
 from difill.server.config import RELOAD_FIELDS, Settings, SettingsLayers
 from difill.server.documents import UTF16, Document, Documents
+from difill.server.features.code_actions import (
+    COMPLETE_BLOCK_COMMAND,
+    EDIT_SELECTION,
+    FILL_HOLES_COMMAND,
+    code_actions,
+    resolve_code_action,
+)
+from difill.server.features.commands import run_edit_command
 from difill.server.features.completion import completion
+from difill.server.features.edit_plans import COMPLETE_BLOCK, FILL_HOLES, REWRITE
+from difill.server.features.edit_service import EditService
 from difill.server.features.engine_host import EngineHost, LoadProgress
 from difill.server.features.inline_completion import inline_completion
 from difill.server.features.log_messages import LogMessageHandler, configure_logging
@@ -39,6 +50,7 @@ log = logging.getLogger("difill.server")
 PINNED_DOCUMENTS: contextvars.ContextVar[dict[str, Document] | None] = contextvars.ContextVar(
     "difill_pinned_documents", default=None
 )
+REQUEST_PARAMS: contextvars.ContextVar[Any] = contextvars.ContextVar("difill_request_params", default=None)
 _ANSWERED = object()  # a malformed request that was already answered with an error
 
 
@@ -57,7 +69,16 @@ class DifillProtocol(LanguageServerProtocol):
 
     def _handle_request(self, msg_id, method_name, params):
         PINNED_DOCUMENTS.set(self._server.documents.snapshot())
+        REQUEST_PARAMS.set(params)  # command handlers only get the arguments; some need the token
         return super()._handle_request(msg_id, method_name, params)
+
+    def _handle_cancel_notification(self, msg_id):
+        # pygls runs a command as a task of its own, not under the request's id, so cancelling the
+        # request would leave the command running (and sending its edit): cancel that task too.
+        task = self._server.command_tasks.pop(msg_id, None)
+        if task is not None:
+            task.cancel()
+        return super()._handle_cancel_notification(msg_id)
 
     def structure_message(self, data):
         try:
@@ -100,10 +121,21 @@ class DifillServer(LanguageServer):
         self.documents = Documents()
         self.host = EngineHost(self.send_status)
         self.suggestions = SuggestionService(self.documents, self.host, self.settings)
+        self.edits = EditService(
+            self.documents,
+            self.host,
+            self.settings,
+            self.suggestions.trees,
+            self.protocol.notify,
+            lambda: self.encoding,
+        )
         self.encoding: str = UTF16
         self.client_has_inline_completion = False
         self.client_has_progress = False
+        self.client_resolves_code_action_edits = False
+        self.client_has_document_changes = False
         self.log_handler: LogMessageHandler | None = None
+        self.command_tasks: dict[Any, asyncio.Task] = {}  # request id -> the task running the command
         self._pending_problems: list[str] = []
         self._tasks: set[asyncio.Task] = set()
 
@@ -112,6 +144,10 @@ class DifillServer(LanguageServer):
 
     def _refresh_settings(self) -> None:
         self._current_settings = self.layers.settings()
+
+    def request_params(self) -> Any:
+        """The parameters of the request being handled (None outside requests)."""
+        return REQUEST_PARAMS.get()
 
     def document_for_request(self, uri: str) -> Document | None:
         """The document as it was when the current request arrived (or now, outside requests)."""
@@ -136,6 +172,17 @@ class DifillServer(LanguageServer):
             text = f"difill: invalid {what}: " + "; ".join(problems)
             log.warning("%s", text)
             self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=text))
+
+    async def run_command(self, coroutine) -> Any:
+        """Run a command's work so that $/cancelRequest for its request can cancel it."""
+        msg_id = self.protocol.msg_id
+        task = asyncio.current_task()
+        if msg_id is not None and task is not None:
+            self.command_tasks[msg_id] = task
+        try:
+            return await coroutine
+        finally:
+            self.command_tasks.pop(msg_id, None)
 
     def spawn(self, coroutine) -> asyncio.Task:
         """A background task that is kept alive until it ends."""
@@ -190,6 +237,13 @@ def create_server(base: Settings | None = None) -> DifillServer:
         text_document = capabilities.text_document
         ls.client_has_inline_completion = bool(text_document and text_document.inline_completion)
         ls.client_has_progress = bool(capabilities.window and capabilities.window.work_done_progress)
+        code_action = text_document.code_action if text_document else None
+        resolvable = (
+            code_action.resolve_support.properties if code_action and code_action.resolve_support else []
+        )
+        ls.client_resolves_code_action_edits = "edit" in resolvable
+        workspace_edit = capabilities.workspace.workspace_edit if capabilities.workspace else None
+        ls.client_has_document_changes = bool(workspace_edit and workspace_edit.document_changes)
         ls._pending_problems = ls.layers.set_initialization(params.initialization_options)
         ls._refresh_settings()
         if ls.log_handler is not None:
@@ -230,11 +284,13 @@ def create_server(base: Settings | None = None) -> DifillServer:
             log.warning("didChange for a document that is not open; ignored")
             return
         ls.suggestions.document_changed(uri)
+        ls.edits.document_changed(uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: DifillServer, params: types.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
         ls.suggestions.document_changed(uri)
+        ls.edits.document_changed(uri)
         ls.suggestions.trees.forget(uri)
         ls.documents.close(uri)
 
@@ -246,10 +302,43 @@ def create_server(base: Settings | None = None) -> DifillServer:
     async def on_completion(ls: DifillServer, params: types.CompletionParams):
         return await completion(ls, params)
 
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(
+            code_action_kinds=[types.CodeActionKind.RefactorRewrite], resolve_provider=True
+        ),
+    )
+    def on_code_action(ls: DifillServer, params: types.CodeActionParams):
+        return code_actions(ls, params)
+
+    @server.feature(types.CODE_ACTION_RESOLVE)
+    async def on_resolve_code_action(ls: DifillServer, action: types.CodeAction):
+        return await resolve_code_action(ls, action)
+
+    @server.command(EDIT_SELECTION)
+    async def edit_selection(ls: DifillServer, *arguments: Any):
+        return await ls.run_command(run_edit_command(ls, REWRITE, arguments))
+
+    @server.command(FILL_HOLES_COMMAND)
+    async def fill_holes(ls: DifillServer, *arguments: Any):
+        return await ls.run_command(run_edit_command(ls, FILL_HOLES, arguments))
+
+    @server.command(COMPLETE_BLOCK_COMMAND)
+    async def complete_block(ls: DifillServer, *arguments: Any):
+        return await ls.run_command(run_edit_command(ls, COMPLETE_BLOCK, arguments))
+
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: DifillServer, params: None) -> None:
         ls.suggestions.jobs.cancel_all()
+        ls.edits.jobs.cancel_all()
         ls.host.shutdown()
+
+    @server.feature(types.EXIT)
+    def exit_now(ls: DifillServer, params: None) -> None:
+        # Interpreter teardown after torch takes seconds, and editors wait for the process on
+        # quit: nothing is left to save, so flush the logs and leave at once (0 after shutdown).
+        logging.shutdown()
+        os._exit(0 if ls.protocol._shutdown else 1)
 
     return server
 

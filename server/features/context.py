@@ -10,7 +10,7 @@ from tree_sitter import Tree
 
 from difill.engine.syntax import language_for_path
 from difill.server.documents import Document
-from difill.server.features.shape import Shape, decide_shape
+from difill.server.features.shape import Shape, decide_shape, string_quote_at
 
 # The engine cuts the prefix to its token budget itself; the server only has to hand it enough
 # characters.  Code runs at about 4 characters a token; 8 leaves room for long tokens.
@@ -27,6 +27,7 @@ class FillContext:
     shape: Shape
     crlf: bool  # the document's line endings: suggestions are returned in them
     indent_unit: str  # one level of the document's indentation: "\t" or some spaces
+    string_quote: str | None = None  # the quote of the string the cursor is in, if it is in one
 
     @property
     def line_before(self) -> str:
@@ -53,6 +54,7 @@ def build_context(
         shape=decide_shape(text, offset, tree, max_tokens),
         crlf="\r\n" in text[max(0, offset - 10000) : offset + 10000],
         indent_unit=indent_unit(text),
+        string_quote=string_quote_at(text, offset, tree),
     )
 
 

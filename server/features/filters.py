@@ -29,8 +29,8 @@ NEXT_LINES = 8  # how many of the document's next lines a suggestion is compared
 OPEN_BRACKET_LINES = 20  # prefix lines scanned for brackets still open at the cursor
 
 
-def apply_filters(text: str, ctx: FillContext) -> str:
-    for step in PIPELINE:
+def apply_filters(text: str, ctx: FillContext, pipeline: list[Filter] | None = None) -> str:
+    for step in PIPELINE if pipeline is None else pipeline:
         text = step(text, ctx)
         if not text:
             return ""
@@ -47,6 +47,15 @@ def drop_control_characters(text: str, ctx: FillContext) -> str:
     decoded): an editor shows neither usefully."""
     found = GARBAGE.search(text)
     return text[: found.start()] if found else text
+
+
+def stay_inside_string(text: str, ctx: FillContext) -> str:
+    """Inside a string, never close it or escape its end: cut at the string's quote or at a
+    backslash (an escape the model half-wrote can make the whole file invalid)."""
+    if ctx.string_quote is None:
+        return text
+    cut = min((i for i in (text.find(ctx.string_quote), text.find("\\")) if i >= 0), default=len(text))
+    return text[:cut]
 
 
 def limit_to_scope(text: str, ctx: FillContext) -> str:
@@ -209,6 +218,7 @@ def keep_line_endings(text: str, ctx: FillContext) -> str:
 PIPELINE: list[Filter] = [
     to_lf,
     drop_control_characters,
+    stay_inside_string,
     limit_to_scope,
     drop_repetition,
     drop_existing_closers,
@@ -285,3 +295,18 @@ def _retab(line: str, own: int) -> str:
     if not own or "\t" in leading:
         return line
     return "\t" * (width // own) + " " * (width % own) + line[width:]
+
+
+# For a hole filled inside a selection: the text after the hole is fixed, so no trailing newline
+# is added and an empty middle is a valid answer (the marker still goes).
+HOLE_PIPELINE: list[Filter] = [
+    to_lf,
+    drop_control_characters,
+    stay_inside_string,
+    limit_to_scope,
+    drop_repetition,
+    drop_existing_closers,
+    trim_suffix_duplicate,
+    normalise_indentation,
+    keep_line_endings,
+]

@@ -31,6 +31,17 @@ class RedactArguments(logging.Filter):
         return True
 
 
+class QuietRefusals(logging.Filter):
+    """pygls logs every error answer with a traceback; a refusal difill means to send (a stale
+    version, bad parameters, a cancelled request) is normal operation, not a server error."""
+
+    EXPECTED = {-32602, -32800, -32801, -32803}  # InvalidParams, Cancelled, ContentModified, RequestFailed
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not (record.name.startswith(PYGLS) and getattr(error, "code", None) in self.EXPECTED)
+
+
 def _redacted(value: Any) -> Any:
     if isinstance(value, int | float) or (
         isinstance(value, str) and len(value) <= SHORT_ARG and "\n" not in value
@@ -103,6 +114,7 @@ def configure_logging(server: Any, level: str = "INFO", log_file: str | None = N
         handlers.append(file_handler)
     for handler in handlers:
         handler.setFormatter(logging.Formatter(FORMAT))
+        handler.addFilter(QuietRefusals())
         if not debug:
             handler.addFilter(RedactArguments())
         difill_logger.addHandler(handler)

@@ -82,7 +82,7 @@ def in_comment_or_string(text: str, offset: int, before: str, tree: Tree | None)
     elif before.lstrip().startswith(COMMENT_STARTS):  # no grammar: a line comment by its look
         return True
     # Also with a grammar: it parses an unclosed string being typed as an error, not a string.
-    return _open_quote(before)
+    return _open_quote(before) is not None
 
 
 def _inside_syntax(tree: Tree, byte: int, check_previous: bool) -> bool:
@@ -98,14 +98,28 @@ def _inside_syntax(tree: Tree, byte: int, check_previous: bool) -> bool:
     return False
 
 
-def _open_quote(before: str) -> bool:
-    """An odd number of unescaped quotes of one kind before the cursor (triple quotes aside)."""
+def _open_quote(before: str) -> str | None:
+    """The quote of a string left open before the cursor on its line (triple quotes aside)."""
     stripped = re.sub(r"\\.", "", before).replace('"""', "").replace("'''", "")
     open_quote = None
     for ch in stripped:
         if ch in "\"'" and open_quote in (None, ch):
             open_quote = None if open_quote == ch else ch
-    return open_quote is not None
+    return open_quote
+
+
+def string_quote_at(text: str, offset: int, tree: Tree | None) -> str | None:
+    """The quote character of the string the cursor is inside, or None outside strings."""
+    if tree is not None:
+        at = len(text[:offset].encode("utf-8"))
+        node: Node | None = tree.root_node.descendant_for_byte_range(at, at)
+        while node is not None:
+            if node.type == "string" and node.start_byte < at < node.end_byte:
+                opening = (node.text or b"").decode("utf-8", "replace").lstrip("rRbBuUfF")
+                return opening[:1] if opening[:1] in ('"', "'") else None
+            node = node.parent
+    line_start = text.rfind("\n", 0, offset) + 1
+    return _open_quote(text[line_start:offset])
 
 
 def block_header_before(text: str, line_start: int, tree: Tree | None) -> str | None:

@@ -143,3 +143,13 @@ async def send_raw_request(client: LanguageClient, method: str, params: Any, msg
     client.protocol._request_futures[msg_id] = future
     client.protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
     return await asyncio.wait_for(asyncio.wrap_future(future), 10)
+
+
+@contextlib.asynccontextmanager
+async def changed_settings(client: LanguageClient, values: dict):
+    """didChangeConfiguration with ``values``; back to the initial settings afterwards."""
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"difill": values}))
+    try:
+        yield
+    finally:
+        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"difill": {}}))

@@ -23,6 +23,7 @@ FILTERS = {
     "drop_next_lines_duplicate": filters.drop_next_lines_duplicate,
     "drop_control_characters": filters.drop_control_characters,
     "tidy_end": filters.tidy_end,
+    "stay_inside_string": filters.stay_inside_string,
     "pipeline": filters.apply_filters,
 }
 UPDATE = os.environ.get("DIFILL_UPDATE_GOLDEN") == "1"

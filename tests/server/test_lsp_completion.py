@@ -3,22 +3,20 @@ client profile (Neovim 0.11 negotiates UTF-8 positions, VS Code keeps UTF-16).
 
 The tiny model writes random text, so these tests check behaviour (a suggestion arrives, ranges
 and versions are right, stale results are dropped), not content.  One server per profile is
-shared by the tests of this module; each test uses its own document.
+shared by the session (conftest.py); each test uses its own document.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 
 import pytest
-import pytest_asyncio
 from lsp_helpers import (
+    changed_settings,
     inline_params,
     insert_change,
     open_document,
-    running_server,
     send_raw_request,
     wait_for,
     wait_for_status,
@@ -26,36 +24,16 @@ from lsp_helpers import (
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams, JsonRpcRequestCancelled
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 SECRET = "sk_live_DO_NOT_LOG_4242"
 # Slow enough to catch in flight: 256 one-token steps per fill with the tiny random model.
 SLOW = {"maxTokens": 256, "steps": 256}
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module", params=["neovim", "visual_studio_code"])
-async def client(request, tiny_model_dir, tmp_path_factory):
-    log_file = tmp_path_factory.mktemp("logs") / f"{request.param}.log"
-    async with running_server(
-        tiny_model_dir, request.param, extra_args=("--log-file", str(log_file))
-    ) as client:
-        client.log_file = log_file
-        client.profile = request.param
-        yield client
-
-
 def units(text: str, client) -> int:
     """Length of ``text`` in the client's position encoding."""
     return len(text.encode("utf-8")) if client.profile == "neovim" else len(text.encode("utf-16-le")) // 2
-
-
-@contextlib.asynccontextmanager
-async def settings(client, values: dict):
-    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"difill": values}))
-    try:
-        yield
-    finally:
-        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"difill": {}}))
 
 
 async def busy_after(client, index: int) -> None:
@@ -145,7 +123,7 @@ async def test_typed_ahead_characters_reuse_the_suggestion_without_the_model(cli
 async def test_stale_result_is_never_returned(client):
     uri = f"file:///tmp/{client.profile}/stale.py"
     open_document(client, uri, "def f(x):\n    y = \n")
-    async with settings(client, SLOW):
+    async with changed_settings(client, SLOW):
         index = len(client.statuses)
         request = asyncio.ensure_future(
             client.text_document_inline_completion_async(inline_params(uri, 1, 8))
@@ -159,7 +137,7 @@ async def test_stale_result_is_never_returned(client):
 async def test_new_request_cancels_the_one_in_flight(client):
     uri = f"file:///tmp/{client.profile}/supersede.py"
     open_document(client, uri, "def g(items):\n    return len(\n")
-    async with settings(client, SLOW):
+    async with changed_settings(client, SLOW):
         index = len(client.statuses)
         slow = asyncio.ensure_future(client.text_document_inline_completion_async(inline_params(uri, 1, 15)))
         await busy_after(client, index)
@@ -172,7 +150,7 @@ async def test_new_request_cancels_the_one_in_flight(client):
 async def test_cancel_request_stops_denoising_within_one_step(client):
     uri = f"file:///tmp/{client.profile}/cancel.py"
     open_document(client, uri, "class Point:\n    def norm(self):\n        return (self.x ** 2 + \n")
-    async with settings(client, SLOW):
+    async with changed_settings(client, SLOW):
         index = len(client.statuses)
         msg_id = f"cancel-{client.profile}"
         pending = asyncio.ensure_future(
@@ -216,7 +194,7 @@ async def test_invalid_settings_are_reported_and_the_server_keeps_working(client
     uri = f"file:///tmp/{client.profile}/settings.py"
     open_document(client, uri, "def h(n):\n    return n * \n")
     shown = len(client.messages)
-    async with settings(client, {"steps": -3, "maxTokens": "many", "colour": "blue"}):
+    async with changed_settings(client, {"steps": -3, "maxTokens": "many", "colour": "blue"}):
         await wait_for(lambda: len(client.messages) > shown, 10, "window/showMessage")
         message = client.messages[-1]
         assert message.type == types.MessageType.Warning

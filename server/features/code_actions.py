@@ -1,0 +1,120 @@
+"""``textDocument/codeAction`` on a selection, and ``codeAction/resolve``.
+
+Offering actions costs nothing: no model work happens until the user picks one.  Clients that
+resolve code actions get each action with ``data`` and its edit computed in
+``codeAction/resolve``; other clients get the same action as a ``difill.*`` command, which
+computes the edit and sends ``workspace/applyEdit``.  "Edit selection with instruction..." is
+always a command without an instruction: the client asks the user for one.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
+
+from difill.server.features.edit_plans import (
+    COMPLETE_BLOCK,
+    FILL_HOLES,
+    REWRITE,
+    TITLES,
+    EditRequest,
+    available_edits,
+)
+from difill.server.features.edits import workspace_edit
+
+if TYPE_CHECKING:
+    from difill.server.server import DifillServer
+
+EDIT_SELECTION, FILL_HOLES_COMMAND, COMPLETE_BLOCK_COMMAND = (
+    "difill.editSelection",
+    "difill.fillHoles",
+    "difill.completeBlock",
+)
+COMMANDS = {REWRITE: EDIT_SELECTION, FILL_HOLES: FILL_HOLES_COMMAND, COMPLETE_BLOCK: COMPLETE_BLOCK_COMMAND}
+WITH_INSTRUCTION = "Edit selection with instruction..."
+KIND = types.CodeActionKind.RefactorRewrite
+
+
+def code_actions(server: DifillServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    only = params.context.only
+    if only and not any(KIND.value.startswith(getattr(k, "value", k)) for k in only):
+        return []
+    document = server.document_for_request(params.text_document.uri)
+    if document is None:
+        return []
+    start = document.offset_at(params.range.start, server.encoding)
+    end = document.offset_at(params.range.end, server.encoding)
+    if start is None or end is None or start >= end:
+        return []
+    kinds = available_edits(document, start, end, server.settings().hole_marker, server.suggestions.trees)
+    if not kinds:
+        return []
+    selection = {
+        "uri": document.uri,
+        "range": server.protocol._converter.unstructure(document.range_of(start, end, server.encoding)),
+        "version": document.version,
+    }
+    actions = []
+    for kind in kinds:
+        if server.client_resolves_code_action_edits:
+            actions.append(
+                types.CodeAction(title=TITLES[kind], kind=KIND, data={"difill": kind, **selection})
+            )
+        else:
+            command = types.Command(title=TITLES[kind], command=COMMANDS[kind], arguments=[selection])
+            actions.append(types.CodeAction(title=TITLES[kind], kind=KIND, command=command))
+    instruct = types.Command(title=WITH_INSTRUCTION, command=EDIT_SELECTION, arguments=[selection])
+    actions.append(types.CodeAction(title=WITH_INSTRUCTION, kind=KIND, command=instruct))
+    return actions
+
+
+async def resolve_code_action(server: DifillServer, action: types.CodeAction) -> types.CodeAction:
+    data = action.data
+    if not isinstance(data, dict) or data.get("difill") not in COMMANDS:
+        return action  # not one of ours, or already complete
+    request = selection_request(server, data["difill"], data)
+    document, edits = await server.edits.compute(request)
+    action.edit = workspace_edit(document, edits, request.version, server.client_has_document_changes)
+    return action
+
+
+def selection_request(server: DifillServer, kind: str, arg: Any) -> EditRequest:
+    """An EditRequest from ``{uri, range, version, instruction?, strength?}``; refuses bad input
+    (InvalidParams) and a document that is no longer at ``version`` (ContentModified)."""
+    if not isinstance(arg, dict):
+        raise JsonRpcInvalidParams("expected one argument {uri, range, version, instruction?, strength?}")
+    uri, version, rng = arg.get("uri"), arg.get("version"), arg.get("range")
+    if not isinstance(uri, str) or not _is_int(version) or not isinstance(rng, dict):
+        raise JsonRpcInvalidParams("uri (string), range and version (integer) are required")
+    instruction, strength = arg.get("instruction"), arg.get("strength", 0.5)
+    if instruction is not None and not isinstance(instruction, str):
+        raise JsonRpcInvalidParams("instruction must be a string")
+    if isinstance(strength, bool) or not isinstance(strength, int | float) or not 0 <= strength <= 1:
+        raise JsonRpcInvalidParams("strength must be a number between 0 and 1")
+    document = server.edits.current(uri, version)
+    start, end = _offset(document, rng.get("start"), server), _offset(document, rng.get("end"), server)
+    if start is None or end is None or start >= end:
+        raise JsonRpcInvalidParams("the range must be a non-empty selection inside the document")
+    if kind == FILL_HOLES and server.settings().hole_marker not in document.text[start:end]:
+        raise JsonRpcInvalidParams(f"the selection has no hole marker {server.settings().hole_marker!r}")
+    return EditRequest(
+        kind, uri, version, start, end, instruction=instruction or None, strength=float(strength)
+    )
+
+
+def _offset(document, position: Any, server: DifillServer) -> int | None:
+    if (
+        not isinstance(position, dict)
+        or not _is_int(position.get("line"))
+        or not _is_int(position.get("character"))
+    ):
+        return None
+    return document.offset_at(
+        types.Position(line=position["line"], character=position["character"]), server.encoding
+    )
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0

@@ -1,0 +1,131 @@
+"""Computing a selection edit: version checks, the model run, drafts, the smallest edits.
+
+Shared by ``codeAction/resolve`` and the ``difill.*`` commands.  A request names the document
+version its selection belongs to; if the document is at another version (before or after the
+model run) the edit is refused with ContentModified and nothing is sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcContentModified, JsonRpcException, JsonRpcInvalidParams
+
+from difill.server.config import Settings
+from difill.server.documents import Document, Documents
+from difill.server.features.edit_plans import EditError, EditRequest, engine_work, new_selection
+from difill.server.features.edits import text_edits
+from difill.server.features.engine_host import EngineHost, Job, JobCancelled, Jobs
+from difill.server.features.shape import SyntaxTrees
+
+log = logging.getLogger("difill.server.edits")
+REQUEST_FAILED = -32803  # LSP's RequestFailed: a valid request that could not be carried out
+DRAFT = "difill/draft"
+
+# (method, params) -> None; sends a notification (called on the event loop)
+Notify = Callable[[str, Any], None]
+
+
+class EditService:
+    def __init__(
+        self,
+        documents: Documents,
+        host: EngineHost,
+        settings: Callable[[], Settings],
+        trees: SyntaxTrees,
+        notify: Notify,
+        encoding: Callable[[], str],
+    ) -> None:
+        self.documents = documents
+        self.host = host
+        self.settings = settings
+        self.trees = trees
+        self.notify = notify
+        self.encoding = encoding
+        self.jobs = Jobs()
+
+    def current(self, uri: str, version: int) -> Document:
+        """The open document if it is still at ``version``; otherwise the request is refused."""
+        document = self.documents.get(uri)
+        if document is None:
+            raise JsonRpcInvalidParams(f"{uri} is not open")
+        if document.version != version:
+            raise JsonRpcContentModified(
+                f"the document changed (the edit is for version {version}, it is now at {document.version})"
+            )
+        return document
+
+    async def compute(
+        self, request: EditRequest, draft_token: str | None = None
+    ) -> tuple[Document, list[types.TextEdit]]:
+        """The document (at ``request.version``) and the edits that make the selection new."""
+        settings = self.settings()
+        document = self.current(request.uri, request.version)
+        engine = await self.host.wait_ready(settings.load_wait_ms / 1000)
+        if engine is None:
+            raise JsonRpcException(
+                message=f"the model is not available ({self.host.state.value})", code=REQUEST_FAILED
+            )
+        job = self.jobs.start(request.uri)
+        drafts = Drafts(self.notify, job, draft_token) if settings.drafts else None
+        on_draft = drafts.from_worker if drafts else None
+        cancelled = True
+        try:
+            result = await self.host.run(
+                job, engine_work(request, document, settings, self.trees, job.should_stop, on_draft)
+            )
+            cancelled = False
+        except JobCancelled:
+            raise JsonRpcContentModified("the edit was cancelled by a newer change to the document") from None
+        finally:
+            self.jobs.finish(job)
+            if drafts:
+                drafts.close(cancelled)
+        document = self.current(request.uri, request.version)
+        try:
+            new = new_selection(request, document, result, settings, self.trees)
+        except EditError as err:
+            raise JsonRpcException(message=str(err), code=REQUEST_FAILED) from None
+        old = document.text[request.start : request.end]
+        edits = text_edits(document, request.start, old, new, self.encoding())
+        log.info("%s: %d edit(s) in %d steps", request.kind, len(edits), result.stats.steps)
+        return document, edits
+
+    def document_changed(self, uri: str) -> None:
+        self.jobs.cancel(uri)
+
+
+class Drafts:
+    """``difill/draft`` notifications for one edit: in step order, none once it is over, and a
+    last one with ``done: true`` (and ``cancelled``) when it ends."""
+
+    def __init__(self, notify: Notify, job: Job, token: str | None) -> None:
+        self.notify = notify
+        self.job = job
+        self.token = token or f"difill-edit-{uuid.uuid4().hex[:8]}"
+        self.loop = asyncio.get_running_loop()
+        self.last_step = -1
+        self.closed = False
+
+    def from_worker(self, text: str, step: int) -> None:
+        """The engine's on_draft, on the model thread: hand the draft to the event loop."""
+        if not self.job.cancelled:
+            self.loop.call_soon_threadsafe(self._send, text, step)
+
+    def _send(self, text: str, step: int) -> None:
+        if self.closed or self.job.cancelled or step <= self.last_step:
+            return
+        self.last_step = step
+        self.notify(DRAFT, {"token": self.token, "text": text, "step": step})
+
+    def close(self, cancelled: bool) -> None:
+        self.closed = True
+        self.notify(
+            DRAFT,
+            {"token": self.token, "text": "", "step": self.last_step, "done": True, "cancelled": cancelled},
+        )
