@@ -8,18 +8,14 @@ plain functions in ``difill.server.features``.  The model loads in the backgroun
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 import os
-import uuid
 from typing import Any
 
 from lsprotocol import types
 from pygls.capabilities import ServerCapabilitiesBuilder
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
-from pygls.protocol.language_server import lsp_method
 
 from difill.server.config import RELOAD_FIELDS, Settings, SettingsLayers
 from difill.server.documents import UTF16, Document, Documents
@@ -37,80 +33,15 @@ from difill.server.features.edit_service import EditService
 from difill.server.features.engine_host import EngineHost, LoadProgress
 from difill.server.features.inline_completion import inline_completion
 from difill.server.features.log_messages import LogMessageHandler, configure_logging
+from difill.server.features.progress import ProgressReporter
+from difill.server.features.protocol import PINNED_DOCUMENTS, REQUEST_PARAMS, DifillProtocol
 from difill.server.features.suggestions import SuggestionService
 
 NAME = "difill"
 VERSION = "0.1.0"
 STATUS = "difill/status"
-PROGRESS_CREATE_TIMEOUT_S = 5.0
 
 log = logging.getLogger("difill.server")
-
-# The open documents as they were when the current request arrived (see DifillProtocol).
-PINNED_DOCUMENTS: contextvars.ContextVar[dict[str, Document] | None] = contextvars.ContextVar(
-    "difill_pinned_documents", default=None
-)
-REQUEST_PARAMS: contextvars.ContextVar[Any] = contextvars.ContextVar("difill_request_params", default=None)
-_ANSWERED = object()  # a malformed request that was already answered with an error
-
-
-class DifillProtocol(LanguageServerProtocol):
-    """pygls' protocol with three changes.
-
-    * A request is read together with the documents as they are at that moment, so a
-      ``didChange`` read right after it cannot shift its positions.
-    * A request whose parameters do not parse is answered with InvalidParams (pygls would only
-      log it, and the client would wait forever).
-    * Documents live in ``difill.server.documents`` (correct UTF-8/16/32 columns, LSP line ends),
-      so pygls' own copy of each document is not kept.
-    """
-
-    _server: DifillServer
-
-    def _handle_request(self, msg_id, method_name, params):
-        PINNED_DOCUMENTS.set(self._server.documents.snapshot())
-        REQUEST_PARAMS.set(params)  # command handlers only get the arguments; some need the token
-        return super()._handle_request(msg_id, method_name, params)
-
-    def _handle_cancel_notification(self, msg_id):
-        # pygls runs a command as a task of its own, not under the request's id, so cancelling the
-        # request would leave the command running (and sending its edit): cancel that task too.
-        task = self._server.command_tasks.pop(msg_id, None)
-        if task is not None:
-            task.cancel()
-        return super()._handle_cancel_notification(msg_id)
-
-    def structure_message(self, data):
-        try:
-            return super().structure_message(data)
-        except JsonRpcException as err:
-            if not (isinstance(data, dict) and "id" in data and "method" in data):
-                raise
-            log.warning("malformed %s request answered with an error", data.get("method"))
-            message = f"invalid parameters for {data.get('method')}"
-            self._send_response(data["id"], error=JsonRpcInvalidParams(message).to_response_error())
-            del err
-            return _ANSWERED
-
-    def handle_message(self, message):
-        if message is _ANSWERED:
-            return
-        return super().handle_message(message)
-
-    @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
-    def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams):
-        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_OPEN)) is not None:
-            yield handler, (params,), None
-
-    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
-    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams):
-        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
-            yield handler, (params,), None
-
-    @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
-    def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams):
-        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CLOSE)) is not None:
-            yield handler, (params,), None
 
 
 class DifillServer(LanguageServer):
@@ -141,6 +72,14 @@ class DifillServer(LanguageServer):
 
     def settings(self) -> Settings:
         return self._current_settings
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        # A message that cannot be read at all (bad JSON, a notification with wrong types) is the
+        # client's problem: log it rather than pop up an error in the editor for each one.
+        if source is JsonRpcException:
+            log.warning("unreadable message from the client ignored: %s", type(error).__name__)
+            return
+        super().report_server_error(error, source)
 
     def _refresh_settings(self) -> None:
         self._current_settings = self.layers.settings()
@@ -196,35 +135,6 @@ class DifillServer(LanguageServer):
         progress = ProgressReporter(self) if self.client_has_progress else LoadProgress()
         self.suggestions.cache.clear()
         return self.spawn(self.host.load(settings.model_path, settings.device, progress))
-
-
-class ProgressReporter(LoadProgress):
-    """Model loading as server-initiated ``$/progress`` (begin, report..., end)."""
-
-    def __init__(self, server: DifillServer) -> None:
-        self.server = server
-        self.token: str | None = None
-
-    async def begin(self, title: str, message: str) -> None:
-        token = f"difill-load-{uuid.uuid4().hex[:8]}"
-        progress = self.server.work_done_progress
-        try:
-            await asyncio.wait_for(progress.create_async(token), PROGRESS_CREATE_TIMEOUT_S)
-        except Exception as err:  # the client refused or never answered: load without progress
-            log.info("no progress reporting: %s", type(err).__name__)
-            return
-        self.token = token
-        progress.begin(token, types.WorkDoneProgressBegin(title=title, message=message, percentage=0))
-
-    def report(self, message: str, percentage: int) -> None:
-        if self.token:
-            value = types.WorkDoneProgressReport(message=message, percentage=percentage)
-            self.server.work_done_progress.report(self.token, value)
-
-    def end(self, message: str) -> None:
-        if self.token:
-            self.server.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
-            self.token = None
 
 
 def create_server(base: Settings | None = None) -> DifillServer:

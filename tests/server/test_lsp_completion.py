@@ -188,6 +188,13 @@ async def test_malformed_requests_get_an_answer(client):
                                position=types.Position(line=0, character=0))
     )  # fmt: skip
     assert len(completion.items) == 0
+    # A notification that cannot be read is logged, not shown, and breaks nothing.
+    shown = len(client.messages)
+    client.protocol._send_data(
+        {"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {"textDocument": 5}}
+    )
+    still = await client.text_document_inline_completion_async(inline_params(uri, 0, 4))
+    assert still is not None and len(client.messages) == shown
 
 
 async def test_invalid_settings_are_reported_and_the_server_keeps_working(client):
