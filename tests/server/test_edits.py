@@ -110,3 +110,17 @@ def test_an_empty_rewrite_is_refused():
     except EditError:
         return
     raise AssertionError("no EditError")
+
+
+@dataclass
+class Candidates:
+    candidates: list[Result]
+
+
+def test_complete_block_takes_the_first_usable_candidate_in_the_block_shape():
+    text = "def area(w, h):\n    pass\n\nprint(area(2, 3))\n"
+    doc = Document("file:///a.py", "python", 1, text)
+    start = text.index("pass")
+    request = EditRequest(COMPLETE_BLOCK, doc.uri, 1, start, start + 4)
+    raw = Candidates([Result("\x00"), Result("    return w * h\n\nprint(1)")])
+    assert new_selection(request, doc, raw, Settings(), SyntaxTrees()) == "return w * h"
