@@ -166,6 +166,8 @@ class InfillEngine:
             prefix_ids, heal_text = self._prefix_ids(prefix, budget), ""
 
         with self.lock:
+            if should_stop is not None and should_stop():  # superseded before the encoder ran
+                raise Cancelled()
             stats = FillStats(prefix_tokens=len(prefix_ids), candidates=len(lengths))
             t0 = time.perf_counter()
             encoded = self.prefix_cache.encode(prefix_ids)
@@ -233,6 +235,8 @@ class InfillEngine:
         length = used_length(segments, ends)
         canvas = build_canvas(segments, length, self.ids, ends)
         with self.lock:
+            if should_stop is not None and should_stop():  # superseded before the encoder ran
+                raise Cancelled()
             stats = FillStats(prefix_tokens=len(prefix_ids), candidates=1)
             t0 = time.perf_counter()
             encoded = self.prefix_cache.encode(prefix_ids)
@@ -295,6 +299,8 @@ class InfillEngine:
         keep = torch.zeros(canvas.length, dtype=torch.bool)  # (L,) original slots kept as they are
         keep[:hole] = torch.rand(hole, generator=generator) >= strength
         with self.lock:
+            if should_stop is not None and should_stop():  # superseded before the encoder ran
+                raise Cancelled()
             stats = FillStats(prefix_tokens=len(prefix_ids), candidates=1)
             t0 = time.perf_counter()
             encoded = self.prefix_cache.encode(prefix_ids)

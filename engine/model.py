@@ -93,6 +93,10 @@ def load_model(path: str | os.PathLike | None = None, device: str = "auto") -> L
     check_model_dir(path)
     hf_logging.disable_progress_bar()
     target = pick_device(device)
+    if target.type == "cpu" and "OMP_NUM_THREADS" not in os.environ:
+        # Half the cores: the editor keeps the rest, and small per-step ops lose more to thread
+        # oversubscription on a busy machine than they gain from a second thread.
+        torch.set_num_threads(max(1, (os.cpu_count() or 2) // 2))
     dtype = torch.bfloat16 if target.type == "cuda" else torch.float32
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=False)

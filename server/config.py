@@ -25,6 +25,10 @@ class Settings:
     # None: the model shipped with difill.  Changing it reloads the model.
     model_path: str | None = field(default=None, metadata={"key": "modelPath"})
 
+    # URL of a difill serve-http or OpenAI-compatible (vLLM) server; None: run the model in this
+    # process.  The API key comes from the DIFILL_API_KEY environment variable.  Changing it reloads.
+    remote: str | None = field(default=None, metadata={"key": "remote"})
+
     # "auto" (CUDA when available, else CPU), "cpu", "cuda", "cuda:N" or "mps".  Changing it reloads.
     device: str = field(default="auto", metadata={"key": "device"})
 
@@ -63,7 +67,7 @@ class Settings:
 
 
 KEYS: dict[str, dataclasses.Field] = {f.metadata["key"]: f for f in fields(Settings)}
-RELOAD_FIELDS = ("model_path", "device")  # a change in these needs a new model
+RELOAD_FIELDS = ("model_path", "device", "remote")  # a change in these needs a new model
 
 
 def section_of(raw: Any) -> dict[str, Any] | None:
@@ -111,6 +115,11 @@ def _convert(spec: dataclasses.Field, value: Any) -> tuple[Any, str | None]:
         if value is None or (isinstance(value, str) and value.strip() == ""):
             return None, None
         return (value, None) if isinstance(value, str) else (None, "must be a directory path (string)")
+    if name == "remote":
+        if value is None or (isinstance(value, str) and value.strip() == ""):
+            return None, None
+        ok = isinstance(value, str) and value.startswith(("http://", "https://"))
+        return (value.strip(), None) if ok else (None, "must be an http:// or https:// URL")
     if name == "device":
         ok = isinstance(value, str) and (
             value in ("auto", "cpu", "cuda", "mps") or (value.startswith("cuda:") and value[5:].isdigit())

@@ -134,7 +134,7 @@ class DifillServer(LanguageServer):
         settings = self.settings()
         progress = ProgressReporter(self) if self.client_has_progress else LoadProgress()
         self.suggestions.cache.clear()
-        return self.spawn(self.host.load(settings.model_path, settings.device, progress))
+        return self.spawn(self.host.load(settings.model_path, settings.device, progress, settings.remote))
 
 
 def create_server(base: Settings | None = None) -> DifillServer:

@@ -9,10 +9,16 @@ __all__ = ["API_KEY_ENV", "BackendError", "InfillBackend", "RemoteBackend", "loc
 
 
 def local_backend(model: str | None = None, device: str = "auto") -> InfillBackend:
-    """The in-process engine; raises ModelLoadError (with how to fix it) if the model cannot load."""
+    """The in-process engine; raises ModelLoadError (with how to fix it) if the model cannot load.
+
+    A Llama checkpoint is the autoregressive baseline (difill bench runs it through the server).
+    """
+    from difill.engine.ar_baseline import ARBackend, is_ar_checkpoint
     from difill.engine.infill import InfillEngine
     from difill.engine.model import load_model
 
+    if model and is_ar_checkpoint(model):
+        return ARBackend(model)
     return InfillEngine(load_model(model, device))
 
 

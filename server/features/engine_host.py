@@ -117,7 +117,9 @@ class EngineHost:
             self._ready = asyncio.Event()
         return self._ready
 
-    async def load(self, model_path: str | None, device: str, progress: LoadProgress) -> None:
+    async def load(
+        self, model_path: str | None, device: str, progress: LoadProgress, remote: str | None = None
+    ) -> None:
         """Load (or reload) the model; reports progress and status, never raises."""
         self._generation += 1
         generation = self._generation
@@ -130,13 +132,17 @@ class EngineHost:
         try:
             await loop.run_in_executor(self._executor, _import_engine)
             progress.report("reading the model", 30)
-            engine = await loop.run_in_executor(self._executor, _load_engine, model_path, device)
+            engine = await loop.run_in_executor(self._executor, _load_engine, model_path, device, remote)
             progress.report("warming up", 80)
             await loop.run_in_executor(self._executor, _warm_up, engine)
         except Exception as err:  # ModelLoadError, or anything a broken checkpoint raises
             if generation != self._generation:
                 return
-            message = str(err) if type(err).__name__ == "ModelLoadError" else f"{type(err).__name__}: {err}"
+            clear = type(err).__name__ in (
+                "ModelLoadError",
+                "BackendError",
+            )  # messages that say how to fix it
+            message = str(err) if clear else f"{type(err).__name__}: {err}"
             self.state, self.error = ModelState.ERROR, message
             self._ready_event().set()  # waiting requests give up at once: there is nothing to wait for
             progress.end("failed")
@@ -149,9 +155,10 @@ class EngineHost:
         elapsed = (time.perf_counter() - started) * 1000
         self.engine, self.state, self.model_path = engine, ModelState.READY, model_path
         self._ready_event().set()
-        where = engine.loaded.path
+        loaded = getattr(engine, "loaded", None)  # None for the remote and AR backends
+        where = remote or (loaded.path if loaded else model_path)
         progress.end(f"ready ({elapsed / 1000:.1f} s)")
-        log.info("model loaded from %s on %s in %.0f ms", where, engine.loaded.device, elapsed)
+        log.info("model ready at %s in %.0f ms", where, elapsed)
         self.on_status("ready", f"model loaded from {where}", elapsed)
 
     async def wait_ready(self, timeout_s: float) -> Any | None:
@@ -192,11 +199,10 @@ def _import_engine() -> None:
     import difill.engine.infill  # noqa: F401  (torch and transformers: seconds)
 
 
-def _load_engine(model_path: str | None, device: str) -> Any:
-    from difill.engine.infill import InfillEngine
-    from difill.engine.model import load_model
+def _load_engine(model_path: str | None, device: str, remote: str | None = None) -> Any:
+    from difill.engine.backends import make_backend
 
-    return InfillEngine(load_model(model_path, device=device))
+    return make_backend(remote, model_path, device)
 
 
 def _warm_up(engine: Any) -> None:

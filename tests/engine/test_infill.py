@@ -188,3 +188,9 @@ def test_an_error_inside_denoising_fails_that_fill_only(engine, monkeypatch):
         engine.fill(PREFIX, SUFFIX)
     monkeypatch.setattr(engine, "_denoise", original)
     assert isinstance(engine.fill(PREFIX, SUFFIX, FillOptions(max_steps=2)).text, str)
+
+
+def test_a_fill_superseded_before_it_starts_runs_no_encoder(engine):
+    with pytest.raises(Cancelled):
+        engine.fill(PREFIX, SUFFIX, should_stop=lambda: True)
+    assert engine.prefix_cache.token_ids == []

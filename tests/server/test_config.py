@@ -59,3 +59,11 @@ def test_languages_empty_means_every_language():
     assert Settings().enabled_for("rust")
     assert Settings(languages=("python",)).enabled_for("python")
     assert not Settings(languages=("python",)).enabled_for("rust")
+
+
+def test_remote_must_be_an_http_url():
+    settings, problems = parse_settings({"remote": "https://gpu-box.example:8765"}, Settings())
+    assert problems == [] and settings.remote == "https://gpu-box.example:8765"
+    settings, problems = parse_settings({"remote": "gpu-box:8765"}, Settings())
+    assert settings.remote is None and any("remote" in p and "URL" in p for p in problems)
+    assert parse_settings({"remote": ""}, Settings(remote="http://x"))[0].remote is None

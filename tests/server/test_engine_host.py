@@ -1,0 +1,22 @@
+"""Which backend the server runs: the remote setting and the AR baseline's checkpoints."""
+
+from __future__ import annotations
+
+import pytest
+
+from difill.engine.backends import RemoteBackend
+from difill.engine.infill import InfillEngine
+from difill.server.features.engine_host import _load_engine
+
+
+def test_local_model_gives_the_in_process_engine(tiny_model_dir):
+    assert isinstance(_load_engine(str(tiny_model_dir), "cpu"), InfillEngine)
+
+
+def test_remote_setting_gives_the_remote_backend_and_its_clear_error():
+    # Nothing listens on this port: the backend must say so in one message, never hang.
+    with pytest.raises(Exception) as err:
+        backend = _load_engine(None, "cpu", "http://127.0.0.1:9")
+        assert isinstance(backend, RemoteBackend)
+        backend.fill("x = ", "\n")
+    assert "127.0.0.1:9" in str(err.value)
