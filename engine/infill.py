@@ -363,6 +363,7 @@ class InfillEngine:
             decoder, canvas, clamp, self._banned, self.ids.vocab_size, config, generator,
             slot_allowed=slot_allowed, should_stop=should_stop, on_step=on_step,
             initially_committed=None if initially_committed is None else initially_committed.to(device),
+            filler_id=self.ids.filler[0],
         )  # fmt: skip
 
     def _decoder(self, batch_cache) -> CanvasDecoder:

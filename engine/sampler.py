@@ -92,6 +92,7 @@ def denoise(
     initially_committed: torch.Tensor | None = None,
     should_stop: Callable[[], bool] | None = None,
     on_step: Callable[[int, torch.Tensor], None] | None = None,
+    filler_id: int | None = None,
 ) -> DenoiseResult:
     """Denoise the open slots of ``canvas`` (B, L) until each one is committed.
 
@@ -99,7 +100,8 @@ def denoise(
     (token healing constrains the first hole slot to tokens that extend the partial word).
     ``initially_committed`` (B, L): hole slots whose current token is kept from the start
     (an edit that starts from the original text).  ``on_step(step, best)`` gets the current best
-    canvas: committed tokens where committed, the argmax elsewhere.
+    canvas: committed tokens where committed, the argmax elsewhere.  With ``filler_id``, each
+    hole stays one middle followed by filler (see ``filler_constraints``).
     """
     device = canvas.device
     batch, length = canvas.shape
@@ -121,6 +123,9 @@ def denoise(
         steps += 1
         raw = decoder.logits(hidden[open_mask])[:, :vocab_size]  # (N_open, V)
         raw[:, banned_ids] = -torch.inf
+        if filler_id is not None:
+            after_filler, before_text = filler_constraints(current, committed, clamp_mask, filler_id)
+            raw[before_text[open_mask], filler_id] = -torch.inf
         if slot_allowed is not None:
             slot, allowed = slot_allowed
             at_slot = open_mask.nonzero()[:, 1] == slot  # (N_open,)
@@ -147,8 +152,41 @@ def denoise(
         current = torch.where(accept, proposal, current)
         token_logprob = torch.where(accept, picked_logprob, token_logprob)
         committed |= accept
+        if filler_id is not None:
+            # A committed filler ends its hole's middle: every open slot after it is filler too.
+            after_filler, _ = filler_constraints(current, committed, clamp_mask, filler_id)
+            fill_rest = after_filler & ~committed
+            current = torch.where(fill_rest, torch.full_like(current, filler_id), current)
+            committed |= fill_rest
         if on_step is not None:
             on_step(step, torch.where(committed, current, proposal))
         renoise = torch.randint(0, vocab_size, canvas.shape, generator=generator, device=device)
         current = torch.where(committed, current, renoise)
     return DenoiseResult(current, token_logprob, steps)
+
+
+def filler_constraints(
+    current: torch.Tensor, committed: torch.Tensor, clamp_mask: torch.Tensor, filler_id: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Where a hole's layout forces or forbids the filler, from what is committed so far.
+
+    A hole holds one middle then filler only.  Returns (after_filler, before_text), both (B, L):
+    slots that follow a committed filler in the same hole (they must be filler), and slots that
+    precede committed middle text in the same hole (they must not be filler).
+    """
+    length = current.shape[1]
+    hole = ~clamp_mask
+    segment = torch.cumsum(clamp_mask.long(), dim=-1)  # (B, L) slots of one hole share an id
+    position = torch.arange(length, device=current.device).expand_as(current)  # (B, L)
+    is_filler = committed & hole & (current == filler_id)
+    is_text = committed & hole & (current != filler_id)
+    # Last committed filler at or before each slot (-1: none), and its hole.
+    last_filler = torch.cummax(torch.where(is_filler, position, -1), dim=-1).values  # (B, L)
+    filler_segment = segment.gather(-1, last_filler.clamp_min(0))
+    after_filler = hole & (last_filler >= 0) & (last_filler < position) & (filler_segment == segment)
+    # Next committed text at or after each slot (length: none), and its hole.
+    flipped = torch.where(is_text, position, length).flip(-1)
+    next_text = (-torch.cummax(-flipped, dim=-1).values).flip(-1)  # (B, L) running minimum from the right
+    text_segment = segment.gather(-1, next_text.clamp_max(length - 1))
+    before_text = hole & (next_text < length) & (next_text > position) & (text_segment == segment)
+    return after_filler, before_text

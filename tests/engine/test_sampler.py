@@ -92,3 +92,30 @@ def test_closed_slots_are_never_accepted():
     entropy = torch.tensor([[0.0, 0.0, 0.0]])
     open_mask = torch.tensor([[False, True, False]])
     assert choose_accepted(entropy, open_mask, bound=10.0, min_accept=3).tolist() == [[False, True, False]]
+
+
+def test_filler_constraints_keep_each_hole_one_middle_then_filler():
+    from difill.engine.sampler import filler_constraints
+
+    F = 9  # filler id
+    #          hole hole hole hole | clamp | hole hole hole
+    current = torch.tensor([[5, F, 0, 0, 7, 0, 0, 6]])
+    committed = torch.tensor([[True, True, False, False, True, False, False, True]])
+    clamp = torch.tensor([[False, False, False, False, True, False, False, False]])
+    after_filler, before_text = filler_constraints(current, committed, clamp, F)
+    # Slots 2-3 follow the filler at 1 in the first hole; the second hole has no filler yet.
+    assert after_filler.tolist() == [[False, False, True, True, False, False, False, False]]
+    # Slots 5-6 precede committed text at 7 in the second hole: no filler there.
+    assert before_text.tolist() == [[False, False, False, False, False, True, True, False]]
+
+
+def test_no_text_follows_a_filler_in_a_denoised_hole(setup):
+    decoder, canvas, banned, ids = setup
+    for seed in range(3):
+        with torch.inference_mode():
+            result = denoise(decoder, canvas.ids[None], canvas.clamp_mask[None], banned, ids.vocab_size,
+                             SamplerConfig(max_steps=5), torch.Generator().manual_seed(seed), filler_id=ids.filler[0])  # fmt: skip
+        hole = result.canvas[0][~canvas.clamp_mask].tolist()
+        if ids.filler[0] in hole:
+            first = hole.index(ids.filler[0])
+            assert all(t == ids.filler[0] for t in hole[first:])
