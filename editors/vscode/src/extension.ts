@@ -9,7 +9,6 @@ import {
   LanguageClientOptions,
   ServerOptions,
   State,
-  TransportKind,
 } from "vscode-languageclient/node";
 import type { CodeAction as LspCodeAction } from "vscode-languageclient/node";
 import { effectiveRange, findAction, needsInstruction, SelectionArgs } from "./actions";
@@ -59,7 +58,9 @@ export async function deactivate(): Promise<void> {
 
 function createClient(): LanguageClient {
   const { command, args } = serverCommand((k) => config().get(k));
-  const serverOptions: ServerOptions = { command, args, transport: TransportKind.stdio };
+  // No `transport`: TransportKind.stdio would append `--stdio`, which `difill serve` rejects;
+  // without it the client still talks over the process's stdin/stdout.
+  const serverOptions: ServerOptions = { command, args };
   const clientOptions: LanguageClientOptions = {
     // Every file: the server decides by its `languages` setting, which may change at run time.
     documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
