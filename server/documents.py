@@ -23,6 +23,18 @@ from lsprotocol import types
 
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"  # the values of lsprotocol's PositionEncodingKind
 EOL = re.compile(r"\r\n|\r|\n")
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_lone_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD.
+
+    JSON can carry half a UTF-16 surrogate pair ("\\ud800") and VS Code's strings can hold one,
+    but UTF-8, tree-sitter and the tokenizer refuse it: kept as it is, every request in that
+    document failed with a UnicodeEncodeError.  U+FFFD is one code unit in UTF-16 and UTF-32 and
+    three bytes in UTF-8, as the lone surrogate was counted, so no position moves.
+    """
+    return text if text.isascii() else LONE_SURROGATE.sub("\ufffd", text)
 
 
 def code_units(text: str, encoding: str) -> int:
@@ -117,9 +129,9 @@ class Document:
                 current = Document(self.uri, self.language_id, version, text)
                 start = current.clamped_offset_at(change.range.start, encoding)
                 end = max(start, current.clamped_offset_at(change.range.end, encoding))
-                text = text[:start] + change.text + text[end:]
+                text = text[:start] + without_lone_surrogates(change.text) + text[end:]
             else:
-                text = change.text
+                text = without_lone_surrogates(change.text)
         return Document(self.uri, self.language_id, version, text)
 
 
@@ -130,7 +142,7 @@ class Documents:
         self._documents: dict[str, Document] = {}
 
     def open(self, uri: str, language_id: str, version: int, text: str) -> Document:
-        document = Document(uri, language_id, version, text)
+        document = Document(uri, language_id, version, without_lone_surrogates(text))
         self._documents[uri] = document
         return document
 

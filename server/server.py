@@ -10,11 +10,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sys
+import threading
 from typing import Any
 
 from lsprotocol import types
 from pygls.capabilities import ServerCapabilitiesBuilder
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import JsonRpcException, JsonRpcParseError
+from pygls.io_ import StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 
 from difill.server.config import RELOAD_FIELDS, Settings, SettingsLayers
@@ -31,6 +34,7 @@ from difill.server.features.completion import completion
 from difill.server.features.edit_plans import COMPLETE_BLOCK, FILL_HOLES, REWRITE
 from difill.server.features.edit_service import EditService
 from difill.server.features.engine_host import EngineHost, LoadProgress
+from difill.server.features.framing import ResyncingReader
 from difill.server.features.inline_completion import inline_completion
 from difill.server.features.log_messages import LogMessageHandler, configure_logging
 from difill.server.features.progress import ProgressReporter
@@ -78,8 +82,35 @@ class DifillServer(LanguageServer):
         # client's problem: log it rather than pop up an error in the editor for each one.
         if source is JsonRpcException:
             log.warning("unreadable message from the client ignored: %s", type(error).__name__)
+            if isinstance(error, ValueError):  # JSONDecodeError, UnicodeDecodeError: not JSON at all
+                # JSON-RPC 2.0: a message that does not parse is answered with ParseError and a
+                # null id (its id cannot be known).  pygls only logged it.
+                self.protocol.send_error_without_id(JsonRpcParseError("the message is not valid JSON"))
             return
         super().report_server_error(error, source)
+
+    def _start_io_async(self, stdin=None, stdout=None) -> None:
+        """pygls' stdio loop, reading through ``ResyncingReader``: one badly framed message must
+        not make the server deaf to every later one (see features/framing.py)."""
+        self._stop_event = threading.Event()
+        reader = ResyncingReader(stdin or sys.stdin.buffer, self.thread_pool)
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        try:
+            asyncio.run(
+                run_async(
+                    stop_event=self._stop_event,
+                    reader=reader,
+                    protocol=self.protocol,
+                    logger=logging.getLogger("pygls.server"),
+                    error_handler=self.report_server_error,
+                )
+            )
+        except BrokenPipeError:
+            log.error("the connection to the client is lost; shutting down")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.shutdown()
 
     def _refresh_settings(self) -> None:
         self._current_settings = self.layers.settings()

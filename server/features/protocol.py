@@ -7,7 +7,12 @@ import logging
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInvalidParams,
+    JsonRpcInvalidRequest,
+    JsonRpcMethodNotFound,
+)
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
@@ -56,15 +61,48 @@ class DifillProtocol(LanguageServerProtocol):
         except JsonRpcException:
             if not (isinstance(data, dict) and "id" in data and "method" in data):
                 raise
-            log.warning("malformed %s request answered with an error", data.get("method"))
-            message = f"invalid parameters for {data.get('method')}"
-            self._send_response(data["id"], error=JsonRpcInvalidParams(message).to_response_error())
+            method = data.get("method")
+            log.warning("malformed %s request answered with an error", method)
+            if not isinstance(method, str):
+                error: JsonRpcException = JsonRpcInvalidRequest("the method must be a string")
+            elif not self._has_handler(method):
+                # pygls' message type for an unknown method requires "params", which JSON-RPC lets
+                # a request leave out: without them it is still an unknown method, not bad params.
+                error = JsonRpcMethodNotFound.of(method)
+            else:
+                error = JsonRpcInvalidParams(f"invalid parameters for {method}")
+            self._send_error(_message_id(data), error)
             return _ANSWERED
+
+    def _has_handler(self, method: str) -> bool:
+        return method in self.fm.builtin_features or method in self.fm.features
 
     def handle_message(self, message):
         if message is _ANSWERED:
             return
+        # JSON that is not a JSON-RPC 2.0 message (an array, a number, an object without
+        # "jsonrpc": "2.0", a method that is not a string, an id that is neither a number nor a
+        # string): JSON-RPC answers InvalidRequest.  pygls dropped some of these silently and
+        # answered others with an InternalError and its own traceback.
+        problem = _invalid_request(message)
+        if problem is not None:
+            log.warning("invalid JSON-RPC message answered with an error: %s", problem)
+            self._send_error(_message_id(message), JsonRpcInvalidRequest(problem))
+            return
         return super().handle_message(message)
+
+    def _send_error(self, msg_id: Any, error: JsonRpcException) -> None:
+        if msg_id is None:
+            self.send_error_without_id(error)
+        else:
+            self._send_response(msg_id, error=error.to_response_error())
+
+    def send_error_without_id(self, error: JsonRpcException) -> None:
+        """An error response with ``"id": null``, as JSON-RPC wants for a message whose id cannot be
+        read (pygls' own message type leaves a null id out)."""
+        self._send_data(
+            {"jsonrpc": "2.0", "id": None, "error": {"code": error.code, "message": error.message}}
+        )
 
     @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
     def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams):
@@ -80,3 +118,28 @@ class DifillProtocol(LanguageServerProtocol):
     def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams):
         if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CLOSE)) is not None:
             yield handler, (params,), None
+
+
+def _invalid_request(message: Any) -> str | None:
+    """Why ``message`` (as pygls parsed it) is not a JSON-RPC 2.0 message; None when it is one."""
+    if isinstance(message, dict):  # pygls leaves an object without "jsonrpc" as it is
+        return 'a JSON-RPC 2.0 message needs "jsonrpc": "2.0"'
+    if not hasattr(message, "jsonrpc"):  # an array, a number, a string, null
+        return f"a JSON-RPC message must be an object, got {type(message).__name__}"
+    if message.jsonrpc != "2.0":
+        return 'a JSON-RPC 2.0 message needs "jsonrpc": "2.0"'
+    if hasattr(message, "method") and not isinstance(message.method, str):
+        return "the method must be a string"
+    if hasattr(message, "id") and not _valid_id(message.id):
+        return "the id must be a number or a string"
+    return None
+
+
+def _valid_id(msg_id: Any) -> bool:
+    return msg_id is None or (isinstance(msg_id, int | str) and not isinstance(msg_id, bool))
+
+
+def _message_id(message: Any) -> Any:
+    """The message's id if it is a usable one, else None."""
+    msg_id = message.get("id") if isinstance(message, dict) else getattr(message, "id", None)
+    return msg_id if _valid_id(msg_id) else None
