@@ -111,7 +111,11 @@ def parse(capture: str) -> list[list[tuple[str, Style]]]:
 
 
 def render(
-    capture: str, out: Path, columns: int, font_size: int = 16, title: str | None = None,
+    capture: str,
+    out: Path,
+    columns: int,
+    font_size: int = 16,
+    title: str | None = None,
     cursor: tuple[int, int] | None = None,
 ) -> Path:
     """PNG of the capture; `cursor` (column, row) is drawn as an insert-mode bar."""
@@ -155,4 +159,6 @@ def render(
 
 if __name__ == "__main__":
     # ansi_png.py CAPTURE.txt OUT.png COLUMNS [TITLE]
-    render(Path(sys.argv[1]).read_text(), Path(sys.argv[2]), int(sys.argv[3]), title=(sys.argv[4:] or [None])[0])
+    render(
+        Path(sys.argv[1]).read_text(), Path(sys.argv[2]), int(sys.argv[3]), title=(sys.argv[4:] or [None])[0]
+    )

@@ -51,9 +51,20 @@ def nvim_results(tiny_model_dir, tmp_path_factory) -> dict:
     env = dict(
         os.environ,
         DIFILL_PLUGIN=str(PLUGIN),
-        DIFILL_CMD=json.dumps([sys.executable, "-m", "difill.server", "serve",
-                               "--model", str(tiny_model_dir), "--device", "cpu",
-                               "--log-file", str(log)]),  # fmt: skip
+        DIFILL_CMD=json.dumps(
+            [
+                sys.executable,
+                "-m",
+                "difill.server",
+                "serve",
+                "--model",
+                str(tiny_model_dir),
+                "--device",
+                "cpu",
+                "--log-file",
+                str(log),
+            ]
+        ),  # fmt: skip
         DIFILL_WORKDIR=str(work),
         DIFILL_OUT=str(out),
         XDG_STATE_HOME=str(work / "state"),  # Neovim's LSP log lands here, not in ~

@@ -114,6 +114,23 @@ try {
   log("the edit arrived (workspace/applyEdit)");
   await page.waitForTimeout(500);
   await page.screenshot({ path: join(shots, "vscode-edit-after.png") });
+
+  // 3. Rewrite Selection: the server's refactor.rewrite code action, resolved lazily.
+  await page.keyboard.press("Control+G");
+  await page.keyboard.type("3");
+  await page.keyboard.press("Enter");
+  await page.keyboard.press("Home");
+  await page.keyboard.press("Shift+End");
+  const beforeRewrite = await editorText();
+  await page.keyboard.press("F1");
+  await page.keyboard.type("difill: Rewrite Selection");
+  await page.waitForSelector(".quick-input-list .monaco-list-row:has-text('Rewrite Selection')", { timeout: 30_000 });
+  await page.waitForTimeout(300);
+  await page.keyboard.press("Enter");
+  await page.waitForFunction((b) => document.querySelector(".monaco-editor .view-lines")?.textContent?.replace(/\u00a0/g, " ") !== b, beforeRewrite, {
+    timeout: 120_000,
+  });
+  log("Rewrite Selection changed the line");
   log(`status bar: "${await status()}"`);
 } catch (err) {
   failed = true;

@@ -57,7 +57,7 @@ fi
 DATA="$RUN/data" EXTS="$RUN/extensions" WORK="$RUN/work"
 mkdir -p "$DATA/User" "$DATA/Machine" "$WORK" "$SHOTS"
 export XDG_CONFIG_HOME="$RUN/config" XDG_DATA_HOME="$RUN/share"
-cp "$ROOT/tests/editors/vscode_sample.py" "$WORK/stats.py"
+cp "$ROOT/tests/editors/sample_stats.txt" "$WORK/stats.py"
 cat > "$DATA/User/settings.json" <<JSON
 {
   "difill.server.pythonPath": "$PY",

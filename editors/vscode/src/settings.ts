@@ -4,6 +4,7 @@
 /** The server's settings (server/config.py), by their camelCase keys. */
 export const SERVER_SETTING_KEYS = [
   "modelPath",
+  "remote",
   "device",
   "maxTokens",
   "steps",
@@ -24,13 +25,14 @@ export type ConfigGetter = (key: string) => unknown;
 
 /** The server's section, `{ difill: {...} }`, as workspace/didChangeConfiguration carries it
  *  (initializationOptions carry the inner object). Unset keys are left out so the server's
- *  defaults apply; an empty modelPath means "the shipped model" and is left out too. */
+ *  defaults apply; an empty modelPath or remote is left out too. */
 export function serverSettings(get: ConfigGetter): { difill: ServerSettings } {
   const out: ServerSettings = {};
   for (const key of SERVER_SETTING_KEYS) {
     const value = get(key);
     if (value === undefined || value === null) continue;
-    if (key === "modelPath" && typeof value === "string" && value.trim() === "") continue;
+    // Empty model path / remote URL: the shipped model, run locally (the server's defaults).
+    if ((key === "modelPath" || key === "remote") && typeof value === "string" && value.trim() === "") continue;
     out[key] = value;
   }
   return { difill: out };

@@ -9,8 +9,8 @@ test("server settings are nested under difill and leave out unset keys", () => {
   assert.deepEqual(s, { difill: { maxTokens: 16, device: "cpu", languages: ["python"] } });
 });
 
-test("an empty model path means the shipped model and is not sent", () => {
-  assert.deepEqual(serverSettings(getter({ modelPath: "  " })), { difill: {} });
+test("an empty model path or remote means the local shipped model and is not sent", () => {
+  assert.deepEqual(serverSettings(getter({ modelPath: "  ", remote: "" })), { difill: {} });
   assert.deepEqual(serverSettings(getter({ modelPath: "/m" })), { difill: { modelPath: "/m" } });
 });
 

@@ -68,6 +68,9 @@ function T.run(scenarios, out_path, only)
   local results = {}
   -- Keep what the plugin tells the user: it explains failures (e.g. a refused edit).
   local messages = {}
+  T.notifications = function()
+    return messages
+  end
   local notify = vim.notify
   vim.notify = function(msg, level, opts)
     messages[#messages + 1] = tostring(msg)

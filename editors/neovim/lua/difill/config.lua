@@ -5,6 +5,7 @@
 --- Mirrors the server's settings. Sent as initializationOptions and, on change, as
 --- workspace/didChangeConfiguration `{ difill = ... }`. Unset keys take the server's defaults.
 ---@field modelPath? string        model directory (default: the model shipped with difill)
+---@field remote? string           URL of a difill serve-http / OpenAI-compatible server to use instead
 ---@field device? "auto"|"cpu"|"cuda"
 ---@field maxTokens? integer       longest completion, in tokens
 ---@field steps? integer           denoising step cap

@@ -1,0 +1,27 @@
+"""VS Code for real: editors/vscode/scripts/real-editor-test.sh (code-server in Chromium driven by
+playwright-core) from pytest. Opt-in with DIFILL_REAL_EDITOR=1: its first run installs Chromium,
+Node 24 and code-server (~5 min, ~1.2 GB), which CI does not do by default."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "editors" / "vscode" / "scripts" / "real-editor-test.sh"
+
+
+@pytest.mark.slow
+def test_vsix_in_code_server_shows_ghost_text_accepts_and_edits(tmp_path):
+    if os.environ.get("DIFILL_REAL_EDITOR") != "1":
+        pytest.skip("opt-in: set DIFILL_REAL_EDITOR=1 (installs code-server + Chromium on first run)")
+    env = dict(os.environ)
+    env.setdefault("DIFILL_SCREENSHOT_DIR", str(tmp_path))
+    proc = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=1500)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    for line in ("ghost text shown", "Tab accepted", "the edit arrived", "Rewrite Selection changed"):
+        assert line in proc.stdout
+    shots = Path(env["DIFILL_SCREENSHOT_DIR"])
+    assert (shots / "vscode-ghost-text.png").exists() and (shots / "vscode-edit.png").exists()
