@@ -55,6 +55,7 @@ class StdioServer:
         self._reader = threading.Thread(target=self._read_all, name="stdio-reader", daemon=True)
         self._reader.start()
         self._next_id = 1000
+        self._unclaimed: dict[Any, dict] = {}  # responses read while waiting for another one
 
     # ------------------------------------------------------------------ writing
 
@@ -68,12 +69,15 @@ class StdioServer:
     def notify(self, method: str, params: Any) -> None:
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
+    def send_request(self, method: str, params: Any) -> int:
+        """Send a well-formed request; returns its id (``response_to`` waits for the answer)."""
+        self._next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params})
+        return self._next_id
+
     def request(self, method: str, params: Any, timeout: float = 30.0) -> dict:
         """Send a well-formed request and return its response (the whole message)."""
-        self._next_id += 1
-        msg_id = self._next_id
-        self.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
-        return self.response_to(msg_id, timeout)
+        return self.response_to(self.send_request(method, params), timeout)
 
     # ------------------------------------------------------------------ reading
 
@@ -90,17 +94,20 @@ class StdioServer:
     def response_to(self, msg_id: Any, timeout: float = 30.0) -> dict:
         """The response with ``msg_id``; notifications and server requests met meanwhile are kept."""
         deadline = time.monotonic() + timeout
-        while True:
+        while msg_id not in self._unclaimed:
             message = self.next_message(max(0.01, deadline - time.monotonic()))
             if "method" in message:
                 self._on_server_message(message)
-            elif message.get("id") == msg_id:
-                return message
-            elif time.monotonic() > deadline:
+            else:
+                self._unclaimed[message.get("id")] = message
+            if msg_id not in self._unclaimed and time.monotonic() > deadline:
                 raise AssertionError(f"no response to id {msg_id!r} within {timeout} s")
+        return self._unclaimed.pop(msg_id)
 
     def next_response(self, timeout: float) -> dict:
         """The next response the server sends, whatever its id (notifications met are kept)."""
+        if self._unclaimed:
+            return self._unclaimed.pop(next(iter(self._unclaimed)))
         deadline = time.monotonic() + timeout
         while True:
             message = self.next_message(max(0.01, deadline - time.monotonic()))
@@ -109,8 +116,8 @@ class StdioServer:
             self._on_server_message(message)
 
     def responses_within(self, seconds: float) -> list[dict]:
-        """Every response (not notification) that arrives within ``seconds``."""
-        out: list[dict] = []
+        """Every response (not notification) not yet read, and those that arrive within ``seconds``."""
+        out, self._unclaimed = list(self._unclaimed.values()), {}
         deadline = time.monotonic() + seconds
         while (left := deadline - time.monotonic()) > 0:
             try:
