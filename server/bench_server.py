@@ -137,10 +137,12 @@ async def _bench(model_dir: str | None, cases: dict[str, list[InfillExample]], q
                 t = groups[group]
                 t.ms.append(ms)
                 t.exact.append(suggestion.rstrip() == ex.middles[0].rstrip())
-    report: dict = {"diffusion": {g: t.summary() for g, t in groups.items()}}
-    for summary in report["diffusion"].values():
+    report: dict = {g: t.summary() for g, t in groups.items()}
+    for group in SHAPE_GROUPS:
         for key in ("forwards", "tokens_per_forward", "tokens_per_s"):
-            summary.pop(key, None)  # the server path reports latency and quality; the engine path the rest
+            report[group].pop(
+                key, None
+            )  # the server path reports latency and quality; the engine path the rest
 
     report["typing"] = await _typing_replay(bench, cases, lines=2 if quick else 20)
     report["start_to_first_completion_s"] = round(start_to_first_s, 2)
