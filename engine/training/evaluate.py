@@ -107,15 +107,30 @@ def eval_cases(corpus: Path, per_shape: int, seed: int) -> dict[str, list[Infill
     return cases
 
 
-def evaluate(diffusion_dir: str | None, ar_dir: str | None, corpus: Path, per_shape: int, seed: int) -> dict:
-    from difill.engine.infill import FillOptions, InfillEngine
-    from difill.engine.model import load_model
-
+def evaluate(
+    diffusion_dir: str | None,
+    ar_dir: str | None,
+    corpus: Path,
+    per_shape: int,
+    seed: int,
+    diffusion: bool = True,
+) -> dict:
+    """Both models on the same cases; ``diffusion=False`` evaluates the AR baseline alone."""
     cases = eval_cases(corpus, per_shape, seed)
     original_parses = {id(ex): bool(parses(ex.document, "python")) for exs in cases.values() for ex in exs}
     report: dict = {"cases_per_shape": per_shape, "seed": seed}
+    if diffusion:
+        report.update(evaluate_diffusion(diffusion_dir, cases, original_parses))
+    if ar_dir and Path(ar_dir).exists():
+        report.update(evaluate_ar(ar_dir, cases, original_parses))
+    return report
 
-    loaded = load_model(diffusion_dir, device="cpu")
+
+def evaluate_diffusion(model_dir: str | None, cases: dict, original_parses: dict) -> dict:
+    from difill.engine.infill import FillOptions, InfillEngine
+    from difill.engine.model import load_model
+
+    loaded = load_model(model_dir, device="cpu")
     engine = InfillEngine(loaded)
     scores = {shape: ShapeScore() for shape in cases}
     selection = {rule: 0 for rule in SELECTION_RULES}  # exact matches under each way to pick a candidate
@@ -129,27 +144,28 @@ def evaluate(diffusion_dir: str | None, ar_dir: str | None, corpus: Path, per_sh
             for rule, pick in SELECTION_RULES.items():
                 chosen = pick(r.candidates, ex)
                 selection[rule] += bool(chosen) and chosen.rstrip() == ex.middles[0].rstrip()
-    report["diffusion"] = {shape: s.summary() for shape, s in scores.items()}
     total = sum(len(exs) for exs in cases.values())
-    report["diffusion_selection_exact_match"] = {
-        rule: round(n / max(1, total), 4) for rule, n in selection.items()
+    return {
+        "diffusion": {shape: s.summary() for shape, s in scores.items()},
+        "diffusion_selection_exact_match": {
+            rule: round(n / max(1, total), 4) for rule, n in selection.items()
+        },
+        "diffusion_model": str(loaded.path),
     }
-    report["diffusion_model"] = str(loaded.path)
 
-    if ar_dir and Path(ar_dir).exists():
-        from difill.engine.ar_baseline import ARBaseline
 
-        ar = ARBaseline(ar_dir)
-        scores = {shape: ShapeScore() for shape in cases}
-        for shape, exs in cases.items():
-            max_tokens, single_line = SHAPE_OPTIONS[shape]
-            for ex in exs:
-                r = ar.fill(ex.prefix, ex.suffix, max_tokens, single_line)
-                scores[shape].add(ex, r.text, r.forwards, r.tokens / max(1, r.forwards), r.total_ms,
-                                  original_parses[id(ex)])  # fmt: skip
-        report["ar"] = {shape: s.summary() for shape, s in scores.items()}
-        report["ar_model"] = str(ar_dir)
-    return report
+def evaluate_ar(model_dir: str, cases: dict, original_parses: dict) -> dict:
+    from difill.engine.ar_baseline import ARBaseline
+
+    ar = ARBaseline(model_dir)
+    scores = {shape: ShapeScore() for shape in cases}
+    for shape, exs in cases.items():
+        max_tokens, single_line = SHAPE_OPTIONS[shape]
+        for ex in exs:
+            r = ar.fill(ex.prefix, ex.suffix, max_tokens, single_line)
+            scores[shape].add(ex, r.text, r.forwards, r.tokens / max(1, r.forwards), r.total_ms,
+                              original_parses[id(ex)])  # fmt: skip
+    return {"ar": {shape: s.summary() for shape, s in scores.items()}, "ar_model": str(model_dir)}
 
 
 def format_table(report: dict) -> str:
