@@ -156,6 +156,9 @@ class EngineHost:
         self.engine, self.state, self.model_path = engine, ModelState.READY, model_path
         self._ready_event().set()
         loaded = getattr(engine, "loaded", None)  # None for the remote and AR backends
+        if remote:  # a URL may hold credentials (http://user:password@host): show the backend's
+            # own URL, which leaves them out, in the status and the log (not the URL as given)
+            remote = getattr(getattr(engine, "transport", None), "shown_url", None) or "the remote server"
         where = remote or (loaded.path if loaded else model_path)
         progress.end(f"ready ({elapsed / 1000:.1f} s)")
         log.info("model ready at %s in %.0f ms", where, elapsed)

@@ -7,8 +7,10 @@ variable asks for it; events go to DIFILL_HOOK_LOG as JSON lines.
 * DIFILL_HOOK_FAULT: faults injected into the engine's decoder after the warm-up fill,
   ``error:N`` (the N-th fill raises RuntimeError at its second denoising step), ``oom`` (every pass
   over more than one candidate raises torch.OutOfMemoryError) or ``oom-always`` (every pass does).
-* DIFILL_HOOK_AUDIT=1: an audit hook recording network use (connect, bind, DNS lookups) and
-  unpickling (``pickle.find_class``, which every pickle that names a class or function raises).
+* DIFILL_HOOK_AUDIT=1: an audit hook recording network use (connect, bind, DNS lookups; the
+  server then runs asyncio's own event loop instead of uvloop, whose sockets are not audited),
+  unpickling (``pickle.find_class``, which every pickle that names a class or function raises)
+  and, with DIFILL_HOOK_WATCH=DIR, every file under DIR that Python opens.
 """
 
 from __future__ import annotations
@@ -32,13 +34,25 @@ def record(event: str, **fields) -> None:
 
 # ---------------------------------------------------------------------------- audit
 
-AUDITED = {"socket.connect", "socket.bind", "socket.getaddrinfo", "socket.gethostbyname", "pickle.find_class"}
+AUDITED = {
+    "socket.connect",
+    "socket.bind",
+    "socket.getaddrinfo",
+    "socket.gethostbyname",
+    "pickle.find_class",
+    "open",
+}
+WATCH = os.environ.get("DIFILL_HOOK_WATCH")
 
 
 def _audit(event: str, args: tuple) -> None:
     if event not in AUDITED:  # called for every audited event in the process: stay cheap
         return
-    if event == "pickle.find_class":
+    if event == "open":
+        path = os.fsdecode(args[0]) if isinstance(args[0], str | bytes | os.PathLike) else ""
+        if WATCH and path.startswith(WATCH):
+            record("open", path=path)
+    elif event == "pickle.find_class":
         record("pickle", module=args[0], name=args[1])
     elif event in ("socket.connect", "socket.bind"):
         record(event.split(".")[1], address=args[1])
@@ -138,6 +152,11 @@ def _inject(engine, spec: str) -> None:
 
 if os.environ.get("DIFILL_HOOK_AUDIT"):
     sys.addaudithook(_audit)
+    # uvloop connects and resolves names in libuv, where no audit event is raised: keep asyncio's
+    # own loop, whose sockets are Python's, so the remote backend's connections are seen too.
+    import difill.server.server
+
+    difill.server.server._install_uvloop = lambda: None
 if os.environ.get("DIFILL_HOOK_INSPECT"):
     _install_inspect()
 if os.environ.get("DIFILL_HOOK_FAULT"):
