@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import functools
 import logging
 from typing import Any
 
@@ -29,7 +30,7 @@ _ANSWERED = object()  # a malformed request that was already answered with an er
 
 
 class DifillProtocol(LanguageServerProtocol):
-    """pygls' protocol with four changes.
+    """pygls' protocol with these changes.
 
     * A request is read together with the documents as they are at that moment, so a
       ``didChange`` read right after it cannot shift its positions.
@@ -38,6 +39,8 @@ class DifillProtocol(LanguageServerProtocol):
     * Documents live in ``difill.server.documents`` (correct UTF-8/16/32 columns, LSP line ends),
       so pygls' own copy of each document is not kept.
     * ``$/cancelRequest`` also cancels a running command (pygls runs commands under another id).
+    * Malformed JSON-RPC is answered as JSON-RPC says (InvalidRequest, MethodNotFound, and
+      ParseError from the server), and a notification's future is not kept forever.
     """
 
     _server: Any  # difill.server.server.DifillServer
@@ -46,6 +49,21 @@ class DifillProtocol(LanguageServerProtocol):
         PINNED_DOCUMENTS.set(self._server.documents.snapshot())
         REQUEST_PARAMS.set(params)  # command handlers only get the arguments; some need the token
         return super()._handle_request(msg_id, method_name, params)
+
+    def _execute_handler(self, msg_id, handler, callback, args=None, kwargs=None):
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+        # pygls files the future of each handler it runs in _request_futures under its id, and only
+        # answering a request takes it out again.  A notification handled by a generator (didOpen,
+        # didChange, didClose) or a generator's next step runs under an id pygls makes up, which
+        # nothing ever looks up or removes: every keystroke leaked a future, ~2.5 KB
+        # (tests/reliability/test_soak.py).  Take those out once they are done.
+        is_request = isinstance(callback, functools.partial) and callback.func == self._send_handler_result
+        future = None if is_request else self._request_futures.get(msg_id)
+        if future is not None:
+            if future.done():
+                self._request_futures.pop(msg_id, None)
+            else:  # still running: keep the reference (a task nobody holds may be collected) until then
+                future.add_done_callback(lambda _, msg_id=msg_id: self._request_futures.pop(msg_id, None))
 
     def _handle_cancel_notification(self, msg_id):
         # pygls runs a command as a task of its own, not under the request's id, so cancelling the

@@ -108,12 +108,15 @@ def test_soak_answers_every_request_and_leaves_nothing_behind(tiny_model_dir, tm
         kinds = {"answered": 0, "superseded": 0, "cancelled": 0, "errors": 0, "reopened": 0}
         warm_up = max(20, REQUESTS // 10)
         baseline = None
+        rss_curve: list[int] = []
         started = time.monotonic()
         deadline = started + 60 + REQUESTS * SECONDS_PER_REQUEST
         for i in range(REQUESTS):
             assert time.monotonic() < deadline, f"the soak ran out of time after {i} requests"
             if i == warm_up:
                 baseline = {**proc_status(server.proc.pid), **inspect(server)}
+            if i % max(1, REQUESTS // 10) == 0:  # the memory curve: a leak climbs, a cache levels off
+                rss_curve.append(proc_status(server.proc.pid)["rss_mb"])
             uri = rng.choice(list(editor.texts))
             for _ in range(rng.choice((0, 1, 1, 2, 3))):
                 editor.edit(uri)
@@ -159,11 +162,14 @@ def test_soak_answers_every_request_and_leaves_nothing_behind(tiny_model_dir, tm
             "seconds": round(elapsed, 1),
             "rss_mb_after_warm_up": baseline["rss_mb"],
             "rss_mb_end": end["rss_mb"],
+            "rss_mb_every_tenth": rss_curve + [end["rss_mb"]],
             "threads_after_warm_up": baseline["threads"],
             "threads_end": end["threads"],
             "tasks_after_warm_up": baseline["tasks"],
             "tasks_end": end["tasks"],
             "jobs_end": end["jobs"],
+            "request_futures_after_warm_up": baseline["requestFutures"],
+            "request_futures_end": end["requestFutures"],
             "p95_ms_first_tenth": round(p95(latencies[:tenth]) * 1000, 1),
             "p95_ms_last_tenth": round(p95(latencies[-tenth:]) * 1000, 1),
             "median_ms": round(statistics.median(latencies) * 1000, 1),
@@ -174,6 +180,7 @@ def test_soak_answers_every_request_and_leaves_nothing_behind(tiny_model_dir, tm
         assert end["threads"] == baseline["threads"] and end["threadNames"] == baseline["threadNames"]
         assert end["tasks"] <= baseline["tasks"]
         assert end["spawned"] == end["commandTasks"] == end["jobs"] == 0
+        assert end["requestFutures"] <= baseline["requestFutures"]  # pygls kept one per didChange
         assert end["documents"] == len(editor.texts)
         assert end["rss_mb"] - baseline["rss_mb"] < MAX_RSS_GROWTH_MB, figures
         # The end is not slower than the start (beyond the noise of a shared machine).

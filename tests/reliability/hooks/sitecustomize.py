@@ -84,6 +84,7 @@ def _install_inspect() -> None:
                 "spawned": len(ls._tasks),
                 "commandTasks": len(ls.command_tasks),
                 "jobs": len(ls.suggestions.jobs._by_uri) + len(ls.edits.jobs._by_uri),
+                "requestFutures": len(ls.protocol._request_futures),  # requests in flight, both ways
                 "documents": len(ls.documents.snapshot()),
                 "threads": threading.active_count(),
                 "threadNames": sorted(t.name for t in threading.enumerate()),
