@@ -202,8 +202,10 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=1))
     else:
+        data = Path(args.plot).with_suffix(".json")
+        data.write_text(json.dumps(report, indent=1) + "\n")
         print(format_table(report))
-        print(f"\nplot: {args.plot}; engine peak RSS {report['engine_peak_rss_mb']} MB")
+        print(f"\nplot: {args.plot}, figures: {data}; engine peak RSS {report['engine_peak_rss_mb']} MB")
     return 0
 
 
