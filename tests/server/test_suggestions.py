@@ -33,6 +33,7 @@ class FakeEngine:
 
     def fill(self, prefix, suffix, options, should_stop=None):
         self.calls += 1
+        self.last_options = options
         return FakeResult([FakeCandidate(t) for t in self.texts])
 
 
@@ -117,3 +118,12 @@ async def test_disabled_language_gets_nothing():
     svc, documents, engine = service(["1"], Settings(languages=("rust",)))
     result = await svc.suggest(documents.get(URI), OFFSET, invoked=True)
     assert result.texts == [] and engine.calls == 0
+
+
+async def test_typing_asks_for_one_hole_length_and_an_invoked_request_for_several():
+    svc, documents, engine = service(["1"])
+    await svc.suggest(documents.get(URI), OFFSET, invoked=False)
+    assert len(engine.last_options.candidate_lengths()) == 1
+    svc.cache.clear()
+    await svc.suggest(documents.get(URI), OFFSET, invoked=True)
+    assert len(engine.last_options.candidate_lengths()) == 3
