@@ -165,21 +165,11 @@ class InfillEngine:
         if heal_text and allowed is None:  # no token extends the partial word: give it back to the prefix
             prefix_ids, heal_text = self._prefix_ids(prefix, budget), ""
 
-        with self.lock:
-            if should_stop is not None and should_stop():  # superseded before the encoder ran
-                raise Cancelled()
-            stats = FillStats(prefix_tokens=len(prefix_ids), candidates=len(lengths))
-            t0 = time.perf_counter()
-            encoded = self.prefix_cache.encode(prefix_ids)
-            stats.encoder_ms = (time.perf_counter() - t0) * 1000
-            stats.reused_prefix_tokens = encoded.reused_tokens
-            t0 = time.perf_counter()
-            result = self._denoise(
-                encoded.cache, canvases, options, should_stop,
-                slot_allowed=(0, allowed) if allowed is not None else None,
-                on_step=self._draft_reporter(on_draft, canvases[-1].holes[0], heal_text, len(lengths) - 1),
-            )  # fmt: skip
-            stats.decoder_ms = (time.perf_counter() - t0) * 1000
+        result, stats = self._encode_and_denoise(
+            prefix_ids, canvases, options, should_stop,
+            slot_allowed=(0, allowed) if allowed is not None else None,
+            on_step=self._draft_reporter(on_draft, canvases[-1].holes[0], heal_text, len(lengths) - 1),
+        )  # fmt: skip
 
         candidates = []
         for row, (canvas, hole) in enumerate(zip(canvases, lengths, strict=True)):
@@ -234,17 +224,7 @@ class InfillEngine:
         ends = complete
         length = used_length(segments, ends)
         canvas = build_canvas(segments, length, self.ids, ends)
-        with self.lock:
-            if should_stop is not None and should_stop():  # superseded before the encoder ran
-                raise Cancelled()
-            stats = FillStats(prefix_tokens=len(prefix_ids), candidates=1)
-            t0 = time.perf_counter()
-            encoded = self.prefix_cache.encode(prefix_ids)
-            stats.encoder_ms = (time.perf_counter() - t0) * 1000
-            stats.reused_prefix_tokens = encoded.reused_tokens
-            t0 = time.perf_counter()
-            result = self._denoise(encoded.cache, [canvas], options, should_stop)
-            stats.decoder_ms = (time.perf_counter() - t0) * 1000
+        result, stats = self._encode_and_denoise(prefix_ids, [canvas], options, should_stop)
         middles = []
         for i, span in enumerate(canvas.holes):
             after = betweens[i] if i < len(betweens) else suffix
@@ -298,20 +278,10 @@ class InfillEngine:
         generator = torch.Generator().manual_seed(options.seed)
         keep = torch.zeros(canvas.length, dtype=torch.bool)  # (L,) original slots kept as they are
         keep[:hole] = torch.rand(hole, generator=generator) >= strength
-        with self.lock:
-            if should_stop is not None and should_stop():  # superseded before the encoder ran
-                raise Cancelled()
-            stats = FillStats(prefix_tokens=len(prefix_ids), candidates=1)
-            t0 = time.perf_counter()
-            encoded = self.prefix_cache.encode(prefix_ids)
-            stats.encoder_ms = (time.perf_counter() - t0) * 1000
-            stats.reused_prefix_tokens = encoded.reused_tokens
-            t0 = time.perf_counter()
-            result = self._denoise(
-                encoded.cache, [canvas], options, should_stop, initially_committed=keep.unsqueeze(0),
-                on_step=self._draft_reporter(on_draft, canvas.holes[0], "", 0),
-            )  # fmt: skip
-            stats.decoder_ms = (time.perf_counter() - t0) * 1000
+        result, stats = self._encode_and_denoise(
+            prefix_ids, [canvas], options, should_stop, initially_committed=keep.unsqueeze(0),
+            on_step=self._draft_reporter(on_draft, canvas.holes[0], "", 0),
+        )  # fmt: skip
         tokens = hole_tokens(result.canvas[0], canvas.holes[0], self.ids.filler)
         text = trim_suffix_overlap(self.tokenizer.decode(tokens), suffix)
         score = result.token_logprob[0, :hole][~keep[:hole]].mean().item() if strength > 0 else 0.0
@@ -325,6 +295,23 @@ class InfillEngine:
         return FillResult(text, [candidate], stats)
 
     # ------------------------------------------------------------------ steps
+
+    def _encode_and_denoise(
+        self, prefix_ids: list[int], canvases, options: FillOptions, should_stop, **denoise_args
+    ) -> tuple[DenoiseResult, FillStats]:
+        """Prefix -> KV cache (reusing the last one) -> denoised canvases, timed; one fill at a time."""
+        with self.lock:
+            if should_stop is not None and should_stop():  # superseded before the encoder ran
+                raise Cancelled()
+            stats = FillStats(prefix_tokens=len(prefix_ids), candidates=len(canvases))
+            t0 = time.perf_counter()
+            encoded = self.prefix_cache.encode(prefix_ids)
+            stats.encoder_ms = (time.perf_counter() - t0) * 1000
+            stats.reused_prefix_tokens = encoded.reused_tokens
+            t0 = time.perf_counter()
+            result = self._denoise(encoded.cache, canvases, options, should_stop, **denoise_args)
+            stats.decoder_ms = (time.perf_counter() - t0) * 1000
+        return result, stats
 
     def _prefix_ids(self, prefix: str, budget: int) -> list[int]:
         tokens = encode_prefix_window(self.tokenizer, self.ids, prefix, budget)
