@@ -12,10 +12,10 @@ OPENERS = {")": "(", "]": "[", "}": "{"}
 CLOSERS = set(OPENERS)
 
 
-def unmatched_closers(text: str) -> int:
-    """Closing brackets in ``text`` that no opening bracket inside ``text`` matches."""
+def unmatched_closers(text: str) -> list[str]:
+    """Closing brackets in ``text`` that no opening bracket inside ``text`` matches, in order."""
     stack: list[str] = []
-    unmatched = 0
+    unmatched: list[str] = []
     for ch in text:
         if ch in "([{":
             stack.append(ch)
@@ -23,8 +23,19 @@ def unmatched_closers(text: str) -> int:
             if stack and stack[-1] == OPENERS[ch]:
                 stack.pop()
             else:
-                unmatched += 1
+                unmatched.append(ch)
     return unmatched
+
+
+def unmatched_openers(text: str) -> list[str]:
+    """Opening brackets in ``text`` still open at its end, in order."""
+    stack: list[str] = []
+    for ch in text:
+        if ch in "([{":
+            stack.append(ch)
+        elif ch in CLOSERS and stack and stack[-1] == OPENERS[ch]:
+            stack.pop()
+    return stack
 
 
 def trim_suffix_overlap(middle: str, suffix: str) -> str:
@@ -38,7 +49,7 @@ def trim_suffix_overlap(middle: str, suffix: str) -> str:
     closers = len(head) - len(head.lstrip("".join(CLOSERS)))
     body = middle.rstrip(" \t")
     for k in range(min(closers, len(body)), 0, -1):
-        if body.endswith(head[:k]) and unmatched_closers(body[:-k]) == unmatched_closers(body) - k:
+        if body.endswith(head[:k]) and len(unmatched_closers(body[:-k])) == len(unmatched_closers(body)) - k:
             middle = body[:-k]
             break
     middle_lines = middle.rstrip("\n").split("\n")

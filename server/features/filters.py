@@ -14,12 +14,11 @@ import re
 from collections.abc import Callable
 from math import gcd
 
-from difill.engine.postprocess import trim_suffix_overlap
+from difill.engine.postprocess import OPENERS, trim_suffix_overlap, unmatched_closers, unmatched_openers
 from difill.server.features.context import FillContext
 
 Filter = Callable[[str, FillContext], str]
 
-OPENERS = {")": "(", "]": "[", "}": "{"}
 CLOSING = set("\"'`)]}>;,:")  # punctuation that ends something the suffix already ends
 BANNER_CHARS = set("=-*#~_+/")  # "# =======" is a banner, not a model stuck in a loop
 # Control characters but \t and \n, and U+FFFD: the model wrote part of a UTF-8 sequence.
@@ -111,7 +110,7 @@ def drop_existing_closers(text: str, ctx: FillContext) -> str:
     the closers after the cursor (on the rest of the line, or leading the next line for a
     multi-line suggestion).  A suggestion's closer beyond what is open is a duplicate: cut there.
     """
-    pending = _unmatched_closers(ctx.line_after)
+    pending = unmatched_closers(ctx.line_after)
     if not ctx.shape.single_line:
         following = _next_lines(ctx)[:1]
         if following:
@@ -120,7 +119,7 @@ def drop_existing_closers(text: str, ctx: FillContext) -> str:
     if not pending:
         return text
     tail = "\n".join(ctx.prefix.split("\n")[-OPEN_BRACKET_LINES:])
-    allowed = len(_unmatched_openers(tail)) - len(pending)
+    allowed = len(unmatched_openers(tail)) - len(pending)
     stack: list[str] = []
     for index, ch in enumerate(text):
         if ch in "([{":
@@ -245,30 +244,6 @@ def _next_lines(ctx: FillContext) -> list[str]:
     """The non-blank lines after the cursor line."""
     after = ctx.suffix.split("\n")[1:]
     return [ln.rstrip("\r") for ln in after if ln.strip()][:NEXT_LINES]
-
-
-def _unmatched_closers(text: str) -> list[str]:
-    stack: list[str] = []
-    unmatched: list[str] = []
-    for ch in text:
-        if ch in "([{":
-            stack.append(ch)
-        elif ch in OPENERS:
-            if stack and stack[-1] == OPENERS[ch]:
-                stack.pop()
-            else:
-                unmatched.append(ch)
-    return unmatched
-
-
-def _unmatched_openers(text: str) -> list[str]:
-    stack: list[str] = []
-    for ch in text:
-        if ch in "([{":
-            stack.append(ch)
-        elif ch in OPENERS and stack and stack[-1] == OPENERS[ch]:
-            stack.pop()
-    return stack
 
 
 def _space_step(widths: list[int]) -> int:
