@@ -95,7 +95,7 @@ def cmd_fill(args: argparse.Namespace) -> int:
 def cmd_corpus(args: argparse.Namespace) -> int:
     from difill.engine.training.corpus import build_corpus
 
-    manifest = build_corpus(Path(args.out))
+    manifest = build_corpus(Path(args.out), Path(args.cache))
     print(f"train: {manifest.train_files} files, {manifest.train_bytes} bytes; "
           f"held-out: {manifest.heldout_files} files, {manifest.heldout_bytes} bytes; "
           f"near-duplicates removed: {manifest.duplicates_removed}")  # fmt: skip
@@ -121,8 +121,12 @@ def cmd_train(args: argparse.Namespace) -> int:
         from difill.engine.model import DEFAULT_MODEL_DIR
 
         init = str(DEFAULT_MODEL_DIR)
-    state = train(TrainConfig(arch=args.arch, out=args.out, corpus=args.corpus, tokenizer=args.tokenizer,
-                              init=init, minutes=args.minutes, threads=args.threads, seed=args.seed))  # fmt: skip
+    state = train(TrainConfig(
+        arch=args.arch, out=args.out, corpus=args.corpus, tokenizer=args.tokenizer, init=init,
+        minutes=args.minutes, cpu_hours=args.cpu_hours, threads=args.threads, seed=args.seed, lr=args.lr,
+        canvas_share=args.canvas_share, canvas_share_end=args.canvas_share_end,
+        hidden_size=args.hidden_size, num_layers=args.num_layers, save_every_minutes=args.save_every_minutes,
+    ))  # fmt: skip
     print(
         f"trained to step {state.step}: {state.target_tokens} supervised tokens, {state.cpu_hours:.2f} CPU-hours"
     )
@@ -162,7 +166,7 @@ def cmd_ship(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from difill.engine.training.evaluate import main as eval_main
+    from difill.server.quality import main as eval_main
 
     return eval_main(args)
 
@@ -224,8 +228,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-level", default="info")
     p.set_defaults(func=cmd_serve_http)
 
-    p = sub.add_parser("corpus", help="build the training corpus from permissive code on this machine")
-    p.add_argument("--out", default="data/corpus")
+    p = sub.add_parser(
+        "corpus", help="build the training corpus: the stdlib and the pinned permissive packages"
+    )
+    p.add_argument(
+        "--out", default="data/corpus", help="where train.jsonl, heldout.jsonl and manifest.json go"
+    )
+    p.add_argument("--cache", default="data/archives", help="where the fetched package archives are kept")
     p.set_defaults(func=cmd_corpus)
 
     p = sub.add_parser("tokenizer", help="train the byte-level BPE tokenizer on the corpus")
@@ -240,9 +249,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--corpus", default="data/corpus")
     p.add_argument("--tokenizer", default="data/tokenizer")
     p.add_argument("--init", help="resume from a model dir, or 'shipped' for the packaged model")
-    p.add_argument("--minutes", type=float, default=90)
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--minutes", type=float, default=90, help="wall-clock cap of this run")
+    p.add_argument("--cpu-hours", type=float, help="CPU budget of this run; the lr decays (cosine) over it")
+    p.add_argument("--threads", type=int, default=2, help="torch threads (this machine has 2 cores)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--lr", type=float, default=2e-3, help="peak learning rate")
+    p.add_argument(
+        "--canvas-share",
+        type=float,
+        default=1.0,
+        help="share of canvas (diffusion) steps; the rest are packed causal-LM steps",
+    )
+    p.add_argument("--canvas-share-end", type=float, help="canvas share at the end of the run (linear ramp)")
+    p.add_argument("--hidden-size", type=int, default=192, help="model width when training from scratch")
+    p.add_argument("--num-layers", type=int, default=4, help="model depth when training from scratch")
+    p.add_argument("--save-every-minutes", type=float, default=10.0)
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("ship", help="copy a trained model into the package as the default model")
@@ -250,15 +271,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--corpus", default="data/corpus", help="where the corpus manifest is")
     p.set_defaults(func=cmd_ship)
 
-    p = sub.add_parser("eval", help="held-out infill evaluation of the diffusion model and the AR baseline")
+    p = sub.add_parser(
+        "eval",
+        help="held-out quality of what the editor shows: the model and the AR baseline "
+        "through the server's suggestion path and filters",
+    )
     p.add_argument("--model", help="diffusion model dir (default: shipped)")
     p.add_argument(
         "--ar-model", help="AR baseline dir (default: benchmarks/ar-baseline, else runs/ar/latest)"
     )
-    p.add_argument("--corpus", default="data/corpus")
-    p.add_argument("--cases", type=int, default=100, help="cases per hole shape")
-    p.add_argument("--seed", type=int, default=1234)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--no-ar", action="store_true", help="evaluate the diffusion model alone")
+    p.add_argument("--corpus", default="data/corpus", help="the corpus whose held-out split gives the cases")
+    p.add_argument("--cases", type=int, default=200, help="cases per hole shape")
+    p.add_argument("--seed", type=int, default=1234, help="which held-out cases (fixed, never tuned)")
+    p.add_argument(
+        "--typing-files", type=int, default=6, help="held-out files for the typing replay (0: none)"
+    )
+    p.add_argument("--typing-lines", type=int, default=4, help="last lines of each file that are typed")
+    p.add_argument("--json", action="store_true", help="print the full report as JSON")
     p.add_argument(
         "--record", action="store_true", help="append the result to the model's training_state.json"
     )

@@ -1,74 +1,54 @@
-"""Build the training corpus from permissively licensed Python code found on this machine.
+"""Build the training corpus from permissively licensed Python: the standard library and the
+pinned packages of ``corpus_packages.txt`` (fetched and licence-checked by ``corpus_sources``).
 
-Sources: the Python standard library (PSF) and an allow-list of installed distributions whose
-metadata declares MIT, BSD, Apache-2.0, ISC or PSF.  Tests and anything that looks like a code
-benchmark (HumanEval, MBPP, ...) are left out so held-out evaluation stays honest.  Exact and
-near-duplicate files are removed (MinHash over 5-line shingles), then files are split into
-train / held-out by a hash of their path, so the split is deterministic across machines.
+Tests and anything that looks like a code benchmark (HumanEval, MBPP, ...) are left out so held-out
+evaluation stays honest.  Exact and near-duplicate files are removed (MinHash over 5-line
+shingles), then files are split into train / held-out by a hash of their path, so the split is
+the same on every machine.
 
 Output (``out_dir``): ``train.jsonl`` and ``heldout.jsonl`` (one ``{"path", "text"}`` a line) and
-``manifest.json`` (every source with its licence, file count and bytes).
+``manifest.json``: every source with its version, licence, archive, sha256, files and bytes, and
+every pinned package left out with the reason. It holds no paths of the machine that built it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import platform
 import re
 import sysconfig
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from importlib import metadata
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-# Distributions taken from site-packages, if installed and their licence is permissive.
-ALLOWED_DISTRIBUTIONS = (
-    "attrs",
-    "click",
-    "flask",
-    "jinja2",
-    "blinker",
-    "itsdangerous",
-    "markupsafe",
-    "idna",
-    "jmespath",
-    "jedi",
-    "asttokens",
-    "executing",
-    "decorator",
-    "jsonschema",
-    "ipython",
-    "boto3",
-    "pydantic",
-    "packaging",
-    "pluggy",
-    "iniconfig",
-    "colorama",
-    "python-dateutil",
-    "charset-normalizer",
-    "cloudpickle",
-    "docker",
-    "graphql-core",
-    "jsonpatch",
-    "jsonpointer",
-    "lazy-object-proxy",
-    "annotated-types",
-    "backcall",
-    "cfn-lint",
-    "joserfc",
-    "moto",
+import numpy as np
+
+from difill.engine.training.corpus_sources import (
+    Pin,
+    archive_licence,
+    archive_members,
+    fetch,
+    is_permissive,
+    read_pins,
 )
-PERMISSIVE = re.compile(r"\b(MIT|BSD|Apache|ISC|PSF|Python Software Foundation|MIT-0)\b", re.I)
+
 EXCLUDED_PARTS = {"test", "tests", "testing", "idle_test", "turtledemo", "__pycache__", "site-packages"}
-BENCHMARK_NAMES = re.compile(r"human_?eval|mbpp|apps_bench|codecontests|ds1000|leetcode", re.I)
+BENCHMARK_NAMES = re.compile(r"human_?eval|mbpp|apps_bench|codecontests|ds1000|leetcode|benchmark", re.I)
 HELDOUT_PERCENT = 3
 MAX_FILE_BYTES = 400_000
+MIN_FILE_CHARS = 64
+NUM_HASHES = 32
+BANDS = 8
 
 
 @dataclass
 class Source:
     name: str
+    version: str
     licence: str
-    root: str
+    archive: str  # file name of the archive (or "stdlib")
+    sha256: str
     files: int = 0
     bytes: int = 0
 
@@ -76,6 +56,7 @@ class Source:
 @dataclass
 class Manifest:
     sources: list[Source] = field(default_factory=list)
+    left_out: list[dict] = field(default_factory=list)  # {"package", "licence", "reason"}
     train_files: int = 0
     heldout_files: int = 0
     train_bytes: int = 0
@@ -83,96 +64,92 @@ class Manifest:
     duplicates_removed: int = 0
 
 
-def distribution_licence(dist: metadata.Distribution) -> str:
-    meta = dist.metadata
-    text = meta.get("License-Expression") or ""
-    if not text:
-        classifiers = [c for c in meta.get_all("Classifier") or [] if c.startswith("License ::")]
-        text = "; ".join(c.split("::")[-1].strip() for c in classifiers)
-    if not text:
-        text = (meta.get("License") or "").splitlines()[0] if meta.get("License") else ""
-    return text.strip()
-
-
-def _is_wanted(path: Path, root: Path) -> bool:
-    rel = path.relative_to(root)
+def is_wanted(rel: PurePosixPath, size: int) -> bool:
+    """A source file worth training on: Python, not a test, not a benchmark, not huge."""
+    if rel.suffix != ".py" or any(p.endswith((".dist-info", ".egg-info")) for p in rel.parts):
+        return False
     if any(part in EXCLUDED_PARTS or part.startswith("test_") for part in rel.parts[:-1]):
         return False
-    if rel.name.startswith("test_") or BENCHMARK_NAMES.search(str(rel)):
+    if rel.name.startswith("test_") or rel.name.endswith("_test.py") or BENCHMARK_NAMES.search(str(rel)):
         return False
-    return path.stat().st_size <= MAX_FILE_BYTES
+    return size <= MAX_FILE_BYTES
 
 
-def discover_sources() -> list[tuple[Source, list[Path]]]:
-    """Every source root with the Python files it contributes."""
-    found: list[tuple[Source, list[Path]]] = []
-    stdlib = Path(sysconfig.get_paths()["stdlib"])
-    files = sorted(p for p in stdlib.rglob("*.py") if _is_wanted(p, stdlib))
-    found.append((Source("python-stdlib", "PSF-2.0", str(stdlib)), files))
-    for name in ALLOWED_DISTRIBUTIONS:
-        try:
-            dist = metadata.distribution(name)
-        except metadata.PackageNotFoundError:
-            continue
-        licence = distribution_licence(dist)
-        if not PERMISSIVE.search(licence):
-            continue
-        base = Path(dist.locate_file(""))
-        paths = sorted(
-            {base / f for f in dist.files or [] if str(f).endswith(".py") and ".dist-info" not in str(f)}
-        )
-        paths = [p for p in paths if p.is_file() and _is_wanted(p, base)]
-        if paths:
-            found.append((Source(f"{dist.metadata['Name']}=={dist.version}", licence, str(base)), paths))
-    return found
+def _stdlib_files() -> Iterator[tuple[PurePosixPath, bytes]]:
+    root = Path(sysconfig.get_paths()["stdlib"])
+    for path in sorted(root.rglob("*.py")):
+        yield PurePosixPath(path.relative_to(root).as_posix()), path.read_bytes()
 
 
-def _minhash(text: str, num_hashes: int = 32) -> tuple[int, ...]:
+def _package_path(rel: PurePosixPath) -> PurePosixPath:
+    """Wheels may put modules under ``name.data/purelib/``; sdists often under ``src/``."""
+    parts = rel.parts
+    if len(parts) > 2 and parts[0].endswith(".data") and parts[1] in ("purelib", "platlib"):
+        parts = parts[2:]
+    return PurePosixPath(*parts)
+
+
+def minhash(text: str) -> np.ndarray:
+    """(NUM_HASHES,) uint64 MinHash signature over 5-line shingles of stripped non-empty lines."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     shingles = {"\n".join(lines[i : i + 5]) for i in range(max(1, len(lines) - 4))}
-    mins = [2**64] * num_hashes
-    for shingle in shingles:
-        digest = hashlib.blake2b(shingle.encode(), digest_size=8 * 4).digest()
-        base = int.from_bytes(digest[:8], "little")
-        step = int.from_bytes(digest[8:16], "little") | 1
-        for i in range(num_hashes):
-            value = (base + i * step) % (2**64)
-            if value < mins[i]:
-                mins[i] = value
-    return tuple(mins)
+    digests = b"".join(hashlib.blake2b(s.encode(), digest_size=16).digest() for s in shingles)
+    pairs = np.frombuffer(digests, dtype="<u8").reshape(-1, 2)  # (S, 2): base, step
+    base, step = pairs[:, :1], pairs[:, 1:] | np.uint64(1)
+    i = np.arange(NUM_HASHES, dtype=np.uint64)[None, :]
+    with np.errstate(over="ignore"):
+        return (base + i * step).min(axis=0)  # uint64 arithmetic wraps: mod 2^64
 
 
-def _near_duplicate_keys(signature: tuple[int, ...], bands: int = 8) -> list[tuple[int, tuple[int, ...]]]:
-    rows = len(signature) // bands
-    return [(b, signature[b * rows : (b + 1) * rows]) for b in range(bands)]
+def band_keys(signature: np.ndarray) -> list[bytes]:
+    rows = NUM_HASHES // BANDS
+    return [bytes([b]) + signature[b * rows : (b + 1) * rows].tobytes() for b in range(BANDS)]
 
 
 def is_heldout(path: str) -> bool:
     return int(hashlib.sha1(path.encode()).hexdigest(), 16) % 100 < HELDOUT_PERCENT
 
 
-def build_corpus(out_dir: Path) -> Manifest:
+def build_corpus(out_dir: Path, cache: Path, pins: list[Pin] | None = None, log=print) -> Manifest:
+    """The corpus from the standard library and ``pins`` (default: the pinned list)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest = Manifest()
-    seen_bands: set[tuple[int, tuple[int, ...]]] = set()
+    seen: set[bytes] = set()
+    python = platform.python_version()
+
+    def sources() -> Iterator[tuple[Source, Iterator[tuple[PurePosixPath, bytes]]]]:
+        yield Source("python-stdlib", python, "PSF-2.0", "stdlib", ""), _stdlib_files()
+        for pin in read_pins() if pins is None else pins:
+            archive = fetch(pin, cache)
+            licence = archive_licence(archive)
+            if not is_permissive(licence):
+                manifest.left_out.append({"package": f"{pin.name}=={pin.version}", "licence": licence,
+                                          "reason": "not a permissive licence in the archive's metadata"})  # fmt: skip
+                log(f"left out {pin.name}=={pin.version}: licence {licence!r}")
+                continue
+            members = ((_package_path(p), data) for p, data in archive_members(archive))
+            yield Source(pin.name, pin.version, licence, archive.filename, archive.sha256), members
+
     with open(out_dir / "train.jsonl", "w") as train, open(out_dir / "heldout.jsonl", "w") as heldout:
-        for source, paths in discover_sources():
-            for path in paths:
+        for source, members in sources():
+            for rel, data in members:
+                if not is_wanted(rel, len(data)):
+                    continue
                 try:
-                    text = path.read_text(encoding="utf-8")
-                except (UnicodeDecodeError, OSError):
+                    text = data.decode("utf-8")
+                except UnicodeDecodeError:
                     continue
-                if len(text.strip()) < 64:
+                if len(text.strip()) < MIN_FILE_CHARS:
                     continue
-                keys = _near_duplicate_keys(_minhash(text))
-                if any(k in seen_bands for k in keys):
+                keys = band_keys(minhash(text))
+                if any(k in seen for k in keys):
                     manifest.duplicates_removed += 1
                     continue
-                seen_bands.update(keys)
-                rel = f"{source.name}/{path.relative_to(source.root)}"
-                record = json.dumps({"path": rel, "text": text}) + "\n"
-                size = len(text.encode())
-                if is_heldout(rel):
+                seen.update(keys)
+                name = f"{source.name}=={source.version}/{rel}"
+                record = json.dumps({"path": name, "text": text}) + "\n"
+                size = len(data)
+                if is_heldout(name):
                     heldout.write(record)
                     manifest.heldout_files += 1
                     manifest.heldout_bytes += size
@@ -183,6 +160,9 @@ def build_corpus(out_dir: Path) -> Manifest:
                 source.files += 1
                 source.bytes += size
             manifest.sources.append(source)
+            log(
+                f"{source.name}=={source.version} ({source.licence}): {source.files} files, {source.bytes:,} bytes"
+            )
     (out_dir / "manifest.json").write_text(json.dumps(asdict(manifest), indent=1) + "\n")
     return manifest
 
