@@ -1,5 +1,11 @@
 """Train difill's default DiffusionGemma (and the same-size autoregressive baseline) on the CPU.
 
+Two kinds of step (``--canvas-share`` decides the mix, and may shift linearly over the run):
+* a packed causal-LM step: dense next-token loss through the causal encoder on packed windows of
+  the token stream (``packed.py``), which trains every shared weight on every token;
+* a canvas step: the engine's own canvas, denoised by the bidirectional decoder over the
+  prefix's KV cache, with a next-token loss on the prefix as well (``diffusion_loss``).
+
 Resumable: ``--init DIR`` starts from saved weights (the shipped model by default), and the
 optimizer state, step count and cumulative CPU-hours travel with every checkpoint as safetensors
 and JSON (no pickle), so compute adds up across sessions.  Weights are averaged (EMA) and the EMA
@@ -31,6 +37,13 @@ from transformers import (
 from difill.engine.model import build_config
 from difill.engine.training.batches import FILLER_WEIGHT, ar_batch, corrupt, diffusion_batch
 from difill.engine.training.corpus import read_jsonl
+from difill.engine.training.packed import (
+    causal_lm_loss,
+    heldout_lm_loss,
+    packed_batch,
+    softcapped_logits,
+    token_stream,
+)
 from difill.engine.vocab import TokenIds
 
 PREFIX_LENGTHS = (32, 64, 128, 256)  # most examples get a short prefix: more supervision per FLOP
@@ -46,7 +59,8 @@ class TrainConfig:
     corpus: str = "data/corpus"
     tokenizer: str = "data/tokenizer"
     init: str | None = None  # a saved model dir to resume from
-    minutes: float = 90.0
+    minutes: float = 90.0  # wall-clock cap
+    cpu_hours: float | None = None  # stop after this much CPU time (the lr schedule runs over it)
     threads: int = 2
     batch_size: int = 16
     lr: float = 2e-3
@@ -55,6 +69,10 @@ class TrainConfig:
     ema_decay: float = 0.998
     self_conditioning_rate: float = 0.5  # share of steps whose canvas sees the model's own logits
     lm_loss_weight: float = 1.0  # next-token loss on the encoder's prefix outputs
+    canvas_share: float = 1.0  # share of canvas steps at the start; the rest are packed causal-LM steps
+    canvas_share_end: float | None = None  # share at the end (linear in progress); None: constant
+    lm_length: int = 256  # packed window length of a causal-LM step
+    min_lr_ratio: float = 0.1  # cosine decay to this share of lr over --cpu-hours (constant lr without it)
     save_every_minutes: float = 10.0
     seed: int = 0
     hidden_size: int = 192
@@ -80,18 +98,13 @@ def build_ar_model(vocab_size: int, hidden: int, layers: int, ids: TokenIds) -> 
     return LlamaForCausalLM(config)
 
 
-def _softcapped(model: DiffusionGemmaForBlockDiffusion, hidden: torch.Tensor) -> torch.Tensor:
-    cap = model.final_logit_softcapping
-    return torch.tanh(model.lm_head(hidden).float() / cap) * cap
-
-
 def diffusion_loss(
     model: DiffusionGemmaForBlockDiffusion, batch, ids: TokenIds, cfg: TrainConfig, gen: torch.Generator
 ) -> tuple[torch.Tensor, dict]:
     vocab = model.config.text_config.vocab_size
     # 1. Encoder: causal pass over the prefix writes the KV cache and gets a next-token loss.
     enc = model.model.encoder(input_ids=batch.prefix, attention_mask=batch.prefix_mask, use_cache=True)
-    lm_logits = _softcapped(model, enc.last_hidden_state)  # (B, P, V)
+    lm_logits = softcapped_logits(model, enc.last_hidden_state)  # (B, P, V)
     lm_targets = batch.prefix[:, 1:].masked_fill(batch.prefix_mask[:, 1:] == 0, -100)
     if (lm_targets != -100).any():
         lm_loss = F.cross_entropy(
@@ -166,8 +179,18 @@ def load_optimizer_state(model: PreTrainedModel, opt, path: Path, step: int) -> 
             opt.state[p]["step"] = torch.tensor(float(step))
 
 
-def lr_at(step: int, cfg: TrainConfig) -> float:
-    return cfg.lr * min(1.0, (step + 1) / cfg.warmup_steps)
+def lr_at(step: int, progress: float, cfg: TrainConfig) -> float:
+    """Linear warm-up over this run's first steps, then cosine decay over its CPU budget."""
+    warm = min(1.0, (step + 1) / cfg.warmup_steps)
+    if cfg.cpu_hours is None:
+        return cfg.lr * warm
+    cosine = 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+    return cfg.lr * warm * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * cosine)
+
+
+def canvas_share_at(progress: float, cfg: TrainConfig) -> float:
+    end = cfg.canvas_share if cfg.canvas_share_end is None else cfg.canvas_share_end
+    return cfg.canvas_share + (end - cfg.canvas_share) * min(1.0, progress)
 
 
 def train(cfg: TrainConfig) -> TrainState:
@@ -179,6 +202,11 @@ def train(cfg: TrainConfig) -> TrainState:
     init = Path(cfg.init) if cfg.init else None
     tok = AutoTokenizer.from_pretrained(init if init else cfg.tokenizer, local_files_only=True)
     texts = [d["text"] for d in read_jsonl(Path(cfg.corpus) / "train.jsonl")]
+    ids_for_stream = TokenIds.from_tokenizer(tok, len(tok))
+    stream = token_stream(Path(cfg.corpus), "train", tok, ids_for_stream) if cfg.arch == "diffusion" else None
+    heldout_stream = (
+        token_stream(Path(cfg.corpus), "heldout", tok, ids_for_stream) if stream is not None else None
+    )
 
     state = TrainState()
     if init and (init / "training_state.json").exists():
@@ -222,15 +250,27 @@ def train(cfg: TrainConfig) -> TrainState:
     out.mkdir(parents=True, exist_ok=True)
     start = time.time()
     last_save = start
-    cpu_start = _cpu_seconds()
-    window = {"supervised": 0, "tokens": 0, "time": time.time()}
+    cpu_start = run_cpu_start = _cpu_seconds()
+    window = {"supervised": 0, "tokens": 0, "time": time.time(), "lm_steps": 0, "steps": 0}
     deadline = start + cfg.minutes * 60
+    budget_s = cfg.cpu_hours * 3600 if cfg.cpu_hours is not None else None
+    run_step = 0
     while time.time() < deadline:
+        progress = (_cpu_seconds() - run_cpu_start) / budget_s if budget_s else 0.0
+        if progress >= 1.0:
+            break
         prefix_length = rng.choices(PREFIX_LENGTHS, PREFIX_WEIGHTS)[0]
         canvas_length = rng.choice(CANVAS_LENGTHS)
         for group in opt.param_groups:
-            group["lr"] = lr_at(state.step, cfg)
-        if cfg.arch == "diffusion":
+            group["lr"] = lr_at(run_step, progress, cfg)
+        run_step += 1
+        lm_step = cfg.arch == "diffusion" and rng.random() >= canvas_share_at(progress, cfg)
+        if lm_step:
+            windows = packed_batch(stream, cfg.batch_size, cfg.lm_length, rng)
+            loss = causal_lm_loss(model, windows)
+            info = {"packed_lm_loss": loss.item(), "supervised": windows.numel() - cfg.batch_size}
+            tokens = windows.numel()
+        elif cfg.arch == "diffusion":
             batch = diffusion_batch(texts, tok, ids, cfg.batch_size, prefix_length, canvas_length, rng)
             loss, info = diffusion_loss(model, batch, ids, cfg, gen)
             tokens = batch.prefix.numel() + batch.canvas.numel()
@@ -254,24 +294,47 @@ def train(cfg: TrainConfig) -> TrainState:
         state.target_tokens += info["supervised"]
         window["supervised"] += info["supervised"]
         window["tokens"] += tokens
+        window["steps"] += 1
+        window["lm_steps"] += int(lm_step)
         if state.step % 20 == 0:
             dt = time.time() - window["time"]
             record = {
                 "step": state.step, "elapsed_min": round((time.time() - start) / 60, 2),
                 **{k: round(v, 4) for k, v in info.items() if k != "supervised"},
                 "target_tok_s": round(window["supervised"] / dt), "tok_s": round(window["tokens"] / dt),
+                "lm_step_share": round(window["lm_steps"] / window["steps"], 2),
                 "lr": opt.param_groups[0]["lr"],
                 "cpu_hours": round(state.cpu_hours + (_cpu_seconds() - cpu_start) / 3600, 4),
             }  # fmt: skip
             with open(log_path, "a") as f:
                 f.write(json.dumps(record) + "\n")
-            window = {"supervised": 0, "tokens": 0, "time": time.time()}
+            window = {"supervised": 0, "tokens": 0, "time": time.time(), "lm_steps": 0, "steps": 0}
         if time.time() - last_save > cfg.save_every_minutes * 60:
+            _log_heldout(model, ema, heldout_stream, state, cpu_start, log_path)
             _save(model, ema, opt, state, tok, out, cpu_start)
             cpu_start = _cpu_seconds()
             last_save = time.time()
+    _log_heldout(model, ema, heldout_stream, state, cpu_start, log_path)
     _save(model, ema, opt, state, tok, out, cpu_start)
     return state
+
+
+def _log_heldout(model, ema, heldout_stream, state: TrainState, cpu_start: float, log_path: Path) -> None:
+    """Held-out causal-LM loss of the EMA weights (what ships), against cumulative CPU-hours."""
+    if heldout_stream is None:
+        return
+    live = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    model.load_state_dict(ema, strict=False)
+    loss = heldout_lm_loss(model, heldout_stream)
+    model.load_state_dict(live)
+    cpu_hours = state.cpu_hours + (_cpu_seconds() - cpu_start) / 3600
+    with open(log_path, "a") as f:
+        f.write(
+            json.dumps(
+                {"step": state.step, "cpu_hours": round(cpu_hours, 4), "heldout_lm_loss": round(loss, 4)}
+            )
+            + "\n"
+        )
 
 
 def _cpu_seconds() -> float:

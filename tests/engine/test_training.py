@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 
 import torch
@@ -139,3 +140,35 @@ def test_heldout_split_is_deterministic_and_benchmarks_are_excluded():
     assert 0.01 < share < 0.06
     assert BENCHMARK_NAMES.search("datasets/human_eval/data.py")
     assert BENCHMARK_NAMES.search("mbpp/tasks.py")
+
+
+def test_token_stream_packs_documents_and_a_packed_lm_step_learns(tmp_path, tiny_model_dir, loaded):
+    from difill.engine.training.packed import causal_lm_loss, heldout_lm_loss, packed_batch, token_stream
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    docs = [SOURCE, SOURCE.replace("Box", "Crate")]
+    (corpus / "train.jsonl").write_text(
+        "".join(json.dumps({"path": f"d{i}", "text": t}) + "\n" for i, t in enumerate(docs))
+    )
+    stream = token_stream(corpus, "train", loaded.tokenizer, loaded.ids)
+    ids = loaded.ids
+    assert stream[0] == ids.bos and stream[-1] == ids.eos and int((stream == ids.bos).sum()) == 2
+    assert loaded.tokenizer.decode(stream[1 : list(stream).index(ids.eos)].tolist()) == SOURCE
+    assert list(corpus.glob("train.*.u16")), "the stream is cached beside the corpus"
+    assert (token_stream(corpus, "train", loaded.tokenizer, loaded.ids) == stream).all()
+
+    model = DiffusionGemmaForBlockDiffusion.from_pretrained(tiny_model_dir)
+    model.config._experts_implementation = "eager"
+    model.train()
+    rng = random.Random(0)
+    windows = packed_batch(stream, 4, 48, rng)
+    assert windows.shape == (4, 48)
+    before = heldout_lm_loss(model, stream, windows=4, length=48)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    for _ in range(10):
+        loss = causal_lm_loss(model, packed_batch(stream, 4, 48, rng))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert heldout_lm_loss(model, stream, windows=4, length=48) < before
