@@ -3,7 +3,8 @@
     .venv/bin/python scripts/learning_curve.py runs/snapshots [--cases 40]
 
 Each snapshot directory (diffusion-<cpu_hours> or ar-<cpu_hours>, saved from the trainer's
-checkpoints) is evaluated on the same held-out cases as `difill eval`.
+checkpoints) is evaluated on the same held-out cases as `difill eval`, through the server's
+suggestion path and filters (what the editor shows).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import argparse
 import json
 from pathlib import Path
 
-from difill.engine.training.evaluate import evaluate
+from difill.server.quality import evaluate_served
 
 
 def main() -> None:
@@ -27,12 +28,8 @@ def main() -> None:
     ):
         kind = snap.name.split("-")[0]
         hours = json.loads((snap / "training_state.json").read_text())["cpu_hours"]
-        if kind == "diffusion":
-            scores = evaluate(str(snap), None, Path("data/corpus"), args.cases, args.seed)["diffusion"]
-        else:
-            scores = evaluate(None, str(snap), Path("data/corpus"), args.cases, args.seed, diffusion=False)[
-                "ar"
-            ]
+        # Either kind loads through the server's backend choice (a Llama checkpoint is the AR baseline).
+        scores = evaluate_served(str(snap), None, Path("data/corpus"), args.cases, args.seed)["diffusion"]
         cells = " | ".join(f"{s['exact_match']:.1%} / {s['edit_similarity']:.2f}" for s in scores.values())
         rows.append(f"| {kind} | {hours:.2f} | {cells} |")
         print(rows[-1], flush=True)

@@ -73,7 +73,7 @@ class SuggestionService:
             if engine is None:
                 return Suggestions([], self.host.state.value)
             result = await self.host.run(
-                job, lambda engine: _fill(engine, ctx, settings, job.should_stop, invoked)
+                job, lambda engine: fill_for_editor(engine, ctx, settings, invoked, job.should_stop)
             )
         except JobCancelled:
             log.info("fill cancelled after %d denoising steps", job.steps_done)
@@ -86,7 +86,7 @@ class SuggestionService:
             now = current.version if current else "closed"
             log.info("result for version %s dropped: the document is at %s", document.version, now)
             return Suggestions([], "stale")
-        texts = distinct(apply_filters(c.text, ctx) for c in result.candidates)
+        texts = shown_texts(result, ctx)
         self.cache.store(ctx.prefix, ctx.suffix, texts)
         log.info(
             "%d suggestion(s) in %.0f ms (%d steps, shape %s)",
@@ -99,9 +99,17 @@ class SuggestionService:
         self.jobs.cancel(uri)
 
 
-def _fill(
-    engine: Any, ctx: FillContext, settings: Settings, should_stop: Callable[[], bool], invoked: bool
+def fill_for_editor(
+    engine: Any,
+    ctx: FillContext,
+    settings: Settings,
+    invoked: bool,
+    should_stop: Callable[[], bool] = lambda: False,
 ) -> Any:
+    """The engine call behind a suggestion, with the request's shape and the editor's settings.
+
+    ``difill eval`` calls this and ``shown_texts`` too, so it scores exactly what the editor shows.
+    """
     from difill.engine.infill import FillOptions
 
     options = FillOptions(
@@ -116,6 +124,11 @@ def _fill(
         prefix_tokens=settings.context_tokens,
     )
     return engine.fill(ctx.prefix, ctx.suffix, options, should_stop=should_stop)
+
+
+def shown_texts(result: Any, ctx: FillContext) -> list[str]:
+    """The candidates of a fill as the editor shows them: filtered, non-empty, distinct, best first."""
+    return distinct(apply_filters(c.text, ctx) for c in result.candidates)
 
 
 def distinct(texts) -> list[str]:

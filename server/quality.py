@@ -1,0 +1,173 @@
+"""`difill eval`: held-out quality of what the editor shows, for the diffusion model and the AR baseline.
+
+Every case goes through the language server's own suggestion path: the document and cursor make a
+``FillContext`` (``build_context``: the prefix/suffix windows, the tree-sitter shape and its token
+budget), ``fill_for_editor`` asks the model with the server's default ``Settings`` (maxTokens,
+steps, contextTokens; one hole length, as while typing), and ``shown_texts`` applies the server's
+filters. The score is on the first text shown, "" when the filters leave nothing.
+
+The typing replay types the last lines of held-out files character by character; after each
+character the server's suggestion is asked for, and when the text still to be typed starts with it,
+it is accepted (a Tab) and its characters count as saved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from difill.engine.training.corpus import read_jsonl
+from difill.engine.training.evaluate import ShapeScore, default_ar_baseline, eval_cases, format_table
+from difill.server.config import Settings
+from difill.server.documents import Document
+from difill.server.features.context import build_context
+from difill.server.features.shape import SyntaxTrees
+from difill.server.features.suggestions import fill_for_editor, shown_texts
+
+EVAL_URI = "file:///heldout/case.py"
+
+
+@dataclass
+class Shown:
+    """One answer as the editor shows it, and what it cost."""
+
+    text: str  # first suggestion after the filters; "" when none survives
+    forwards: int
+    tokens_per_forward: float
+    ms: float
+
+
+class ServedModel:
+    """A model behind the server's suggestion path, without the LSP transport around it."""
+
+    def __init__(self, engine: Any, settings: Settings | None = None) -> None:
+        self.engine = engine
+        self.settings = settings or Settings()
+        self.trees = SyntaxTrees()
+        self._version = 0
+
+    def suggest(self, text: str, offset: int) -> Shown:
+        self._version += 1
+        document = Document(EVAL_URI, "python", self._version, text)
+        ctx = build_context(document, offset, self.settings.context_tokens, self.settings.max_tokens,
+                            self.trees.tree_for(document))  # fmt: skip
+        started = time.perf_counter()
+        result = fill_for_editor(self.engine, ctx, self.settings, invoked=False)
+        ms = (time.perf_counter() - started) * 1000
+        texts = shown_texts(result, ctx)
+        return Shown(
+            texts[0] if texts else "", result.stats.decoder_forwards, result.stats.tokens_per_forward, ms
+        )
+
+
+def load_served(model_dir: str | None) -> ServedModel:
+    """Load a checkpoint (diffusion, or a Llama as the AR baseline) as the server does."""
+    from difill.engine.backends import make_backend
+
+    return ServedModel(make_backend(None, model_dir, "cpu"))
+
+
+def score_cases(model: ServedModel, cases: dict, original_parses: dict) -> dict:
+    scores = {shape: ShapeScore() for shape in cases}
+    for shape, examples in cases.items():
+        for ex in examples:
+            shown = model.suggest(ex.prefix + ex.suffix, len(ex.prefix))
+            scores[shape].add(ex, shown.text, shown.forwards, shown.tokens_per_forward, shown.ms,
+                              original_parses[id(ex)])  # fmt: skip
+    return {shape: s.summary() for shape, s in scores.items()}
+
+
+@dataclass
+class TypingReplay:
+    files: int = 0
+    characters: int = 0
+    saved: int = 0
+    accepted: int = 0
+    requests: int = 0
+    ms: list[float] = field(default_factory=list)
+
+    def summary(self) -> dict:
+        return {
+            "files": self.files,
+            "characters": self.characters,
+            "saved_share": round(self.saved / max(1, self.characters), 4),
+            "accepted": self.accepted,
+            "requests": self.requests,
+            "p50_ms": round(statistics.median(self.ms or [0]), 1),
+        }
+
+
+def typing_replay(model: ServedModel, corpus: Path, files: int, lines: int, seed: int) -> dict:
+    """Type the last ``lines`` non-trivial lines of ``files`` held-out files, Tab on a match."""
+    docs = [d["text"] for d in read_jsonl(corpus / "heldout.jsonl") if d["text"].count("\n") >= 40]
+    rng = random.Random(seed)
+    replay = TypingReplay()
+    for text in rng.sample(docs, min(files, len(docs))):
+        body = text.rstrip("\n") + "\n"
+        starts = [i + 1 for i, ch in enumerate(body) if ch == "\n"][:-1]
+        cut = starts[-lines] if len(starts) >= lines else 0
+        typed, target = body[:cut], body[cut:]
+        replay.files += 1
+        replay.characters += len(target)
+        position = 0
+        while position < len(target):
+            shown = model.suggest(typed, len(typed))
+            replay.requests += 1
+            replay.ms.append(shown.ms)
+            if shown.text and target.startswith(shown.text, position):
+                replay.accepted += 1
+                replay.saved += len(shown.text)
+                typed += shown.text
+                position += len(shown.text)
+            else:
+                typed += target[position]
+                position += 1
+    return replay.summary()
+
+
+def evaluate_served(
+    diffusion_dir: str | None, ar_dir: str | None, corpus: Path, per_shape: int, seed: int,
+    typing_files: int = 0, typing_lines: int = 4,
+) -> dict:  # fmt: skip
+    from difill.engine.syntax import parses
+
+    cases = eval_cases(corpus, per_shape, seed)
+    original_parses = {id(ex): bool(parses(ex.document, "python")) for exs in cases.values() for ex in exs}
+    report: dict = {
+        "cases_per_shape": per_shape,
+        "seed": seed,
+        "pipeline": "server (filters, default settings)",
+    }
+    for name, model_dir in (("diffusion", diffusion_dir), ("ar", ar_dir)):
+        if name == "ar" and not ar_dir:
+            continue
+        model = load_served(model_dir)
+        report[name] = score_cases(model, cases, original_parses)
+        if typing_files:
+            report[f"{name}_typing"] = typing_replay(model, corpus, typing_files, typing_lines, seed)
+    return report
+
+
+def main(args: argparse.Namespace) -> int:
+    ar_dir = args.ar_model or default_ar_baseline()
+    if args.no_ar:
+        ar_dir = None
+    started = time.time()
+    report = evaluate_served(args.model, ar_dir, Path(args.corpus), args.cases, args.seed,
+                             args.typing_files, args.typing_lines)  # fmt: skip
+    report["eval_seconds"] = round(time.time() - started, 1)
+    if args.record:
+        from difill.engine.model import DEFAULT_MODEL_DIR
+
+        state_path = Path(args.model or DEFAULT_MODEL_DIR) / "training_state.json"
+        state = json.loads(state_path.read_text()) if state_path.exists() else {}
+        state.setdefault("history", []).append({"cpu_hours": state.get("cpu_hours"), "eval": report})
+        state_path.write_text(json.dumps(state, indent=1) + "\n")
+    print(json.dumps(report, indent=1) if args.json else format_table(report))
+    return 0

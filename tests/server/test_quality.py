@@ -1,0 +1,87 @@
+"""`difill eval` scores what the editor shows: the server's context, settings and filters."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from difill.engine.infill import Candidate, FillResult, FillStats
+from difill.server.config import Settings
+from difill.server.quality import ServedModel, evaluate_served, typing_replay
+
+FILE = "".join(f"def f{i}(x):\n    y = x * {i}\n    return y + {i}\n\n\n" for i in range(20))
+
+
+class ScriptedEngine:
+    """Answers each fill with what ``answer(prefix, suffix)`` says, and records the options.
+
+    Not a model: it makes the scoring rules checkable (a right answer must score, a wrong or
+    filtered one must not); quality itself is measured on real models by `difill eval`."""
+
+    def __init__(self, answer) -> None:
+        self.answer = answer
+        self.options = []
+
+    def fill(self, prefix, suffix, options=None, should_stop=None, on_draft=None):
+        self.options.append(options)
+        text = self.answer(prefix, suffix)
+        stats = FillStats(steps=1, decoder_forwards=1, hole_tokens=1, tokens_per_forward=1.0)
+        return FillResult(text, [Candidate(text, options.max_hole_tokens, 0.0, True, None)], stats)
+
+
+def rest_of_line(document: str):
+    """The true continuation of the cursor's line (the prefix locates the cursor in ``document``)."""
+
+    def answer(prefix: str, suffix: str) -> str:
+        assert document.startswith(prefix)
+        end = document.find("\n", len(prefix))
+        return document[len(prefix) : end]
+
+    return answer
+
+
+def test_the_server_settings_and_filters_decide_what_is_scored():
+    text = FILE
+    offset = text.index("x * 3") + 4  # after "x * ", before "3"
+    engine = ScriptedEngine(rest_of_line(text))
+    served = ServedModel(engine, Settings(max_tokens=7, steps=5))
+    assert served.suggest(text[:offset] + text[offset + 1 :], offset).text == "3"
+    options = engine.options[-1]
+    assert options.max_hole_tokens == 7 and options.max_steps == 5 and options.single_line
+    assert options.hole_candidates == (7,)  # one hole length, as while typing
+
+    # What the filters drop is not shown, so it scores as empty.
+    assert ServedModel(ScriptedEngine(lambda p, s: "\x00\x01")).suggest(text, offset).text == ""
+    # The suffix the document already has is trimmed from a suggestion.
+    repeat = ServedModel(ScriptedEngine(lambda p, s: "3" + s.split("\n")[0]))
+    assert repeat.suggest(text[:offset] + text[offset + 1 :], offset).text == "3"
+
+
+def test_typing_replay_counts_only_accepted_matching_characters(tmp_path: Path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "heldout.jsonl").write_text(json.dumps({"path": "p.py", "text": FILE}) + "\n")
+    typed_lines = 4
+    target = "".join(FILE.rstrip("\n").splitlines(keepends=True)[-typed_lines:]) + "\n"
+
+    perfect = typing_replay(ServedModel(ScriptedEngine(rest_of_line(FILE))), corpus, 1, typed_lines, seed=0)
+    assert perfect["characters"] == len(target)
+    assert perfect["accepted"] >= 2 and 0.5 < perfect["saved_share"] < 1.0  # newlines and indents are typed
+
+    wrong = typing_replay(ServedModel(ScriptedEngine(lambda p, s: "zzz")), corpus, 1, typed_lines, seed=0)
+    assert wrong["saved_share"] == 0.0 and wrong["accepted"] == 0
+    assert wrong["requests"] == len(target)
+
+
+def test_eval_runs_a_real_model_through_the_served_path(tmp_path: Path, tiny_model_dir):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "heldout.jsonl").write_text(json.dumps({"path": "p.py", "text": FILE}) + "\n")
+    report = evaluate_served(
+        str(tiny_model_dir), None, corpus, per_shape=3, seed=1, typing_files=1, typing_lines=1
+    )
+    assert set(report["diffusion"]) == {"rest_of_line", "whole_line", "multi_line_2_5"}
+    for shape in report["diffusion"].values():
+        assert shape["cases"] == 3 and 0.0 <= shape["empty_share"] <= 1.0 and shape["mean_forwards"] >= 1
+    assert report["diffusion_typing"]["characters"] > 0
+    assert "ar" not in report
