@@ -126,6 +126,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         minutes=args.minutes, cpu_hours=args.cpu_hours, threads=args.threads, seed=args.seed, lr=args.lr,
         canvas_share=args.canvas_share, canvas_share_end=args.canvas_share_end,
         hidden_size=args.hidden_size, num_layers=args.num_layers, save_every_minutes=args.save_every_minutes,
+        batch_size=args.batch_size, device=args.device, bf16=args.bf16,
     ))  # fmt: skip
     print(
         f"trained to step {state.step}: {state.target_tokens} supervised tokens, {state.cpu_hours:.2f} CPU-hours"
@@ -264,6 +265,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hidden-size", type=int, default=192, help="model width when training from scratch")
     p.add_argument("--num-layers", type=int, default=4, help="model depth when training from scratch")
     p.add_argument("--save-every-minutes", type=float, default=10.0)
+    p.add_argument(
+        "--batch-size", type=int, default=16, help="rows per step (canvas examples or packed windows)"
+    )
+    p.add_argument("--device", default="cpu", help="cpu, or cuda for the GPU recipe (scripts/gpu_recipe.sh)")
+    p.add_argument("--bf16", action="store_true", help="bf16 autocast (GPUs; emulated and slow on this CPU)")
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("ship", help="copy a trained model into the package as the default model")

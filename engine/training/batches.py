@@ -12,7 +12,7 @@ AR batch: the same examples in PSM order (prefix, suffix, middle), loss on every
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from transformers import PreTrainedTokenizerBase
@@ -33,11 +33,18 @@ class DiffusionBatch:
     clamp_mask: torch.Tensor  # (B, C) True at clamped slots
     target_tokens: int  # hole slots in the batch (what the denoiser is asked to predict)
 
+    def to(self, device: torch.device) -> DiffusionBatch:
+        return replace(self, prefix=self.prefix.to(device), prefix_mask=self.prefix_mask.to(device),
+                       canvas=self.canvas.to(device), clamp_mask=self.clamp_mask.to(device))  # fmt: skip
+
 
 @dataclass
 class ARBatch:
     ids: torch.Tensor  # (B, T) right-padded
     mask: torch.Tensor  # (B, T)
+
+    def to(self, device: torch.device) -> ARBatch:
+        return ARBatch(self.ids.to(device), self.mask.to(device))
 
 
 def example_segments(
@@ -105,12 +112,14 @@ def corrupt(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Replace each hole slot by a uniform random token with a per-row rate r ~ U(0, 1)."""
     batch, length = canvas.shape
-    rate = torch.rand(batch, 1, generator=generator)  # (B, 1)
-    corrupted = (torch.rand(batch, length, generator=generator) < rate) & ~clamp_mask  # (B, C)
+    device = canvas.device
+    rate = torch.rand(batch, 1, generator=generator, device=device)  # (B, 1)
+    corrupted = (torch.rand(batch, length, generator=generator, device=device) < rate) & ~clamp_mask  # (B, C)
     # At least one corrupted slot per row, so every row carries a loss.
     first_hole = (~clamp_mask).float().argmax(-1)  # (B,)
-    corrupted[torch.arange(batch), first_hole] |= ~clamp_mask[torch.arange(batch), first_hole]
-    noise = torch.randint(0, vocab_size, canvas.shape, generator=generator)
+    rows = torch.arange(batch, device=device)
+    corrupted[rows, first_hole] |= ~clamp_mask[rows, first_hole]
+    noise = torch.randint(0, vocab_size, canvas.shape, generator=generator, device=device)
     return torch.where(corrupted, noise, canvas), corrupted
 
 

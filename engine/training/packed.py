@@ -97,6 +97,7 @@ def heldout_lm_loss(
     batch = torch.from_numpy(
         np.stack([stream[i * step : i * step + length] for i in range(windows)]).astype(np.int64)
     )
+    batch = batch.to(next(model.parameters()).device)
     losses = [causal_lm_loss(model, batch[i : i + 16], softcap=True).item() for i in range(0, windows, 16)]
     model.train(was_training)
     return float(np.mean(losses))

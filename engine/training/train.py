@@ -62,6 +62,8 @@ class TrainConfig:
     minutes: float = 90.0  # wall-clock cap
     cpu_hours: float | None = None  # stop after this much CPU time (the lr schedule runs over it)
     threads: int = 2
+    device: str = "cpu"  # "cuda" for the GPU recipe (scripts/gpu_recipe.sh)
+    bf16: bool = False  # bf16 autocast: for GPUs; on this CPU bf16 is emulated and slow
     batch_size: int = 16
     lr: float = 2e-3
     warmup_steps: int = 200
@@ -72,7 +74,7 @@ class TrainConfig:
     canvas_share: float = 1.0  # share of canvas steps at the start; the rest are packed causal-LM steps
     canvas_share_end: float | None = None  # share at the end (linear in progress); None: constant
     lm_length: int = 256  # packed window length of a causal-LM step
-    min_lr_ratio: float = 0.1  # cosine decay to this share of lr over --cpu-hours (constant lr without it)
+    min_lr_ratio: float = 0.1  # cosine decay to this share of lr over --cpu-hours (GPU: over --minutes)
     save_every_minutes: float = 10.0
     seed: int = 0
     hidden_size: int = 192
@@ -85,6 +87,7 @@ class TrainState:
     target_tokens: int = 0  # supervised tokens (hole slots + prefix next-token targets)
     tokens: int = 0  # tokens through the model
     cpu_hours: float = 0.0  # cumulative over every session that trained these weights
+    gpu_hours: float = 0.0  # wall time of GPU runs (scripts/gpu_recipe.sh), counted apart
     history: list[dict] = field(default_factory=list)  # eval results appended by `difill eval --record`
 
 
@@ -161,14 +164,14 @@ def save_checkpoint(
         for p in group["params"]:
             for key, value in opt.state.get(p, {}).items():
                 if torch.is_tensor(value) and value.dim() > 0:
-                    optimizer_tensors[f"{key}::{names[id(p)]}"] = value.contiguous()
+                    optimizer_tensors[f"{key}::{names[id(p)]}"] = value.detach().cpu().contiguous()
     save_file(optimizer_tensors, out / "optimizer.safetensors")
-    save_file({k: v.float().contiguous() for k, v in ema.items()}, out / "ema_fp32.safetensors")
+    save_file({k: v.float().cpu().contiguous() for k, v in ema.items()}, out / "ema_fp32.safetensors")
     (out / "training_state.json").write_text(json.dumps(asdict(state), indent=1) + "\n")
 
 
-def load_optimizer_state(model: PreTrainedModel, opt, path: Path, step: int) -> None:
-    tensors = load_file(path)
+def load_optimizer_state(model: PreTrainedModel, opt, path: Path, step: int, device: torch.device) -> None:
+    tensors = {k: v.to(device) for k, v in load_file(path).items()}
     params = dict(model.named_parameters())
     for key, value in tensors.items():
         slot, name = key.split("::", 1)
@@ -182,7 +185,7 @@ def load_optimizer_state(model: PreTrainedModel, opt, path: Path, step: int) -> 
 def lr_at(step: int, progress: float, cfg: TrainConfig) -> float:
     """Linear warm-up over this run's first steps, then cosine decay over its CPU budget."""
     warm = min(1.0, (step + 1) / cfg.warmup_steps)
-    if cfg.cpu_hours is None:
+    if cfg.cpu_hours is None and cfg.device == "cpu":
         return cfg.lr * warm
     cosine = 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
     return cfg.lr * warm * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * cosine)
@@ -197,7 +200,8 @@ def train(cfg: TrainConfig) -> TrainState:
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
     rng = random.Random(cfg.seed)
-    gen = torch.Generator().manual_seed(cfg.seed)
+    device = torch.device(cfg.device)
+    gen = torch.Generator(device=device).manual_seed(cfg.seed)
     out = Path(cfg.out)
     init = Path(cfg.init) if cfg.init else None
     tok = AutoTokenizer.from_pretrained(init if init else cfg.tokenizer, local_files_only=True)
@@ -232,6 +236,7 @@ def train(cfg: TrainConfig) -> TrainState:
                  else build_ar_model(len(tok), cfg.hidden_size, cfg.num_layers, ids0))  # fmt: skip
         vocab_size = model.config.vocab_size
     ids = TokenIds.from_tokenizer(tok, vocab_size)
+    model.to(device)
     model.train()
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
@@ -240,11 +245,11 @@ def train(cfg: TrainConfig) -> TrainState:
         lr=cfg.lr, betas=(0.9, 0.98),
     )  # fmt: skip
     if init and (init / "optimizer.safetensors").exists():
-        load_optimizer_state(model, opt, init / "optimizer.safetensors", state.step)
+        load_optimizer_state(model, opt, init / "optimizer.safetensors", state.step, device)
     ema_path = init / "ema_fp32.safetensors" if init else None
     ema = {k: v.detach().clone().float() for k, v in model.state_dict().items() if v.is_floating_point()}
     if ema_path and ema_path.exists():
-        ema.update(load_file(ema_path))
+        ema.update({k: v.to(device) for k, v in load_file(ema_path).items()})
 
     log_path = out / "train_log.jsonl"
     out.mkdir(parents=True, exist_ok=True)
@@ -256,7 +261,10 @@ def train(cfg: TrainConfig) -> TrainState:
     budget_s = cfg.cpu_hours * 3600 if cfg.cpu_hours is not None else None
     run_step = 0
     while time.time() < deadline:
-        progress = (_cpu_seconds() - run_cpu_start) / budget_s if budget_s else 0.0
+        if budget_s:  # CPU runs spend CPU-hours; the schedule follows them, pauses and all
+            progress = (_cpu_seconds() - run_cpu_start) / budget_s
+        else:  # GPU runs spend wall time; CPU runs without a budget keep a constant lr
+            progress = (time.time() - start) / (cfg.minutes * 60) if device.type == "cuda" else 0.0
         if progress >= 1.0:
             break
         prefix_length = rng.choices(PREFIX_LENGTHS, PREFIX_WEIGHTS)[0]
@@ -265,19 +273,20 @@ def train(cfg: TrainConfig) -> TrainState:
             group["lr"] = lr_at(run_step, progress, cfg)
         run_step += 1
         lm_step = cfg.arch == "diffusion" and rng.random() >= canvas_share_at(progress, cfg)
-        if lm_step:
-            windows = packed_batch(stream, cfg.batch_size, cfg.lm_length, rng)
-            loss = causal_lm_loss(model, windows)
-            info = {"packed_lm_loss": loss.item(), "supervised": windows.numel() - cfg.batch_size}
-            tokens = windows.numel()
-        elif cfg.arch == "diffusion":
-            batch = diffusion_batch(texts, tok, ids, cfg.batch_size, prefix_length, canvas_length, rng)
-            loss, info = diffusion_loss(model, batch, ids, cfg, gen)
-            tokens = batch.prefix.numel() + batch.canvas.numel()
-        else:
-            batch = ar_batch(texts, tok, ids, cfg.batch_size, prefix_length, canvas_length, rng)
-            loss, info = ar_loss(model, batch)
-            tokens = batch.ids.numel()
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.bf16):
+            if lm_step:
+                windows = packed_batch(stream, cfg.batch_size, cfg.lm_length, rng).to(device)
+                loss = causal_lm_loss(model, windows)
+                info = {"packed_lm_loss": loss.item(), "supervised": windows.numel() - cfg.batch_size}
+                tokens = windows.numel()
+            elif cfg.arch == "diffusion":
+                batch = diffusion_batch(texts, tok, ids, cfg.batch_size, prefix_length, canvas_length, rng)
+                loss, info = diffusion_loss(model, batch.to(device), ids, cfg, gen)
+                tokens = batch.prefix.numel() + batch.canvas.numel()
+            else:
+                batch = ar_batch(texts, tok, ids, cfg.batch_size, prefix_length, canvas_length, rng)
+                loss, info = ar_loss(model, batch.to(device))
+                tokens = batch.ids.numel()
         if not math.isfinite(loss.item()):
             raise RuntimeError(f"loss is {loss.item()} at step {state.step}")
         opt.zero_grad(set_to_none=True)
@@ -311,11 +320,11 @@ def train(cfg: TrainConfig) -> TrainState:
             window = {"supervised": 0, "tokens": 0, "time": time.time(), "lm_steps": 0, "steps": 0}
         if time.time() - last_save > cfg.save_every_minutes * 60:
             _log_heldout(model, ema, heldout_stream, state, cpu_start, log_path)
-            _save(model, ema, opt, state, tok, out, cpu_start)
+            _save(model, ema, opt, state, tok, out, cpu_start, last_save)
             cpu_start = _cpu_seconds()
             last_save = time.time()
     _log_heldout(model, ema, heldout_stream, state, cpu_start, log_path)
-    _save(model, ema, opt, state, tok, out, cpu_start)
+    _save(model, ema, opt, state, tok, out, cpu_start, last_save)
     return state
 
 
@@ -342,8 +351,12 @@ def _cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _save(model, ema, opt, state: TrainState, tok, out: Path, cpu_start: float) -> None:
-    state.cpu_hours += (_cpu_seconds() - cpu_start) / 3600
+def _save(model, ema, opt, state: TrainState, tok, out: Path, cpu_start: float, wall_start: float) -> None:
+    """Add the time since the last save to the state's budget, then save to ``out/latest`` atomically."""
+    if next(model.parameters()).is_cuda:  # the process's CPU time is not what a GPU run costs
+        state.gpu_hours += (time.time() - wall_start) / 3600
+    else:
+        state.cpu_hours += (_cpu_seconds() - cpu_start) / 3600
     tmp = out.with_name(out.name + ".tmp")
     save_checkpoint(model, ema, opt, state, tok, tmp / "latest")
     final = out / "latest"
