@@ -9,7 +9,8 @@ Two kinds of step (``--canvas-share`` decides the mix, and may shift linearly ov
 Resumable: ``--init DIR`` starts from saved weights (the shipped model by default), and the
 optimizer state, step count and cumulative CPU-hours travel with every checkpoint as safetensors
 and JSON (no pickle), so compute adds up across sessions.  Weights are averaged (EMA) and the EMA
-is what gets saved and evaluated.
+is what gets saved and evaluated. ``kill <pid>`` (SIGTERM) ends a run after its current step and
+saves it, so a session can stop training on time without losing the last minutes.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import math
 import os
 import random
 import resource
+import signal
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -260,7 +262,10 @@ def train(cfg: TrainConfig) -> TrainState:
     deadline = start + cfg.minutes * 60
     budget_s = cfg.cpu_hours * 3600 if cfg.cpu_hours is not None else None
     run_step = 0
-    while time.time() < deadline:
+    stop_requested = []  # SIGTERM / SIGINT end the run after the current step, with a save
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, frame: stop_requested.append(signum))
+    while time.time() < deadline and not stop_requested:
         if budget_s:  # CPU runs spend CPU-hours; the schedule follows them, pauses and all
             progress = (_cpu_seconds() - run_cpu_start) / budget_s
         else:  # GPU runs spend wall time; CPU runs without a budget keep a constant lr

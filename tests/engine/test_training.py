@@ -172,3 +172,34 @@ def test_token_stream_packs_documents_and_a_packed_lm_step_learns(tmp_path, tiny
         loss.backward()
         opt.step()
     assert heldout_lm_loss(model, stream, windows=4, length=48) < before
+
+
+def test_sigterm_ends_a_run_with_a_save(tmp_path, tiny_model_dir, loaded):
+    """A session stops training with `kill <pid>`: the run saves its last steps and exits 0."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    line = json.dumps({"path": "a.py", "text": SOURCE}) + "\n"
+    (corpus / "train.jsonl").write_text(line * 4)
+    (corpus / "heldout.jsonl").write_text(line)
+    out = tmp_path / "run"
+    code = (
+        "from difill.engine.training.train import TrainConfig, train\n"
+        f"train(TrainConfig(out={str(out)!r}, corpus={str(corpus)!r}, init={str(tiny_model_dir)!r}, "
+        "minutes=5, threads=1, batch_size=2, canvas_share=0.5, lm_length=32))\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    log = out / "train_log.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and not (log.exists() and log.read_text().count('"step"') >= 1):
+        time.sleep(0.5)
+    assert log.exists(), "the run never logged a step"
+    os.kill(proc.pid, signal.SIGTERM)
+    assert proc.wait(timeout=60) == 0
+    state = json.loads((out / "latest" / "training_state.json").read_text())
+    assert state["step"] >= 20 and state["cpu_hours"] > 0
