@@ -200,21 +200,21 @@ def main(args: argparse.Namespace) -> int:
             report[model] = {g: {**engine[g], **server[g]} for g in SHAPE_GROUPS}
             report[model]["typing"] = server["typing"]
     report["diffusion"]["tokens_per_forward"] = report["engine"]["diffusion"]["tokens_per_forward"]
+    plot_path = Path(args.plot or ("runs/bench-quick.png" if args.quick else "docs/bench.png"))
     if not args.json:
-        plot(report, Path(args.plot))
+        plot_path.parent.mkdir(parents=True, exist_ok=True)
+        plot(report, plot_path)
     for section in report["engine"].values():
         section.pop("_points", None)
     if args.json:
         print(json.dumps(report, indent=1))
     else:
-        data = Path(args.plot).with_suffix(".json")
+        data = plot_path.with_suffix(".json")
         data.write_text(json.dumps(report, indent=1) + "\n")
         print(format_table(report))
-        print(f"\nplot: {args.plot}, figures: {data}; engine peak RSS {report['engine_peak_rss_mb']} MB")
+        print(f"\nplot: {plot_path}, figures: {data}; engine peak RSS {report['engine_peak_rss_mb']} MB")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(
-        main(argparse.Namespace(model=None, ar_model=None, quick=True, json=False, plot="docs/bench.png"))
-    )
+    sys.exit(main(argparse.Namespace(model=None, ar_model=None, quick=True, json=False, plot=None)))

@@ -50,12 +50,16 @@ def cmd_fill(args: argparse.Namespace) -> int:
     from difill.engine.infill import FillOptions
     from difill.engine.model import ModelLoadError
     from difill.engine.syntax import language_for_path
+    from difill.server.config import Settings
+    from difill.server.features.suggestions import ServedModel
 
     path, line, col = parse_location(args.location)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise SystemExit(f"difill: cannot read {path}: {err.strerror}") from err
+    if args.holes and args.marker not in text:  # before the model loads: nothing to fill
+        raise SystemExit(f"difill: {path} has no hole marker {args.marker!r}; put one where code should go")
     try:
         engine = make_backend(args.remote, args.model, args.device)
     except (ModelLoadError, BackendError) as err:
@@ -76,19 +80,22 @@ def cmd_fill(args: argparse.Namespace) -> int:
         return 0
     if line is None:
         raise SystemExit("difill: give a position as PATH:LINE:COL, or --holes")
-    prefix, suffix = split_at(text, line, col or 1)
-    options = FillOptions(max_hole_tokens=args.max_tokens or 24, language=language, max_steps=args.steps)
+    prefix, _ = split_at(text, line, col or 1)
+    # The server's own suggestion path (shape, settings, filters): what an editor would show here.
+    settings = Settings(max_tokens=args.max_tokens or Settings.max_tokens, steps=args.steps)
     try:
-        result = engine.fill(prefix, suffix, options)
+        shown = ServedModel(engine, settings).suggest(text, len(prefix), path.resolve().as_uri(),
+                                                       language or "plaintext")  # fmt: skip
     except BackendError as err:
         raise SystemExit(f"difill: {err}") from err
     if args.json:
+        result = shown.result
         print(json.dumps({
-            "text": result.text, "steps": result.stats.steps, "ms": round(result.stats.total_ms, 1),
+            "text": shown.text, "steps": result.stats.steps, "ms": round(shown.ms, 1), "model_text": result.text,
             "candidates": [asdict(c) for c in result.candidates], "stats": asdict(result.stats),
         }))  # fmt: skip
     else:
-        print(result.text)
+        print(shown.text)
     return 0
 
 
@@ -196,24 +203,30 @@ def build_parser() -> argparse.ArgumentParser:
 
     def model_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("--model", help="model directory (default: the model shipped with difill)")
-        p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+        p.add_argument(
+            "--device", default="auto", help="auto (CUDA when present, else CPU), cpu, cuda, cuda:N or mps"
+        )
 
     p = sub.add_parser("serve", help="run the language server (stdio unless --tcp)")
     model_args(p)
     p.add_argument("--tcp", action="store_true", help="listen on TCP instead of stdio")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=2087)
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on with --tcp")
+    p.add_argument("--port", type=int, default=2087, help="port to listen on with --tcp")
     p.add_argument("--log-file", help="also write the server log to this file")
-    p.add_argument("--log-level", default="INFO")
+    p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
     p.set_defaults(func=cmd_serve)
 
-    p = sub.add_parser("fill", help="fill the middle at PATH:LINE:COL and print it")
+    p = sub.add_parser("fill", help="print the suggestion an editor would show at PATH:LINE:COL")
     p.add_argument("location", help="PATH:LINE:COL (1-based), or PATH with --holes")
     model_args(p)
-    p.add_argument("--json", action="store_true", help="print text, steps, ms and stats as JSON")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print text, steps, ms, the model's raw text, candidates and stats as JSON",
+    )
     p.add_argument("--holes", action="store_true", help="fill every hole marker in the file")
-    p.add_argument("--marker", default="<|hole|>")
-    p.add_argument("--max-tokens", type=int, help="longest middle, in tokens")
+    p.add_argument("--marker", default="<|hole|>", help="the text that marks a hole (with --holes)")
+    p.add_argument("--max-tokens", type=int, help="longest suggestion in tokens (the server's maxTokens, 32)")
     p.add_argument("--steps", type=int, default=12, help="denoising step cap")
     p.add_argument("--remote", metavar="URL", help="fill on a difill serve-http or OpenAI-compatible server")
     p.set_defaults(func=cmd_fill)
@@ -306,8 +319,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--ar-model", help="AR baseline dir (default: benchmarks/ar-baseline, else runs/ar/latest)"
     )
     p.add_argument("--quick", action="store_true", help="a small run that finishes in under a minute")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--plot", default="docs/bench.png")
+    p.add_argument("--json", action="store_true", help="print the full report as JSON (no plot)")
+    p.add_argument(
+        "--plot",
+        help="where the plot goes, its figures beside it as JSON "
+        "(default: docs/bench.png; with --quick runs/bench-quick.png, so CI leaves docs/ alone)",
+    )
     p.set_defaults(func=cmd_bench)
     return parser
 

@@ -20,50 +20,12 @@ import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from difill.engine.training.corpus import read_jsonl
 from difill.engine.training.evaluate import ShapeScore, default_ar_baseline, eval_cases, format_table
-from difill.server.config import Settings
-from difill.server.documents import Document
-from difill.server.features.context import build_context
-from difill.server.features.shape import SyntaxTrees
-from difill.server.features.suggestions import fill_for_editor, shown_texts
+from difill.server.features.suggestions import ServedModel
 
 EVAL_URI = "file:///heldout/case.py"
-
-
-@dataclass
-class Shown:
-    """One answer as the editor shows it, and what it cost."""
-
-    text: str  # first suggestion after the filters; "" when none survives
-    forwards: int
-    tokens_per_forward: float
-    ms: float
-
-
-class ServedModel:
-    """A model behind the server's suggestion path, without the LSP transport around it."""
-
-    def __init__(self, engine: Any, settings: Settings | None = None) -> None:
-        self.engine = engine
-        self.settings = settings or Settings()
-        self.trees = SyntaxTrees()
-        self._version = 0
-
-    def suggest(self, text: str, offset: int) -> Shown:
-        self._version += 1
-        document = Document(EVAL_URI, "python", self._version, text)
-        ctx = build_context(document, offset, self.settings.context_tokens, self.settings.max_tokens,
-                            self.trees.tree_for(document))  # fmt: skip
-        started = time.perf_counter()
-        result = fill_for_editor(self.engine, ctx, self.settings, invoked=False)
-        ms = (time.perf_counter() - started) * 1000
-        texts = shown_texts(result, ctx)
-        return Shown(
-            texts[0] if texts else "", result.stats.decoder_forwards, result.stats.tokens_per_forward, ms
-        )
 
 
 def load_served(model_dir: str | None) -> ServedModel:
@@ -77,7 +39,7 @@ def score_cases(model: ServedModel, cases: dict, original_parses: dict) -> dict:
     scores = {shape: ShapeScore() for shape in cases}
     for shape, examples in cases.items():
         for ex in examples:
-            shown = model.suggest(ex.prefix + ex.suffix, len(ex.prefix))
+            shown = model.suggest(ex.prefix + ex.suffix, len(ex.prefix), EVAL_URI)
             scores[shape].add(ex, shown.text, shown.forwards, shown.tokens_per_forward, shown.ms,
                               original_parses[id(ex)])  # fmt: skip
     return {shape: s.summary() for shape, s in scores.items()}
@@ -117,7 +79,7 @@ def typing_replay(model: ServedModel, corpus: Path, files: int, lines: int, seed
         replay.characters += len(target)
         position = 0
         while position < len(target):
-            shown = model.suggest(typed, len(typed))
+            shown = model.suggest(typed, len(typed), EVAL_URI)
             replay.requests += 1
             replay.ms.append(shown.ms)
             if shown.text and target.startswith(shown.text, position):

@@ -67,3 +67,21 @@ def test_missing_model_says_how_to_fix_it(tmp_path):
     done = run_cli("fill", f"{source}:1:5", "--model", str(tmp_path / "no-model"))
     assert done.returncode != 0
     assert "does not exist" in done.stderr and "--model" in done.stderr
+
+
+def test_fill_holes_without_a_marker_says_so(tmp_path):
+    source = tmp_path / "plain.py"
+    source.write_text("x = 1\n")
+    done = run_cli("fill", str(source), "--holes", "--model", str(tmp_path / "never-loaded"))
+    assert done.returncode != 0 and "no hole marker" in done.stderr and "<|hole|>" in done.stderr
+    assert done.stdout == ""
+
+
+def test_fill_prints_what_the_server_would_show(tiny_model_dir, tmp_path):
+    """Mid-line, the server's filters keep a suggestion on one line; the JSON keeps the model's raw text."""
+    source = tmp_path / "y.py"
+    source.write_text("def f(a, b):\n    return a + b\n")
+    done = run_cli("fill", f"{source}:2:12", "--model", str(tiny_model_dir), "--json", "--steps", "4")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert "\n" not in out["text"] and "model_text" in out and out["stats"]["decoder_forwards"] >= 1

@@ -99,6 +99,45 @@ class SuggestionService:
         self.jobs.cancel(uri)
 
 
+@dataclass
+class Shown:
+    """One answer as the editor shows it, and what it cost."""
+
+    text: str  # first suggestion after the filters; "" when none survives
+    forwards: int
+    tokens_per_forward: float
+    ms: float
+    result: Any  # the engine's FillResult, before the filters
+
+
+class ServedModel:
+    """The server's suggestion path for one document at a time, without the LSP transport.
+
+    ``difill fill`` and ``difill eval`` use it, so both print and score what the editor shows.
+    """
+
+    def __init__(self, engine: Any, settings: Settings | None = None) -> None:
+        self.engine = engine
+        self.settings = settings or Settings()
+        self.trees = SyntaxTrees()
+        self._version = 0
+
+    def suggest(
+        self, text: str, offset: int, uri: str = "file:///untitled.py", language_id: str = "python"
+    ) -> Shown:
+        """The first suggestion an automatic request at ``offset`` would show ("" for none)."""
+        self._version += 1
+        document = Document(uri, language_id, self._version, text)
+        ctx = build_context(document, offset, self.settings.context_tokens, self.settings.max_tokens,
+                            self.trees.tree_for(document))  # fmt: skip
+        started = time.perf_counter()
+        result = fill_for_editor(self.engine, ctx, self.settings, invoked=False)
+        ms = (time.perf_counter() - started) * 1000
+        texts = shown_texts(result, ctx)
+        first = texts[0] if texts else ""
+        return Shown(first, result.stats.decoder_forwards, result.stats.tokens_per_forward, ms, result)
+
+
 def fill_for_editor(
     engine: Any,
     ctx: FillContext,

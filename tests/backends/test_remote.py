@@ -18,6 +18,7 @@ from backend_helpers import SERVER_KEY, read_body, send
 from difill.engine.backends import BackendError, InfillBackend, RemoteBackend
 from difill.engine.infill import Cancelled, FillOptions
 from difill.server import cli
+from difill.server.features.suggestions import ServedModel
 
 PREFIX = "def add(a, b):\n    return"
 SUFFIX = "\n\n\nprint(add(1, 2))\n"
@@ -243,10 +244,9 @@ def test_difill_fill_remote_prints_the_same_fill_as_the_local_engine(
     monkeypatch.setenv("DIFILL_API_KEY", SERVER_KEY)
     assert cli.main(["fill", f"{source}:2:11", "--remote", served, "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
-    local = local_engine.fill(
-        PREFIX, SUFFIX, FillOptions(max_hole_tokens=24, language="python", max_steps=12)
-    )
-    assert printed["text"] == local.text
+    # Both through the server's suggestion path, as `difill fill` runs it.
+    local = ServedModel(local_engine).suggest(PREFIX + SUFFIX, len(PREFIX), source.resolve().as_uri())
+    assert printed["model_text"] == local.result.text and printed["text"] == local.text
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from difill.engine.infill import Candidate, FillResult, FillStats
 from difill.server.config import Settings
-from difill.server.quality import ServedModel, evaluate_served, typing_replay
+from difill.server.features.suggestions import ServedModel
+from difill.server.quality import evaluate_served, typing_replay
 
 FILE = "".join(f"def f{i}(x):\n    y = x * {i}\n    return y + {i}\n\n\n" for i in range(20))
 
