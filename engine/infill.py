@@ -175,7 +175,7 @@ class InfillEngine:
         for row, (canvas, hole) in enumerate(zip(canvases, lengths, strict=True)):
             span = canvas.holes[0]
             tokens = hole_tokens(result.canvas[row], span, self.ids.filler)
-            raw = self.tokenizer.decode(tokens)
+            raw = self._decode(tokens)
             if heal_text:
                 if not raw.startswith(heal_text):
                     continue
@@ -228,7 +228,7 @@ class InfillEngine:
         middles = []
         for i, span in enumerate(canvas.holes):
             after = betweens[i] if i < len(betweens) else suffix
-            raw = self.tokenizer.decode(hole_tokens(result.canvas[0], span, self.ids.filler))
+            raw = self._decode(hole_tokens(result.canvas[0], span, self.ids.filler))
             middles.append(trim_to_hole(raw, after))
         out = [prefix]
         for i, middle in enumerate(middles):
@@ -283,7 +283,7 @@ class InfillEngine:
             on_step=self._draft_reporter(on_draft, canvas.holes[0], "", 0),
         )  # fmt: skip
         tokens = hole_tokens(result.canvas[0], canvas.holes[0], self.ids.filler)
-        text = trim_suffix_overlap(self.tokenizer.decode(tokens), suffix)
+        text = trim_suffix_overlap(self._decode(tokens), suffix)
         score = result.token_logprob[0, :hole][~keep[:hole]].mean().item() if strength > 0 else 0.0
         stats.steps = stats.decoder_forwards = result.steps
         stats.hole_length = hole
@@ -319,6 +319,10 @@ class InfillEngine:
             tokens = encode(self.tokenizer, "\n")
         return tokens
 
+    def _decode(self, tokens: list[int]) -> str:
+        """A middle's text; special tokens never reach the editor, even one the ban list missed."""
+        return self.tokenizer.decode(tokens, skip_special_tokens=True)
+
     def _split_heal(self, prefix: str, prefix_ids: list[int], heal: bool) -> tuple[str, list[int]]:
         """Token healing: when the cursor ends a word, hand the prefix's last token to the hole."""
         if not heal or len(prefix_ids) < 2 or not WORD_END.search(prefix):
@@ -350,7 +354,7 @@ class InfillEngine:
             decoder, canvas, clamp, self._banned, self.ids.vocab_size, config, generator,
             slot_allowed=slot_allowed, should_stop=should_stop, on_step=on_step,
             initially_committed=None if initially_committed is None else initially_committed.to(device),
-            filler_id=self.ids.filler[0],
+            filler_id=self.ids.filler[0] if self.ids.filler else None,
         )  # fmt: skip
 
     def _decoder(self, batch_cache) -> CanvasDecoder:
@@ -362,7 +366,7 @@ class InfillEngine:
             return None
 
         def report(step: int, best: torch.Tensor) -> None:
-            text = self.tokenizer.decode(hole_tokens(best[row], span, self.ids.filler))
+            text = self._decode(hole_tokens(best[row], span, self.ids.filler))
             on_draft(text[len(heal_text) :] if text.startswith(heal_text) else text, step)
 
         return report
