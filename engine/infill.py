@@ -45,8 +45,9 @@ class FillOptions:
     hole_candidates: tuple[int, ...] = ()  # hole lengths tried in one batch; () = derived from max
     suffix_tokens: int = 16  # nearest suffix tokens clamped into the canvas
     prefix_tokens: int | None = None  # prefix budget; None = what the model was trained to read
-    max_steps: int = 12
-    entropy_bound: float = 0.5
+    max_steps: int = 12  # cap on denoising steps (typing needs it); the checkpoint's own count if lower
+    entropy_bound: float | None = None  # None = the checkpoint's (generation_config), else difill's 0.5
+    revise: bool | None = None  # re-decide committed slots every step (stock sampler); None = edits only
     single_line: bool = False  # cut the middle at its first newline
     heal: bool = True  # re-predict a partly typed identifier at the cursor as a whole token
     language: str | None = None  # tree-sitter language used to rank candidates
@@ -278,6 +279,8 @@ class InfillEngine:
         generator = torch.Generator().manual_seed(options.seed)
         keep = torch.zeros(canvas.length, dtype=torch.bool)  # (L,) original slots kept as they are
         keep[:hole] = torch.rand(hole, generator=generator) >= strength
+        if options.revise is None:  # an edit revises its slots, as the stock sampler does
+            options = replace(options, revise=True)
         result, stats = self._encode_and_denoise(
             prefix_ids, [canvas], options, should_stop, initially_committed=keep.unsqueeze(0),
             on_step=self._draft_reporter(on_draft, canvas.holes[0], "", 0),
@@ -348,7 +351,7 @@ class InfillEngine:
         clamp = torch.stack([c.clamp_mask for c in canvases]).to(device)  # (B, L)
         decoder = self._decoder(expand_cache(cache, canvas.shape[0]))
 
-        config = SamplerConfig(max_steps=options.max_steps, entropy_bound=options.entropy_bound)
+        config = sampler_config(self.loaded.sampler, options)
         generator = torch.Generator(device=device).manual_seed(options.seed)
         return denoise(
             decoder, canvas, clamp, self._banned, self.ids.vocab_size, config, generator,
@@ -379,6 +382,16 @@ class InfillEngine:
         if len(prefix) > PARSE_WINDOW_CHARS and cut >= 0:
             head = head[cut + 1 :]
         return syntax_errors(head + middle + suffix[:PARSE_WINDOW_CHARS], language)
+
+
+def sampler_config(checkpoint: SamplerConfig, options: FillOptions) -> SamplerConfig:
+    """The checkpoint's sampler with difill's infill changes on top: the step cap, the options."""
+    return replace(
+        checkpoint,
+        max_steps=max(1, min(options.max_steps, checkpoint.max_steps)),
+        entropy_bound=checkpoint.entropy_bound if options.entropy_bound is None else options.entropy_bound,
+        revise=bool(options.revise),
+    )
 
 
 def rank_candidates(candidates: list[Candidate]) -> list[Candidate]:
