@@ -98,10 +98,10 @@ def test_the_decoder_sees_the_trimmed_sliding_view_and_matches_the_stock_forward
 
 
 def test_a_second_fill_after_one_typed_character_works(gemma_engine):
-    """The LSP's typing path: fill, type one character (the last token changes), fill again."""
+    """The LSP's typing path: fill, edit the end of a window-long prefix, fill again."""
     options = FillOptions(max_hole_tokens=8, max_steps=3, prefix_tokens=4096)
-    gemma_engine.fill(CODE + "def main(req", "):\n    pass\n", options)
-    second = gemma_engine.fill(CODE + "def main(reqs", "):\n    pass\n", options)
+    gemma_engine.fill(CODE + "def main(request, value):\n", "    pass\n", options)
+    second = gemma_engine.fill(CODE + "def main(request, val", "    pass\n", options)
     assert second.stats.reused_prefix_tokens > 0
 
 
