@@ -24,7 +24,9 @@ Segment = int | list[int]
 
 @dataclass
 class Canvas:
-    ids: torch.Tensor  # (L,) clamped ids at clamped slots, filler at hole slots (overwritten by noise)
+    ids: (
+        torch.Tensor
+    )  # (L,) clamped ids at clamped slots, filler (or pad) at hole slots (overwritten by noise)
     clamp_mask: torch.Tensor  # (L,) True where the slot holds known text
     holes: list[tuple[int, int]]  # [start, end) of each hole, in order
 
@@ -48,7 +50,7 @@ def build_canvas(segments: list[Segment], length: int, ids: TokenIds, document_e
             size = min(segment, length - start)
             if size <= 0:
                 raise ValueError(f"canvas of {length} slots has no room for hole {len(holes) + 1}")
-            slots.extend([ids.filler[0]] * size)
+            slots.extend([ids.filler[0] if ids.filler else ids.pad] * size)
             clamp.extend([False] * size)
             holes.append((start, start + size))
         else:

@@ -45,8 +45,9 @@ class FillOptions:
     hole_candidates: tuple[int, ...] = ()  # hole lengths tried in one batch; () = derived from max
     suffix_tokens: int = 16  # nearest suffix tokens clamped into the canvas
     prefix_tokens: int | None = None  # prefix budget; None = what the model was trained to read
-    max_steps: int = 12
-    entropy_bound: float = 0.5
+    max_steps: int = 12  # cap on denoising steps (typing needs it); the checkpoint's own count if lower
+    entropy_bound: float | None = None  # None = the checkpoint's (generation_config), else difill's 0.5
+    revise: bool | None = None  # re-decide committed slots every step (stock sampler); None = edits only
     single_line: bool = False  # cut the middle at its first newline
     heal: bool = True  # re-predict a partly typed identifier at the cursor as a whole token
     language: str | None = None  # tree-sitter language used to rank candidates
@@ -175,7 +176,7 @@ class InfillEngine:
         for row, (canvas, hole) in enumerate(zip(canvases, lengths, strict=True)):
             span = canvas.holes[0]
             tokens = hole_tokens(result.canvas[row], span, self.ids.filler)
-            raw = self.tokenizer.decode(tokens)
+            raw = self._decode(tokens)
             if heal_text:
                 if not raw.startswith(heal_text):
                     continue
@@ -228,7 +229,7 @@ class InfillEngine:
         middles = []
         for i, span in enumerate(canvas.holes):
             after = betweens[i] if i < len(betweens) else suffix
-            raw = self.tokenizer.decode(hole_tokens(result.canvas[0], span, self.ids.filler))
+            raw = self._decode(hole_tokens(result.canvas[0], span, self.ids.filler))
             middles.append(trim_to_hole(raw, after))
         out = [prefix]
         for i, middle in enumerate(middles):
@@ -278,12 +279,14 @@ class InfillEngine:
         generator = torch.Generator().manual_seed(options.seed)
         keep = torch.zeros(canvas.length, dtype=torch.bool)  # (L,) original slots kept as they are
         keep[:hole] = torch.rand(hole, generator=generator) >= strength
+        if options.revise is None:  # an edit revises its slots, as the stock sampler does
+            options = replace(options, revise=True)
         result, stats = self._encode_and_denoise(
             prefix_ids, [canvas], options, should_stop, initially_committed=keep.unsqueeze(0),
             on_step=self._draft_reporter(on_draft, canvas.holes[0], "", 0),
         )  # fmt: skip
         tokens = hole_tokens(result.canvas[0], canvas.holes[0], self.ids.filler)
-        text = trim_suffix_overlap(self.tokenizer.decode(tokens), suffix)
+        text = trim_suffix_overlap(self._decode(tokens), suffix)
         score = result.token_logprob[0, :hole][~keep[:hole]].mean().item() if strength > 0 else 0.0
         stats.steps = stats.decoder_forwards = result.steps
         stats.hole_length = hole
@@ -319,6 +322,10 @@ class InfillEngine:
             tokens = encode(self.tokenizer, "\n")
         return tokens
 
+    def _decode(self, tokens: list[int]) -> str:
+        """A middle's text; special tokens never reach the editor, even one the ban list missed."""
+        return self.tokenizer.decode(tokens, skip_special_tokens=True)
+
     def _split_heal(self, prefix: str, prefix_ids: list[int], heal: bool) -> tuple[str, list[int]]:
         """Token healing: when the cursor ends a word, hand the prefix's last token to the hole."""
         if not heal or len(prefix_ids) < 2 or not WORD_END.search(prefix):
@@ -344,13 +351,13 @@ class InfillEngine:
         clamp = torch.stack([c.clamp_mask for c in canvases]).to(device)  # (B, L)
         decoder = self._decoder(expand_cache(cache, canvas.shape[0]))
 
-        config = SamplerConfig(max_steps=options.max_steps, entropy_bound=options.entropy_bound)
+        config = sampler_config(self.loaded.sampler, options)
         generator = torch.Generator(device=device).manual_seed(options.seed)
         return denoise(
             decoder, canvas, clamp, self._banned, self.ids.vocab_size, config, generator,
             slot_allowed=slot_allowed, should_stop=should_stop, on_step=on_step,
             initially_committed=None if initially_committed is None else initially_committed.to(device),
-            filler_id=self.ids.filler[0],
+            filler_id=self.ids.filler[0] if self.ids.filler else None,
         )  # fmt: skip
 
     def _decoder(self, batch_cache) -> CanvasDecoder:
@@ -362,7 +369,7 @@ class InfillEngine:
             return None
 
         def report(step: int, best: torch.Tensor) -> None:
-            text = self.tokenizer.decode(hole_tokens(best[row], span, self.ids.filler))
+            text = self._decode(hole_tokens(best[row], span, self.ids.filler))
             on_draft(text[len(heal_text) :] if text.startswith(heal_text) else text, step)
 
         return report
@@ -375,6 +382,16 @@ class InfillEngine:
         if len(prefix) > PARSE_WINDOW_CHARS and cut >= 0:
             head = head[cut + 1 :]
         return syntax_errors(head + middle + suffix[:PARSE_WINDOW_CHARS], language)
+
+
+def sampler_config(checkpoint: SamplerConfig, options: FillOptions) -> SamplerConfig:
+    """The checkpoint's sampler with difill's infill changes on top: the step cap, the options."""
+    return replace(
+        checkpoint,
+        max_steps=max(1, min(options.max_steps, checkpoint.max_steps)),
+        entropy_bound=checkpoint.entropy_bound if options.entropy_bound is None else options.entropy_bound,
+        revise=bool(options.revise),
+    )
 
 
 def rank_candidates(candidates: list[Candidate]) -> list[Candidate]:

@@ -8,7 +8,7 @@ provide weights.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -20,6 +20,7 @@ from transformers import (
 )
 from transformers.utils import logging as hf_logging
 
+from difill.engine.sampler import SamplerConfig
 from difill.engine.vocab import TokenIds
 
 DEFAULT_MODEL_DIR = Path(__file__).parent / "default_model"
@@ -47,6 +48,7 @@ class LoadedModel:
     path: Path
     device: torch.device
     max_prefix_tokens: int  # the longest prefix the model was trained to read
+    sampler: SamplerConfig = field(default_factory=SamplerConfig)  # from the checkpoint's generation_config
 
     _token_texts: list[str] | None = None
 
@@ -88,8 +90,28 @@ def check_model_dir(path: Path) -> None:
         raise ModelLoadError(f"{path} has no tokenizer (tokenizer.json). {HOW_TO_FIX}")
 
 
-def load_model(path: str | os.PathLike | None = None, device: str = "auto") -> LoadedModel:
+DTYPE_ENV = "DIFILL_DTYPE"  # every command that loads a model reads it (serve, serve-http, fill, ...)
+DTYPES = {"auto": None, "float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
+          "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}  # fmt: skip
+
+
+def pick_dtype(requested: str, target: torch.device) -> torch.dtype:
+    """``auto``: bf16 on CUDA, fp32 elsewhere.  bf16 on a CPU halves the memory (the 26B: ~52 GB
+    instead of ~104 GB) at a speed cost where the CPU has no native bf16."""
+    if requested not in DTYPES:
+        raise ModelLoadError(f"unknown dtype {requested!r}; use one of {', '.join(DTYPES)}")
+    chosen = DTYPES[requested]
+    if chosen is None:
+        chosen = torch.bfloat16 if target.type == "cuda" else torch.float32
+    return chosen
+
+
+def load_model(
+    path: str | os.PathLike | None = None, device: str = "auto", dtype: str | None = None
+) -> LoadedModel:
+    """``dtype`` None: the ``DIFILL_DTYPE`` environment variable, else ``auto`` (see pick_dtype)."""
     path = Path(path).expanduser() if path else DEFAULT_MODEL_DIR
+    dtype = dtype or os.environ.get(DTYPE_ENV) or "auto"
     check_model_dir(path)
     hf_logging.disable_progress_bar()
     target = pick_device(device)
@@ -97,7 +119,7 @@ def load_model(path: str | os.PathLike | None = None, device: str = "auto") -> L
         # Half the cores: the editor keeps the rest, and small per-step ops lose more to thread
         # oversubscription on a busy machine than they gain from a second thread.
         torch.set_num_threads(max(1, (os.cpu_count() or 2) // 2))
-    dtype = torch.bfloat16 if target.type == "cuda" else torch.float32
+    torch_dtype = pick_dtype(dtype, target)
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=False)
         model = DiffusionGemmaForBlockDiffusion.from_pretrained(
@@ -105,7 +127,7 @@ def load_model(path: str | os.PathLike | None = None, device: str = "auto") -> L
             local_files_only=True,
             trust_remote_code=False,
             use_safetensors=True,
-            dtype=dtype,
+            dtype=torch_dtype,
             experts_implementation="eager" if target.type == "cpu" else None,
         )
     except Exception as err:  # noqa: BLE001 - safetensors, tokenizers and json raise their own types
@@ -118,7 +140,8 @@ def load_model(path: str | os.PathLike | None = None, device: str = "auto") -> L
     max_prefix = int(
         difill_meta.get("max_prefix_tokens", min(text_config.max_position_embeddings // 2, 4096))
     )
-    return LoadedModel(model, tokenizer, ids, path, target, max_prefix)
+    sampler = SamplerConfig.from_checkpoint(getattr(model, "generation_config", None), bool(difill_meta))
+    return LoadedModel(model, tokenizer, ids, path, target, max_prefix, sampler)
 
 
 def build_config(

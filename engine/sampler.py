@@ -15,6 +15,18 @@ renoising with uniform random tokens and self-conditioning on the previous step'
   slots are accepted per step, so a fill always ends within ``max_steps`` forwards;
 * a stop criterion on hole slots only: the loop ends as soon as every hole slot is committed;
 * a cancel check between steps and a draft callback after each step.
+
+With ``revise`` the loop is the stock sampler's instead of a monotone commit: every step re-decides
+every open slot, ones committed before included, accepts by the entropy bound and renoises the rest
+(slots kept from an edit's original, ``initially_committed``, stay as they are); the
+canvas returned is the last step's argmax (clamping, bans and the hole-only stop still apply: the
+loop ends when every hole slot is accepted in one step, or when the hole's argmax is stable and
+its mean entropy is under ``confidence_threshold``, or at ``max_steps``).
+
+Self-conditioning, as in ``DiffusionGemmaGenerationMixin._denoising_step``, is fed the tempered
+(processed) logits; ``tempered_self_conditioning=False`` feeds the raw ones, which is what
+difill's own trainer shows its model (engine/training/train.py).  ``SamplerConfig.from_checkpoint``
+starts from a checkpoint's generation_config.json.
 """
 
 from __future__ import annotations
@@ -39,6 +51,34 @@ class SamplerConfig:
     t_max: float = 0.8  # temperature at the first step
     t_min: float = 0.1  # temperature at the last step
     greedy: bool = True  # commit argmax tokens (True) or samples (False); entropy still decides when
+    tempered_self_conditioning: bool = True  # feed the next pass the tempered logits, as the stock sampler
+    stock_schedule: bool = False  # the stock t_min + (t_max - t_min) * remaining / steps; else ends at t_min
+    revise: bool = False  # re-decide committed hole slots every step, as the stock sampler
+    confidence_threshold: float = 0.005  # revise: stop when the hole's argmax is stable and this confident
+
+    @classmethod
+    def from_checkpoint(cls, generation_config, difill_trained: bool) -> SamplerConfig:
+        """The checkpoint's own sampler settings where its generation_config sets them.
+
+        Unset fields keep difill's defaults.  A checkpoint trained by difill (config ``difill``
+        metadata) keeps raw self-conditioning and difill's schedule, as it was trained and tuned;
+        any other one gets the stock sampler's.
+        """
+        config = cls(tempered_self_conditioning=not difill_trained, stock_schedule=not difill_trained)
+        if generation_config is None:
+            return config
+        steps = getattr(generation_config, "max_denoising_steps", None)
+        if steps:
+            config.max_steps = int(steps)
+        sampler = getattr(generation_config, "sampler_config", None)
+        bound = getattr(sampler, "entropy_bound", None) if sampler is not None else None
+        if bound is not None:
+            config.entropy_bound = float(bound)
+        for name in ("t_max", "t_min", "confidence_threshold"):
+            value = getattr(generation_config, name, None)
+            if value is not None:
+                setattr(config, name, float(value))
+        return config
 
 
 @dataclass
@@ -49,7 +89,14 @@ class DenoiseResult:
 
 
 def temperature_at(step: int, config: SamplerConfig) -> float:
-    """Linear schedule from t_max at step 0 to t_min at the last allowed step."""
+    """Linear schedule from t_max at step 0 to t_min at the last allowed step.
+
+    ``stock_schedule``: LinearTemperatureScheduleLogitsProcessor's, t_min + (t_max - t_min) * r / N
+    with r = N - step steps remaining (the last step is one step above t_min).
+    """
+    if config.stock_schedule:
+        remaining = config.max_steps - step
+        return config.t_min + (config.t_max - config.t_min) * remaining / max(1, config.max_steps)
     if config.max_steps <= 1:
         return config.t_min
     frac = step / (config.max_steps - 1)
@@ -108,13 +155,16 @@ def denoise(
     committed = clamp_mask.clone()  # (B, L)
     if initially_committed is not None:
         committed |= initially_committed
+    fixed = committed.clone()  # (B, L) clamped and kept slots: never re-decided, even with revise
+    hole_mask = ~fixed  # (B, L) the slots being denoised
     noise = torch.randint(0, vocab_size, canvas.shape, generator=generator, device=device)
     current = torch.where(committed, canvas, noise)  # (B, L)
     token_logprob = torch.zeros(batch, length, device=device)
     soft: torch.Tensor | None = None  # self-conditioning input; none before the first pass
+    last_argmax: torch.Tensor | None = None  # revise: the previous step's argmax of the hole slots
     steps = 0
     for step in range(config.max_steps):
-        open_mask = ~committed  # (B, L)
+        open_mask = hole_mask.clone() if config.revise else ~committed  # (B, L)
         if not open_mask.any():
             break
         if should_stop is not None and should_stop():
@@ -130,10 +180,11 @@ def denoise(
             slot, allowed = slot_allowed
             at_slot = open_mask.nonzero()[:, 1] == slot  # (N_open,)
             raw[at_slot.unsqueeze(1) & ~allowed.unsqueeze(0)] = -torch.inf
-        # The next pass sees this pass's un-tempered distribution, as in training.
-        soft = decoder.soft_embeddings(current, open_mask, raw.masked_fill(torch.isinf(raw), -1e4))
 
         logits = raw / temperature_at(step, config)
+        # The next pass sees this pass's distribution: tempered as the stock sampler, or raw.
+        signal = logits if config.tempered_self_conditioning else raw
+        soft = decoder.soft_embeddings(current, open_mask, signal.masked_fill(torch.isinf(signal), -1e4))
         logp = torch.log_softmax(logits, dim=-1)  # (N_open, V)
         if config.greedy:
             picked = logits.argmax(-1)  # (N_open,)
@@ -145,6 +196,26 @@ def denoise(
         entropy[open_mask] = entropy_of(logits)
         picked_logprob = torch.zeros(batch, length, device=device)
         picked_logprob[open_mask] = logp.gather(-1, picked.unsqueeze(-1)).squeeze(-1)
+
+        if config.revise:
+            accept = choose_accepted(entropy, open_mask, config.entropy_bound, 0) & open_mask
+            argmax = current.clone()
+            argmax[open_mask] = logits.argmax(-1)
+            final = torch.where(accept, proposal, argmax)  # what the canvas says if the loop ends now
+            best_logprob = logp.gather(-1, final[open_mask].unsqueeze(-1)).squeeze(-1)
+            token_logprob[open_mask] = best_logprob
+            committed = fixed | accept
+            current = torch.where(accept, proposal, current)
+            stable = last_argmax is not None and torch.equal(argmax[hole_mask], last_argmax)
+            confident = entropy[hole_mask].mean().item() < config.confidence_threshold
+            last_argmax = argmax[hole_mask]
+            if on_step is not None:
+                on_step(step, final)
+            if bool(accept[hole_mask].all()) or (stable and confident) or step == config.max_steps - 1:
+                return DenoiseResult(final, token_logprob, steps)
+            renoise = torch.randint(0, vocab_size, canvas.shape, generator=generator, device=device)
+            current = torch.where(committed, current, renoise)
+            continue
 
         steps_left = config.max_steps - step
         min_accept = int(math.ceil(open_mask.sum(-1).max().item() / steps_left))

@@ -18,27 +18,28 @@ def encode(tok: PreTrainedTokenizerBase, text: str) -> list[int]:
 
 
 def encode_prefix_window(tok: PreTrainedTokenizerBase, ids: TokenIds, prefix: str, budget: int) -> list[int]:
-    """The last <= ``budget`` tokens of the prefix, with bos when the window reaches the file start.
+    """``<bos>`` then the last tokens of the prefix, ``budget`` tokens in all.
 
-    The window starts at a line start and is cut from the left in whole chunks, so that while the
-    user types at the end the kept tokens do not shift and the prefix cache can be reused.
+    ``<bos>`` comes first whether or not the window reaches the file start: Gemma models expect it
+    at position 0 and degrade without it.  The window starts at a line start and is cut from the
+    left in whole chunks, so that while the user types at the end the kept tokens do not shift
+    and the prefix cache can be reused.
     """
     window_chars = budget * CHARS_PER_TOKEN_BOUND
-    reaches_start = len(prefix) <= window_chars
-    if not reaches_start:
+    if len(prefix) > window_chars:
         start = len(prefix) - window_chars
         newline = prefix.find("\n", start)
         start = newline + 1 if 0 <= newline < len(prefix) - 1 else start
         prefix = prefix[start:]
+    head = [ids.bos] if ids.bos is not None else []
     tokens = encode(tok, prefix)
-    if reaches_start and ids.bos is not None:
-        tokens = [ids.bos, *tokens]
-    if len(tokens) > budget:
-        excess = len(tokens) - budget
+    room = max(0, budget - len(head))
+    if len(tokens) > room:
+        excess = len(tokens) - room
         chunk = max(1, min(PREFIX_DROP_CHUNK, budget // 4))
         drop = -(-excess // chunk) * chunk
         tokens = tokens[drop:]
-    return tokens
+    return head + tokens
 
 
 def encode_suffix_window(tok: PreTrainedTokenizerBase, suffix: str, budget: int) -> tuple[list[int], bool]:

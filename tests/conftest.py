@@ -45,3 +45,10 @@ def build_tiny_model(out: Path, seed: int = 0) -> Path:
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> Path:
     return build_tiny_model(tmp_path_factory.mktemp("tiny_model"))
+
+
+@pytest.fixture(scope="session")
+def gemma_model_dir(tmp_path_factory) -> Path:
+    from real_shape import build_gemma_like_model
+
+    return build_gemma_like_model(tmp_path_factory.mktemp("gemma_like_model"))

@@ -45,7 +45,8 @@ class RemoteBackend:
         model: str | None = None,
         fim: str = "auto",
         seed_canvas: bool = False,
-        mask_token_id: int | None = None,
+        canvas_length: int = 256,
+        vocab_size: int = 262_144,
         timeout_s: float = 30.0,
         retries: int = 2,
         backoff_s: float = 0.25,
@@ -55,8 +56,6 @@ class RemoteBackend:
             raise BackendError(f"unknown remote protocol {protocol!r}; use one of {', '.join(PROTOCOLS)}")
         if fim not in FIM_MODES:
             raise BackendError(f"unknown fim mode {fim!r}; use one of {', '.join(FIM_MODES)}")
-        if seed_canvas and mask_token_id is None:
-            raise BackendError("canvas seeding needs mask_token_id: the id of the model's mask token")
         if not url.startswith(("http://", "https://")):
             raise BackendError(f"remote URL {url!r} must start with http:// or https://")
         key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
@@ -72,7 +71,9 @@ class RemoteBackend:
         self.model = model
         self.fim = fim
         self.seed_canvas = seed_canvas
-        self.mask_token_id = mask_token_id
+        self.canvas_length = canvas_length  # the server's canvas (vLLM --diffusion-config canvas_length)
+        self.vocab_size = vocab_size  # noise ids are drawn below this
+        self.seed_canvas_refused: str | None = None  # the server's answer when it refused seeding
 
     def __repr__(self) -> str:
         return f"RemoteBackend({self.transport.shown_url!r}, protocol={self.protocol!r})"
@@ -177,17 +178,9 @@ class RemoteBackend:
         """The /v1/completions answer, or None when the server does not take ``suffix`` (fim auto)."""
         body = openai.completion_body(model, prefix, options, options.max_hole_tokens)
         if self.seed_canvas:
-            tokens = self._post(
-                "/tokenize", {"model": model, "prompt": suffix, "add_special_tokens": False}, should_stop
-            )
-            suffix_ids = self._parse(lambda a: [int(t) for t in a["tokens"]], tokens)
-            canvas_length = options.max_hole_tokens + options.suffix_tokens
-            seeded = openai.seeded_canvas(
-                options.max_hole_tokens, suffix_ids, self.mask_token_id, canvas_length
-            )
-            body["vllm_xargs"] = seeded
-            body["max_tokens"] = len(seeded["diffusion_seed_canvas"])
-            return self._post("/v1/completions", body, should_stop)
+            answer = self._seeded_completion(model, prefix, suffix, options, should_stop)
+            if answer is not None:
+                return answer
         if suffix:
             body["suffix"] = suffix
         try:
@@ -196,6 +189,24 @@ class RemoteBackend:
             if self.fim == "auto" and suffix and err.status in (400, 422) and "suffix" in err.detail.lower():
                 return None
             raise
+
+    def _seeded_completion(self, model, prefix, suffix, options, should_stop) -> Any | None:
+        """The seeded-canvas answer, or None once a server refuses it (400/422): remembered."""
+        tokens = self._post(
+            "/tokenize", {"model": model, "prompt": suffix, "add_special_tokens": False}, should_stop
+        )
+        suffix_ids = self._parse(lambda a: [int(t) for t in a["tokens"]], tokens)
+        body = openai.completion_body(model, prefix, options, self.canvas_length)
+        body["vllm_xargs"] = openai.seeded_canvas(
+            options.max_hole_tokens, suffix_ids, self.canvas_length, self.vocab_size, options.seed
+        )
+        try:
+            return self._post("/v1/completions", body, should_stop)
+        except HttpStatusError as err:
+            if err.status not in (400, 422):
+                raise
+            self.seed_canvas, self.seed_canvas_refused = False, f"HTTP {err.status}: {err.detail}"
+            return None
 
     def _model(self, should_stop) -> str:
         """The served model's name: given, or the first one /v1/models lists."""

@@ -15,3 +15,8 @@ def loaded(tiny_model_dir):
 def engine(loaded):
     # A fresh engine per test: the prefix cache must not leak between tests.
     return InfillEngine(loaded)
+
+
+@pytest.fixture(scope="session")
+def gemma_loaded(gemma_model_dir):
+    return load_model(gemma_model_dir, device="cpu")
