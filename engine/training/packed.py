@@ -57,10 +57,20 @@ def token_stream(corpus_dir: Path, split: str, tok: PreTrainedTokenizerBase, ids
     return stream
 
 
-def packed_batch(stream: np.ndarray, batch_size: int, length: int, rng: random.Random) -> torch.Tensor:
-    """(B, L) int64 windows at random offsets of the stream."""
+def packed_batch(
+    stream: np.ndarray, batch_size: int, length: int, rng: random.Random, bos: int | None = None
+) -> torch.Tensor:
+    """(B, L) int64 windows at random offsets of the stream, each opened by ``bos`` when given.
+
+    The engine puts ``<bos>`` first in every prefix, also mid-file (``encode_prefix_window``), so
+    training windows start the same way: ``<bos>`` then L - 1 tokens from a random offset.
+    """
+    head = 0 if bos is None else 1
     starts = [rng.randrange(0, len(stream) - length) for _ in range(batch_size)]
-    return torch.from_numpy(np.stack([stream[s : s + length] for s in starts]).astype(np.int64))
+    windows = np.stack([stream[s : s + length - head] for s in starts]).astype(np.int64)
+    if head:
+        windows = np.concatenate([np.full((batch_size, 1), bos, dtype=np.int64), windows], axis=1)
+    return torch.from_numpy(windows)
 
 
 def softcapped_logits(model: DiffusionGemmaForBlockDiffusion, hidden: torch.Tensor) -> torch.Tensor:

@@ -280,7 +280,7 @@ def train(cfg: TrainConfig) -> TrainState:
         lm_step = cfg.arch == "diffusion" and rng.random() >= canvas_share_at(progress, cfg)
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.bf16):
             if lm_step:
-                windows = packed_batch(stream, cfg.batch_size, cfg.lm_length, rng).to(device)
+                windows = packed_batch(stream, cfg.batch_size, cfg.lm_length, rng, ids.bos).to(device)
                 loss = causal_lm_loss(model, windows)
                 info = {"packed_lm_loss": loss.item(), "supervised": windows.numel() - cfg.batch_size}
                 tokens = windows.numel()

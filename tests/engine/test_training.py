@@ -164,6 +164,8 @@ def test_token_stream_packs_documents_and_a_packed_lm_step_learns(tmp_path, tiny
     rng = random.Random(0)
     windows = packed_batch(stream, 4, 48, rng)
     assert windows.shape == (4, 48)
+    opened = packed_batch(stream, 4, 48, rng, bos=ids.bos)
+    assert opened.shape == (4, 48) and (opened[:, 0] == ids.bos).all()  # as the engine's prefixes start
     before = heldout_lm_loss(model, stream, windows=4, length=48)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
     for _ in range(10):
