@@ -309,6 +309,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--typing-lines", type=int, default=4, help="last lines of each file that are typed")
     p.add_argument("--json", action="store_true", help="print the full report as JSON")
     p.add_argument(
+        "--revise",
+        action="store_true",
+        help="experiment: completions re-decide committed tokens every step (as edits do)",
+    )
+    p.add_argument(
         "--record", action="store_true", help="append the result to the model's training_state.json"
     )
     p.set_defaults(func=cmd_eval)

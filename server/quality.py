@@ -28,11 +28,11 @@ from difill.server.features.suggestions import ServedModel
 EVAL_URI = "file:///heldout/case.py"
 
 
-def load_served(model_dir: str | None) -> ServedModel:
+def load_served(model_dir: str | None, experiment: dict | None = None) -> ServedModel:
     """Load a checkpoint (diffusion, or a Llama as the AR baseline) as the server does."""
     from difill.engine.backends import make_backend
 
-    return ServedModel(make_backend(None, model_dir, "cpu"))
+    return ServedModel(make_backend(None, model_dir, "cpu"), experiment=experiment)
 
 
 def score_cases(model: ServedModel, cases: dict, original_parses: dict) -> dict:
@@ -95,7 +95,7 @@ def typing_replay(model: ServedModel, corpus: Path, files: int, lines: int, seed
 
 def evaluate_served(
     diffusion_dir: str | None, ar_dir: str | None, corpus: Path, per_shape: int, seed: int,
-    typing_files: int = 0, typing_lines: int = 4,
+    typing_files: int = 0, typing_lines: int = 4, experiment: dict | None = None,
 ) -> dict:  # fmt: skip
     from difill.engine.syntax import parses
 
@@ -105,11 +105,12 @@ def evaluate_served(
         "cases_per_shape": per_shape,
         "seed": seed,
         "pipeline": "server (filters, default settings)",
+        "experiment": experiment or {},
     }
     for name, model_dir in (("diffusion", diffusion_dir), ("ar", ar_dir)):
         if name == "ar" and not ar_dir:
             continue
-        model = load_served(model_dir)
+        model = load_served(model_dir, experiment if name == "diffusion" else None)
         report[name] = score_cases(model, cases, original_parses)
         if typing_files:
             report[f"{name}_typing"] = typing_replay(model, corpus, typing_files, typing_lines, seed)
@@ -121,8 +122,9 @@ def main(args: argparse.Namespace) -> int:
     if args.no_ar:
         ar_dir = None
     started = time.time()
+    experiment = {"revise": True} if args.revise else None
     report = evaluate_served(args.model, ar_dir, Path(args.corpus), args.cases, args.seed,
-                             args.typing_files, args.typing_lines)  # fmt: skip
+                             args.typing_files, args.typing_lines, experiment)  # fmt: skip
     report["eval_seconds"] = round(time.time() - started, 1)
     if args.record:
         from difill.engine.model import DEFAULT_MODEL_DIR

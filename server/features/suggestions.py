@@ -116,9 +116,10 @@ class ServedModel:
     ``difill fill`` and ``difill eval`` use it, so both print and score what the editor shows.
     """
 
-    def __init__(self, engine: Any, settings: Settings | None = None) -> None:
+    def __init__(self, engine: Any, settings: Settings | None = None, experiment: dict | None = None) -> None:
         self.engine = engine
         self.settings = settings or Settings()
+        self.experiment = experiment or {}  # FillOptions fields to override (`difill eval --revise`)
         self.trees = SyntaxTrees()
         self._version = 0
 
@@ -131,7 +132,7 @@ class ServedModel:
         ctx = build_context(document, offset, self.settings.context_tokens, self.settings.max_tokens,
                             self.trees.tree_for(document))  # fmt: skip
         started = time.perf_counter()
-        result = fill_for_editor(self.engine, ctx, self.settings, invoked=False)
+        result = fill_for_editor(self.engine, ctx, self.settings, invoked=False, experiment=self.experiment)
         ms = (time.perf_counter() - started) * 1000
         texts = shown_texts(result, ctx)
         first = texts[0] if texts else ""
@@ -144,11 +145,15 @@ def fill_for_editor(
     settings: Settings,
     invoked: bool,
     should_stop: Callable[[], bool] = lambda: False,
+    experiment: dict | None = None,
 ) -> Any:
     """The engine call behind a suggestion, with the request's shape and the editor's settings.
 
-    ``difill eval`` calls this and ``shown_texts`` too, so it scores exactly what the editor shows.
+    ``difill eval`` calls this and ``shown_texts`` too, so it scores exactly what the editor shows;
+    ``experiment`` overrides FillOptions fields there, to measure an option before it ships.
     """
+    from dataclasses import replace
+
     from difill.engine.infill import FillOptions
 
     options = FillOptions(
@@ -162,6 +167,8 @@ def fill_for_editor(
         max_steps=settings.steps,
         prefix_tokens=settings.context_tokens,
     )
+    if experiment:
+        options = replace(options, **experiment)
     return engine.fill(ctx.prefix, ctx.suffix, options, should_stop=should_stop)
 
 
