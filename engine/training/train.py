@@ -208,11 +208,9 @@ def train(cfg: TrainConfig) -> TrainState:
     init = Path(cfg.init) if cfg.init else None
     tok = AutoTokenizer.from_pretrained(init if init else cfg.tokenizer, local_files_only=True)
     texts = [d["text"] for d in read_jsonl(Path(cfg.corpus) / "train.jsonl")]
-    ids_for_stream = TokenIds.from_tokenizer(tok, len(tok))
-    stream = token_stream(Path(cfg.corpus), "train", tok, ids_for_stream) if cfg.arch == "diffusion" else None
-    heldout_stream = (
-        token_stream(Path(cfg.corpus), "heldout", tok, ids_for_stream) if stream is not None else None
-    )
+    ids0 = TokenIds.from_tokenizer(tok, len(tok))  # the tokenizer's ids (the model's vocab may be larger)
+    stream = token_stream(Path(cfg.corpus), "train", tok, ids0) if cfg.arch == "diffusion" else None
+    heldout_stream = token_stream(Path(cfg.corpus), "heldout", tok, ids0) if stream is not None else None
 
     state = TrainState()
     if init and (init / "training_state.json").exists():
@@ -221,7 +219,6 @@ def train(cfg: TrainConfig) -> TrainState:
         if init:
             model = DiffusionGemmaForBlockDiffusion.from_pretrained(init, dtype=torch.float32)
         else:
-            ids0 = TokenIds.from_tokenizer(tok, len(tok))
             config = build_config(len(tok), hidden_size=cfg.hidden_size, num_layers=cfg.num_layers,
                                   pad_id=ids0.pad, eos_id=ids0.eos, bos_id=ids0.bos)  # fmt: skip
             config.difill = {
@@ -233,7 +230,6 @@ def train(cfg: TrainConfig) -> TrainState:
         model.config.text_config._experts_implementation = "eager"
         vocab_size = model.config.text_config.vocab_size
     else:
-        ids0 = TokenIds.from_tokenizer(tok, len(tok))
         model = (LlamaForCausalLM.from_pretrained(init, dtype=torch.float32) if init
                  else build_ar_model(len(tok), cfg.hidden_size, cfg.num_layers, ids0))  # fmt: skip
         vocab_size = model.config.vocab_size
