@@ -74,7 +74,7 @@ class TokenIds:
 
 
 FILLER_POLICIES = ("auto", "fill", "eos", "pad", "none")
-WITHOUT_FILL_DEFAULT = "none"  # chosen by argument, not measured (no real weights here): README, "Real checkpoints"
+WITHOUT_FILL_DEFAULT = "none"  # chosen by argument, not measured: README, "Real checkpoints"
 
 
 def filler_ids(policy: str, fill_id: int | None, eos: int, pad: int) -> tuple[int, ...]:

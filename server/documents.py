@@ -119,50 +119,97 @@ class Document:
     def range_of(self, start: int, end: int, encoding: str) -> types.Range:
         return types.Range(start=self.position_at(start, encoding), end=self.position_at(end, encoding))
 
+    def splits_character(self, position: types.Position, encoding: str) -> bool:
+        """Whether ``position`` falls inside a character (half a surrogate pair, mid UTF-8 sequence).
+
+        A request there is rounded down harmlessly; a change there cannot be applied exactly.
+        """
+        if not 0 <= position.line < self.line_count or position.character < 0:
+            return False
+        line = self.line_text(position.line)
+        if position.character >= code_units(line, encoding):  # at or past the end: the line end
+            return False
+        index = char_index(line, position.character, encoding)
+        return code_units(line[:index], encoding) != position.character
+
     def with_changes(
         self, changes: list[types.TextDocumentContentChangeEvent], version: int, encoding: str
-    ) -> Document:
-        """The document after ``changes``, applied in order as the specification says."""
+    ) -> tuple[Document, bool]:
+        """The document after ``changes``, applied in order as the specification says, and whether
+        every change applied exactly (none of them starts or ends inside a character)."""
         text = self.text
+        exact = True
         for change in changes:
             if isinstance(change, types.TextDocumentContentChangePartial):
                 current = Document(self.uri, self.language_id, version, text)
+                exact = exact and not any(
+                    current.splits_character(p, encoding) for p in (change.range.start, change.range.end)
+                )
                 start = current.clamped_offset_at(change.range.start, encoding)
                 end = max(start, current.clamped_offset_at(change.range.end, encoding))
                 text = text[:start] + without_lone_surrogates(change.text) + text[end:]
             else:
                 text = without_lone_surrogates(change.text)
-        return Document(self.uri, self.language_id, version, text)
+                exact = True  # the whole text: whatever came before is replaced
+        return Document(self.uri, self.language_id, version, text), exact
 
 
 class Documents:
-    """The open documents, by URI."""
+    """The open documents, by URI, and which of them may no longer match the editor's copy.
+
+    A document is *unsynced* when a change to it could not be applied exactly (a range inside a
+    character, a didChange that could not be read): from then on the server's copy may differ
+    from the client's, so ``get`` and ``snapshot`` hide it and nothing is asked of the model for
+    it, until a didOpen or a full-text change makes the copies equal again.
+    """
 
     def __init__(self) -> None:
         self._documents: dict[str, Document] = {}
+        self._unsynced: dict[str, str] = {}  # uri -> why
 
     def open(self, uri: str, language_id: str, version: int, text: str) -> Document:
         document = Document(uri, language_id, version, without_lone_surrogates(text))
         self._documents[uri] = document
+        self._unsynced.pop(uri, None)
         return document
 
     def change(
         self, uri: str, version: int, changes: list[types.TextDocumentContentChangeEvent], encoding: str
     ) -> Document | None:
-        """Apply ``changes``; None (and nothing changes) when ``uri`` is not open."""
+        """Apply ``changes``; None (and nothing changes) when ``uri`` is not open.
+
+        The changes are applied even when inexact (the copy is then marked unsynced), so that a
+        later full-text change, or the client's own view, is the only thing that matters again."""
         document = self._documents.get(uri)
         if document is None:
             return None
-        document = document.with_changes(changes, version, encoding)
+        document, exact = document.with_changes(changes, version, encoding)
         self._documents[uri] = document
+        if not exact:
+            self.mark_unsynced(uri, "a change started or ended inside a character")
+        elif any(isinstance(c, types.TextDocumentContentChangeWholeDocument) for c in changes):
+            self._unsynced.pop(uri, None)
         return document
+
+    def mark_unsynced(self, uri: str | None, why: str) -> list[str]:
+        """Mark ``uri`` (None: every open document) unsynced; the URIs that were synced until now."""
+        uris = list(self._documents) if uri is None else [uri] if uri in self._documents else []
+        newly = [u for u in uris if u not in self._unsynced]
+        for u in uris:
+            self._unsynced.setdefault(u, why)
+        return newly
+
+    def unsynced_reason(self, uri: str) -> str | None:
+        return self._unsynced.get(uri)
 
     def close(self, uri: str) -> None:
         self._documents.pop(uri, None)
+        self._unsynced.pop(uri, None)
 
     def get(self, uri: str) -> Document | None:
-        return self._documents.get(uri)
+        """The open, synced document at ``uri``; None when it is not open or may differ from the editor's."""
+        return None if uri in self._unsynced else self._documents.get(uri)
 
     def snapshot(self) -> dict[str, Document]:
-        """Every open document as it is now (cheap: documents are immutable and shared)."""
-        return dict(self._documents)
+        """Every open, synced document as it is now (cheap: documents are immutable and shared)."""
+        return {uri: d for uri, d in self._documents.items() if uri not in self._unsynced}

@@ -86,6 +86,9 @@ class DifillServer(LanguageServer):
                 # JSON-RPC 2.0: a message that does not parse is answered with ParseError and a
                 # null id (its id cannot be known).  pygls only logged it.
                 self.protocol.send_error_without_id(JsonRpcParseError("the message is not valid JSON"))
+                # It may have been a didChange of any open document: none of them can be trusted.
+                why = "a message from the editor could not be read"
+                self.lost_sync(self.documents.mark_unsynced(None, why), why)
             return
         super().report_server_error(error, source)
 
@@ -136,6 +139,19 @@ class DifillServer(LanguageServer):
             self.window_show_message(
                 types.ShowMessageParams(type=types.MessageType.Error, message=f"difill: {message}")
             )
+
+    def lost_sync(self, uris: list[str], why: str) -> None:
+        """Tell the user, once per document, that its copy here may differ from the editor's.
+
+        Nothing is asked of the model for it (``Documents.get`` hides it) until it is reopened or
+        a full-text change arrives: an edit computed on a different copy would corrupt the file."""
+        for uri in uris:
+            name = uri.rsplit("/", 1)[-1]
+            log.warning(
+                "document %s is out of sync (%s): no model work for it until it is reopened", name, why
+            )
+            self.send_status("error", f"{name} is out of sync with the editor ({why}); "
+                                      "close and reopen it to get suggestions and edits again")  # fmt: skip
 
     def show_problems(self, problems: list[str], what: str) -> None:
         if problems:
@@ -218,12 +234,16 @@ def create_server(base: Settings | None = None) -> DifillServer:
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: DifillServer, params: types.DidChangeTextDocumentParams) -> None:
         uri = params.text_document.uri
+        was_unsynced = ls.documents.unsynced_reason(uri) is not None
         if (
             ls.documents.change(uri, params.text_document.version, params.content_changes, ls.encoding)
             is None
         ):
             log.warning("didChange for a document that is not open; ignored")
             return
+        why = ls.documents.unsynced_reason(uri)
+        if why is not None and not was_unsynced:
+            ls.lost_sync([uri], why)
         ls.suggestions.document_changed(uri)
         ls.edits.document_changed(uri)
 

@@ -52,6 +52,11 @@ class EditService:
     def current(self, uri: str, version: int) -> Document:
         """The open document if it is still at ``version``; otherwise the request is refused."""
         document = self.documents.get(uri)
+        if document is None and (why := self.documents.unsynced_reason(uri)) is not None:
+            raise JsonRpcException(
+                message=f"{uri} is out of sync with the editor ({why}): close and reopen it",
+                code=REQUEST_FAILED,
+            )
         if document is None:
             raise JsonRpcInvalidParams(f"{uri} is not open")
         if document.version != version:

@@ -77,6 +77,10 @@ class DifillProtocol(LanguageServerProtocol):
         try:
             return super().structure_message(data)
         except JsonRpcException:
+            if isinstance(data, dict) and data.get("method") == types.TEXT_DOCUMENT_DID_CHANGE:
+                # A change that cannot be read cannot be applied: the document's copy here is lost.
+                why = "a change from the editor could not be read"
+                self._server.lost_sync(self._server.documents.mark_unsynced(_changed_uri(data), why), why)
             if not (isinstance(data, dict) and "id" in data and "method" in data):
                 raise
             method = data.get("method")
@@ -151,6 +155,14 @@ def _invalid_request(message: Any) -> str | None:
     if hasattr(message, "id") and not _valid_id(message.id):
         return "the id must be a number or a string"
     return None
+
+
+def _changed_uri(data: dict) -> str | None:
+    """The URI a malformed didChange names, or None (then it could be any open document)."""
+    params = data.get("params")
+    document = params.get("textDocument") if isinstance(params, dict) else None
+    uri = document.get("uri") if isinstance(document, dict) else None
+    return uri if isinstance(uri, str) else None
 
 
 def _valid_id(msg_id: Any) -> bool:

@@ -52,6 +52,7 @@ class StdioServer:
         )
         self.inbox: queue.Queue = queue.Queue()
         self.notifications: list[dict] = []  # every notification read so far, in order
+        self.server_requests: list[dict] = []  # every request the server sent (answered with null)
         self._reader = threading.Thread(target=self._read_all, name="stdio-reader", daemon=True)
         self._reader.start()
         self._next_id = 1000
@@ -135,6 +136,7 @@ class StdioServer:
 
     def _on_server_message(self, message: dict) -> None:
         if "id" in message:  # a request from the server (e.g. window/workDoneProgress/create)
+            self.server_requests.append(message)
             self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
         else:
             self.notifications.append(message)
