@@ -13,6 +13,7 @@ from pygls.exceptions import (
     JsonRpcInvalidParams,
     JsonRpcInvalidRequest,
     JsonRpcMethodNotFound,
+    JsonRpcServerNotInitialized,
 )
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
@@ -41,11 +42,51 @@ class DifillProtocol(LanguageServerProtocol):
     * ``$/cancelRequest`` also cancels a running command (pygls runs commands under another id).
     * Malformed JSON-RPC is answered as JSON-RPC says (InvalidRequest, MethodNotFound, and
       ParseError from the server), and a notification's future is not kept forever.
+    * The lifecycle is the specification's: before ``initialize`` a request is answered
+      ServerNotInitialized (-32002) and a notification dropped; a second ``initialize`` is an
+      InvalidRequest (pygls would load the model again); after ``shutdown`` every request is an
+      InvalidRequest and only ``exit`` is heard. ``shutdown`` cancels what runs without tripping
+      over futures that leave the table as they are cancelled (pygls answered -32603 then).
     """
 
     _server: Any  # difill.server.server.DifillServer
+    _initialize_seen = False
+
+    def _lifecycle_error(self, method_name: str) -> JsonRpcException | None:
+        if method_name == types.INITIALIZE:
+            if self._initialize_seen:
+                return JsonRpcInvalidRequest("initialize was already received")
+            self._initialize_seen = True
+            return None
+        if not self._initialize_seen:
+            return JsonRpcServerNotInitialized("the server is not initialized: send initialize first")
+        if self._shutdown:
+            return JsonRpcInvalidRequest("the server is shutting down: only exit is accepted")
+        return None
+
+    def _handle_notification(self, method_name: str, params: Any):
+        if method_name != types.EXIT and (not self._initialize_seen or self._shutdown):
+            log.info("%s notification dropped: %s", method_name,
+                     "not initialized yet" if not self._initialize_seen else "shutting down")  # fmt: skip
+            return None
+        return super()._handle_notification(method_name, params)
+
+    @lsp_method(types.SHUTDOWN)
+    def lsp_shutdown(self, *args):
+        if (user_handler := self.fm.features.get(types.SHUTDOWN)) is not None:
+            yield user_handler, args, None
+        current_id = self.msg_id
+        for msg_id, future in list(self._request_futures.items()):  # a copy: cancelling pops entries
+            if msg_id != current_id and not future.done():
+                future.cancel()
+        self._shutdown = True
+        return None
 
     def _handle_request(self, msg_id, method_name, params):
+        if (error := self._lifecycle_error(method_name)) is not None:
+            log.info("%s request refused: %s", method_name, error.message)
+            self._send_error(msg_id, error)
+            return None
         PINNED_DOCUMENTS.set(self._server.documents.snapshot())
         REQUEST_PARAMS.set(params)  # command handlers only get the arguments; some need the token
         return super()._handle_request(msg_id, method_name, params)
@@ -110,6 +151,13 @@ class DifillProtocol(LanguageServerProtocol):
         if problem is not None:
             log.warning("invalid JSON-RPC message answered with an error: %s", problem)
             self._send_error(_message_id(message), JsonRpcInvalidRequest(problem))
+            return
+        method = getattr(message, "method", None)
+        if self._shutdown and method not in (None, types.EXIT) and getattr(message, "id", None) is not None:
+            # pygls drops every message after shutdown, so such a request was never answered.
+            self._send_error(
+                message.id, JsonRpcInvalidRequest("the server is shutting down: only exit is accepted")
+            )
             return
         return super().handle_message(message)
 
