@@ -210,8 +210,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="run the language server (stdio unless --tcp)")
     model_args(p)
     p.add_argument("--tcp", action="store_true", help="listen on TCP instead of stdio")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on with --tcp")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on with --tcp (loopback only, unless --allow-remote)",
+    )
     p.add_argument("--port", type=int, default=2087, help="port to listen on with --tcp")
+    p.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="let --tcp listen on a non-loopback address (LSP has no authentication)",
+    )
     p.add_argument("--log-file", help="also write the server log to this file")
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
     p.set_defaults(func=cmd_serve)

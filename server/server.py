@@ -40,6 +40,7 @@ from difill.server.features.log_messages import LogMessageHandler, configure_log
 from difill.server.features.progress import ProgressReporter
 from difill.server.features.protocol import PINNED_DOCUMENTS, REQUEST_PARAMS, DifillProtocol
 from difill.server.features.suggestions import SuggestionService
+from difill.server.features.tcp_transport import check_host, serve_one_tcp_client
 
 NAME = "difill"
 VERSION = "0.1.0"
@@ -314,8 +315,9 @@ def run_server(args: Any) -> int:
     _install_uvloop()
     if getattr(args, "tcp", False):
         host, port = getattr(args, "host", None) or "127.0.0.1", getattr(args, "port", 2087)
-        log.warning("difill listening on %s:%s", host, port)
-        server.start_tcp(host, port)
+        check_host(host, getattr(args, "allow_remote", False))
+        log.warning("difill listening on %s:%s for one client", host, port)
+        serve_one_tcp_client(server, host, port)
     else:
         server.start_io()
     return 0
