@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hmac
-import ipaddress
 import json
 import logging
 import os
@@ -44,6 +43,7 @@ from difill.engine.backends.wire import (
 )
 from difill.engine.infill import DEFAULT_HOLE_MARKER, FillOptions
 from difill.engine.sampler import Cancelled
+from difill.server.features.loopback import host_header_is_loopback, is_loopback, origin_is_loopback
 
 log = logging.getLogger("difill.http")
 MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -52,21 +52,16 @@ VERSION = "0.1.0"
 
 
 class RequestError(ValueError):
-    """A client's request is invalid; the message says what to change (HTTP 400)."""
+    """A client's request is invalid; the message says what to change (HTTP 400 unless ``status``)."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def error_response(status: int, message: str, kind: str) -> JSONResponse:
     """OpenAI's error shape, which OpenAI clients know how to show."""
     return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status_code=status)
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False  # a host name other than localhost may resolve to anything
 
 
 def check_bind(host: str, api_key: str | None) -> None:
@@ -88,8 +83,9 @@ class BearerAuth:
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "http":
-            given = dict(scope["headers"]).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
+            given = [value for name, value in scope["headers"] if name == b"authorization"]
+            # Exactly one header: with two, proxies and servers disagree on which one counts.
+            if len(given) != 1 or not hmac.compare_digest(given[0], self.expected):
                 response = error_response(
                     401, "missing or wrong API key: send Authorization: Bearer <the server's DIFILL_API_KEY>",
                     "authentication_error",
@@ -143,6 +139,34 @@ async def _disconnected(request: Request) -> None:
         pass
 
 
+class LoopbackOnly:
+    """ASGI middleware for a server without a key: only this machine's clients, not its web pages.
+
+    A keyless server on 127.0.0.1 is still reachable from any page the user visits: a
+    cross-origin ``text/plain`` POST needs no preflight, and DNS rebinding gives a foreign name
+    the loopback address. So the ``Host`` must be a loopback address and an ``Origin``, when
+    sent, a page of this machine (an editor's HTTP client sends none)."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            headers = [(name, value.decode("latin-1")) for name, value in scope["headers"]]
+            hosts = [v for n, v in headers if n == b"host"]
+            origins = [v for n, v in headers if n == b"origin"]
+            if len(hosts) != 1 or not host_header_is_loopback(hosts[0]):
+                problem = "the Host header must name this machine (127.0.0.1, ::1 or localhost)"
+            elif any(not origin_is_loopback(o) for o in origins):
+                problem = "requests from web pages are refused (set DIFILL_API_KEY to serve other origins)"
+            else:
+                problem = None
+            if problem is not None:
+                await error_response(403, problem, "permission_error")(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 def build_app(service: FillService, api_key: str | None) -> Starlette:
     async def health(request: Request) -> JSONResponse:
         return JSONResponse(service.health())
@@ -172,21 +196,37 @@ def build_app(service: FillService, api_key: str | None) -> Starlette:
     )
     if api_key:
         app.add_middleware(BearerAuth, key=api_key)
+    else:
+        app.add_middleware(LoopbackOnly)
     return app
 
 
 async def _bad_request(request: Request, err: Exception) -> JSONResponse:
-    return error_response(400, str(err), "invalid_request_error")
+    status = err.status if isinstance(err, RequestError) else 400
+    return error_response(status, str(err), "invalid_request_error")
 
 
 async def _json_body(request: Request) -> dict[str, Any]:
-    if int(request.headers.get("content-length") or 0) > MAX_BODY_BYTES:
-        raise RequestError(f"the request body is larger than {MAX_BODY_BYTES // 2**20} MiB")
-    raw = await request.body()
-    if len(raw) > MAX_BODY_BYTES:  # a chunked body has no content-length to check first
-        raise RequestError(f"the request body is larger than {MAX_BODY_BYTES // 2**20} MiB")
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type != "application/json":
+        raise RequestError("send the body as Content-Type: application/json", status=415)
+    too_large = RequestError(f"the request body is larger than {MAX_BODY_BYTES // 2**20} MiB", status=413)
     try:
-        body = json.loads(raw)
+        declared = int(request.headers.get("content-length") or 0)
+    except ValueError:
+        raise RequestError("the Content-Length header is not a number") from None
+    if declared > MAX_BODY_BYTES:
+        raise too_large
+    chunks, size = [], 0
+    async for chunk in request.stream():  # a chunked body has no length to check first: count as it comes
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise too_large
+        chunks.append(chunk)
+    try:
+        body = json.loads(b"".join(chunks))
+    except RecursionError:
+        raise RequestError("the request body is nested too deeply") from None
     except ValueError as err:
         raise RequestError(f"the request body is not valid JSON ({err})") from None
     if not isinstance(body, dict):

@@ -16,26 +16,18 @@ HTTP request. Here:
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import threading
 from typing import Any
 
 from pygls.io_ import run_async
 
+from difill.server.features.loopback import is_loopback
+
 log = logging.getLogger("difill.server")
 
 LSP_HEADER = b"content-"  # every LSP message starts with Content-Length or Content-Type
 FIRST_BYTES_TIMEOUT_S = 10.0
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def check_host(host: str, allow_remote: bool) -> None:

@@ -117,7 +117,8 @@ def test_invalid_requests_get_400_saying_what_to_fix(serve, path, body, reason):
 
 
 def test_a_body_that_is_not_json_gets_400(serve):
-    response = httpx.post(serve(ScriptedBackend()) + "/v1/fill", content=b"{not json")
+    json_type = {"content-type": "application/json"}
+    response = httpx.post(serve(ScriptedBackend()) + "/v1/fill", content=b"{not json", headers=json_type)
     assert response.status_code == 400 and "not valid JSON" in response.json()["error"]["message"]
 
 
