@@ -36,3 +36,14 @@ test("the issue's commands exist: edit with instruction, rewrite, fill holes, re
     assert.ok(titles.includes(t), t);
   }
 });
+
+test("a workspace cannot choose the program the extension runs, nor where code goes", () => {
+  // machine scope: only the user's own settings, never a cloned repository's .vscode/settings.json
+  for (const key of ["difill.server.command", "difill.server.pythonPath", "difill.server.args"]) {
+    assert.equal((properties[key] as { scope: string }).scope, "machine", `${key} must be machine-scoped`);
+  }
+  // In an untrusted workspace VS Code ignores the workspace's values of these.
+  const untrusted = manifest.capabilities.untrustedWorkspaces;
+  assert.equal(untrusted.supported, "limited");
+  assert.deepEqual([...untrusted.restrictedConfigurations].sort(), ["difill.modelPath", "difill.remote"]);
+});
