@@ -18,7 +18,7 @@ from pygls.exceptions import JsonRpcContentModified, JsonRpcException, JsonRpcIn
 
 from difill.server.config import Settings
 from difill.server.documents import Document, Documents
-from difill.server.features.edit_plans import EditError, EditRequest, engine_work, new_selection
+from difill.server.features.edit_plans import EditError, EditRequest, check_size, engine_work, new_selection
 from difill.server.features.edits import text_edits
 from difill.server.features.engine_host import EngineHost, Job, JobCancelled, Jobs
 from difill.server.features.shape import SyntaxTrees
@@ -71,6 +71,10 @@ class EditService:
         """The document (at ``request.version``) and the edits that make the selection new."""
         settings = self.settings()
         document = self.current(request.uri, request.version)
+        try:
+            check_size(request, document, settings.hole_marker)
+        except EditError as err:
+            raise JsonRpcException(message=str(err), code=REQUEST_FAILED) from None
         engine = await self.host.wait_ready(settings.load_wait_ms / 1000)
         if engine is None:
             raise JsonRpcException(
