@@ -3,14 +3,19 @@
 
 The command computes the new text, then sends ``workspace/applyEdit`` with a ``TextDocumentEdit``
 pinned to ``version`` and the smallest edits.  A document no longer at ``version`` is refused with
-ContentModified, and nothing is sent.  The answer is ``{applied, edits}``.
+ContentModified, and nothing is sent.  The answer is ``{applied, edits}``.  A client that never
+answers the applyEdit, or answers it with something that is not an ApplyWorkspaceEditResult,
+does not leave the command hanging: after ``APPLY_EDIT_TIMEOUT_S`` or on a bad answer the command
+is answered RequestFailed.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 
 from difill.server.features.code_actions import selection_request
 from difill.server.features.edit_plans import TITLES
@@ -18,6 +23,9 @@ from difill.server.features.edits import workspace_edit
 
 if TYPE_CHECKING:
     from difill.server.server import DifillServer
+
+APPLY_EDIT_TIMEOUT_S = 30.0
+REQUEST_FAILED = -32803
 
 
 async def run_edit_command(server: DifillServer, kind: str, arguments: tuple[Any, ...]) -> dict[str, Any]:
@@ -31,7 +39,17 @@ async def run_edit_command(server: DifillServer, kind: str, arguments: tuple[Any
         return {"applied": False, "edits": 0}
     server.edits.current(request.uri, request.version)  # still that version, right before sending
     edit = workspace_edit(document, edits, request.version, server.client_has_document_changes)
-    answer = await server.workspace_apply_edit_async(
+    sent = server.workspace_apply_edit_async(
         types.ApplyWorkspaceEditParams(edit=edit, label=f"difill: {TITLES[kind].lower()}")
     )
+    try:
+        answer = await asyncio.wait_for(sent, APPLY_EDIT_TIMEOUT_S)
+    except TimeoutError:
+        raise JsonRpcException(message=f"the editor did not answer the edit within {APPLY_EDIT_TIMEOUT_S:.0f} s",
+                               code=REQUEST_FAILED) from None  # fmt: skip
+    except Exception as err:  # an answer pygls cannot read as ApplyWorkspaceEditResult
+        raise JsonRpcException(message=f"the editor's answer to the edit could not be read ({type(err).__name__})",
+                               code=REQUEST_FAILED) from None  # fmt: skip
+    if not isinstance(answer, types.ApplyWorkspaceEditResult):  # e.g. null
+        raise JsonRpcException(message="the editor answered the edit with no result", code=REQUEST_FAILED)
     return {"applied": bool(answer.applied), "edits": len(edits), "failureReason": answer.failure_reason}

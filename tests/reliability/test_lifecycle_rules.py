@@ -87,3 +87,25 @@ def test_shutdown_while_a_command_runs_is_clean(server):
     assert "error" not in answer, answer
     server.notify("exit", None)
     assert server.proc.wait(timeout=20) == 0
+
+
+def test_an_apply_edit_answered_with_null_still_answers_the_command(server):
+    """This client answers every server request with null: the command must not hang on it."""
+    server.initialize()
+    server.wait_ready()
+    answers = []
+    for version, text in enumerate(["x = <|hole|>\ny = <|hole|>\n", "def f(a):\n    return <|hole|>\n",
+                                    "values = [<|hole|>]\n"], start=1):  # fmt: skip
+        server.notify("textDocument/didOpen", {"textDocument": {"uri": URI, "languageId": "python",
+                                                                 "version": version, "text": text}})  # fmt: skip
+        argument = {"uri": URI, "version": version,
+                    "range": {"start": {"line": 0, "character": 0}, "end": {"line": text.count("\n"), "character": 0}}}  # fmt: skip
+        answers.append(server.request("workspace/executeCommand",
+                                      {"command": "difill.fillHoles", "arguments": [argument]}, timeout=60))  # fmt: skip
+        if any(m["method"] == "workspace/applyEdit" for m in server.server_requests):
+            break
+    assert any(m["method"] == "workspace/applyEdit" for m in server.server_requests), answers
+    # pygls cannot read null as an ApplyWorkspaceEditResult and never resolves it: the timeout answers.
+    error = answers[-1]["error"]
+    assert error["code"] == -32803 and error["message"].startswith("the editor"), answers[-1]
+    assert server.close() == 0
