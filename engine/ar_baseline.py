@@ -15,11 +15,9 @@ import torch
 from transformers import AutoTokenizer, LlamaForCausalLM
 from transformers.utils import logging as hf_logging
 
-from difill.engine.infill import Candidate, FillOptions, FillResult, FillStats
+from difill.engine.api import Cancelled, Candidate, FillOptions, FillResult, FillStats
 from difill.engine.model import check_model_dir
-from difill.engine.postprocess import fit_middle, to_document_line_endings, to_lf, uses_crlf
-from difill.engine.sampler import Cancelled
-from difill.engine.tokens import encode, encode_prefix_window, encode_suffix_window
+from difill.engine.tokens import encode_prefix_window, encode_suffix_window
 from difill.engine.vocab import SpecialTokens, TokenIds
 
 
@@ -49,8 +47,6 @@ class ARBaseline:
     @torch.inference_mode()
     def fill(self, prefix: str, suffix: str, max_new_tokens: int = 24, single_line: bool = False) -> ARFill:
         started = time.perf_counter()
-        crlf = uses_crlf(prefix) or uses_crlf(suffix)
-        prefix, suffix = to_lf(prefix), to_lf(suffix)
         prefix_ids = encode_prefix_window(self.tokenizer, self.ids, prefix, self.prefix_tokens)
         suffix_ids, complete = encode_suffix_window(self.tokenizer, suffix, self.suffix_tokens)
         if complete:
@@ -67,15 +63,12 @@ class ARBaseline:
                 break
             generated.append(token)
             if single_line and token in self.newline_ids and len(generated) > 1:
-                break  # fit_middle cuts the text at that newline
+                break  # the pipeline (engine/text) cuts the text at that newline
             out = self.model(input_ids=torch.tensor([[token]]), past_key_values=cache, use_cache=True)
             cache, logits = out.past_key_values, out.logits[:, -1]
             forwards += 1
-        middle = fit_middle(self.tokenizer.decode(generated), prefix, suffix, single_line)
-        text = to_document_line_endings(middle, crlf)
-        return ARFill(
-            text, forwards, len(encode(self.tokenizer, middle)), (time.perf_counter() - started) * 1000
-        )
+        middle = self.tokenizer.decode(generated)
+        return ARFill(middle, forwards, len(generated), (time.perf_counter() - started) * 1000)
 
 
 class ARBackend:
@@ -94,23 +87,13 @@ class ARBackend:
             steps=r.forwards, decoder_forwards=r.forwards, hole_tokens=r.tokens,
             tokens_per_forward=r.tokens / max(1, r.forwards), total_ms=r.total_ms, candidates=1,
         )  # fmt: skip
-        candidates = [Candidate(r.text, options.max_hole_tokens, 0.0, True, None)] if r.text else []
+        candidates = [Candidate(r.text, options.max_hole_tokens, 0.0, True)] if r.text else []
         return FillResult(r.text, candidates, stats)
 
     def fill_holes(self, text, marker="<|hole|>", options=None, should_stop=None):
         raise NotImplementedError("the autoregressive baseline fills one hole at a time")
 
-    def rewrite(
-        self,
-        prefix,
-        selection,
-        suffix,
-        strength=0.5,
-        instruction=None,
-        options=None,
-        should_stop=None,
-        on_draft=None,
-    ):
+    def rewrite(self, request, options=None, should_stop=None, on_draft=None):
         raise NotImplementedError("the autoregressive baseline cannot rewrite a selection")
 
 

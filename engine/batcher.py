@@ -31,8 +31,9 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from difill.engine.api import DEFAULT_HOLE_MARKER, FillResult, HolesResult
 from difill.engine.decoder import CanvasDecoder
-from difill.engine.infill import DEFAULT_HOLE_MARKER, FillOptions, FillResult, HolesResult, InfillEngine
+from difill.engine.infill import InfillEngine
 from difill.engine.model import LoadedModel
 
 
@@ -276,21 +277,9 @@ class BatchingBackend:
         with self._engine() as engine:
             return engine.fill_holes(text, marker, options, should_stop)
 
-    def rewrite(
-        self,
-        prefix: str,
-        selection: str,
-        suffix: str,
-        strength: float = 0.5,
-        instruction: str | None = None,
-        options: FillOptions | None = None,
-        should_stop=None,
-        on_draft=None,
-    ) -> FillResult:
+    def rewrite(self, request, options=None, should_stop=None, on_draft=None) -> FillResult:
         with self._engine() as engine:
-            return engine.rewrite(
-                prefix, selection, suffix, strength, instruction, options, should_stop, on_draft
-            )
+            return engine.rewrite(request, options, should_stop, on_draft)
 
     def close(self) -> None:
         self.batcher.close()

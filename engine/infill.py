@@ -1,7 +1,9 @@
-"""Fill the middle: prefix -> KV cache, hole + clamped suffix -> canvas -> denoise -> text.
+"""Fill the middle: prefix -> KV cache, hole + clamped suffix -> canvas -> denoise -> middles.
 
-``InfillEngine`` is the one object the rest of difill talks to.  It owns the model, a prefix cache
-and a lock (one fill at a time on one model); it is safe to call from worker threads.
+``InfillEngine`` is the in-process backend (engine/api.py ``InfillBackend``).  It owns the model, a
+prefix cache and a lock (one fill at a time on one model); it is safe to call from worker threads.
+It reads and writes LF text and returns the middles as the model wrote them, best first by the
+model's own judgement; engine/text/pipeline.py makes them fit the document.
 """
 
 from __future__ import annotations
@@ -9,93 +11,32 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import torch
 
+from difill.engine.api import (
+    DEFAULT_HOLE_MARKER,
+    HOLE_TOKENS,
+    Cancelled,
+    Candidate,
+    DraftCallback,
+    FillOptions,
+    FillResult,
+    FillStats,
+    HolesResult,
+    RewriteRequest,
+    ShouldStop,
+)
 from difill.engine.canvas import Segment, build_canvas, hole_tokens, used_length
 from difill.engine.decoder import CanvasDecoder
 from difill.engine.model import LoadedModel
-from difill.engine.postprocess import (
-    fit_middle,
-    to_document_line_endings,
-    to_lf,
-    trim_suffix_overlap,
-    uses_crlf,
-)
 from difill.engine.prefix_cache import PrefixCache, expand_cache
-from difill.engine.sampler import Cancelled, DenoiseResult, SamplerConfig, denoise
-from difill.engine.syntax import syntax_errors
+from difill.engine.sampler import DenoiseResult, SamplerConfig, denoise
+from difill.engine.text.rules import with_middles
 from difill.engine.tokens import encode, encode_prefix_window, encode_suffix_window
 
-__all__ = ["Cancelled", "FillOptions", "FillResult", "FillStats", "Candidate", "HolesResult", "InfillEngine"]
-
-DEFAULT_HOLE_MARKER = "<|hole|>"
 WORD_END = re.compile(r"[A-Za-z0-9_]$")
-PARSE_WINDOW_CHARS = 2000  # context around a fill that the parser sees when ranking candidates
-
-ShouldStop = Callable[[], bool]
-DraftCallback = Callable[[str, int], None]  # (current best text of the hole, step)
-
-
-@dataclass
-class FillOptions:
-    max_hole_tokens: int = 24  # the longest middle a fill can write
-    hole_candidates: tuple[int, ...] = ()  # hole lengths tried in one batch; () = derived from max
-    suffix_tokens: int = 16  # nearest suffix tokens clamped into the canvas
-    prefix_tokens: int | None = None  # prefix budget; None = what the model was trained to read
-    max_steps: int = 12  # cap on denoising steps (typing needs it); the checkpoint's own count if lower
-    entropy_bound: float | None = None  # None = the checkpoint's (generation_config), else difill's 0.5
-    revise: bool | None = None  # re-decide committed slots every step (stock sampler); None = edits only
-    single_line: bool = False  # cut the middle at its first newline
-    heal: bool = True  # re-predict a partly typed identifier at the cursor as a whole token
-    language: str | None = None  # tree-sitter language used to rank candidates
-    seed: int = 0
-
-    def candidate_lengths(self) -> tuple[int, ...]:
-        if self.hole_candidates:
-            return tuple(sorted(set(self.hole_candidates)))
-        top = max(1, self.max_hole_tokens)
-        return tuple(sorted({max(1, top // 4), max(1, top // 2), top}))
-
-
-@dataclass
-class FillStats:
-    steps: int = 0  # denoising steps (= decoder forwards; each forward runs every candidate)
-    decoder_forwards: int = 0
-    hole_tokens: int = 0  # tokens of the chosen middle
-    tokens_per_forward: float = 0.0  # hole_tokens / decoder_forwards (clamped slots not counted)
-    encoder_ms: float = 0.0
-    decoder_ms: float = 0.0
-    total_ms: float = 0.0
-    hole_length: int = 0  # slots of the chosen candidate's hole
-    prefix_tokens: int = 0
-    reused_prefix_tokens: int = 0  # prefix tokens served by the prefix cache
-    candidates: int = 0
-
-
-@dataclass
-class Candidate:
-    text: str
-    hole_length: int
-    score: float  # mean log-prob of the hole's tokens when they were committed
-    complete: bool  # the model ended the middle (filler) before the hole ran out
-    syntax_errors: int | None  # in the code around the fill; None without a grammar
-
-
-@dataclass
-class FillResult:
-    text: str
-    candidates: list[Candidate]
-    stats: FillStats
-
-
-@dataclass
-class HolesResult:
-    middles: list[str]
-    text: str  # the input with every marker replaced by its middle
-    stats: FillStats = field(default_factory=FillStats)
 
 
 class InfillEngine:
@@ -138,8 +79,6 @@ class InfillEngine:
 
     def _fill(self, prefix, suffix, options: FillOptions, should_stop, on_draft) -> FillResult:
         started = time.perf_counter()
-        crlf = uses_crlf(prefix) or uses_crlf(suffix)
-        prefix, suffix = to_lf(prefix), to_lf(suffix)
         budget = min(options.prefix_tokens or self.loaded.max_prefix_tokens, self.loaded.max_prefix_tokens)
         prefix_ids = self._prefix_ids(prefix, budget)
         heal_text, prefix_ids = self._split_heal(prefix, prefix_ids, options.heal)
@@ -181,14 +120,10 @@ class InfillEngine:
                 if not raw.startswith(heal_text):
                     continue
                 raw = raw[len(heal_text) :]
-            middle = fit_middle(raw, prefix, suffix, options.single_line)
-            errors = self._syntax_errors(prefix, middle, suffix, options.language)
             score = result.token_logprob[row, span[0] : span[1]].mean().item()
             complete = len(tokens) < span[1] - span[0]
-            candidates.append(Candidate(middle, hole, score, complete, errors))
-        candidates = rank_candidates(candidates)
-        for c in candidates:
-            c.text = to_document_line_endings(c.text, crlf)
+            candidates.append(Candidate(raw, hole, score, complete))
+        candidates = model_order(candidates)
 
         best = candidates[0] if candidates else None
         stats.steps = stats.decoder_forwards = result.steps
@@ -205,11 +140,10 @@ class InfillEngine:
         options: FillOptions | None = None,
         should_stop: ShouldStop | None = None,
     ) -> HolesResult:
-        """Fill every ``marker`` in ``text`` in one canvas; returns each hole's text and the result."""
-        options = options or FillOptions(max_hole_tokens=16)
+        """Fill every ``marker`` in ``text`` in one canvas: each hole's middle, as the model wrote it."""
+        options = options or FillOptions(max_hole_tokens=HOLE_TOKENS)
         started = time.perf_counter()
-        crlf = uses_crlf(text)
-        parts = to_lf(text).split(marker)
+        parts = text.split(marker)
         if len(parts) < 2:
             return HolesResult([], text, FillStats())
         prefix, betweens, suffix = parts[0], parts[1:-1], parts[-1]
@@ -226,45 +160,34 @@ class InfillEngine:
         length = used_length(segments, ends)
         canvas = build_canvas(segments, length, self.ids, ends)
         result, stats = self._encode_and_denoise(prefix_ids, [canvas], options, should_stop)
-        middles = []
-        for i, span in enumerate(canvas.holes):
-            after = betweens[i] if i < len(betweens) else suffix
-            raw = self._decode(hole_tokens(result.canvas[0], span, self.ids.filler))
-            middles.append(trim_to_hole(raw, after))
-        out = [prefix]
-        for i, middle in enumerate(middles):
-            out.append(middle)
-            out.append(betweens[i] if i < len(betweens) else suffix)
+        middles = [
+            self._decode(hole_tokens(result.canvas[0], span, self.ids.filler)) for span in canvas.holes
+        ]
         stats.steps = stats.decoder_forwards = result.steps
         stats.hole_tokens = sum(len(encode(self.tokenizer, m)) for m in middles)
         stats.tokens_per_forward = stats.hole_tokens / max(1, result.steps)
         stats.total_ms = (time.perf_counter() - started) * 1000
-        middles = [to_document_line_endings(m, crlf) for m in middles]
-        return HolesResult(middles, to_document_line_endings("".join(out), crlf), stats)
+        return HolesResult(middles, with_middles(text, marker, middles), stats)
 
     def rewrite(
         self,
-        prefix: str,
-        selection: str,
-        suffix: str,
-        strength: float = 0.5,
-        instruction: str | None = None,
+        request: RewriteRequest,
         options: FillOptions | None = None,
         should_stop: ShouldStop | None = None,
         on_draft: DraftCallback | None = None,
     ) -> FillResult:
-        """Re-denoise ``selection`` with its context clamped, starting from its own tokens.
+        """Re-denoise ``request.selection`` with its context clamped, starting from its own tokens.
 
         Like image-to-image: a share ``strength`` (0..1) of the selection's slots is renoised and
         denoised again while the rest stay, so the result stays close to the original.  A few spare
         slots after the selection let the rewrite grow.  An ``instruction`` is written into the
         prefix as a comment in the file's language, the only kind of prompt the default model knows.
         """
+        prefix, selection, suffix = request.prefix, request.selection, request.suffix
+        instruction = request.instruction
         options = options or FillOptions()
         started = time.perf_counter()
-        strength = min(1.0, max(0.0, strength))
-        crlf = uses_crlf(prefix) or uses_crlf(selection) or uses_crlf(suffix)
-        prefix, selection, suffix = to_lf(prefix), to_lf(selection), to_lf(suffix)
+        strength = min(1.0, max(0.0, request.strength))
         if instruction:
             prefix = with_instruction_comment(prefix, selection, instruction, options.language)
         budget = min(options.prefix_tokens or self.loaded.max_prefix_tokens, self.loaded.max_prefix_tokens)
@@ -286,15 +209,14 @@ class InfillEngine:
             on_step=self._draft_reporter(on_draft, canvas.holes[0], "", 0),
         )  # fmt: skip
         tokens = hole_tokens(result.canvas[0], canvas.holes[0], self.ids.filler)
-        text = trim_suffix_overlap(self._decode(tokens), suffix)
+        text = self._decode(tokens)
         score = result.token_logprob[0, :hole][~keep[:hole]].mean().item() if strength > 0 else 0.0
         stats.steps = stats.decoder_forwards = result.steps
         stats.hole_length = hole
         stats.hole_tokens = len(tokens)
         stats.tokens_per_forward = int((~keep[:hole]).sum()) / max(1, result.steps)
         stats.total_ms = (time.perf_counter() - started) * 1000
-        text = to_document_line_endings(text, crlf)
-        candidate = Candidate(text, hole, score, len(tokens) < hole, None)
+        candidate = Candidate(text, hole, score, len(tokens) < hole)
         return FillResult(text, [candidate], stats)
 
     # ------------------------------------------------------------------ steps
@@ -374,15 +296,6 @@ class InfillEngine:
 
         return report
 
-    def _syntax_errors(self, prefix: str, middle: str, suffix: str, language: str | None) -> int | None:
-        if language is None:
-            return None
-        head = prefix[-PARSE_WINDOW_CHARS:]
-        cut = head.find("\n")
-        if len(prefix) > PARSE_WINDOW_CHARS and cut >= 0:
-            head = head[cut + 1 :]
-        return syntax_errors(head + middle + suffix[:PARSE_WINDOW_CHARS], language)
-
 
 def sampler_config(checkpoint: SamplerConfig, options: FillOptions) -> SamplerConfig:
     """The checkpoint's sampler with difill's infill changes on top: the step cap, the options."""
@@ -394,27 +307,19 @@ def sampler_config(checkpoint: SamplerConfig, options: FillOptions) -> SamplerCo
     )
 
 
-def rank_candidates(candidates: list[Candidate]) -> list[Candidate]:
-    """Best first: complete middles, then fewest syntax errors, then highest mean log-prob.
+def model_order(candidates: list[Candidate]) -> list[Candidate]:
+    """Best first by the model's own judgement: complete middles, then highest mean log-prob.
 
-    Empty middles are dropped, and so are repeats of a better candidate's text.
+    Empty middles and repeats are dropped.  The pipeline (engine/text/pipeline.py) ranks again
+    on the text as shown, adding the syntax errors around it.
     """
-    ordered = sorted(
-        candidates,
-        key=lambda c: (not c.complete, c.syntax_errors if c.syntax_errors is not None else 0, -c.score),
-    )
     seen: set[str] = set()
     out = []
-    for c in ordered:
+    for c in sorted(candidates, key=lambda c: (not c.complete, -c.score)):
         if c.text and c.text not in seen:
             seen.add(c.text)
             out.append(c)
     return out
-
-
-def trim_to_hole(middle: str, after: str) -> str:
-    """A hole's middle, cut where the text after it begins (no duplicated closers)."""
-    return trim_suffix_overlap(middle, after) if middle.strip() else ""
 
 
 COMMENT_PREFIXES = {"python": "#", "ruby": "#", "shellscript": "#", "lua": "--", "sql": "--", "haskell": "--"}

@@ -20,6 +20,7 @@ from transformers import (
 )
 from transformers.utils import logging as hf_logging
 
+from difill.engine.api import ModelLoadError
 from difill.engine.sampler import SamplerConfig
 from difill.engine.vocab import TokenIds
 
@@ -34,10 +35,6 @@ HOW_TO_FIX = (
     "Reinstall difill to restore the default model, or pass --model DIR (setting `modelPath`) "
     "pointing at a downloaded DiffusionGemma checkpoint, or use a remote backend."
 )
-
-
-class ModelLoadError(RuntimeError):
-    """The model directory is missing, incomplete or corrupt; the message says how to fix it."""
 
 
 @dataclass

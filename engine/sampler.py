@@ -37,11 +37,8 @@ from dataclasses import dataclass
 
 import torch
 
+from difill.engine.api import Cancelled
 from difill.engine.decoder import CanvasDecoder
-
-
-class Cancelled(Exception):
-    """The caller asked the fill to stop; raised between two denoising steps."""
 
 
 @dataclass

@@ -1,11 +1,14 @@
 """Tree-sitter: does a fill leave the code parseable?  Used to rank candidate fills and in eval.
 
 Grammars are optional: a language without an installed grammar simply gets no parse signal.
+A tree-sitter ``Parser`` is not thread-safe, so each thread gets its own (``parser_for``): the
+event loop, a model worker and an eval thread never share one.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 from importlib import import_module
 
 from tree_sitter import Language, Node, Parser
@@ -15,8 +18,13 @@ GRAMMAR_MODULES = {"python": "tree_sitter_python"}
 EXTENSIONS = {".py": "python", ".pyi": "python"}
 
 
+_per_thread = threading.local()
+
+
 @functools.cache
-def parser_for(language: str | None) -> Parser | None:
+def grammar_for(language: str | None) -> Language | None:
+    """The tree-sitter grammar of ``language``; None when none is installed.  Languages are
+    immutable and safe to share between threads."""
     module_name = GRAMMAR_MODULES.get(language or "")
     if module_name is None:
         return None
@@ -24,7 +32,18 @@ def parser_for(language: str | None) -> Parser | None:
         module = import_module(module_name)
     except ImportError:
         return None
-    return Parser(Language(module.language()))
+    return Language(module.language())
+
+
+def parser_for(language: str | None) -> Parser | None:
+    """This thread's parser for ``language`` (None without a grammar)."""
+    grammar = grammar_for(language)
+    if grammar is None:
+        return None
+    parsers: dict[str, Parser] = _per_thread.__dict__.setdefault("parsers", {})
+    if language not in parsers:
+        parsers[language] = Parser(grammar)
+    return parsers[language]
 
 
 def language_for_path(path: str) -> str | None:
@@ -32,6 +51,13 @@ def language_for_path(path: str) -> str | None:
         if path.endswith(ext):
             return language
     return None
+
+
+def language_of(language_id: str, path: str) -> str | None:
+    """The tree-sitter language of a document: its LSP language id, or else its file extension."""
+    if language_id in GRAMMAR_MODULES:
+        return language_id
+    return language_for_path(path)
 
 
 def count_errors(node: Node) -> int:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import argparse
 
-from difill.engine.infill import FillOptions, InfillEngine
+from difill.engine.api import FillOptions, RewriteRequest
+from difill.engine.infill import InfillEngine
 from difill.engine.model import load_model
 
 SOURCE = """def total_price(items, tax_rate):
@@ -49,11 +50,13 @@ def main() -> None:
     start = SOURCE.index("    for item")
     end = SOURCE.index("    return")
     prefix, selection, suffix = SOURCE[:start], SOURCE[start:end], SOURCE[end:]
-    rewritten = engine.rewrite(prefix, selection, suffix, 0.5, None, options)
+    rewritten = engine.rewrite(RewriteRequest(prefix, selection, suffix, 0.5), options)
     print(
         block("Rewrite selection (strength 0.5), the loop selected", SOURCE, prefix + rewritten.text + suffix)
     )
-    told = engine.rewrite(prefix, selection, suffix, 0.5, "use sum() with a generator", options)
+    told = engine.rewrite(
+        RewriteRequest(prefix, selection, suffix, 0.5, "use sum() with a generator"), options
+    )
     print(
         block(
             'Edit selection with instruction "use sum() with a generator"',

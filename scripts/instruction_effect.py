@@ -12,7 +12,8 @@ import argparse
 import random
 from pathlib import Path
 
-from difill.engine.infill import FillOptions, InfillEngine
+from difill.engine.api import FillOptions, RewriteRequest
+from difill.engine.infill import InfillEngine
 from difill.engine.model import load_model
 from difill.engine.syntax import parses
 from difill.engine.training.evaluate import eval_cases
@@ -33,9 +34,10 @@ def main() -> None:
     for ex in cases:
         options = FillOptions(language="python", seed=3)
         selection = ex.middles[0]
-        plain = engine.rewrite(ex.prefix, selection, ex.suffix, args.strength, None, options).text
+        plain = engine.rewrite(RewriteRequest(ex.prefix, selection, ex.suffix, args.strength), options).text
+        instruction = rng.choice(INSTRUCTIONS)
         told = engine.rewrite(
-            ex.prefix, selection, ex.suffix, args.strength, rng.choice(INSTRUCTIONS), options
+            RewriteRequest(ex.prefix, selection, ex.suffix, args.strength, instruction), options
         ).text
         changed += plain != selection
         differs += plain != told

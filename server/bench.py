@@ -1,7 +1,8 @@
 """`difill bench`: latency and quality, diffusion vs the same-size AR baseline, in one run.
 
 Two paths are timed on the same held-out cases:
-1. the engine in-process (diffusion InfillEngine, AR ARBaseline);
+1. in process: the server's suggestion path without the transport (``ServedModel``: the same
+   shape, settings and text pipeline), for the diffusion model and the AR baseline alike;
 2. the real language server over stdio (`difill serve`), as an editor drives it, including a
    typing replay: held-out lines typed keystroke by keystroke (didChange + inlineCompletion).
 """
@@ -21,7 +22,6 @@ from difill.engine.training.evaluate import default_ar_baseline
 from difill.engine.training.examples import InfillExample
 
 SHAPE_GROUPS = {"single_line": ("rest_of_line", "whole_line"), "multi_line": ("multi_line_2_5",)}
-SHAPE_OPTIONS = {"rest_of_line": (24, True), "whole_line": (32, True), "multi_line_2_5": (64, False)}
 
 
 @dataclass
@@ -30,7 +30,7 @@ class Timing:
     forwards: list[int] = field(default_factory=list)
     tokens: list[int] = field(default_factory=list)
     exact: list[bool] = field(default_factory=list)
-    hole_tokens: list[int] = field(default_factory=list)  # target length, for the plot
+    hole_chars: list[int] = field(default_factory=list)  # target length, for the plot
 
     def summary(self) -> dict:
         total_s = sum(self.ms) / 1000
@@ -72,60 +72,32 @@ def load_cases(corpus: Path, per_shape: int, seed: int) -> dict[str, list[Infill
     return eval_cases(corpus, per_shape, seed)
 
 
-def bench_engine(model_dir: str | None, cases: dict[str, list[InfillExample]]) -> dict:
-    from difill.engine.infill import FillOptions, InfillEngine
-    from difill.engine.model import load_model
-    from difill.engine.tokens import encode
+def bench_in_process(model_dir: str | None, cases: dict[str, list[InfillExample]]) -> dict:
+    """The server's suggestion path in this process (``ServedModel``: shape, settings, pipeline),
+    without the LSP transport: what the model costs, and what the editor would show."""
+    from difill.server.quality import load_served
 
     started = time.perf_counter()
-    loaded = load_model(model_dir, device="cpu")
+    served = load_served(model_dir)
     load_s = time.perf_counter() - started
-    engine = InfillEngine(loaded)
-    engine.fill("import os\n", "\n", FillOptions(max_steps=2))  # warm-up: first-call allocations
+    served.suggest("import os\n\n", len("import os\n"), "file:///warm-up.py")  # first-call allocations
     groups: dict[str, Timing] = {g: Timing() for g in SHAPE_GROUPS}
     for group, shapes in SHAPE_GROUPS.items():
         for shape in shapes:
-            max_tokens, single_line = SHAPE_OPTIONS[shape]
             for ex in cases[shape]:
-                options = FillOptions(max_hole_tokens=max_tokens, single_line=single_line, language="python")
-                r = engine.fill(ex.prefix, ex.suffix, options)
+                shown = served.suggest(ex.prefix + ex.suffix, len(ex.prefix), "file:///bench/case.py")
                 t = groups[group]
-                t.ms.append(r.stats.total_ms)
-                t.forwards.append(r.stats.decoder_forwards)
-                t.tokens.append(r.stats.hole_tokens)
-                t.exact.append(r.text.rstrip() == ex.middles[0].rstrip())
-                t.hole_tokens.append(len(encode(loaded.tokenizer, ex.middles[0])))
+                t.ms.append(shown.ms)
+                t.forwards.append(shown.result.stats.decoder_forwards)
+                t.tokens.append(shown.result.stats.hole_tokens)
+                t.exact.append(shown.text.rstrip() == ex.middles[0].rstrip())
+                t.hole_chars.append(len(ex.middles[0]))
     out = {g: t.summary() for g, t in groups.items()}
     out["load_s"] = round(load_s, 2)
     out["tokens_per_forward"] = round(
         sum(sum(t.tokens) for t in groups.values()) / max(1, sum(sum(t.forwards) for t in groups.values())), 3
     )
-    out["_points"] = [(n, ms) for t in groups.values() for n, ms in zip(t.hole_tokens, t.ms, strict=True)]
-    return out
-
-
-def bench_ar(model_dir: str, cases: dict[str, list[InfillExample]]) -> dict:
-    from difill.engine.ar_baseline import ARBaseline
-
-    started = time.perf_counter()
-    ar = ARBaseline(model_dir)
-    load_s = time.perf_counter() - started
-    ar.fill("import os\n", "\n", 2)
-    groups: dict[str, Timing] = {g: Timing() for g in SHAPE_GROUPS}
-    for group, shapes in SHAPE_GROUPS.items():
-        for shape in shapes:
-            max_tokens, single_line = SHAPE_OPTIONS[shape]
-            for ex in cases[shape]:
-                r = ar.fill(ex.prefix, ex.suffix, max_tokens, single_line)
-                t = groups[group]
-                t.ms.append(r.total_ms)
-                t.forwards.append(r.forwards)
-                t.tokens.append(r.tokens)
-                t.exact.append(r.text.rstrip() == ex.middles[0].rstrip())
-                t.hole_tokens.append(len(ar.tokenizer(ex.middles[0], add_special_tokens=False)["input_ids"]))
-    out = {g: t.summary() for g, t in groups.items()}
-    out["load_s"] = round(load_s, 2)
-    out["_points"] = [(n, ms) for t in groups.values() for n, ms in zip(t.hole_tokens, t.ms, strict=True)]
+    out["_points"] = [(n, ms) for t in groups.values() for n, ms in zip(t.hole_chars, t.ms, strict=True)]
     return out
 
 
@@ -167,9 +139,9 @@ def plot(report: dict, path: Path) -> None:
         if points:
             xs, ys = zip(*points, strict=True)
             ax.scatter(xs, ys, s=12, alpha=0.6, color=color, label=model)
-    ax.set_xlabel("target middle length (tokens)")
+    ax.set_xlabel("target middle length (characters)")
     ax.set_ylabel("latency (ms)")
-    ax.set_title("difill bench: latency vs hole length (engine, 2-core CPU)")
+    ax.set_title("difill bench: latency vs hole length (in process, 2-core CPU)")
     ax.legend()
     ax.grid(alpha=0.3)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -181,10 +153,10 @@ def main(args: argparse.Namespace) -> int:
     per_shape = 4 if args.quick else 40
     cases = load_cases(Path("data/corpus"), per_shape, seed=99)
     report: dict = {"cases_per_shape": per_shape}
-    report["engine"] = {"diffusion": bench_engine(args.model, cases)}
+    report["engine"] = {"diffusion": bench_in_process(args.model, cases)}
     ar_dir = args.ar_model or default_ar_baseline()
     if ar_dir:
-        report["engine"]["ar"] = bench_ar(ar_dir, cases)
+        report["engine"]["ar"] = bench_in_process(ar_dir, cases)
     report["engine_peak_rss_mb"] = round(peak_rss_mb(), 1)
     from difill.server.bench_server import bench_server
 

@@ -46,18 +46,21 @@ def split_at(text: str, line: int, col: int) -> tuple[str, str]:
 
 
 def cmd_fill(args: argparse.Namespace) -> int:
-    from difill.engine.backends import BackendError, make_backend
-    from difill.engine.infill import FillOptions
-    from difill.engine.model import ModelLoadError
+    from difill.engine.api import BackendError, ModelLoadError
+    from difill.engine.backends import make_backend
     from difill.engine.syntax import language_for_path
     from difill.server.config import Settings
-    from difill.server.features.suggestions import ServedModel
+    from difill.server.served import ServedModel
 
     path, line, col = parse_location(args.location)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes().decode("utf-8")  # as it is: read_text would turn CRLF into LF
     except OSError as err:
         raise SystemExit(f"difill: cannot read {path}: {err.strerror}") from err
+    except UnicodeDecodeError as err:
+        raise SystemExit(
+            f"difill: {path} is not UTF-8 text (byte {err.start}); difill reads UTF-8 files"
+        ) from err
     if args.holes and args.marker not in text:  # before the model loads: nothing to fill
         raise SystemExit(f"difill: {path} has no hole marker {args.marker!r}; put one where code should go")
     try:
@@ -65,27 +68,27 @@ def cmd_fill(args: argparse.Namespace) -> int:
     except (ModelLoadError, BackendError) as err:
         raise SystemExit(f"difill: {err}") from err
     language = language_for_path(str(path))
+    served = ServedModel(
+        engine, Settings(max_tokens=args.max_tokens or Settings.max_tokens, steps=args.steps)
+    )
     if args.holes:
         try:
-            holes = engine.fill_holes(
-                text, marker=args.marker, options=FillOptions(max_hole_tokens=args.max_tokens or 16)
-            )
+            holes = served.fill_holes(text, args.marker, language, args.max_tokens)
         except BackendError as err:
             raise SystemExit(f"difill: {err}") from err
         if args.json:
-            print(json.dumps({"text": holes.text, "middles": holes.middles, "steps": holes.stats.steps,
-                              "ms": round(holes.stats.total_ms, 1), "stats": asdict(holes.stats)}))  # fmt: skip
+            print(json.dumps({"text": holes.text, "middles": holes.middles, "model_middles": holes.result.middles,
+                              "steps": holes.result.stats.steps, "ms": round(holes.ms, 1),
+                              "stats": asdict(holes.result.stats)}))  # fmt: skip
         else:
             sys.stdout.write(holes.text)
         return 0
     if line is None:
         raise SystemExit("difill: give a position as PATH:LINE:COL, or --holes")
     prefix, _ = split_at(text, line, col or 1)
-    # The server's own suggestion path (shape, settings, filters): what an editor would show here.
-    settings = Settings(max_tokens=args.max_tokens or Settings.max_tokens, steps=args.steps)
+    # The server's own suggestion path (shape, settings, pipeline): what an editor would show here.
     try:
-        shown = ServedModel(engine, settings).suggest(text, len(prefix), path.resolve().as_uri(),
-                                                       language or "plaintext")  # fmt: skip
+        shown = served.suggest(text, len(prefix), path.resolve().as_uri(), language or "plaintext")
     except BackendError as err:
         raise SystemExit(f"difill: {err}") from err
     if args.json:

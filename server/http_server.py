@@ -6,7 +6,9 @@ rewrite, with FillOptions; the shapes are in engine/backends/wire.py).
 
 Starlette and uvicorn serve HTTP on an asyncio loop; the model never runs there.  Each fill runs
 in a worker thread through ``BatchingBackend``, so concurrent requests share decoder passes, and
-a client that disconnects cancels its fill at the next denoising step.
+a client that disconnects cancels its fill at the next denoising step.  Answers hold the middles
+as the model wrote them, in LF (CRLF in a request is read as LF): the caller's pipeline
+(engine/text) fits them to its document.
 
 Safety: binds 127.0.0.1 by default; with ``DIFILL_API_KEY`` set every request needs
 ``Authorization: Bearer <key>`` (401 otherwise), and without a key a non-loopback address is
@@ -34,15 +36,22 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from difill.engine.backends import API_KEY_ENV, InfillBackend
+from difill.engine.api import (
+    DEFAULT_HOLE_MARKER,
+    Cancelled,
+    FillOptions,
+    InfillBackend,
+    ModelLoadError,
+    RewriteRequest,
+)
+from difill.engine.backends import API_KEY_ENV
 from difill.engine.backends.wire import (
     OPTION_BOUNDS,
     fill_result_to_json,
     holes_result_to_json,
     options_from_json,
 )
-from difill.engine.infill import DEFAULT_HOLE_MARKER, FillOptions
-from difill.engine.sampler import Cancelled
+from difill.engine.text.context import to_lf
 from difill.server.features.loopback import host_header_is_loopback, is_loopback, origin_is_loopback
 
 log = logging.getLogger("difill.http")
@@ -253,7 +262,7 @@ def _text(body: dict, key: str, default: str | None = None) -> str:
     value = body.get(key, default)
     if not isinstance(value, str):
         raise RequestError(f"'{key}' must be a string" + ("" if key in body else " (it is missing)"))
-    return value
+    return to_lf(value)
 
 
 def native_request(backend: InfillBackend, body: dict):
@@ -278,8 +287,8 @@ def native_request(backend: InfillBackend, body: dict):
         instruction = body.get("instruction")
         if instruction is not None and not isinstance(instruction, str):
             raise RequestError("'instruction' must be a string or null")
-        work = lambda stop: backend.rewrite(prefix, selection, suffix, strength, instruction, options, stop)  # noqa: E731
-        return work, fill_result_to_json
+        rewrite = RewriteRequest(prefix, selection, suffix, strength, instruction)
+        return (lambda stop: backend.rewrite(rewrite, options, stop)), fill_result_to_json
     _only(body, {"prefix", "suffix", "options"})
     return (lambda stop: backend.fill(prefix, suffix, options, stop)), fill_result_to_json
 
@@ -302,6 +311,7 @@ def completion_request(backend: InfillBackend, body: dict, model_name: str):
     suffix = body.get("suffix") or ""
     if not isinstance(suffix, str):
         raise RequestError("'suffix' must be a string")
+    prompt, suffix = to_lf(prompt), to_lf(suffix)
     for flag in ("stream", "echo"):
         if body.get(flag):
             raise RequestError(f"'{flag}' is not supported by difill serve-http")
@@ -389,7 +399,7 @@ def serve_in_thread(app, host: str = "127.0.0.1") -> tuple[str, Callable[[], Non
 
 def run_http_server(args) -> int:
     from difill.engine.batcher import BatchingBackend
-    from difill.engine.model import ModelLoadError, load_model
+    from difill.engine.model import load_model
 
     api_key = os.environ.get(API_KEY_ENV) or None
     check_bind(args.host, api_key)

@@ -3,8 +3,8 @@
 Every case goes through the language server's own suggestion path: the document and cursor make a
 ``FillContext`` (``build_context``: the prefix/suffix windows, the tree-sitter shape and its token
 budget), ``fill_for_editor`` asks the model with the server's default ``Settings`` (maxTokens,
-steps, contextTokens; one hole length, as while typing), and ``shown_texts`` applies the server's
-filters. The score is on the first text shown, "" when the filters leave nothing.
+steps, contextTokens; one hole length, as while typing), and ``shown_texts`` runs the text pipeline
+(engine/text/pipeline.py). The score is on the first text shown, "" when the filters leave nothing.
 
 The typing replay types the last lines of held-out files character by character; after each
 character the server's suggestion is asked for, and when the text still to be typed starts with it,
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from difill.engine.training.corpus import read_jsonl
 from difill.engine.training.evaluate import ShapeScore, default_ar_baseline, eval_cases, format_table
-from difill.server.features.suggestions import ServedModel
+from difill.server.served import ServedModel
 
 EVAL_URI = "file:///heldout/case.py"
 

@@ -85,3 +85,24 @@ def test_fill_prints_what_the_server_would_show(tiny_model_dir, tmp_path):
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert "\n" not in out["text"] and "model_text" in out and out["stats"]["decoder_forwards"] >= 1
+
+
+def test_a_file_that_is_not_utf8_is_a_clear_error(tmp_path):
+    source = tmp_path / "latin1.py"
+    source.write_bytes("name = 'café'\n".encode("latin-1"))
+    done = run_cli("fill", f"{source}:1:5", "--model", str(tmp_path / "never-loaded"))
+    assert done.returncode != 0 and "not UTF-8" in done.stderr
+
+
+def test_importing_the_cli_and_a_remote_fill_loads_neither_torch_nor_the_lsp_types():
+    """``difill fill --remote`` must start fast: torch, transformers and lsprotocol take seconds."""
+    code = (
+        "import sys\n"
+        "import difill.server.cli, difill.server.served\n"
+        "from difill.engine.backends import make_backend\n"
+        "make_backend('http://127.0.0.1:9')\n"
+        "print(sorted(m for m in ('torch', 'transformers', 'lsprotocol', 'pygls') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

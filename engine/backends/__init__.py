@@ -1,8 +1,11 @@
-"""Where fills run: in this process (local) or on a server (remote).  See base.py for the interface."""
+"""Where fills run: in this process (local) or on a server (remote).  engine/api.py holds the interface.
+
+Importing this package loads no torch: the local engine is imported only when one is made.
+"""
 
 from __future__ import annotations
 
-from difill.engine.backends.base import BackendError, InfillBackend
+from difill.engine.api import BackendError, InfillBackend
 from difill.engine.backends.remote import API_KEY_ENV, RemoteBackend
 
 __all__ = ["API_KEY_ENV", "BackendError", "InfillBackend", "RemoteBackend", "local_backend", "make_backend"]

@@ -20,7 +20,7 @@ import random
 import re
 from typing import Any
 
-from difill.engine.infill import Candidate, FillOptions, FillResult, FillStats
+from difill.engine.api import Candidate, FillOptions, FillResult, FillStats
 
 HOLE = "<|fill_here|>"
 FIM_SYSTEM = (
@@ -121,5 +121,5 @@ def strip_fences(text: str) -> str:
 
 def result_of(text: str, complete: bool, tokens: int, hole: int, total_ms: float) -> FillResult:
     stats = FillStats(hole_tokens=tokens, total_ms=total_ms, hole_length=hole, candidates=1)
-    candidates = [Candidate(text, hole, 0.0, complete, None)] if text else []
+    candidates = [Candidate(text, hole, 0.0, complete)] if text else []
     return FillResult(text, candidates, stats)

@@ -20,16 +20,25 @@ from typing import Any
 
 import httpx2 as httpx
 
+from difill.engine.api import (
+    DEFAULT_HOLE_MARKER,
+    HOLE_TOKENS,
+    BackendError,
+    DraftCallback,
+    FillOptions,
+    FillResult,
+    HolesResult,
+    RewriteRequest,
+    ShouldStop,
+)
 from difill.engine.backends import openai
-from difill.engine.backends.base import BackendError, DraftCallback, ShouldStop
 from difill.engine.backends.transport import HttpStatusError, HttpTransport
 from difill.engine.backends.wire import (
     fill_result_from_json,
     holes_result_from_json,
     options_to_json,
 )
-from difill.engine.infill import DEFAULT_HOLE_MARKER, FillOptions, FillResult, HolesResult, trim_to_hole
-from difill.engine.postprocess import fit_middle, to_document_line_endings, to_lf, uses_crlf
+from difill.engine.text.rules import trim_to_hole, with_middles
 
 API_KEY_ENV = "DIFILL_API_KEY"
 PROTOCOLS = ("auto", "difill", "openai")
@@ -107,38 +116,35 @@ class RemoteBackend:
             body = {"holes": text, "marker": marker, "options": options_to_json(options)}
             return self._parse(holes_result_from_json, self._post("/v1/fill", body, should_stop))
         # One request per hole, left to right; later holes' markers are hidden from earlier fills.
-        options = options or FillOptions(max_hole_tokens=16)
+        options = options or FillOptions(max_hole_tokens=HOLE_TOKENS)
         parts = text.split(marker)
         done, middles = parts[0], []
         for i in range(1, len(parts)):
             after = "".join(parts[i:])
             result = self._openai_fill(done, after, options, should_stop)
-            middle = trim_to_hole(result.text, parts[i])
-            middles.append(middle)
-            done += middle + parts[i]
-        return HolesResult(middles, done)
+            middles.append(result.text)
+            # The next hole's prompt holds this middle ended where the text after it begins.
+            done += trim_to_hole(result.text, parts[i]) + parts[i]
+        return HolesResult(middles, with_middles(text, marker, middles))
 
     def rewrite(
         self,
-        prefix: str,
-        selection: str,
-        suffix: str,
-        strength: float = 0.5,
-        instruction: str | None = None,
+        request: RewriteRequest,
         options: FillOptions | None = None,
         should_stop: ShouldStop | None = None,
         on_draft: DraftCallback | None = None,  # noqa: ARG002
     ) -> FillResult:
+        prefix, selection, suffix = request.prefix, request.selection, request.suffix
         if self._protocol(should_stop) == "difill":
             body = {
-                "prefix": prefix, "selection": selection, "suffix": suffix, "strength": strength,
-                "instruction": instruction, "options": options_to_json(options),
+                "prefix": prefix, "selection": selection, "suffix": suffix, "strength": request.strength,
+                "instruction": request.instruction, "options": options_to_json(options),
             }  # fmt: skip
             return self._parse(fill_result_from_json, self._post("/v1/fill", body, should_stop))
         options = options or FillOptions()
         started = time.perf_counter()
         body = openai.rewrite_chat_body(
-            self._model(should_stop), prefix, selection, suffix, instruction, options
+            self._model(should_stop), prefix, selection, suffix, request.instruction, options
         )
         answer = self._post("/v1/chat/completions", body, should_stop)
         text, complete, tokens = self._parse(lambda a: openai.first_choice(a, chat=True), answer)
@@ -151,8 +157,6 @@ class RemoteBackend:
 
     def _openai_fill(self, prefix: str, suffix: str, options: FillOptions, should_stop) -> FillResult:
         started = time.perf_counter()
-        crlf = uses_crlf(prefix) or uses_crlf(suffix)
-        prefix, suffix = to_lf(prefix), to_lf(suffix)
         model = self._model(should_stop)
         chat = self.fim == "chat"
         if chat:
@@ -168,11 +172,8 @@ class RemoteBackend:
         text, complete, tokens = self._parse(lambda a: openai.first_choice(a, chat=bool(chat)), answer)
         if chat:
             text = openai.strip_fences(text)
-        text = fit_middle(text, prefix, suffix, options.single_line)
         elapsed = (time.perf_counter() - started) * 1000
-        return openai.result_of(
-            to_document_line_endings(text, crlf), complete, tokens, options.max_hole_tokens, elapsed
-        )
+        return openai.result_of(text, complete, tokens, options.max_hole_tokens, elapsed)
 
     def _openai_completion(self, model, prefix, suffix, options, should_stop) -> Any | None:
         """The /v1/completions answer, or None when the server does not take ``suffix`` (fim auto)."""

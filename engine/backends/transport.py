@@ -23,8 +23,7 @@ from typing import Any
 
 import httpx2 as httpx
 
-from difill.engine.backends.base import BackendError
-from difill.engine.sampler import Cancelled
+from difill.engine.api import BackendError, Cancelled
 
 RETRY_STATUSES = {429, 502, 503, 504}  # the server says "not now": worth another try
 MAX_RETRY_AFTER_S = 5.0

@@ -13,7 +13,7 @@ import types
 import typing
 from typing import Any
 
-from difill.engine.infill import Candidate, FillOptions, FillResult, FillStats, HolesResult
+from difill.engine.api import Candidate, FillOptions, FillResult, FillStats, HolesResult
 
 # Bounds a server enforces so that one request cannot hold the model for minutes.
 OPTION_BOUNDS: dict[str, tuple[float, float]] = {

@@ -6,22 +6,34 @@
   markers outside the selection are context, not holes, so they are left out of what the model sees;
 * complete block: an empty or stub body (``pass``, ``...``) is replaced by a fill in the block's shape.
 
-The engine runs on the model thread; parsing and filtering run on the event loop (tree-sitter
-parsers are shared and not thread-safe).
+The engine runs on the model thread; parsing and the text pipeline (engine/text) run on the
+event loop.  Text goes to the engine in LF and comes back through the pipeline, which gives it the
+document's line endings.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
+from difill.engine.api import (
+    HOLE_TOKENS,
+    DraftCallback,
+    FillResult,
+    HolesResult,
+    InfillBackend,
+    RewriteRequest,
+    ShouldStop,
+)
+from difill.engine.syntax import language_of
+from difill.engine.text.context import FillContext, prefix_window, suffix_window, to_lf
+from difill.engine.text.pipeline import shown_middles, shown_rewrite, shown_texts
+from difill.engine.text.rules import with_middles
+from difill.engine.text.shape import STUB_BODIES, block_header_before
 from difill.server.config import Settings
 from difill.server.documents import Document
-from difill.server.features import filters
-from difill.server.features.context import CHARS_PER_TOKEN, SUFFIX_CHARS, build_context, language_of
-from difill.server.features.filters import HOLE_PIPELINE, apply_filters
-from difill.server.features.shape import STUB_BODIES, SyntaxTrees, block_header_before
+from difill.server.features.trees import SyntaxTrees
+from difill.server.served import context_for, edit_options
 
 REWRITE, FILL_HOLES, COMPLETE_BLOCK = "rewrite", "fillHoles", "completeBlock"
 TITLES = {
@@ -29,9 +41,6 @@ TITLES = {
     FILL_HOLES: "Fill holes in selection",
     COMPLETE_BLOCK: "Complete block",
 }
-HOLE_TOKENS = 16  # the longest middle one hole gets
-# A rewrite replaces exactly the selection: only the model's junk and the line endings are fixed.
-REWRITE_FILTERS = [filters.to_lf, filters.drop_control_characters, filters.keep_line_endings]
 
 
 # Bounds on one edit's model work (issue 15): a 32 KB rewrite used to hold the only model worker
@@ -89,87 +98,83 @@ def is_stub_body(document: Document, start: int, end: int, trees: SyntaxTrees) -
 # ---------------------------------------------------------------------------- the model's part
 
 
+EngineWork = Callable[[InfillBackend], FillResult | HolesResult]
+
+
 def engine_work(
     request: EditRequest,
     document: Document,
     settings: Settings,
     trees: SyntaxTrees,
-    should_stop: Callable[[], bool],
-    on_draft: Callable[[str, int], None] | None,
-) -> Callable[[Any], Any]:
+    should_stop: ShouldStop,
+    on_draft: DraftCallback | None,
+) -> EngineWork:
     """What the model thread runs for ``request``: ``work(engine) -> engine result``."""
-    from difill.engine.infill import FillOptions
-
     text, start, end = document.text, request.start, request.end
-    prefix = text[max(0, start - settings.context_tokens * CHARS_PER_TOKEN) : start]
-    selection = text[start:end]
-    suffix = text[end : end + SUFFIX_CHARS]
-    options = FillOptions(
-        language=language_of(document), max_steps=settings.steps, prefix_tokens=settings.context_tokens
-    )
+    prefix = to_lf(prefix_window(text, start, settings.context_tokens))
+    suffix = to_lf(suffix_window(text, end))
+    options = edit_options(settings, language_of(document.language_id, document.uri))
 
     if request.kind == REWRITE:
-        return lambda engine: engine.rewrite(
-            prefix, selection, suffix, request.strength, request.instruction, options, should_stop, on_draft
+        rewrite = RewriteRequest(
+            prefix, to_lf(text[start:end]), suffix, request.strength, request.instruction
         )
+        return lambda engine: engine.rewrite(rewrite, options, should_stop, on_draft)
     if request.kind == FILL_HOLES:
-        marker = settings.hole_marker
-        canvas = prefix.replace(marker, "") + selection + suffix.replace(marker, "")
-        options.max_hole_tokens = HOLE_TOKENS
-        return lambda engine: engine.fill_holes(canvas, marker, options, should_stop)
+        canvas = to_lf(holes_canvas(document, request, settings))
+        return lambda engine: engine.fill_holes(canvas, settings.hole_marker, options, should_stop)
     if request.kind == COMPLETE_BLOCK:
-        ctx = _block_context(document, start, end, settings)
+        ctx = _without_selection(document, request, settings, trees)
         options.max_hole_tokens = ctx.shape.max_tokens
         return lambda engine: engine.fill(ctx.prefix, ctx.suffix, options, should_stop, on_draft)
     raise EditError(f"unknown edit {request.kind!r}")
+
+
+def holes_canvas(document: Document, request: EditRequest, settings: Settings) -> str:
+    """The text the model fills: the selection's markers are holes; markers outside it are
+    context, not holes, so they are left out."""
+    marker, text = settings.hole_marker, document.text
+    before = prefix_window(text, request.start, settings.context_tokens).replace(marker, "")
+    after = suffix_window(text, request.end).replace(marker, "")
+    return before + text[request.start : request.end] + after  # the engine gets it in LF
 
 
 # ---------------------------------------------------------------------------- the answer's part
 
 
 def new_selection(
-    request: EditRequest, document: Document, result: Any, settings: Settings, trees: SyntaxTrees
+    request: EditRequest,
+    document: Document,
+    result: FillResult | HolesResult,
+    settings: Settings,
+    trees: SyntaxTrees,
 ) -> str:
     """The selection's new text from the engine's result; raises EditError when nothing usable."""
     selection = document.text[request.start : request.end]
+    if isinstance(result, HolesResult):
+        return fill_markers(document, request, result.middles, settings)
+    ctx = _without_selection(document, request, settings, trees)
     if request.kind == REWRITE:
-        ctx = build_context(document, request.start, settings.context_tokens, settings.max_tokens, None)
-        text = apply_filters(result.text, ctx, REWRITE_FILTERS)
+        text = shown_rewrite(result.text, ctx)
         if not text.strip():
             raise EditError("the model returned an empty rewrite; the selection is unchanged")
         return keep_edges(selection, text)
-    if request.kind == FILL_HOLES:
-        return fill_markers(document, request, result.middles, settings, trees)
-    ctx = _block_context(document, request.start, request.end, settings)
-    for candidate in result.candidates:
-        text = apply_filters(candidate.text, ctx)
-        if text.strip():
-            return keep_edges(selection, text)
-    raise EditError("the model wrote no usable block body; the selection is unchanged")
+    shown = shown_texts(result.candidates, ctx)
+    if not shown:
+        raise EditError("the model wrote no usable block body; the selection is unchanged")
+    return keep_edges(selection, shown[0])
 
 
-def fill_markers(
-    document: Document, request: EditRequest, middles: list[str], settings: Settings, trees: SyntaxTrees
-) -> str:
+def fill_markers(document: Document, request: EditRequest, middles: list[str], settings: Settings) -> str:
     """The selection with each marker replaced by its middle, filtered for where it sits."""
     marker = settings.hole_marker
-    text, start, end = document.text, request.start, request.end
-    parts = text[start:end].split(marker)
-    if len(middles) != len(parts) - 1:
-        raise EditError(
-            f"the model filled {len(middles)} holes of {len(parts) - 1}; the selection is unchanged"
-        )
-    before = text[max(0, start - settings.context_tokens * CHARS_PER_TOKEN) : start].replace(marker, "")
-    after = text[end : end + SUFFIX_CHARS].replace(marker, "")
-    filled = parts[0]
-    for i, middle in enumerate(middles):
-        rest = "".join(parts[i + 1 :])
-        around = Document(
-            document.uri, document.language_id, document.version, before + filled + rest + after
-        )
-        ctx = build_context(around, len(before + filled), settings.context_tokens, HOLE_TOKENS, _tree(around))
-        filled += apply_filters(middle, ctx, HOLE_PIPELINE) + parts[i + 1]
-    return filled
+    language = language_of(document.language_id, document.uri)
+    try:
+        shown = shown_middles(holes_canvas(document, request, settings), marker, middles, language,
+                              settings.context_tokens, HOLE_TOKENS)  # fmt: skip
+    except ValueError as err:
+        raise EditError(f"{err}; the selection is unchanged") from None
+    return with_middles(document.text[request.start : request.end], marker, shown)
 
 
 def keep_edges(selection: str, new: str) -> str:
@@ -184,14 +189,11 @@ def keep_edges(selection: str, new: str) -> str:
     return new
 
 
-def _block_context(document: Document, start: int, end: int, settings: Settings):
-    """The context of the cursor at ``start`` once the stub body is gone."""
-    without = Document(
-        document.uri, document.language_id, document.version, document.text[:start] + document.text[end:]
-    )
-    return build_context(without, start, settings.context_tokens, settings.max_tokens, _tree(without))
-
-
-def _tree(document: Document):
-    """A one-off parse (a throwaway text, so nothing to reuse incrementally)."""
-    return SyntaxTrees().tree_for(document)
+def _without_selection(
+    document: Document, request: EditRequest, settings: Settings, trees: SyntaxTrees
+) -> FillContext:
+    """The context of a cursor at the selection's start once the selection is gone."""
+    text = document.text[: request.start] + document.text[request.end :]
+    without = Document(document.uri, document.language_id, document.version, text)
+    tree = trees.parse_once(without)
+    return context_for(text, request.start, document.language_id, document.uri, settings, tree)

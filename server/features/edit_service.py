@@ -21,7 +21,7 @@ from difill.server.documents import Document, Documents
 from difill.server.features.edit_plans import EditError, EditRequest, check_size, engine_work, new_selection
 from difill.server.features.edits import text_edits
 from difill.server.features.engine_host import EngineHost, Job, JobCancelled, Jobs
-from difill.server.features.shape import SyntaxTrees
+from difill.server.features.trees import SyntaxTrees
 
 log = logging.getLogger("difill.server.edits")
 REQUEST_FAILED = -32803  # LSP's RequestFailed: a valid request that could not be carried out

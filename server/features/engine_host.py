@@ -7,7 +7,8 @@ denoising steps (``should_stop``), and that the worker checks before it starts, 
 that was superseded while queued never touches the model.
 
 The engine modules (torch, transformers) are imported by the worker while loading, not when the
-server starts: ``initialize`` is answered at once and the editor sees ``$/progress``.
+server starts: ``initialize`` is answered at once and the editor sees ``$/progress``.  A remote
+backend never imports them at all.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import TypeVar
+
+from difill.engine.api import BackendError, Cancelled, FillOptions, InfillBackend, ModelLoadError
 
 log = logging.getLogger("difill.server.model")
 T = TypeVar("T")
@@ -105,7 +108,7 @@ class EngineHost:
         self.on_status = on_status
         self.state = ModelState.LOADING
         self.error: str | None = None
-        self.engine: Any = None  # difill.engine.infill.InfillEngine once loaded
+        self.engine: InfillBackend | None = None  # once loaded
         self.model_path: str | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="difill-model")
         self._ready: asyncio.Event | None = None
@@ -130,7 +133,8 @@ class EngineHost:
         started = time.perf_counter()
         await progress.begin("difill", "loading the engine")
         try:
-            await loop.run_in_executor(self._executor, _import_engine)
+            if not remote:
+                await loop.run_in_executor(self._executor, _import_engine)
             progress.report("reading the model", 30)
             engine = await loop.run_in_executor(self._executor, _load_engine, model_path, device, remote)
             progress.report("warming up", 80)
@@ -138,10 +142,7 @@ class EngineHost:
         except Exception as err:  # ModelLoadError, or anything a broken checkpoint raises
             if generation != self._generation:
                 return
-            clear = type(err).__name__ in (
-                "ModelLoadError",
-                "BackendError",
-            )  # messages that say how to fix it
+            clear = isinstance(err, ModelLoadError | BackendError)  # messages that say how to fix it
             message = str(err) if clear else f"{type(err).__name__}: {err}"
             self.state, self.error = ModelState.ERROR, message
             self._ready_event().set()  # waiting requests give up at once: there is nothing to wait for
@@ -164,7 +165,7 @@ class EngineHost:
         log.info("model ready at %s in %.0f ms", where, elapsed)
         self.on_status("ready", f"model loaded from {where}", elapsed)
 
-    async def wait_ready(self, timeout_s: float) -> Any | None:
+    async def wait_ready(self, timeout_s: float) -> InfillBackend | None:
         """The engine, waiting up to ``timeout_s`` while it loads; None if it is not there."""
         if self.state is ModelState.LOADING:
             try:
@@ -173,7 +174,7 @@ class EngineHost:
                 return None
         return self.engine if self.state is ModelState.READY else None
 
-    async def run(self, job: Job, work: Callable[[Any], T]) -> T:
+    async def run(self, job: Job, work: Callable[[InfillBackend], T]) -> T:
         """``work(engine)`` on the worker thread; raises JobCancelled if the job is cancelled."""
         loop = asyncio.get_running_loop()
         engine = self.engine
@@ -202,22 +203,18 @@ def _import_engine() -> None:
     import difill.engine.infill  # noqa: F401  (torch and transformers: seconds)
 
 
-def _load_engine(model_path: str | None, device: str, remote: str | None = None) -> Any:
+def _load_engine(model_path: str | None, device: str, remote: str | None = None) -> InfillBackend:
     from difill.engine.backends import make_backend
 
     return make_backend(remote, model_path, device)
 
 
-def _warm_up(engine: Any) -> None:
+def _warm_up(engine: InfillBackend) -> None:
     """One tiny fill, so the first real request does not pay for first-call setup."""
-    from difill.engine.infill import FillOptions
-
     engine.fill(*WARM_UP, FillOptions(max_hole_tokens=4, max_steps=2))
 
 
-def _run_job(engine: Any, job: Job, work: Callable[[Any], T]) -> T:
-    from difill.engine.infill import Cancelled
-
+def _run_job(engine: InfillBackend, job: Job, work: Callable[[InfillBackend], T]) -> T:
     if job.cancelled:  # superseded while queued: not even the prefix encoder runs
         raise JobCancelled()
     try:

@@ -1,8 +1,8 @@
 """Suggestions at a cursor, shared by inline completion and the completion fallback.
 
-document -> prefix/suffix windows and shape -> cache or engine (off the event loop) -> filters
--> distinct texts, best first.  A result computed for a document version that is no longer
-current is dropped, never returned.
+document -> FillContext (engine/text/context.py) -> cache or engine (off the event loop) ->
+the text pipeline (engine/text/pipeline.py) -> distinct texts, best first.  A result computed
+for a document version that is no longer current is dropped, never returned.
 """
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
+from difill.engine.text.context import FillContext
+from difill.engine.text.pipeline import shown_texts
 from difill.server.config import Settings
 from difill.server.documents import Document, Documents
 from difill.server.features.cache import SuggestionCache
-from difill.server.features.context import FillContext, build_context
 from difill.server.features.engine_host import EngineHost, JobCancelled, Jobs
-from difill.server.features.filters import apply_filters
-from difill.server.features.shape import SyntaxTrees
+from difill.server.features.trees import SyntaxTrees
+from difill.server.served import context_for, fill_for_editor
 
 log = logging.getLogger("difill.server.suggestions")
 
@@ -47,9 +47,8 @@ class SuggestionService:
         self.jobs = Jobs()
 
     def context_at(self, document: Document, offset: int) -> FillContext:
-        settings = self.settings()
         tree = self.trees.tree_for(document)
-        return build_context(document, offset, settings.context_tokens, settings.max_tokens, tree)
+        return context_for(document.text, offset, document.language_id, document.uri, self.settings(), tree)
 
     async def suggest(self, document: Document, offset: int, invoked: bool) -> Suggestions:
         """Up to ``candidates`` suggestions when invoked, one when automatic."""
@@ -86,7 +85,7 @@ class SuggestionService:
             now = current.version if current else "closed"
             log.info("result for version %s dropped: the document is at %s", document.version, now)
             return Suggestions([], "stale")
-        texts = shown_texts(result, ctx)
+        texts = shown_texts(result.candidates, ctx)
         self.cache.store(ctx.prefix, ctx.suffix, texts)
         log.info(
             "%d suggestion(s) in %.0f ms (%d steps, shape %s)",
@@ -97,89 +96,3 @@ class SuggestionService:
     def document_changed(self, uri: str) -> None:
         """A change makes the fill in flight for ``uri`` useless: stop it."""
         self.jobs.cancel(uri)
-
-
-@dataclass
-class Shown:
-    """One answer as the editor shows it, and what it cost."""
-
-    text: str  # first suggestion after the filters; "" when none survives
-    forwards: int
-    tokens_per_forward: float
-    ms: float
-    result: Any  # the engine's FillResult, before the filters
-
-
-class ServedModel:
-    """The server's suggestion path for one document at a time, without the LSP transport.
-
-    ``difill fill`` and ``difill eval`` use it, so both print and score what the editor shows.
-    """
-
-    def __init__(self, engine: Any, settings: Settings | None = None, experiment: dict | None = None) -> None:
-        self.engine = engine
-        self.settings = settings or Settings()
-        self.experiment = experiment or {}  # FillOptions fields to override (`difill eval --revise`)
-        self.trees = SyntaxTrees()
-        self._version = 0
-
-    def suggest(
-        self, text: str, offset: int, uri: str = "file:///untitled.py", language_id: str = "python"
-    ) -> Shown:
-        """The first suggestion an automatic request at ``offset`` would show ("" for none)."""
-        self._version += 1
-        document = Document(uri, language_id, self._version, text)
-        ctx = build_context(document, offset, self.settings.context_tokens, self.settings.max_tokens,
-                            self.trees.tree_for(document))  # fmt: skip
-        started = time.perf_counter()
-        result = fill_for_editor(self.engine, ctx, self.settings, invoked=False, experiment=self.experiment)
-        ms = (time.perf_counter() - started) * 1000
-        texts = shown_texts(result, ctx)
-        first = texts[0] if texts else ""
-        return Shown(first, result.stats.decoder_forwards, result.stats.tokens_per_forward, ms, result)
-
-
-def fill_for_editor(
-    engine: Any,
-    ctx: FillContext,
-    settings: Settings,
-    invoked: bool,
-    should_stop: Callable[[], bool] = lambda: False,
-    experiment: dict | None = None,
-) -> Any:
-    """The engine call behind a suggestion, with the request's shape and the editor's settings.
-
-    ``difill eval`` calls this and ``shown_texts`` too, so it scores exactly what the editor shows;
-    ``experiment`` overrides FillOptions fields there, to measure an option before it ships.
-    """
-    from dataclasses import replace
-
-    from difill.engine.infill import FillOptions
-
-    options = FillOptions(
-        max_hole_tokens=ctx.shape.max_tokens,
-        # Typing (automatic) shows one suggestion: one hole length, the longest, costs a third of
-        # the batch.  `difill eval` measured no exact-match loss from it (selection rules "engine"
-        # and "longest_hole" tie).  An explicit request tries three lengths for distinct candidates.
-        hole_candidates=() if invoked else (ctx.shape.max_tokens,),
-        single_line=ctx.shape.single_line,
-        language=ctx.language,
-        max_steps=settings.steps,
-        prefix_tokens=settings.context_tokens,
-    )
-    if experiment:
-        options = replace(options, **experiment)
-    return engine.fill(ctx.prefix, ctx.suffix, options, should_stop=should_stop)
-
-
-def shown_texts(result: Any, ctx: FillContext) -> list[str]:
-    """The candidates of a fill as the editor shows them: filtered, non-empty, distinct, best first."""
-    return distinct(apply_filters(c.text, ctx) for c in result.candidates)
-
-
-def distinct(texts) -> list[str]:
-    out: list[str] = []
-    for text in texts:
-        if text and text not in out:
-            out.append(text)
-    return out

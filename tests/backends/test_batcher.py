@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from difill.engine import batcher as batcher_module
+from difill.engine.api import Cancelled, FillOptions, RewriteRequest
 from difill.engine.batcher import BatchingBackend, _Call, padded_hidden
 from difill.engine.decoder import CanvasDecoder
-from difill.engine.infill import Cancelled, FillOptions
 from difill.engine.prefix_cache import PrefixCache, expand_cache
 from difill.engine.tokens import encode
 
@@ -88,12 +88,12 @@ def test_a_lone_fill_is_bit_identical_to_the_engine(backend, local_engine):
 def test_holes_and_rewrites_go_through_the_batcher_unchanged(backend, local_engine):
     text = "def f(x):\n    <|hole|>\n    return <|hole|>\n"
     options = FillOptions(seed=3, max_hole_tokens=6)
-    rewrite_args = ("def g(y):\n", "    return y + 1\n", "\n")
+    rewrite = RewriteRequest("def g(y):\n", "    return y + 1\n", "\n", strength=0.6)
     with ThreadPoolExecutor(2) as pool:
         holes = pool.submit(backend.fill_holes, text, "<|hole|>", options)
-        rewrite = pool.submit(backend.rewrite, *rewrite_args, 0.6, None, options)
+        rewritten = pool.submit(backend.rewrite, rewrite, options)
         assert holes.result().middles == local_engine.fill_holes(text, options=options).middles
-        assert rewrite.result().text == local_engine.rewrite(*rewrite_args, 0.6, None, options).text
+        assert rewritten.result().text == local_engine.rewrite(rewrite, options).text
 
 
 def test_cancelling_one_fill_leaves_the_others_to_finish(backend, local_engine):

@@ -8,8 +8,7 @@ import time
 import httpx2 as httpx
 import pytest
 
-from difill.engine.infill import Candidate, FillOptions, FillResult, FillStats
-from difill.engine.sampler import Cancelled
+from difill.engine.api import Cancelled, Candidate, FillOptions, FillResult, FillStats
 from difill.server import cli
 from difill.server.http_server import FillService, build_app, check_bind, serve_in_thread
 
@@ -33,7 +32,7 @@ class ScriptedBackend:
                 time.sleep(0.01)
             self.stopped.set()
             raise Cancelled()
-        candidates = [Candidate("x + 1)", 8, -0.1, True, None), Candidate("x + 2", 8, -0.5, False, None)]
+        candidates = [Candidate("x + 1)", 8, -0.1, True), Candidate("x + 2", 8, -0.5, False)]
         return FillResult("x + 1)", candidates, FillStats(prefix_tokens=5, hole_tokens=3, decoder_forwards=4))
 
     fill_holes = rewrite = None

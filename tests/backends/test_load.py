@@ -14,8 +14,8 @@ import time
 import httpx2 as httpx
 from backend_helpers import SERVER_KEY
 
+from difill.engine.api import FillOptions
 from difill.engine.backends import RemoteBackend
-from difill.engine.infill import FillOptions
 
 CLIENTS = 32
 REQUESTS_PER_CLIENT = 20

@@ -6,10 +6,16 @@ import json
 
 from backend_helpers import read_body, send
 
+from difill.engine.api import FillOptions
 from difill.engine.backends import RemoteBackend
-from difill.engine.infill import FillOptions
+from difill.engine.text.context import build_context
+from difill.engine.text.pipeline import shown_texts
 
 MODEL = "google/diffusiongemma-26B-A4B-it"
+
+
+def context(prefix: str, suffix: str):
+    return build_context(prefix + suffix, len(prefix), None, context_tokens=1024, max_tokens=16, tree=None)
 
 
 def vllm_like(requests: list[tuple[str, dict]], accepts_suffix: bool, chat_answer: str = "a + b"):
@@ -49,7 +55,10 @@ def test_auto_finds_an_openai_server_and_sends_prefix_and_suffix(fake_server):
     remote = RemoteBackend(fake_server(vllm_like(requests, accepts_suffix=True)))
     result = remote.fill("print(add(", ")\n", FillOptions(seed=3, max_hole_tokens=10))
     assert remote.protocol == "openai"
-    assert result.text == "a + b"  # the closer the suffix already has is trimmed, as locally
+    # The middle as the server wrote it; the pipeline trims the closer the suffix already has, as
+    # it does for a local fill.
+    assert result.text == "a + b)"
+    assert shown_texts(result.candidates, context("print(add(", ")\n")) == ["a + b"]
     path, body = requests[-1]
     assert path == "/v1/completions"
     assert (body["model"], body["prompt"], body["suffix"], body["max_tokens"], body["seed"]) == (
@@ -115,7 +124,7 @@ def test_a_server_that_refuses_seeding_gets_the_plain_path_once_and_for_all(fake
         plain(request)
 
     remote = RemoteBackend(fake_server(refuses_xargs), protocol="openai", model=MODEL, seed_canvas=True)
-    assert remote.fill("print(add(", ")\n").text == "a + b"
+    assert remote.fill("print(add(", ")\n").text == "a + b)"  # as written: the pipeline trims it
     assert not remote.seed_canvas and "400" in remote.seed_canvas_refused
     assert "suffix" in requests[-1][1] and "vllm_xargs" not in requests[-1][1]
     before = len(requests)

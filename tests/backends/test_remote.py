@@ -15,10 +15,10 @@ import httpx2 as httpx
 import pytest
 from backend_helpers import SERVER_KEY, read_body, send
 
+from difill.engine.api import Cancelled, FillOptions, RewriteRequest
 from difill.engine.backends import BackendError, InfillBackend, RemoteBackend
-from difill.engine.infill import Cancelled, FillOptions
 from difill.server import cli
-from difill.server.features.suggestions import ServedModel
+from difill.server.served import ServedModel
 
 PREFIX = "def add(a, b):\n    return"
 SUFFIX = "\n\n\nprint(add(1, 2))\n"
@@ -58,12 +58,9 @@ def test_native_protocol_returns_every_candidate_holes_and_rewrites_like_local(s
             == local_engine.fill_holes(text, options=options).middles
         )
 
-        args = ("def f(x):\n", "    return x * 2\n", "\nf(1)\n")
-        local_rewrite = local_engine.rewrite(*args, strength=0.7, instruction="double it", options=options)
-        assert (
-            remote.rewrite(*args, strength=0.7, instruction="double it", options=options).text
-            == local_rewrite.text
-        )
+        request = RewriteRequest("def f(x):\n", "    return x * 2\n", "\nf(1)\n", 0.7, "double it")
+        local_rewrite = local_engine.rewrite(request, options=options)
+        assert remote.rewrite(request, options=options).text == local_rewrite.text
     finally:
         remote.close()
 

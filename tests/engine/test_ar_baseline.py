@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from transformers import AutoTokenizer
 
+from difill.engine.api import FillOptions, RewriteRequest
 from difill.engine.ar_baseline import ARBackend, is_ar_checkpoint
-from difill.engine.infill import FillOptions
 from difill.engine.training.train import build_ar_model
 from difill.engine.vocab import TokenIds
 
@@ -40,4 +40,4 @@ def test_ar_backend_refuses_canvas_only_work(tiny_ar_dir):
     with pytest.raises(NotImplementedError):
         backend.fill_holes("x = <|hole|>\n")
     with pytest.raises(NotImplementedError):
-        backend.rewrite("x = ", "1", "\n")
+        backend.rewrite(RewriteRequest("x = ", "1", "\n"))

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from difill.engine.infill import FillOptions, InfillEngine
+from difill.engine.api import FillOptions
+from difill.engine.infill import InfillEngine
 from difill.engine.model import DEFAULT_MODEL_DIR, load_model
 from difill.engine.syntax import parses
 

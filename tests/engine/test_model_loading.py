@@ -4,7 +4,8 @@ import shutil
 
 import pytest
 
-from difill.engine.model import ModelLoadError, load_model
+from difill.engine.api import ModelLoadError
+from difill.engine.model import load_model
 
 
 def test_missing_directory_names_the_path_and_the_fix(tmp_path):

@@ -8,8 +8,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from difill.engine.api import FillOptions
 from difill.engine.decoder import CanvasDecoder
-from difill.engine.infill import FillOptions, InfillEngine
+from difill.engine.infill import InfillEngine
 from difill.engine.prefix_cache import PrefixCache
 from difill.engine.tokens import encode, encode_prefix_window
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
+from difill.engine.api import Cancelled
 from difill.engine.canvas import build_canvas
 from difill.engine.decoder import CanvasDecoder
 from difill.engine.prefix_cache import PrefixCache
-from difill.engine.sampler import Cancelled, SamplerConfig, choose_accepted, denoise
+from difill.engine.sampler import SamplerConfig, choose_accepted, denoise
 from difill.engine.tokens import encode
 
 

@@ -10,9 +10,10 @@ from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
 )
 
 from difill.engine import infill as infill_module
+from difill.engine.api import FillOptions, RewriteRequest
 from difill.engine.canvas import build_canvas
 from difill.engine.decoder import CanvasDecoder
-from difill.engine.infill import FillOptions, InfillEngine, sampler_config
+from difill.engine.infill import InfillEngine, sampler_config
 from difill.engine.prefix_cache import PrefixCache
 from difill.engine.sampler import SamplerConfig, denoise, temperature_at
 from difill.engine.tokens import encode
@@ -141,8 +142,8 @@ def test_edits_revise_by_default_and_fills_do_not(gemma_loaded, monkeypatch):
     engine = InfillEngine(gemma_loaded)
     options = FillOptions(max_hole_tokens=4, max_steps=2)
     engine.fill("x = ", "\n", options)
-    engine.rewrite("x = ", "compute(1)", "\n", strength=0.5, options=options)
-    engine.rewrite("x = ", "compute(1)", "\n", strength=0.5, options=FillOptions(max_steps=2, revise=False))
+    engine.rewrite(RewriteRequest("x = ", "compute(1)", "\n", 0.5), options)
+    engine.rewrite(RewriteRequest("x = ", "compute(1)", "\n", 0.5), FillOptions(max_steps=2, revise=False))
     assert seen == [False, True, False]
 
 

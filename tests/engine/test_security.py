@@ -7,7 +7,8 @@ import socket
 import pytest
 
 from difill.engine import model as model_module
-from difill.engine.infill import FillOptions, InfillEngine
+from difill.engine.api import FillOptions
+from difill.engine.infill import InfillEngine
 
 
 @pytest.fixture()

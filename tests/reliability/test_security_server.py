@@ -147,7 +147,6 @@ class EchoingRemote:
                         "hole_length": 1,
                         "score": 0.0,
                         "complete": True,
-                        "syntax_errors": None,
                     }
                     self._send(200, {"text": "x", "candidates": [candidate], "stats": {}})
                 elif len(outer.authorizations) % 2:

@@ -3,11 +3,10 @@ model answers become the selection's new text."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from hypothesis import given
 from hypothesis import strategies as st
 
+from difill.engine.api import Candidate, FillResult, FillStats
 from difill.server.config import Settings
 from difill.server.documents import UTF16, Document
 from difill.server.features.edit_plans import (
@@ -22,7 +21,7 @@ from difill.server.features.edit_plans import (
     new_selection,
 )
 from difill.server.features.edits import apply_replacements, minimal_replacements, text_edits
-from difill.server.features.shape import SyntaxTrees
+from difill.server.features.trees import SyntaxTrees
 
 lines = st.lists(st.sampled_from(["a = 1\n", "b = 2\n", "é😀\n", "\n", "    c = 3\r\n", "d"]), max_size=8)
 
@@ -76,7 +75,7 @@ def test_holes_in_strings_and_comments_stay_on_their_line_and_inside_the_string(
     text = 'msg = "Hello, <|hole|>"\n# say <|hole|> here\nx = 1\n'
     doc = Document("file:///a.py", "python", 1, text)
     request = EditRequest(FILL_HOLES, doc.uri, 1, 0, text.index("x = 1"))
-    filled = fill_markers(doc, request, ['world" + x\ny', "hi\nthere"], Settings(), SyntaxTrees())
+    filled = fill_markers(doc, request, ['world" + x\ny', "hi\nthere"], Settings())
     assert filled == 'msg = "Hello, world"\n# say hi here\n'
 
 
@@ -84,7 +83,7 @@ def test_a_wrong_number_of_middles_is_refused():
     doc = Document("file:///a.py", "python", 1, "x = <|hole|>\n")
     request = EditRequest(FILL_HOLES, doc.uri, 1, 0, 12)
     try:
-        fill_markers(doc, request, [], Settings(), SyntaxTrees())
+        fill_markers(doc, request, [], Settings())
     except EditError as err:
         assert "0 holes of 1" in str(err)
     else:
@@ -97,24 +96,18 @@ def test_keep_edges_keeps_indentation_and_the_final_newline():
     assert keep_edges("    x\r\n", "    y") == "    y\r\n"
 
 
-@dataclass
-class Result:
-    text: str
+def result(*texts: str) -> FillResult:
+    return FillResult(texts[0], [Candidate(t, 8, 0.0, True) for t in texts], FillStats())
 
 
 def test_an_empty_rewrite_is_refused():
     doc = Document("file:///a.py", "python", 1, "x = 1\n")
     request = EditRequest(REWRITE, doc.uri, 1, 0, 5)
     try:
-        new_selection(request, doc, Result("\x00junk"), Settings(), SyntaxTrees())
+        new_selection(request, doc, result("\x00junk"), Settings(), SyntaxTrees())
     except EditError:
         return
     raise AssertionError("no EditError")
-
-
-@dataclass
-class Candidates:
-    candidates: list[Result]
 
 
 def test_complete_block_takes_the_first_usable_candidate_in_the_block_shape():
@@ -122,5 +115,5 @@ def test_complete_block_takes_the_first_usable_candidate_in_the_block_shape():
     doc = Document("file:///a.py", "python", 1, text)
     start = text.index("pass")
     request = EditRequest(COMPLETE_BLOCK, doc.uri, 1, start, start + 4)
-    raw = Candidates([Result("\x00"), Result("    return w * h\n\nprint(1)")])
+    raw = result("\x00", "    return w * h\n\nprint(1)")
     assert new_selection(request, doc, raw, Settings(), SyntaxTrees()) == "return w * h"

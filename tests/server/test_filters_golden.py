@@ -7,10 +7,11 @@ import os
 import pytest
 from golden_files import cases, read_case, write_expected
 
-from difill.server.documents import Document
-from difill.server.features import filters
-from difill.server.features.context import build_context
-from difill.server.features.shape import SyntaxTrees
+from difill.engine.api import Candidate
+from difill.engine.syntax import parser_for
+from difill.engine.text import filters
+from difill.engine.text.context import build_context
+from difill.engine.text.pipeline import shown_texts
 
 FILTERS = {
     "limit_to_scope": filters.limit_to_scope,
@@ -24,7 +25,7 @@ FILTERS = {
     "drop_control_characters": filters.drop_control_characters,
     "tidy_end": filters.tidy_end,
     "stay_inside_string": filters.stay_inside_string,
-    "pipeline": filters.apply_filters,
+    "pipeline": lambda text, ctx: (shown_texts([Candidate(text, 0, 0.0, True)], ctx) or [""])[0],
 }
 UPDATE = os.environ.get("DIFILL_UPDATE_GOLDEN") == "1"
 
@@ -32,9 +33,9 @@ UPDATE = os.environ.get("DIFILL_UPDATE_GOLDEN") == "1"
 def _run(folder, path):
     case = read_case(path)
     language = case.sections.get("language", "python").strip()
-    document = Document(f"file:///golden/{path.stem}.py", language, 1, case.text)
-    tree = SyntaxTrees().tree_for(document)
-    ctx = build_context(document, case.cursor, context_tokens=1024, max_tokens=32, tree=tree)
+    parser = parser_for(language)
+    tree = parser.parse(case.text.encode("utf-8")) if parser is not None else None
+    ctx = build_context(case.text, case.cursor, language, context_tokens=1024, max_tokens=32, tree=tree)
     return case, FILTERS[folder](case.sections["suggestion"], ctx)
 
 

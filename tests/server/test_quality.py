@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from difill.engine.infill import Candidate, FillResult, FillStats
+from difill.engine.api import Candidate, FillResult, FillStats
 from difill.server.config import Settings
-from difill.server.features.suggestions import ServedModel
 from difill.server.quality import evaluate_served, typing_replay
+from difill.server.served import ServedModel
 
 FILE = "".join(f"def f{i}(x):\n    y = x * {i}\n    return y + {i}\n\n\n" for i in range(20))
 
@@ -27,7 +27,7 @@ class ScriptedEngine:
         self.options.append(options)
         text = self.answer(prefix, suffix)
         stats = FillStats(steps=1, decoder_forwards=1, hole_tokens=1, tokens_per_forward=1.0)
-        return FillResult(text, [Candidate(text, options.max_hole_tokens, 0.0, True, None)], stats)
+        return FillResult(text, [Candidate(text, options.max_hole_tokens, 0.0, True)], stats)
 
 
 def rest_of_line(document: str):

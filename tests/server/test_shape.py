@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from difill.engine.syntax import parser_for
+from difill.engine.text.shape import ShapeKind, decide_shape
 from difill.server.documents import Document
-from difill.server.features.shape import ShapeKind, SyntaxTrees, decide_shape
+from difill.server.features.trees import SyntaxTrees
 
 CURSOR = "█"
 

@@ -18,6 +18,9 @@ URI = "file:///a.py"
 @dataclass
 class FakeCandidate:
     text: str
+    hole_length: int = 8
+    score: float = 0.0
+    complete: bool = True
 
 
 @dataclass

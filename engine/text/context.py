@@ -1,5 +1,10 @@
-"""What a suggestion request hands the engine: prefix and suffix windows, shape, and the document
-facts the filters need (line endings, indentation style, the text around the cursor)."""
+"""The text around a cursor: prefix and suffix windows, the suggestion's shape, and the document
+facts the filters need (line endings, indentation style, the string the cursor is in).
+
+Line endings are decided here, once per request: the windows are LF text, ``crlf`` says what the
+document uses, and the last filter (``keep_line_endings``) puts them back.  Every model and
+every filter in between sees LF only.
+"""
 
 from __future__ import annotations
 
@@ -8,21 +13,20 @@ from dataclasses import dataclass
 
 from tree_sitter import Tree
 
-from difill.engine.syntax import language_for_path
-from difill.server.documents import Document
-from difill.server.features.shape import Shape, decide_shape, string_quote_at
+from difill.engine.text.shape import Shape, decide_shape, string_quote_at
 
-# The engine cuts the prefix to its token budget itself; the server only has to hand it enough
+# The engine cuts the prefix to its token budget itself; the caller only has to hand it enough
 # characters.  Code runs at about 4 characters a token; 8 leaves room for long tokens.
 CHARS_PER_TOKEN = 8
 SUFFIX_CHARS = 4000  # the filters compare a suggestion with the next lines; the engine reads less
 INDENT_SAMPLE_LINES = 2000
+LINE_ENDING_SAMPLE_CHARS = 10_000  # each side of the cursor: the endings of the code being edited
 
 
 @dataclass(frozen=True)
 class FillContext:
-    prefix: str  # the text before the cursor, cut to the context budget
-    suffix: str  # the text after the cursor, cut to SUFFIX_CHARS
+    prefix: str  # the text before the cursor, cut to the context budget, LF line endings
+    suffix: str  # the text after the cursor, cut to SUFFIX_CHARS, LF line endings
     language: str | None  # tree-sitter language id, when the document has one
     shape: Shape
     crlf: bool  # the document's line endings: suggestions are returned in them
@@ -38,33 +42,39 @@ class FillContext:
     def line_after(self) -> str:
         """The cursor line's text after the cursor (without the line ending)."""
         end = self.suffix.find("\n")
-        return (self.suffix if end < 0 else self.suffix[:end]).rstrip("\r")
+        return self.suffix if end < 0 else self.suffix[:end]
 
 
 def build_context(
-    document: Document, offset: int, context_tokens: int, max_tokens: int, tree: Tree | None
+    text: str, offset: int, language: str | None, context_tokens: int, max_tokens: int, tree: Tree | None
 ) -> FillContext:
-    text = document.text
-    prefix = text[max(0, offset - context_tokens * CHARS_PER_TOKEN) : offset]
-    suffix = text[offset : offset + SUFFIX_CHARS]
+    """The context of a cursor at ``offset`` in ``text`` (LF or CRLF); ``tree`` parses ``text``."""
     return FillContext(
-        prefix=prefix,
-        suffix=suffix,
-        language=language_of(document),
+        prefix=to_lf(prefix_window(text, offset, context_tokens)),
+        suffix=to_lf(suffix_window(text, offset)),
+        language=language,
         shape=decide_shape(text, offset, tree, max_tokens),
-        crlf="\r\n" in text[max(0, offset - 10000) : offset + 10000],
+        crlf=uses_crlf(text[max(0, offset - LINE_ENDING_SAMPLE_CHARS) : offset + LINE_ENDING_SAMPLE_CHARS]),
         indent_unit=indent_unit(text),
         string_quote=string_quote_at(text, offset, tree),
     )
 
 
-def language_of(document: Document) -> str | None:
-    """The tree-sitter language of a document: its language id, or else its file extension."""
-    from difill.engine.syntax import GRAMMAR_MODULES
+def prefix_window(text: str, offset: int, context_tokens: int) -> str:
+    """Enough of the text before ``offset`` for a prefix budget of ``context_tokens``."""
+    return text[max(0, offset - context_tokens * CHARS_PER_TOKEN) : offset]
 
-    if document.language_id in GRAMMAR_MODULES:
-        return document.language_id
-    return language_for_path(document.uri)
+
+def suffix_window(text: str, offset: int) -> str:
+    return text[offset : offset + SUFFIX_CHARS]
+
+
+def uses_crlf(text: str) -> bool:
+    return "\r\n" in text
+
+
+def to_lf(text: str) -> str:
+    return text.replace("\r\n", "\n")
 
 
 def indent_unit(text: str) -> str:

@@ -1,12 +1,12 @@
-"""Make a raw middle fit between its prefix and suffix.
+"""Brackets and overlaps: where a middle must end so that it joins the text after it.
 
-These are the rules a fill must satisfy whoever asks for it (the CLI, the language server, eval):
-end where the suffix begins (no duplicated closing brackets or lines), be a whole line when the
-cursor sits at the start of an existing line, and use the document's line endings.  The language
-server adds editor-facing filters of its own on top (server/features/filters.py).
+The filters (filters.py) use these, and so does a backend that fills several holes one after
+another (the next hole's prefix must hold the previous middle as it will be shown).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 OPENERS = {")": "(", "]": "[", "}": "{"}
 CLOSERS = set(OPENERS)
@@ -62,31 +62,12 @@ def trim_suffix_overlap(middle: str, suffix: str) -> str:
     return middle
 
 
-def at_line_start(prefix: str) -> bool:
-    return prefix == "" or prefix.endswith("\n")
+def trim_to_hole(middle: str, after: str) -> str:
+    """A hole's middle, cut where the text after it begins (no duplicated closers)."""
+    return trim_suffix_overlap(middle, after) if middle.strip() else ""
 
 
-def fit_middle(middle: str, prefix: str, suffix: str, single_line: bool = False) -> str:
-    """Apply the rules above to a middle written in LF text."""
-    if single_line and "\n" in middle:
-        middle = middle.split("\n", 1)[0]
-    middle = trim_suffix_overlap(middle, suffix)
-    if at_line_start(prefix) and suffix and not suffix.startswith("\n") and middle.strip():
-        # A new line inserted before an existing one must end with its own newline.
-        if not middle.endswith("\n"):
-            middle += "\n"
-    if not middle.strip():
-        return ""
-    return middle
-
-
-def uses_crlf(text: str) -> bool:
-    return "\r\n" in text
-
-
-def to_lf(text: str) -> str:
-    return text.replace("\r\n", "\n")
-
-
-def to_document_line_endings(middle: str, crlf: bool) -> str:
-    return middle.replace("\n", "\r\n") if crlf else middle
+def with_middles(text: str, marker: str, middles: Sequence[str]) -> str:
+    """``text`` with its markers replaced by ``middles``, in order."""
+    parts = text.split(marker)
+    return parts[0] + "".join(m + p for m, p in zip(middles, parts[1:], strict=True))

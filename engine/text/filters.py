@@ -1,11 +1,11 @@
-"""Editor-facing post-processing of a suggestion, one small filter per rule.
+"""The rules that turn a model's middle into the text an editor shows, one small filter per rule.
 
-The engine already makes a middle fit its prefix and suffix (``difill.engine.postprocess``).
-These filters add what an editor needs on top: stay in the cursor's scope, no degenerate
-repetition, nothing the document already has, the document's indentation and line endings.
-Each filter takes the suggestion (LF line endings, except the last filter) and the request's
-``FillContext`` and returns the suggestion, possibly shorter or empty.  Each has golden-file tests
-under ``tests/server/golden/<filter name>/``.
+A middle must join the text after it (no duplicated closers or lines), stay in the cursor's
+scope, have no degenerate repetition, hold nothing the document already has, and use the
+document's indentation and line endings.  Each filter takes the suggestion (LF line endings,
+except after the last filter) and the request's ``FillContext`` and returns the suggestion,
+possibly shorter or empty.  pipeline.py runs them; each has golden-file tests under
+``tests/server/golden/<filter name>/``.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import re
 from collections.abc import Callable
 from math import gcd
 
-from difill.engine.postprocess import OPENERS, trim_suffix_overlap, unmatched_closers, unmatched_openers
-from difill.server.features.context import FillContext
+from difill.engine.text.context import FillContext
+from difill.engine.text.rules import OPENERS, trim_suffix_overlap, unmatched_closers, unmatched_openers
 
 Filter = Callable[[str, FillContext], str]
 
@@ -28,8 +28,9 @@ NEXT_LINES = 8  # how many of the document's next lines a suggestion is compared
 OPEN_BRACKET_LINES = 20  # prefix lines scanned for brackets still open at the cursor
 
 
-def apply_filters(text: str, ctx: FillContext, pipeline: list[Filter] | None = None) -> str:
-    for step in PIPELINE if pipeline is None else pipeline:
+def apply_filters(text: str, ctx: FillContext, pipeline: list[Filter]) -> str:
+    """``text`` through each filter in turn, in LF; "" as soon as one leaves nothing."""
+    for step in pipeline:
         text = step(text, ctx)
         if not text:
             return ""
@@ -37,7 +38,8 @@ def apply_filters(text: str, ctx: FillContext, pipeline: list[Filter] | None = N
 
 
 def to_lf(text: str, ctx: FillContext) -> str:
-    """Work in LF; ``keep_line_endings`` restores the document's endings at the end."""
+    """The middle in LF, like the context (a remote model may answer in CRLF);
+    ``keep_line_endings`` gives the suggestion the document's endings at the end."""
     return text.replace("\r\n", "\n")
 
 
@@ -134,12 +136,17 @@ def drop_existing_closers(text: str, ctx: FillContext) -> str:
     return text
 
 
+def end_where_suffix_begins(text: str, ctx: FillContext) -> str:
+    """Drop closing brackets and whole lines at the end that the suffix already starts with."""
+    return trim_suffix_overlap(text, ctx.suffix)
+
+
 def trim_suffix_duplicate(text: str, ctx: FillContext) -> str:
     """Drop the end of the suggestion that the text after the cursor already starts with: the
     engine's rule (closing brackets, repeated lines) and, on one line, an overlap with the rest of
     the line that is three characters or more, the whole rest, or only closing punctuation
     (a string's closing quote, ``")``)."""
-    text = trim_suffix_overlap(text, ctx.suffix)
+    text = end_where_suffix_begins(text, ctx)
     rest = ctx.line_after
     if "\n" in text or not rest.strip():
         return text
@@ -210,7 +217,8 @@ def drop_empty(text: str, ctx: FillContext) -> str:
 
 
 def keep_line_endings(text: str, ctx: FillContext) -> str:
-    """Return the suggestion in the document's line endings."""
+    """The suggestion in the document's line endings: the last step of every pipeline
+    (pipeline.py), after the suggestion is chosen."""
     return text.replace("\n", "\r\n") if ctx.crlf else text
 
 
@@ -226,7 +234,6 @@ PIPELINE: list[Filter] = [
     normalise_indentation,
     tidy_end,
     drop_empty,
-    keep_line_endings,
 ]
 
 # ---------------------------------------------------------------------------- helpers
@@ -243,7 +250,7 @@ def _indent_text(line: str) -> str:
 def _next_lines(ctx: FillContext) -> list[str]:
     """The non-blank lines after the cursor line."""
     after = ctx.suffix.split("\n")[1:]
-    return [ln.rstrip("\r") for ln in after if ln.strip()][:NEXT_LINES]
+    return [ln for ln in after if ln.strip()][:NEXT_LINES]
 
 
 def _space_step(widths: list[int]) -> int:
@@ -272,8 +279,8 @@ def _retab(line: str, own: int) -> str:
     return "\t" * (width // own) + " " * (width % own) + line[width:]
 
 
-# For a hole filled inside a selection: the text after the hole is fixed, so no trailing newline
-# is added and an empty middle is a valid answer (the marker still goes).
+# For a marked hole: the text after the hole is fixed, so no trailing newline is added and an
+# empty middle is a valid answer (the marker still goes).
 HOLE_PIPELINE: list[Filter] = [
     to_lf,
     drop_control_characters,
@@ -283,5 +290,9 @@ HOLE_PIPELINE: list[Filter] = [
     drop_existing_closers,
     trim_suffix_duplicate,
     normalise_indentation,
-    keep_line_endings,
+    drop_empty,
 ]
+
+# A rewrite replaces exactly the selection (its context is the document without it): only the
+# model's junk and what the text after the selection already has are cut.
+REWRITE_PIPELINE: list[Filter] = [to_lf, drop_control_characters, end_where_suffix_begins, drop_empty]

@@ -8,8 +8,7 @@
 
 Tree-sitter (where a grammar is installed) says whether the cursor is in a comment or a string
 and whether a line's ``:`` really opens a block; plain text rules stand in for other languages.
-Trees are parsed incrementally: each document keeps its last tree, and a new version is parsed
-after telling the old tree which bytes changed.
+The caller hands in the tree (the server keeps one per document, server/features/trees.py).
 """
 
 from __future__ import annotations
@@ -19,9 +18,6 @@ from dataclasses import dataclass
 from enum import Enum
 
 from tree_sitter import Node, Tree
-
-from difill.engine.syntax import parser_for
-from difill.server.documents import Document
 
 SHORT_TOKENS = 12  # a comment or string continuation: a few words
 BLOCK_LINES = 12  # the most lines an empty block body gets
@@ -165,71 +161,3 @@ def _line_end(text: str, offset: int) -> int:
     end = text.find("\n", offset)
     end = len(text) if end < 0 else end
     return end - 1 if end > offset and text[end - 1] == "\r" else end
-
-
-# ---------------------------------------------------------------------------- parse trees
-
-
-@dataclass
-class _Parsed:
-    version: int
-    source: bytes
-    tree: Tree
-
-
-class SyntaxTrees:
-    """One tree-sitter tree per document, re-parsed incrementally per document version."""
-
-    def __init__(self) -> None:
-        self._parsed: dict[str, _Parsed] = {}
-
-    def tree_for(self, document: Document) -> Tree | None:
-        parser = parser_for(document.language_id)
-        if parser is None:
-            return None
-        source = document.text.encode("utf-8")
-        old = self._parsed.get(document.uri)
-        if old is not None and old.version == document.version and old.source == source:
-            return old.tree
-        if old is None:
-            tree = parser.parse(source)
-        else:
-            edit = byte_edit(old.source, source)
-            if edit is not None:
-                old.tree.edit(**edit)
-            tree = parser.parse(source, old.tree)
-        self._parsed[document.uri] = _Parsed(document.version, source, tree)
-        return tree
-
-    def forget(self, uri: str) -> None:
-        self._parsed.pop(uri, None)
-
-
-def byte_edit(old: bytes, new: bytes) -> dict | None:
-    """The one edit (as ``Tree.edit`` keywords) that turns ``old`` into ``new``; None if equal."""
-    if old == new:
-        return None
-    start = _common_prefix(old, new)
-    tail = _common_prefix(old[start:][::-1], new[start:][::-1])
-    old_end, new_end = len(old) - tail, len(new) - tail
-    return dict(
-        start_byte=start, old_end_byte=old_end, new_end_byte=new_end,
-        start_point=_point(old, start), old_end_point=_point(old, old_end), new_end_point=_point(new, new_end),
-    )  # fmt: skip
-
-
-def _common_prefix(a: bytes, b: bytes) -> int:
-    """Length of the common prefix, by bisection on slice equality (memcmp, not a Python loop)."""
-    low, high = 0, min(len(a), len(b))
-    while low < high:
-        mid = (low + high + 1) // 2
-        if a[:mid] == b[:mid]:
-            low = mid
-        else:
-            high = mid - 1
-    return low
-
-
-def _point(source: bytes, byte: int) -> tuple[int, int]:
-    row = source.count(b"\n", 0, byte)
-    return row, byte - (source.rfind(b"\n", 0, byte) + 1)

@@ -1,0 +1,138 @@
+"""The engine's boundary: what a caller hands a fill engine and what it gets back.
+
+Torch-free on purpose.  The server, the remote backend and the CLI are typed against these names
+and import this module only, so a remote fill never loads torch or transformers.  The in-process
+``InfillEngine`` (engine/infill.py), ``BatchingBackend`` (engine/batcher.py), ``ARBackend``
+(engine/ar_baseline.py) and ``RemoteBackend`` (engine/backends/remote.py) all satisfy
+``InfillBackend`` and return these dataclasses, so a caller never knows where the model ran.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+DEFAULT_HOLE_MARKER = "<|hole|>"
+HOLE_TOKENS = 16  # the longest middle one marked hole gets (`difill fill --holes`, the fill-holes edit)
+
+ShouldStop = Callable[[], bool]
+DraftCallback = Callable[[str, int], None]  # (current best text of the hole, step)
+
+
+class Cancelled(Exception):
+    """The fill stopped because ``should_stop()`` turned true."""
+
+
+class BackendError(RuntimeError):
+    """A fill failed for a reason the user can act on; ``str(err)`` is the one message to show.
+
+    The message says what failed and how to fix it.  It never holds an API key.
+    """
+
+
+class ModelLoadError(RuntimeError):
+    """The model directory is missing, incomplete or corrupt; the message says how to fix it."""
+
+
+@dataclass
+class FillOptions:
+    max_hole_tokens: int = 24  # the longest middle a fill can write
+    hole_candidates: tuple[int, ...] = ()  # hole lengths tried in one batch; () = derived from max
+    suffix_tokens: int = 16  # nearest suffix tokens clamped into the canvas
+    prefix_tokens: int | None = None  # prefix budget; None = what the model was trained to read
+    max_steps: int = 12  # cap on denoising steps (typing needs it); the checkpoint's own count if lower
+    entropy_bound: float | None = None  # None = the checkpoint's (generation_config), else difill's 0.5
+    revise: bool | None = None  # re-decide committed slots every step (stock sampler); None = edits only
+    single_line: bool = False  # one line is wanted: a left-to-right backend may stop at a newline
+    heal: bool = True  # re-predict a partly typed identifier at the cursor as a whole token
+    language: str | None = None  # the file's language (an edit's instruction is a comment in it)
+    seed: int = 0
+
+    def candidate_lengths(self) -> tuple[int, ...]:
+        if self.hole_candidates:
+            return tuple(sorted(set(self.hole_candidates)))
+        top = max(1, self.max_hole_tokens)
+        return tuple(sorted({max(1, top // 4), max(1, top // 2), top}))
+
+
+@dataclass
+class FillStats:
+    steps: int = 0  # denoising steps (= decoder forwards; each forward runs every candidate)
+    decoder_forwards: int = 0
+    hole_tokens: int = 0  # tokens of the chosen middle
+    tokens_per_forward: float = 0.0  # hole_tokens / decoder_forwards (clamped slots not counted)
+    encoder_ms: float = 0.0
+    decoder_ms: float = 0.0
+    total_ms: float = 0.0
+    hole_length: int = 0  # slots of the chosen candidate's hole
+    prefix_tokens: int = 0
+    reused_prefix_tokens: int = 0  # prefix tokens served by the prefix cache
+    candidates: int = 0
+
+
+@dataclass
+class Candidate:
+    text: str
+    hole_length: int
+    score: float  # mean log-prob of the hole's tokens when they were committed
+    complete: bool  # the model ended the middle (filler) before the hole ran out
+
+
+@dataclass
+class FillResult:
+    """Middles as the model wrote them, in LF; engine/text/pipeline.py makes them fit the document."""
+
+    text: str  # the first candidate's text ("" when there is none)
+    candidates: list[Candidate]  # best first by the model's own judgement
+    stats: FillStats
+
+
+@dataclass
+class HolesResult:
+    middles: list[str]
+    text: str  # the input with every marker replaced by its middle
+    stats: FillStats = field(default_factory=FillStats)
+
+
+@dataclass(frozen=True)
+class RewriteRequest:
+    """Re-denoise ``selection`` between ``prefix`` and ``suffix``.
+
+    A share ``strength`` (0..1) of the selection's slots is renoised, so the result stays close to
+    the original; ``instruction`` guides it (written into the prefix as a comment).
+    """
+
+    prefix: str
+    selection: str
+    suffix: str
+    strength: float = 0.5
+    instruction: str | None = None
+
+
+@runtime_checkable
+class InfillBackend(Protocol):
+    def fill(
+        self,
+        prefix: str,
+        suffix: str,
+        options: FillOptions | None = None,
+        should_stop: ShouldStop | None = None,
+        on_draft: DraftCallback | None = None,
+    ) -> FillResult: ...
+
+    def fill_holes(
+        self,
+        text: str,
+        marker: str = DEFAULT_HOLE_MARKER,
+        options: FillOptions | None = None,
+        should_stop: ShouldStop | None = None,
+    ) -> HolesResult: ...
+
+    def rewrite(
+        self,
+        request: RewriteRequest,
+        options: FillOptions | None = None,
+        should_stop: ShouldStop | None = None,
+        on_draft: DraftCallback | None = None,
+    ) -> FillResult: ...

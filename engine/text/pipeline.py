@@ -1,0 +1,82 @@
+"""From a model's middles to the text an editor shows: the one pipeline every suggestion passes.
+
+    candidates (LF, as the model wrote them)
+      -> filters (filters.py, for the cursor's FillContext)
+      -> rank: complete middles, then fewest syntax errors around the fill, then model score
+      -> distinct, non-empty
+      -> the document's line endings
+
+The language server, ``difill fill``, ``difill eval`` and ``difill bench`` all call these
+functions, so what is scored is what is shown.  Pure text and tree-sitter: no torch, no LSP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from difill.engine.api import Candidate
+from difill.engine.syntax import parser_for, syntax_errors
+from difill.engine.text.context import FillContext, build_context
+from difill.engine.text.filters import (
+    HOLE_PIPELINE,
+    PIPELINE,
+    REWRITE_PIPELINE,
+    apply_filters,
+    keep_line_endings,
+)
+
+PARSE_WINDOW_CHARS = 2000  # context around a fill that the parser sees when ranking candidates
+
+
+def shown_texts(candidates: Sequence[Candidate], ctx: FillContext) -> list[str]:
+    """The candidates as the editor shows them: filtered, best first, distinct, non-empty."""
+    filtered = [(apply_filters(c.text, ctx, PIPELINE), c) for c in candidates]
+    kept = [(text, c) for text, c in filtered if text]
+    ranked = sorted(kept, key=lambda tc: (not tc[1].complete, errors_around(ctx, tc[0]) or 0, -tc[1].score))
+    return distinct(keep_line_endings(text, ctx) for text, _ in ranked)
+
+
+def shown_rewrite(text: str, ctx: FillContext) -> str:
+    """A rewritten selection as it replaces the old one ("" when nothing usable is left)."""
+    return keep_line_endings(apply_filters(text, ctx, REWRITE_PIPELINE), ctx)
+
+
+def shown_middles(
+    text: str, marker: str, middles: Sequence[str], language: str | None, context_tokens: int, max_tokens: int
+) -> list[str]:
+    """Each ``marker``'s middle in ``text``, filtered for where it sits (earlier holes filled).
+
+    A hole in the middle of a line gets one line; a hole on its own line gets the lines its scope
+    allows.  Raises ValueError when the counts of markers and middles differ.
+    """
+    parts = text.split(marker)
+    if len(middles) != len(parts) - 1:
+        raise ValueError(f"the model filled {len(middles)} holes of {len(parts) - 1}")
+    parser = parser_for(language)
+    filled, shown = parts[0], []
+    for i, middle in enumerate(middles):
+        around = filled + "".join(parts[i + 1 :])
+        tree = parser.parse(around.encode("utf-8")) if parser is not None else None
+        ctx = build_context(around, len(filled), language, context_tokens, max_tokens, tree)
+        shown.append(keep_line_endings(apply_filters(middle, ctx, HOLE_PIPELINE), ctx))
+        filled += shown[-1] + parts[i + 1]
+    return shown
+
+
+def errors_around(ctx: FillContext, text: str) -> int | None:
+    """Syntax errors in the code around a fill of ``text`` (LF); None without a grammar."""
+    if ctx.language is None:
+        return None
+    head = ctx.prefix[-PARSE_WINDOW_CHARS:]
+    cut = head.find("\n")
+    if len(ctx.prefix) > PARSE_WINDOW_CHARS and cut >= 0:
+        head = head[cut + 1 :]
+    return syntax_errors(head + text + ctx.suffix[:PARSE_WINDOW_CHARS], ctx.language)
+
+
+def distinct(texts: Iterable[str]) -> list[str]:
+    out: list[str] = []
+    for text in texts:
+        if text and text not in out:
+            out.append(text)
+    return out

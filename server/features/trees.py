@@ -1,0 +1,92 @@
+"""One tree-sitter tree per open document, re-parsed incrementally per version.
+
+A new version is parsed after telling the old tree which bytes changed, so typing re-parses only
+around the edit.  Trees are parsed on the event loop only (tree-sitter parsers are per thread,
+engine/syntax.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tree_sitter import Tree
+
+from difill.engine.syntax import parser_for
+
+if TYPE_CHECKING:  # the CLI parses without the LSP types (lsprotocol takes ~0.4 s to import)
+    from difill.server.documents import Document
+
+
+@dataclass
+class _Parsed:
+    version: int
+    source: bytes
+    tree: Tree
+
+
+class SyntaxTrees:
+    """One tree-sitter tree per document, re-parsed incrementally per document version."""
+
+    def __init__(self) -> None:
+        self._parsed: dict[str, _Parsed] = {}
+
+    def tree_for(self, document: Document) -> Tree | None:
+        return self.tree(document.uri, document.language_id, document.version, document.text)
+
+    def tree(self, uri: str, language_id: str, version: int, text: str) -> Tree | None:
+        """The tree of ``text``, version ``version`` of ``uri``; None without a grammar."""
+        parser = parser_for(language_id)
+        if parser is None:
+            return None
+        source = text.encode("utf-8")
+        old = self._parsed.get(uri)
+        if old is not None and old.version == version and old.source == source:
+            return old.tree
+        if old is None:
+            tree = parser.parse(source)
+        else:
+            edit = byte_edit(old.source, source)
+            if edit is not None:
+                old.tree.edit(**edit)
+            tree = parser.parse(source, old.tree)
+        self._parsed[uri] = _Parsed(version, source, tree)
+        return tree
+
+    def parse_once(self, document: Document) -> Tree | None:
+        """A tree for a throwaway text (nothing to reuse incrementally, nothing kept)."""
+        parser = parser_for(document.language_id)
+        return parser.parse(document.text.encode("utf-8")) if parser is not None else None
+
+    def forget(self, uri: str) -> None:
+        self._parsed.pop(uri, None)
+
+
+def byte_edit(old: bytes, new: bytes) -> dict | None:
+    """The one edit (as ``Tree.edit`` keywords) that turns ``old`` into ``new``; None if equal."""
+    if old == new:
+        return None
+    start = _common_prefix(old, new)
+    tail = _common_prefix(old[start:][::-1], new[start:][::-1])
+    old_end, new_end = len(old) - tail, len(new) - tail
+    return dict(
+        start_byte=start, old_end_byte=old_end, new_end_byte=new_end,
+        start_point=_point(old, start), old_end_point=_point(old, old_end), new_end_point=_point(new, new_end),
+    )  # fmt: skip
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    """Length of the common prefix, by bisection on slice equality (memcmp, not a Python loop)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[:mid] == b[:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def _point(source: bytes, byte: int) -> tuple[int, int]:
+    row = source.count(b"\n", 0, byte)
+    return row, byte - (source.rfind(b"\n", 0, byte) + 1)
