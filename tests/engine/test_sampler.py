@@ -117,13 +117,29 @@ def test_filler_constraints_keep_each_hole_one_middle_then_filler():
     assert before_text.tolist() == [[False, False, False, False, False, True, True, False]]
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="sampler bug: text accepted in the same step as a filler before it, or after a filler committed "
+    "up front, is kept (fill_rest skips slots committed this step); the tiny model shows it in 5 of the 6 "
+    "runs in 600 that wrote a filler.  Remove this mark with the fix.",
+)
 def test_no_text_follows_a_filler_in_a_denoised_hole(setup):
     decoder, canvas, banned, ids = setup
+    filler = ids.filler[0]
+    hole_slots = (~canvas.clamp_mask).nonzero().squeeze(-1)
     for seed in range(3):
+        # The random model may never write a filler itself, so one is committed up front, at a
+        # different slot per seed, with open slots on both sides of it: the rule is always tested.
+        planted = int(hole_slots[3 + 2 * seed])
+        start = canvas.ids.clone()
+        start[planted] = filler
+        kept = torch.zeros_like(canvas.clamp_mask)
+        kept[planted] = True
         with torch.inference_mode():
-            result = denoise(decoder, canvas.ids[None], canvas.clamp_mask[None], banned, ids.vocab_size,
-                             SamplerConfig(max_steps=5), torch.Generator().manual_seed(seed), filler_id=ids.filler[0])  # fmt: skip
-        hole = result.canvas[0][~canvas.clamp_mask].tolist()
-        if ids.filler[0] in hole:
-            first = hole.index(ids.filler[0])
-            assert all(t == ids.filler[0] for t in hole[first:])
+            result = denoise(decoder, start[None], canvas.clamp_mask[None], banned, ids.vocab_size,
+                             SamplerConfig(max_steps=5), torch.Generator().manual_seed(seed),
+                             initially_committed=kept[None], filler_id=filler)  # fmt: skip
+        hole = result.canvas[0][hole_slots].tolist()
+        first = hole.index(filler)
+        assert first <= planted - int(hole_slots[0])
+        assert all(t == filler for t in hole[first:]), (seed, hole)
