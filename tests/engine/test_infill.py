@@ -60,10 +60,15 @@ def test_odd_inputs_fill_without_error(engine, prefix, suffix):
 def test_crlf_document_gets_crlf_middles(engine):
     prefix = "def f(a):\r\n    if a:\r\n"
     suffix = "\r\n    return a\r\n"
+    with_line_end = 0
     for seed in range(4):
         result = engine.fill(prefix, suffix, FillOptions(max_hole_tokens=12, max_steps=3, seed=seed))
         for candidate in result.candidates:
             assert "\n" not in candidate.text.replace("\r\n", ""), repr(candidate.text)
+            with_line_end += "\r\n" in candidate.text
+    # A middle without a line ending passes whatever the conversion does: at least one must have one
+    # (the random model writes one in seed 3; change the seeds if the tiny model changes).
+    assert with_line_end, "no middle had a line ending, so nothing was checked"
 
 
 def test_prefix_cache_is_reused_while_typing(engine):
