@@ -117,6 +117,36 @@ def test_filler_constraints_keep_each_hole_one_middle_then_filler():
     assert before_text.tolist() == [[False, False, False, False, False, True, True, False]]
 
 
+class OnePassDecoder:
+    """Scripted logits: each open slot confidently wants its token from ``wants``, on every pass."""
+
+    def __init__(self, wants, vocab):
+        self.wants, self.vocab = wants, vocab
+
+    def hidden(self, canvas, soft):
+        return torch.zeros(*canvas.shape, 1)
+
+    def logits(self, hidden):
+        out = torch.full((hidden.shape[0], self.vocab), -30.0)
+        out[torch.arange(hidden.shape[0]), torch.tensor(self.wants[: hidden.shape[0]])] = 30.0
+        return out
+
+    def soft_embeddings(self, canvas, open_mask, open_logits):
+        return torch.zeros(*canvas.shape, 1)
+
+
+@pytest.mark.xfail(strict=True, reason="the sampler bug in test_no_text_follows_a_filler_in_a_denoised_hole")
+def test_text_accepted_with_a_filler_before_it_becomes_filler():
+    F = 9  # filler id
+    # Four hole slots want 5, filler, 6, 7, all near-certain: one step accepts them together.
+    canvas = torch.zeros(1, 5, dtype=torch.long)
+    clamp = torch.tensor([[False, False, False, False, True]])
+    result = denoise(OnePassDecoder([5, F, 6, 7], vocab=16), canvas, clamp, torch.tensor([], dtype=torch.long),
+                     16, SamplerConfig(max_steps=3), torch.Generator().manual_seed(0), filler_id=F)  # fmt: skip
+    assert result.steps == 1
+    assert result.canvas[0, :4].tolist() == [5, F, F, F]
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="sampler bug: text accepted in the same step as a filler before it, or after a filler committed "
