@@ -6,7 +6,6 @@ import argparse
 import json
 import os
 import sys
-import warnings
 from dataclasses import asdict
 from pathlib import Path
 
@@ -14,9 +13,6 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-# transformers >= 5.24 renames past_key_values to cache and warns on every call; difill passes the
-# name that works on every version it supports (pyproject caps transformers below 5.40).
-warnings.filterwarnings("ignore", message=".*past_key_values.*is deprecated", category=FutureWarning)
 
 
 def parse_location(spec: str) -> tuple[Path, int | None, int | None]:
