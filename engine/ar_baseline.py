@@ -16,6 +16,7 @@ from transformers import AutoTokenizer, LlamaForCausalLM
 from transformers.utils import logging as hf_logging
 
 from difill.engine.api import Cancelled, Candidate, FillOptions, FillResult, FillStats
+from difill.engine.hf_compat import cache_kwargs, output_cache
 from difill.engine.model import check_model_dir
 from difill.engine.tokens import encode_prefix_window, encode_suffix_window
 from difill.engine.vocab import SpecialTokens, TokenIds
@@ -54,7 +55,7 @@ class ARBaseline:
         fim_prefix, fim_suffix, fim_middle = self.fim
         prompt = torch.tensor([[fim_prefix, *prefix_ids, fim_suffix, *suffix_ids, fim_middle]])
         out = self.model(input_ids=prompt, use_cache=True)
-        cache, logits = out.past_key_values, out.logits[:, -1]
+        cache, logits = output_cache(out), out.logits[:, -1]
         generated: list[int] = []
         forwards = 1
         for _ in range(max_new_tokens):
@@ -64,8 +65,8 @@ class ARBaseline:
             generated.append(token)
             if single_line and token in self.newline_ids and len(generated) > 1:
                 break  # the pipeline (engine/text) cuts the text at that newline
-            out = self.model(input_ids=torch.tensor([[token]]), past_key_values=cache, use_cache=True)
-            cache, logits = out.past_key_values, out.logits[:, -1]
+            out = self.model(input_ids=torch.tensor([[token]]), use_cache=True, **cache_kwargs(cache))
+            cache, logits = output_cache(out), out.logits[:, -1]
             forwards += 1
         middle = self.tokenizer.decode(generated)
         return ARFill(middle, forwards, len(generated), (time.perf_counter() - started) * 1000)

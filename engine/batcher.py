@@ -33,6 +33,7 @@ import torch.nn.functional as F
 
 from difill.engine.api import DEFAULT_HOLE_MARKER, FillResult, HolesResult
 from difill.engine.decoder import CanvasDecoder
+from difill.engine.hf_compat import cache_kwargs
 from difill.engine.infill import InfillEngine
 from difill.engine.model import LoadedModel
 
@@ -186,7 +187,7 @@ def padded_hidden(model: Any, batch: list[_Call]) -> list[torch.Tensor]:
             position_embeddings=rotary[layer_types[i]],
             attention_mask=masks[layer_types[i]],
             position_ids=positions,
-            past_key_values=cache,
+            **cache_kwargs(cache),
         )
     hidden = dec.norm(hidden)  # (N, L, D)
     return [hidden[start : start + n, :width] for start, n, width in spans]

@@ -16,6 +16,8 @@ from __future__ import annotations
 import torch
 from transformers import DiffusionGemmaForBlockDiffusion, DynamicCache
 
+from difill.engine.hf_compat import cache_kwargs
+
 
 class CanvasDecoder:
     def __init__(self, model: DiffusionGemmaForBlockDiffusion, cache: DynamicCache) -> None:
@@ -43,7 +45,7 @@ class CanvasDecoder:
                 position_embeddings=rotary[dec.text_config.layer_types[i]],
                 attention_mask=None,  # no padding: every slot sees the whole prefix and canvas
                 position_ids=positions,
-                past_key_values=self.cache,
+                **cache_kwargs(self.cache),
             )
         return dec.norm(hidden)  # (B, L, D)
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import torch
 from transformers import DiffusionGemmaForBlockDiffusion, DynamicCache
 
+from difill.engine.hf_compat import cache_kwargs
+
 CROP_SLACK = 64  # tokens a sliding layer can be cut back by without re-encoding
 
 
@@ -64,7 +66,7 @@ class PrefixCache:
         new = token_ids[common:]
         for start, end in self._chunks(len(new)):
             chunk = torch.tensor([new[start:end]], device=self.model.device)  # (1, n)
-            self.model.model.encoder(input_ids=chunk, past_key_values=self.cache, use_cache=True)
+            self.model.model.encoder(input_ids=chunk, use_cache=True, **cache_kwargs(self.cache))
             self._extend_tails(end - start)
         self.token_ids = list(token_ids)
         return EncodedPrefix(self.cache, common, len(token_ids) - common)

@@ -221,9 +221,10 @@ def denoise(
         token_logprob = torch.where(accept, picked_logprob, token_logprob)
         committed |= accept
         if filler_id is not None:
-            # A committed filler ends its hole's middle: every open slot after it is filler too.
+            # A committed filler ends its hole's middle: every slot after it is filler too, also
+            # one accepted as text in this same step (only clamped and kept slots stay).
             after_filler, _ = filler_constraints(current, committed, clamp_mask, filler_id)
-            fill_rest = after_filler & ~committed
+            fill_rest = after_filler & ~fixed
             current = torch.where(fill_rest, torch.full_like(current, filler_id), current)
             committed |= fill_rest
         if on_step is not None:

@@ -24,6 +24,7 @@ import torch
 from transformers import DiffusionGemmaConfig, DiffusionGemmaForBlockDiffusion, DynamicCache
 
 from difill.engine.decoder import CanvasDecoder
+from difill.engine.hf_compat import cache_kwargs
 from difill.engine.model import TINY_VISION_CONFIG
 
 REAL_26B_A4B = dict(
@@ -103,7 +104,7 @@ def bench(args) -> dict:
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     t0 = time.perf_counter()
-    model.model.encoder(input_ids=prefix, past_key_values=cache, use_cache=True)
+    model.model.encoder(input_ids=prefix, use_cache=True, **cache_kwargs(cache))
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     prefill_ms = (time.perf_counter() - t0) * 1000

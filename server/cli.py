@@ -1,4 +1,4 @@
-"""The ``difill`` command: serve, fill, corpus, tokenizer, train, eval, bench."""
+"""The ``difill`` command: serve, fill, serve-http, corpus, tokenizer, train, ship, eval, bench."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import argparse
 import json
 import os
 import sys
-import warnings
 from dataclasses import asdict
 from pathlib import Path
 
@@ -14,9 +13,6 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-# transformers >= 5.24 renames past_key_values to cache and warns on every call; difill passes the
-# name that works on every version it supports (pyproject caps transformers below 5.40).
-warnings.filterwarnings("ignore", message=".*past_key_values.*is deprecated", category=FutureWarning)
 
 
 def parse_location(spec: str) -> tuple[Path, int | None, int | None]:
@@ -202,12 +198,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="difill", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(
+        dest="command", required=True, help="run `difill <command> -h` for its options"
+    )
 
     def model_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("--model", help="model directory (default: the model shipped with difill)")
+        # The same values as the `device` setting (README, Settings).
         p.add_argument(
-            "--device", default="auto", help="auto (CUDA when present, else CPU), cpu, cuda, cuda:N or mps"
+            "--device", default="auto", help="auto (CUDA when present, else CPU), cpu, cuda, cuda:N, mps"
         )
 
     p = sub.add_parser("serve", help="run the language server (stdio unless --tcp)")
@@ -251,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-window-ms", type=float, default=5.0, help="wait to batch decoder passes")
     p.add_argument("--tls-cert", help="serve HTTPS with this certificate (PEM)")
     p.add_argument("--tls-key", help="the certificate's private key (PEM)")
-    p.add_argument("--log-level", default="info")
+    p.add_argument("--log-level", default="info", help="debug, info, warning or error")
     p.set_defaults(func=cmd_serve_http)
 
     p = sub.add_parser(
@@ -264,21 +263,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_corpus)
 
     p = sub.add_parser("tokenizer", help="train the byte-level BPE tokenizer on the corpus")
-    p.add_argument("--corpus", default="data/corpus")
-    p.add_argument("--out", default="data/tokenizer")
-    p.add_argument("--vocab-size", type=int, default=8192)
+    p.add_argument("--corpus", default="data/corpus", help="the corpus whose train.jsonl it learns from")
+    p.add_argument("--out", default="data/tokenizer", help="where the tokenizer files go")
+    p.add_argument(
+        "--vocab-size", type=int, default=8192, help="tokens in the vocabulary, special ones included"
+    )
     p.set_defaults(func=cmd_tokenizer)
 
     p = sub.add_parser("train", help="train the default model (or the AR baseline)")
-    p.add_argument("--arch", choices=["diffusion", "ar"], default="diffusion")
-    p.add_argument("--out", default="runs/diffusion")
-    p.add_argument("--corpus", default="data/corpus")
-    p.add_argument("--tokenizer", default="data/tokenizer")
+    p.add_argument(
+        "--arch",
+        choices=["diffusion", "ar"],
+        default="diffusion",
+        help="the diffusion model or the AR baseline",
+    )
+    p.add_argument(
+        "--out", default="runs/diffusion", help="run directory: latest/ (the checkpoint) and train_log.jsonl"
+    )
+    p.add_argument("--corpus", default="data/corpus", help="the corpus to train on (difill corpus)")
+    p.add_argument("--tokenizer", default="data/tokenizer", help="the tokenizer directory (difill tokenizer)")
     p.add_argument("--init", help="resume from a model dir, or 'shipped' for the packaged model")
     p.add_argument("--minutes", type=float, default=90, help="wall-clock cap of this run")
     p.add_argument("--cpu-hours", type=float, help="CPU budget of this run; the lr decays (cosine) over it")
     p.add_argument("--threads", type=int, default=2, help="torch threads (this machine has 2 cores)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seeds the initial weights, batches and noise")
     p.add_argument("--lr", type=float, default=2e-3, help="peak learning rate")
     p.add_argument(
         "--canvas-share",
@@ -289,7 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--canvas-share-end", type=float, help="canvas share at the end of the run (linear ramp)")
     p.add_argument("--hidden-size", type=int, default=192, help="model width when training from scratch")
     p.add_argument("--num-layers", type=int, default=4, help="model depth when training from scratch")
-    p.add_argument("--save-every-minutes", type=float, default=10.0)
+    p.add_argument("--save-every-minutes", type=float, default=10.0, help="checkpoint interval")
     p.add_argument(
         "--batch-size", type=int, default=16, help="rows per step (canvas examples or packed windows)"
     )

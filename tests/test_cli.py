@@ -1,7 +1,8 @@
-"""`difill fill` as a user runs it: positions as editors show them, JSON output, clear errors."""
+"""`difill` as a user runs it: positions as editors show them, JSON output, clear errors, help for every flag."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -106,3 +107,21 @@ def test_importing_the_cli_and_a_remote_fill_loads_neither_torch_nor_the_lsp_typ
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_every_command_and_flag_has_help():
+    from difill.server.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    missing = []
+    for name, p in [("difill", parser), *commands.choices.items()]:
+        for action in p._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            if not (action.help or "").strip() or action.help == argparse.SUPPRESS:
+                missing.append(f"{name} {'/'.join(action.option_strings) or action.dest}")
+    # A command's one-line help in `difill -h` lives in its choice action, not in its own parser.
+    helps = {choice.dest: choice.help for choice in commands._choices_actions}
+    missing += [f"difill {name}" for name in commands.choices if not (helps.get(name) or "").strip()]
+    assert not missing, f"no help text: {', '.join(missing)}"

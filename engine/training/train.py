@@ -36,6 +36,7 @@ from transformers import (
     PreTrainedModel,
 )
 
+from difill.engine.hf_compat import cache_kwargs, output_cache
 from difill.engine.model import build_config
 from difill.engine.training.batches import FILLER_WEIGHT, ar_batch, corrupt, diffusion_batch
 from difill.engine.training.corpus import read_jsonl
@@ -122,15 +123,15 @@ def diffusion_loss(
     noisy, corrupted = corrupt(batch.canvas, batch.clamp_mask, vocab, gen)
     canvas_mask = torch.ones_like(batch.clamp_mask, dtype=torch.long)
     decoder_mask = torch.cat([batch.prefix_mask, canvas_mask], dim=1)  # (B, P + C)
-    cache = enc.past_key_values
+    cache = output_cache(enc)
     self_conditioning = None
     if random.random() < cfg.self_conditioning_rate:
         with torch.no_grad():
-            first = model(past_key_values=cache, decoder_input_ids=noisy, decoder_attention_mask=decoder_mask)
+            first = model(**cache_kwargs(cache), decoder_input_ids=noisy, decoder_attention_mask=decoder_mask)
             one_hot = torch.full_like(first.logits, -1e4).scatter_(-1, noisy.unsqueeze(-1), 0.0)
             self_conditioning = torch.where(batch.clamp_mask.unsqueeze(-1), one_hot, first.logits)
     out = model(
-        past_key_values=cache,
+        **cache_kwargs(cache),
         decoder_input_ids=noisy,
         decoder_attention_mask=decoder_mask,
         self_conditioning_logits=self_conditioning,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from difill.engine.decoder import CanvasDecoder
+from difill.engine.hf_compat import cache_kwargs
 from difill.engine.prefix_cache import PrefixCache, expand_cache
 from difill.engine.tokens import encode
 
@@ -16,13 +17,13 @@ def test_logits_equal_the_stock_forward_with_and_without_self_conditioning(loade
     canvas = torch.randint(0, ids.vocab_size, (2, 10), generator=torch.Generator().manual_seed(0))
     decoder = CanvasDecoder(model, batch_cache)
     with torch.inference_mode():
-        stock = model(past_key_values=batch_cache, decoder_input_ids=canvas).logits
+        stock = model(**cache_kwargs(batch_cache), decoder_input_ids=canvas).logits
         ours = decoder.logits(decoder.hidden(canvas, None))
         assert torch.allclose(stock, ours, atol=1e-5)
 
         sc_logits = torch.randn(2, 10, ids.vocab_size, generator=torch.Generator().manual_seed(1))
         stock_sc = model(
-            past_key_values=batch_cache, decoder_input_ids=canvas, self_conditioning_logits=sc_logits
+            **cache_kwargs(batch_cache), decoder_input_ids=canvas, self_conditioning_logits=sc_logits
         ).logits
         all_open = torch.ones(2, 10, dtype=torch.bool)
         soft = decoder.soft_embeddings(canvas, all_open, sc_logits[all_open])
@@ -38,7 +39,7 @@ def test_closed_slots_self_condition_on_their_own_embedding(loaded):
     one_hot.scatter_(-1, canvas.unsqueeze(-1), 0.0)
     with torch.inference_mode():
         stock = model(
-            past_key_values=cache, decoder_input_ids=canvas, self_conditioning_logits=one_hot
+            **cache_kwargs(cache), decoder_input_ids=canvas, self_conditioning_logits=one_hot
         ).logits
         open_mask = torch.tensor([[False, True, False]])
         soft = decoder.soft_embeddings(canvas, open_mask, one_hot[open_mask])

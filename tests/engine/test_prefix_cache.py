@@ -2,13 +2,14 @@ from __future__ import annotations
 
 import torch
 
+from difill.engine.hf_compat import cache_kwargs
 from difill.engine.prefix_cache import PrefixCache
 from difill.engine.tokens import encode
 
 
 def decoder_logits(model, cache, canvas):
     with torch.inference_mode():
-        return model(past_key_values=cache, decoder_input_ids=canvas).logits
+        return model(**cache_kwargs(cache), decoder_input_ids=canvas).logits
 
 
 def test_extended_prefix_reuses_the_cache_and_matches_a_fresh_encode(loaded):

@@ -10,6 +10,7 @@ import torch
 
 from difill.engine.api import FillOptions
 from difill.engine.decoder import CanvasDecoder
+from difill.engine.hf_compat import cache_kwargs
 from difill.engine.infill import InfillEngine
 from difill.engine.prefix_cache import PrefixCache
 from difill.engine.tokens import encode, encode_prefix_window
@@ -21,7 +22,7 @@ CODE = "".join(
 
 def stock_logits(model, cache, canvas):
     with torch.inference_mode():
-        return model(past_key_values=cache, decoder_input_ids=canvas).logits
+        return model(**cache_kwargs(cache), decoder_input_ids=canvas).logits
 
 
 def prefix_of(loaded, text):

@@ -59,8 +59,16 @@ def test_no_banned_token_in_the_hole(setup):
 
 
 def test_every_hole_slot_is_committed_within_the_step_cap(setup):
-    result, _ = run(setup, config=SamplerConfig(max_steps=3))
-    assert result.steps <= 3
+    _, canvas, banned, _ = setup
+    # A near-zero entropy bound accepts one slot per step on its own: only the forced minimum
+    # (ceil(open / steps_left)) can commit all 12 hole slots in 3 steps, so the cap is what binds.
+    result, steps = run(setup, config=SamplerConfig(max_steps=3, entropy_bound=1e-9))
+    assert result.steps == len(steps) == 3
+    hole = ~canvas.clamp_mask
+    # A slot still open after the last step is renoised with a random id; a committed one keeps
+    # the token the last step's draft showed.  So the returned hole is exactly that draft.
+    assert torch.equal(result.canvas[0][hole], steps[-1][0][hole])
+    assert not torch.isin(result.canvas[0][hole], banned).any()
 
 
 def test_cancel_stops_between_steps(setup):
@@ -110,13 +118,52 @@ def test_filler_constraints_keep_each_hole_one_middle_then_filler():
     assert before_text.tolist() == [[False, False, False, False, False, True, True, False]]
 
 
+class OnePassDecoder:
+    """Scripted logits: each open slot confidently wants its token from ``wants``, on every pass."""
+
+    def __init__(self, wants, vocab):
+        self.wants, self.vocab = wants, vocab
+
+    def hidden(self, canvas, soft):
+        return torch.zeros(*canvas.shape, 1)
+
+    def logits(self, hidden):
+        out = torch.full((hidden.shape[0], self.vocab), -30.0)
+        out[torch.arange(hidden.shape[0]), torch.tensor(self.wants[: hidden.shape[0]])] = 30.0
+        return out
+
+    def soft_embeddings(self, canvas, open_mask, open_logits):
+        return torch.zeros(*canvas.shape, 1)
+
+
+def test_text_accepted_with_a_filler_before_it_becomes_filler():
+    F = 9  # filler id
+    # Four hole slots want 5, filler, 6, 7, all near-certain: one step accepts them together.
+    canvas = torch.zeros(1, 5, dtype=torch.long)
+    clamp = torch.tensor([[False, False, False, False, True]])
+    result = denoise(OnePassDecoder([5, F, 6, 7], vocab=16), canvas, clamp, torch.tensor([], dtype=torch.long),
+                     16, SamplerConfig(max_steps=3), torch.Generator().manual_seed(0), filler_id=F)  # fmt: skip
+    assert result.steps == 1
+    assert result.canvas[0, :4].tolist() == [5, F, F, F]
+
+
 def test_no_text_follows_a_filler_in_a_denoised_hole(setup):
     decoder, canvas, banned, ids = setup
+    filler = ids.filler[0]
+    hole_slots = (~canvas.clamp_mask).nonzero().squeeze(-1)
     for seed in range(3):
+        # The random model may never write a filler itself, so one is committed up front, at a
+        # different slot per seed, with open slots on both sides of it: the rule is always tested.
+        planted = int(hole_slots[3 + 2 * seed])
+        start = canvas.ids.clone()
+        start[planted] = filler
+        kept = torch.zeros_like(canvas.clamp_mask)
+        kept[planted] = True
         with torch.inference_mode():
-            result = denoise(decoder, canvas.ids[None], canvas.clamp_mask[None], banned, ids.vocab_size,
-                             SamplerConfig(max_steps=5), torch.Generator().manual_seed(seed), filler_id=ids.filler[0])  # fmt: skip
-        hole = result.canvas[0][~canvas.clamp_mask].tolist()
-        if ids.filler[0] in hole:
-            first = hole.index(ids.filler[0])
-            assert all(t == ids.filler[0] for t in hole[first:])
+            result = denoise(decoder, start[None], canvas.clamp_mask[None], banned, ids.vocab_size,
+                             SamplerConfig(max_steps=5), torch.Generator().manual_seed(seed),
+                             initially_committed=kept[None], filler_id=filler)  # fmt: skip
+        hole = result.canvas[0][hole_slots].tolist()
+        first = hole.index(filler)
+        assert first <= planted - int(hole_slots[0])
+        assert all(t == filler for t in hole[first:]), (seed, hole)

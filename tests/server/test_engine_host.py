@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from difill.engine.backends import RemoteBackend
+from difill.engine.backends import BackendError, RemoteBackend
 from difill.engine.infill import InfillEngine
 from difill.server.features.engine_host import _load_engine
 
@@ -15,8 +15,12 @@ def test_local_model_gives_the_in_process_engine(tiny_model_dir):
 
 def test_remote_setting_gives_the_remote_backend_and_its_clear_error():
     # Nothing listens on this port: the backend must say so in one message, never hang.
-    with pytest.raises(Exception) as err:
-        backend = _load_engine(None, "cpu", "http://127.0.0.1:9")
-        assert isinstance(backend, RemoteBackend)
-        backend.fill("x = ", "\n")
+    # Built outside pytest.raises, so an error while building it fails the test instead of passing it.
+    backend = _load_engine(None, "cpu", "http://127.0.0.1:9")
+    assert isinstance(backend, RemoteBackend)
+    try:
+        with pytest.raises(BackendError) as err:
+            backend.fill("x = ", "\n")
+    finally:
+        backend.close()
     assert "127.0.0.1:9" in str(err.value)
