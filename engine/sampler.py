@@ -25,7 +25,7 @@ its mean entropy is under ``confidence_threshold``, or at ``max_steps``).
 
 Self-conditioning, as in ``DiffusionGemmaGenerationMixin._denoising_step``, is fed the tempered
 (processed) logits; ``tempered_self_conditioning=False`` feeds the raw ones, which is what
-difill's own trainer shows its model (engine/training/train.py).  ``SamplerConfig.from_checkpoint``
+difill's own trainer shows its model (lab/training/train.py).  ``SamplerConfig.from_checkpoint``
 starts from a checkpoint's generation_config.json.
 """
 

@@ -16,7 +16,7 @@ from difill.engine.api import FillOptions, RewriteRequest
 from difill.engine.infill import InfillEngine
 from difill.engine.model import load_model
 from difill.engine.syntax import parses
-from difill.engine.training.evaluate import eval_cases
+from difill.lab.training.evaluate import eval_cases
 
 INSTRUCTIONS = ("use a list comprehension", "rename the variable to result", "add error handling")
 

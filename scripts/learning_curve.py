@@ -13,7 +13,7 @@ import argparse
 import json
 from pathlib import Path
 
-from difill.server.quality import evaluate_served
+from difill.lab.quality import evaluate_served
 
 
 def main() -> None:

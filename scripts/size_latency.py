@@ -20,9 +20,9 @@ import torch
 from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
 
 from difill.engine.model import DEFAULT_MODEL_DIR, build_config
-from difill.engine.training.evaluate import eval_cases
 from difill.engine.vocab import TokenIds
-from difill.server.quality import load_served
+from difill.lab.quality import load_served
+from difill.lab.training.evaluate import eval_cases
 
 
 def build_random(out: Path, hidden: int, layers: int) -> int:

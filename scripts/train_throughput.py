@@ -20,17 +20,17 @@ import torch
 from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
 
 from difill.engine.model import DEFAULT_MODEL_DIR
-from difill.engine.training.batches import diffusion_batch
-from difill.engine.training.corpus import read_jsonl
-from difill.engine.training.packed import causal_lm_loss, packed_batch, token_stream
-from difill.engine.training.train import (
+from difill.engine.vocab import TokenIds
+from difill.lab.training.batches import diffusion_batch
+from difill.lab.training.corpus import read_jsonl
+from difill.lab.training.packed import causal_lm_loss, packed_batch, token_stream
+from difill.lab.training.train import (
     CANVAS_LENGTHS,
     PREFIX_LENGTHS,
     PREFIX_WEIGHTS,
     TrainConfig,
     diffusion_loss,
 )
-from difill.engine.vocab import TokenIds
 
 
 def cpu_seconds() -> float:

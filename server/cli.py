@@ -1,13 +1,15 @@
-"""The ``difill`` command: serve, fill, serve-http, corpus, tokenizer, train, ship, eval, bench."""
+"""The ``difill`` command: serve, fill, serve-http, corpus, tokenizer, train, ship, eval, bench.
+
+Argument parsing only: each command's work lives in its own package and is imported when the
+command runs, so ``difill fill --remote`` never loads torch.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-from dataclasses import asdict
-from pathlib import Path
+from importlib import import_module
 
 # Never reach for the hub: difill only reads local files.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -15,185 +17,14 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 
-def parse_location(spec: str) -> tuple[Path, int | None, int | None]:
-    """``PATH[:LINE[:COL]]`` with 1-based line and column, as editors show them."""
-    parts = spec.rsplit(":", 2)
-    numbers: list[int] = []
-    while len(parts) > 1 and parts[-1].isdigit():
-        numbers.insert(0, int(parts.pop()))
-    path = Path(":".join(parts))
-    line = numbers[0] if numbers else None
-    col = numbers[1] if len(numbers) > 1 else None
-    return path, line, col
+def runs(target: str):
+    """The handler of a command: ``module:function``, imported when the command runs."""
 
+    def run(args: argparse.Namespace) -> int:
+        module, function = target.split(":")
+        return getattr(import_module(module), function)(args)
 
-def split_at(text: str, line: int, col: int) -> tuple[str, str]:
-    """Prefix and suffix around a 1-based (line, column); the column counts characters."""
-    lines = text.splitlines(keepends=True) or [""]
-    if not 1 <= line <= len(lines) + 1:
-        raise SystemExit(f"difill: line {line} is outside the file (1..{len(lines)})")
-    offset = sum(len(x) for x in lines[: line - 1])
-    current = lines[line - 1] if line <= len(lines) else ""
-    content = current.rstrip("\r\n")
-    if not 1 <= col <= len(content) + 1:
-        raise SystemExit(f"difill: column {col} is outside line {line} (1..{len(content) + 1})")
-    offset += col - 1
-    return text[:offset], text[offset:]
-
-
-def cmd_fill(args: argparse.Namespace) -> int:
-    from difill.engine.api import BackendError, ModelLoadError
-    from difill.engine.backends import make_backend
-    from difill.engine.syntax import language_for_path
-    from difill.server.config import Settings
-    from difill.server.served import ServedModel
-
-    path, line, col = parse_location(args.location)
-    try:
-        text = path.read_bytes().decode("utf-8")  # as it is: read_text would turn CRLF into LF
-    except OSError as err:
-        raise SystemExit(f"difill: cannot read {path}: {err.strerror}") from err
-    except UnicodeDecodeError as err:
-        raise SystemExit(
-            f"difill: {path} is not UTF-8 text (byte {err.start}); difill reads UTF-8 files"
-        ) from err
-    if args.holes and args.marker not in text:  # before the model loads: nothing to fill
-        raise SystemExit(f"difill: {path} has no hole marker {args.marker!r}; put one where code should go")
-    try:
-        engine = make_backend(args.remote, args.model, args.device)
-    except (ModelLoadError, BackendError) as err:
-        raise SystemExit(f"difill: {err}") from err
-    language = language_for_path(str(path))
-    served = ServedModel(
-        engine, Settings(max_tokens=args.max_tokens or Settings.max_tokens, steps=args.steps)
-    )
-    if args.holes:
-        try:
-            holes = served.fill_holes(text, args.marker, language, args.max_tokens)
-        except BackendError as err:
-            raise SystemExit(f"difill: {err}") from err
-        if args.json:
-            print(json.dumps({"text": holes.text, "middles": holes.middles, "model_middles": holes.result.middles,
-                              "steps": holes.result.stats.steps, "ms": round(holes.ms, 1),
-                              "stats": asdict(holes.result.stats)}))  # fmt: skip
-        else:
-            sys.stdout.write(holes.text)
-        return 0
-    if line is None:
-        raise SystemExit("difill: give a position as PATH:LINE:COL, or --holes")
-    prefix, _ = split_at(text, line, col or 1)
-    # The server's own suggestion path (shape, settings, pipeline): what an editor would show here.
-    try:
-        shown = served.suggest(text, len(prefix), path.resolve().as_uri(), language or "plaintext")
-    except BackendError as err:
-        raise SystemExit(f"difill: {err}") from err
-    if args.json:
-        result = shown.result
-        print(json.dumps({
-            "text": shown.text, "steps": result.stats.steps, "ms": round(shown.ms, 1), "model_text": result.text,
-            "candidates": [asdict(c) for c in result.candidates], "stats": asdict(result.stats),
-        }))  # fmt: skip
-    else:
-        print(shown.text)
-    return 0
-
-
-def cmd_corpus(args: argparse.Namespace) -> int:
-    from difill.engine.training.corpus import build_corpus
-
-    manifest = build_corpus(Path(args.out), Path(args.cache))
-    print(f"train: {manifest.train_files} files, {manifest.train_bytes} bytes; "
-          f"held-out: {manifest.heldout_files} files, {manifest.heldout_bytes} bytes; "
-          f"near-duplicates removed: {manifest.duplicates_removed}")  # fmt: skip
-    return 0
-
-
-def cmd_tokenizer(args: argparse.Namespace) -> int:
-    from difill.engine.training.corpus import read_jsonl
-    from difill.engine.training.tokenizer import save_tokenizer, train_tokenizer
-
-    docs = read_jsonl(Path(args.corpus) / "train.jsonl")
-    tokenizer = train_tokenizer((d["text"] for d in docs), args.vocab_size)
-    save_tokenizer(tokenizer, Path(args.out))
-    print(f"saved a {len(tokenizer)}-token tokenizer to {args.out}")
-    return 0
-
-
-def cmd_train(args: argparse.Namespace) -> int:
-    from difill.engine.training.train import TrainConfig, train
-
-    init = args.init
-    if init == "shipped":
-        from difill.engine.model import DEFAULT_MODEL_DIR
-
-        init = str(DEFAULT_MODEL_DIR)
-    state = train(TrainConfig(
-        arch=args.arch, out=args.out, corpus=args.corpus, tokenizer=args.tokenizer, init=init,
-        minutes=args.minutes, cpu_hours=args.cpu_hours, threads=args.threads, seed=args.seed, lr=args.lr,
-        canvas_share=args.canvas_share, canvas_share_end=args.canvas_share_end,
-        hidden_size=args.hidden_size, num_layers=args.num_layers, save_every_minutes=args.save_every_minutes,
-        batch_size=args.batch_size, device=args.device, bf16=args.bf16,
-    ))  # fmt: skip
-    print(
-        f"trained to step {state.step}: {state.target_tokens} supervised tokens, {state.cpu_hours:.2f} CPU-hours"
-    )
-    return 0
-
-
-def cmd_ship(args: argparse.Namespace) -> int:
-    """Copy a trained checkpoint's weights, config and tokenizer into the package."""
-    import shutil
-
-    from difill.engine.model import DEFAULT_MODEL_DIR, check_model_dir
-
-    source = Path(args.source)
-    check_model_dir(source)
-    keep = (
-        "*.safetensors",
-        "config.json",
-        "generation_config.json",
-        "tokenizer*.json",
-        "training_state.json",
-    )
-    skip = {"optimizer.safetensors", "ema_fp32.safetensors"}  # resumable state stays out of the wheel
-    for old in DEFAULT_MODEL_DIR.iterdir():
-        if old.name not in ("__init__.py", "MODEL.md", "corpus_manifest.json") and old.is_file():
-            old.unlink()
-    copied = []
-    for pattern in keep:
-        for path in sorted(source.glob(pattern)):
-            if path.name not in skip:
-                shutil.copy2(path, DEFAULT_MODEL_DIR / path.name)
-                copied.append(path.name)
-    manifest = Path(args.corpus) / "manifest.json"
-    if manifest.exists():
-        shutil.copy2(manifest, DEFAULT_MODEL_DIR / "corpus_manifest.json")
-    print(f"shipped {', '.join(copied)} to {DEFAULT_MODEL_DIR}")
-    return 0
-
-
-def cmd_eval(args: argparse.Namespace) -> int:
-    from difill.server.quality import main as eval_main
-
-    return eval_main(args)
-
-
-def cmd_serve(args: argparse.Namespace) -> int:
-    from difill.server.server import run_server
-
-    return run_server(args)
-
-
-def cmd_serve_http(args: argparse.Namespace) -> int:
-    from difill.server.http_server import run_http_server
-
-    return run_http_server(args)
-
-
-def cmd_bench(args: argparse.Namespace) -> int:
-    from difill.server.bench import main as bench_main
-
-    return bench_main(args)
+    return run
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -225,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--log-file", help="also write the server log to this file")
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
-    p.set_defaults(func=cmd_serve)
+    p.set_defaults(func=runs("difill.server.server:run_server"))
 
     p = sub.add_parser("fill", help="print the suggestion an editor would show at PATH:LINE:COL")
     p.add_argument("location", help="PATH:LINE:COL (1-based), or PATH with --holes")
@@ -240,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-tokens", type=int, help="longest suggestion in tokens (the server's maxTokens, 32)")
     p.add_argument("--steps", type=int, default=12, help="denoising step cap")
     p.add_argument("--remote", metavar="URL", help="fill on a difill serve-http or OpenAI-compatible server")
-    p.set_defaults(func=cmd_fill)
+    p.set_defaults(func=runs("difill.server.fill_command:main"))
 
     p = sub.add_parser("serve-http", help="serve the model over HTTP (/v1/completions, /v1/fill, /health)")
     model_args(p)
@@ -251,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tls-cert", help="serve HTTPS with this certificate (PEM)")
     p.add_argument("--tls-key", help="the certificate's private key (PEM)")
     p.add_argument("--log-level", default="info", help="debug, info, warning or error")
-    p.set_defaults(func=cmd_serve_http)
+    p.set_defaults(func=runs("difill.engine.backends.serve_http:run_http_server"))
 
     p = sub.add_parser(
         "corpus", help="build the training corpus: the stdlib and the pinned permissive packages"
@@ -260,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", default="data/corpus", help="where train.jsonl, heldout.jsonl and manifest.json go"
     )
     p.add_argument("--cache", default="data/archives", help="where the fetched package archives are kept")
-    p.set_defaults(func=cmd_corpus)
+    p.set_defaults(func=runs("difill.lab.commands:corpus"))
 
     p = sub.add_parser("tokenizer", help="train the byte-level BPE tokenizer on the corpus")
     p.add_argument("--corpus", default="data/corpus", help="the corpus whose train.jsonl it learns from")
@@ -268,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--vocab-size", type=int, default=8192, help="tokens in the vocabulary, special ones included"
     )
-    p.set_defaults(func=cmd_tokenizer)
+    p.set_defaults(func=runs("difill.lab.commands:tokenizer"))
 
     p = sub.add_parser("train", help="train the default model (or the AR baseline)")
     p.add_argument(
@@ -303,12 +134,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--device", default="cpu", help="cpu, or cuda for the GPU recipe (scripts/gpu_recipe.sh)")
     p.add_argument("--bf16", action="store_true", help="bf16 autocast (GPUs; emulated and slow on this CPU)")
-    p.set_defaults(func=cmd_train)
+    p.set_defaults(func=runs("difill.lab.commands:train_model"))
 
     p = sub.add_parser("ship", help="copy a trained model into the package as the default model")
     p.add_argument("source", help="checkpoint dir, e.g. runs/diffusion/latest")
     p.add_argument("--corpus", default="data/corpus", help="where the corpus manifest is")
-    p.set_defaults(func=cmd_ship)
+    p.set_defaults(func=runs("difill.lab.commands:ship"))
 
     p = sub.add_parser(
         "eval",
@@ -336,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--record", action="store_true", help="append the result to the model's training_state.json"
     )
-    p.set_defaults(func=cmd_eval)
+    p.set_defaults(func=runs("difill.lab.quality:main"))
 
     p = sub.add_parser("bench", help="latency benchmark: diffusion vs AR, engine and server")
     p.add_argument("--model", help="diffusion model dir (default: shipped)")
@@ -350,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="where the plot goes, its figures beside it as JSON "
         "(default: docs/bench.png; with --quick runs/bench-quick.png, so CI leaves docs/ alone)",
     )
-    p.set_defaults(func=cmd_bench)
+    p.set_defaults(func=runs("difill.lab.bench:main"))
     return parser
 
 

@@ -33,7 +33,7 @@ class Settings:
     device: str = field(default="auto", metadata={"key": "device"})
 
     # Longest suggestion, in tokens.  Single-line suggestions use at most this; an empty block body
-    # may use up to twice this (see features/shape.py).
+    # may use up to twice this (see engine/text/shape.py).
     max_tokens: int = field(default=32, metadata={"key": "maxTokens", "min": 1, "max": 512})
 
     # Cap on denoising steps (decoder passes) per fill: fewer is faster, more is better.

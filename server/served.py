@@ -18,7 +18,7 @@ from difill.engine.text.context import FillContext, build_context, to_lf
 from difill.engine.text.pipeline import shown_middles, shown_texts
 from difill.engine.text.rules import with_middles
 from difill.server.config import Settings
-from difill.server.features.trees import SyntaxTrees
+from difill.server.trees import SyntaxTrees
 
 
 @dataclass

@@ -1,8 +1,9 @@
 """The difill language server: pygls 2 in front of the diffusion engine.
 
 The handlers here are thin: they find the document, convert positions, and hand the work to
-plain functions in ``difill.server.features``.  The model loads in the background after
-``initialized`` and runs on its own worker thread (``features/engine_host.py``).
+the features (``features/suggestions``, ``features/edits``); document and server events reach
+every feature through ``lifecycle.py``.  The model loads in the background after
+``initialized`` and runs on its own worker thread (``engine_host.py``).
 """
 
 from __future__ import annotations
@@ -22,25 +23,19 @@ from pygls.lsp.server import LanguageServer
 
 from difill.server.config import RELOAD_FIELDS, Settings, SettingsLayers
 from difill.server.documents import UTF16, Document, Documents
-from difill.server.features.code_actions import (
-    COMPLETE_BLOCK_COMMAND,
-    EDIT_SELECTION,
-    FILL_HOLES_COMMAND,
-    code_actions,
-    resolve_code_action,
-)
-from difill.server.features.commands import run_edit_command
-from difill.server.features.completion import completion
-from difill.server.features.edit_plans import COMPLETE_BLOCK, FILL_HOLES, REWRITE
-from difill.server.features.edit_service import EditService
-from difill.server.features.engine_host import EngineHost, LoadProgress
-from difill.server.features.framing import ResyncingReader
-from difill.server.features.inline_completion import inline_completion
-from difill.server.features.log_messages import LogMessageHandler, configure_logging
-from difill.server.features.progress import ProgressReporter
-from difill.server.features.protocol import PINNED_DOCUMENTS, REQUEST_PARAMS, DifillProtocol
-from difill.server.features.suggestions import SuggestionService
-from difill.server.features.tcp_transport import check_host, serve_one_tcp_client
+from difill.server.engine_host import EngineHost, LoadProgress
+from difill.server.features.edits.code_actions import COMMANDS, code_actions, resolve_code_action
+from difill.server.features.edits.commands import run_edit_command
+from difill.server.features.edits.service import EditService
+from difill.server.features.suggestions.completion import completion
+from difill.server.features.suggestions.inline_completion import inline_completion
+from difill.server.features.suggestions.service import SuggestionService
+from difill.server.lifecycle import Lifecycle
+from difill.server.transport.framing import ResyncingReader
+from difill.server.transport.log_messages import LogMessageHandler, configure_logging
+from difill.server.transport.progress import ProgressReporter
+from difill.server.transport.protocol import PINNED_DOCUMENTS, REQUEST_PARAMS, DifillProtocol
+from difill.server.transport.tcp import check_host, serve_one_tcp_client
 
 NAME = "difill"
 VERSION = "0.1.0"
@@ -66,6 +61,10 @@ class DifillServer(LanguageServer):
             lambda: self.encoding,
         )
         self.encoding: str = UTF16
+        # Every event goes to each of these, in this order: jobs stop before the model host.
+        self.lifecycle = Lifecycle()
+        for feature in (self.suggestions, self.edits, self.suggestions.trees, self.host):
+            self.lifecycle.add(feature)
         self.client_has_inline_completion = False
         self.client_has_progress = False
         self.client_resolves_code_action_edits = False
@@ -95,7 +94,7 @@ class DifillServer(LanguageServer):
 
     def _start_io_async(self, stdin=None, stdout=None) -> None:
         """pygls' stdio loop, reading through ``ResyncingReader``: one badly framed message must
-        not make the server deaf to every later one (see features/framing.py)."""
+        not make the server deaf to every later one (see transport/framing.py)."""
         self._stop_event = threading.Event()
         reader = ResyncingReader(stdin or sys.stdin.buffer, self.thread_pool)
         self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
@@ -245,15 +244,12 @@ def create_server(base: Settings | None = None) -> DifillServer:
         why = ls.documents.unsynced_reason(uri)
         if why is not None and not was_unsynced:
             ls.lost_sync([uri], why)
-        ls.suggestions.document_changed(uri)
-        ls.edits.document_changed(uri)
+        ls.lifecycle.document_changed(uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: DifillServer, params: types.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
-        ls.suggestions.document_changed(uri)
-        ls.edits.document_changed(uri)
-        ls.suggestions.trees.forget(uri)
+        ls.lifecycle.document_closed(uri)
         ls.documents.close(uri)
 
     @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
@@ -277,23 +273,12 @@ def create_server(base: Settings | None = None) -> DifillServer:
     async def on_resolve_code_action(ls: DifillServer, action: types.CodeAction):
         return await resolve_code_action(ls, action)
 
-    @server.command(EDIT_SELECTION)
-    async def edit_selection(ls: DifillServer, *arguments: Any):
-        return await ls.run_command(run_edit_command(ls, REWRITE, arguments))
-
-    @server.command(FILL_HOLES_COMMAND)
-    async def fill_holes(ls: DifillServer, *arguments: Any):
-        return await ls.run_command(run_edit_command(ls, FILL_HOLES, arguments))
-
-    @server.command(COMPLETE_BLOCK_COMMAND)
-    async def complete_block(ls: DifillServer, *arguments: Any):
-        return await ls.run_command(run_edit_command(ls, COMPLETE_BLOCK, arguments))
+    for kind, command in COMMANDS.items():  # difill.editSelection, difill.fillHoles, difill.completeBlock
+        server.command(command)(edit_command(kind))
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: DifillServer, params: None) -> None:
-        ls.suggestions.jobs.cancel_all()
-        ls.edits.jobs.cancel_all()
-        ls.host.shutdown()
+        ls.lifecycle.shutdown()
 
     @server.feature(types.EXIT)
     def exit_now(ls: DifillServer, params: None) -> None:
@@ -303,6 +288,15 @@ def create_server(base: Settings | None = None) -> DifillServer:
         os._exit(0 if ls.protocol._shutdown else 1)
 
     return server
+
+
+def edit_command(kind: str):
+    """The handler of one edit's ``workspace/executeCommand``; $/cancelRequest cancels it."""
+
+    async def run(ls: DifillServer, *arguments: Any):
+        return await ls.run_command(run_edit_command(ls, kind, arguments))
+
+    return run
 
 
 def run_server(args: Any) -> int:

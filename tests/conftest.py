@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from difill.engine.model import build_config
-from difill.engine.training.tokenizer import save_tokenizer, train_tokenizer
 from difill.engine.vocab import TokenIds
+from difill.lab.training.tokenizer import save_tokenizer, train_tokenizer
 
 TINY_CORPUS_MODULES = ("textwrap", "string", "json.encoder", "shlex")
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from difill.server.cli import parse_location, split_at
+from difill.server.fill_command import parse_location, split_at
 
 
 def test_location_is_path_line_col():
@@ -125,3 +125,10 @@ def test_every_command_and_flag_has_help():
     helps = {choice.dest: choice.help for choice in commands._choices_actions}
     missing += [f"difill {name}" for name in commands.choices if not (helps.get(name) or "").strip()]
     assert not missing, f"no help text: {', '.join(missing)}"
+
+
+def test_split_at_counts_lines_as_editors_do():
+    # A form feed or U+2028 inside a line is not a line break for LSP or an editor.
+    text = "a = 1\x0c  # page\nb = 2\u2028c\nd = 3\n"
+    prefix, suffix = split_at(text, 3, 1)
+    assert suffix == "d = 3\n"

@@ -279,19 +279,9 @@ def _retab(line: str, own: int) -> str:
     return "\t" * (width // own) + " " * (width % own) + line[width:]
 
 
-# For a marked hole: the text after the hole is fixed, so no trailing newline is added and an
-# empty middle is a valid answer (the marker still goes).
-HOLE_PIPELINE: list[Filter] = [
-    to_lf,
-    drop_control_characters,
-    stay_inside_string,
-    limit_to_scope,
-    drop_repetition,
-    drop_existing_closers,
-    trim_suffix_duplicate,
-    normalise_indentation,
-    drop_empty,
-]
+# For a marked hole: the text after the hole is fixed, so no trailing newline is added
+# (``tidy_end``) and the next lines are the hole's own context, not code to avoid repeating.
+HOLE_PIPELINE: list[Filter] = [f for f in PIPELINE if f not in (drop_next_lines_duplicate, tidy_end)]
 
 # A rewrite replaces exactly the selection (its context is the document without it): only the
 # model's junk and what the text after the selection already has are cut.

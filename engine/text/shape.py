@@ -8,7 +8,7 @@
 
 Tree-sitter (where a grammar is installed) says whether the cursor is in a comment or a string
 and whether a line's ``:`` really opens a block; plain text rules stand in for other languages.
-The caller hands in the tree (the server keeps one per document, server/features/trees.py).
+The caller hands in the tree (the server keeps one per document, server/trees.py).
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ from transformers import AutoTokenizer
 
 from difill.engine.api import FillOptions, RewriteRequest
 from difill.engine.ar_baseline import ARBackend, is_ar_checkpoint
-from difill.engine.training.train import build_ar_model
 from difill.engine.vocab import TokenIds
+from difill.lab.training.train import build_ar_model
 
 
 @pytest.fixture(scope="module")

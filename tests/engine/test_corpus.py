@@ -8,9 +8,9 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from difill.engine.training import corpus as corpus_module
-from difill.engine.training.corpus import build_corpus, is_wanted, read_jsonl
-from difill.engine.training.corpus_sources import (
+from difill.lab.training import corpus as corpus_module
+from difill.lab.training.corpus import build_corpus, is_wanted, read_jsonl
+from difill.lab.training.corpus_sources import (
     Archive,
     Pin,
     _choose_file,

@@ -8,10 +8,10 @@ import random
 import torch
 from transformers import DiffusionGemmaForBlockDiffusion
 
-from difill.engine.training.batches import ar_batch, corrupt, diffusion_batch, example_segments
-from difill.engine.training.corpus import BENCHMARK_NAMES, is_heldout
-from difill.engine.training.examples import EVAL_SHAPES, SHAPES, sample_eval_example, sample_example
-from difill.engine.training.train import TrainConfig, diffusion_loss
+from difill.lab.training.batches import ar_batch, corrupt, diffusion_batch, example_segments
+from difill.lab.training.corpus import BENCHMARK_NAMES, is_heldout
+from difill.lab.training.examples import EVAL_SHAPES, SHAPES, sample_eval_example, sample_example
+from difill.lab.training.train import TrainConfig, diffusion_loss
 
 SOURCE = "\n".join(
     [
@@ -147,7 +147,7 @@ def test_heldout_split_is_deterministic_and_benchmarks_are_excluded():
 
 
 def test_token_stream_packs_documents_and_a_packed_lm_step_learns(tmp_path, tiny_model_dir, loaded):
-    from difill.engine.training.packed import causal_lm_loss, heldout_lm_loss, packed_batch, token_stream
+    from difill.lab.training.packed import causal_lm_loss, heldout_lm_loss, packed_batch, token_stream
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()
@@ -195,7 +195,7 @@ def test_sigterm_ends_a_run_with_a_save(tmp_path, tiny_model_dir, loaded):
     (corpus / "heldout.jsonl").write_text(line)
     out = tmp_path / "run"
     code = (
-        "from difill.engine.training.train import TrainConfig, train\n"
+        "from difill.lab.training.train import TrainConfig, train\n"
         f"train(TrainConfig(out={str(out)!r}, corpus={str(corpus)!r}, init={str(tiny_model_dir)!r}, "
         "minutes=5, threads=1, batch_size=2, canvas_share=0.5, lm_length=32))\n"
     )

@@ -41,7 +41,7 @@ from hostile_checkpoint import CODE_MARKER, PICKLE_MARKER, build_hostile_checkpo
 from server_hooks import hook_env, hook_events
 from stdio_client import BASE_ENV, StdioServer
 
-from difill.server.features.engine_host import EngineHost, LoadProgress
+from difill.server.engine_host import EngineHost, LoadProgress
 
 URI = "file:///tmp/security/a.py"
 TEXT = "def area(width, height):\n    return width * \n"

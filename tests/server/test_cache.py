@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from difill.server.features.cache import SuggestionCache
+from difill.server.features.suggestions.cache import SuggestionCache
 
 
 def test_exact_context_returns_the_stored_suggestions():

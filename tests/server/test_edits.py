@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from difill.engine.api import Candidate, FillResult, FillStats
 from difill.server.config import Settings
 from difill.server.documents import UTF16, Document
-from difill.server.features.edit_plans import (
+from difill.server.features.edits.diff import apply_replacements, minimal_replacements, text_edits
+from difill.server.features.edits.plans import (
     COMPLETE_BLOCK,
     FILL_HOLES,
     REWRITE,
@@ -20,8 +21,7 @@ from difill.server.features.edit_plans import (
     keep_edges,
     new_selection,
 )
-from difill.server.features.edits import apply_replacements, minimal_replacements, text_edits
-from difill.server.features.trees import SyntaxTrees
+from difill.server.trees import SyntaxTrees
 
 lines = st.lists(st.sampled_from(["a = 1\n", "b = 2\n", "é😀\n", "\n", "    c = 3\r\n", "d"]), max_size=8)
 

@@ -6,7 +6,7 @@ import pytest
 
 from difill.engine.backends import BackendError, RemoteBackend
 from difill.engine.infill import InfillEngine
-from difill.server.features.engine_host import _load_engine
+from difill.server.engine_host import _load_engine
 
 
 def test_local_model_gives_the_in_process_engine(tiny_model_dir):

@@ -12,7 +12,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcContentModified, JsonRpcException, JsonRpcRequestCancelled
 
 from difill.engine.syntax import syntax_errors
-from difill.server.features.edits import Replacement, apply_replacements
+from difill.server.features.edits.diff import Replacement, apply_replacements
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

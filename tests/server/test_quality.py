@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from difill.engine.api import Candidate, FillResult, FillStats
+from difill.lab.quality import evaluate_served, typing_replay
 from difill.server.config import Settings
-from difill.server.quality import evaluate_served, typing_replay
 from difill.server.served import ServedModel
 
 FILE = "".join(f"def f{i}(x):\n    y = x * {i}\n    return y + {i}\n\n\n" for i in range(20))

@@ -7,7 +7,7 @@ import pytest
 from difill.engine.syntax import parser_for
 from difill.engine.text.shape import ShapeKind, decide_shape
 from difill.server.documents import Document
-from difill.server.features.trees import SyntaxTrees
+from difill.server.trees import SyntaxTrees
 
 CURSOR = "█"
 

@@ -9,8 +9,8 @@ from lsprotocol import types
 
 from difill.server.config import Settings
 from difill.server.documents import UTF16, Documents
-from difill.server.features.engine_host import Job, JobCancelled, ModelState
-from difill.server.features.suggestions import SuggestionService
+from difill.server.engine_host import Job, JobCancelled, ModelState
+from difill.server.features.suggestions.service import SuggestionService
 
 URI = "file:///a.py"
 

@@ -105,7 +105,7 @@ def _rss_kb() -> int:
 
 
 def _install_faults(spec: str) -> None:
-    import difill.server.features.engine_host as host
+    import difill.server.engine_host as host
 
     original_warm_up = host._warm_up
 

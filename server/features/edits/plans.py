@@ -32,8 +32,8 @@ from difill.engine.text.rules import with_middles
 from difill.engine.text.shape import STUB_BODIES, block_header_before
 from difill.server.config import Settings
 from difill.server.documents import Document
-from difill.server.features.trees import SyntaxTrees
 from difill.server.served import context_for, edit_options
+from difill.server.trees import SyntaxTrees
 
 REWRITE, FILL_HOLES, COMPLETE_BLOCK = "rewrite", "fillHoles", "completeBlock"
 TITLES = {

@@ -17,10 +17,10 @@ from difill.engine.text.context import FillContext
 from difill.engine.text.pipeline import shown_texts
 from difill.server.config import Settings
 from difill.server.documents import Document, Documents
-from difill.server.features.cache import SuggestionCache
-from difill.server.features.engine_host import EngineHost, JobCancelled, Jobs
-from difill.server.features.trees import SyntaxTrees
+from difill.server.engine_host import EngineHost, JobCancelled, Jobs, OneJobPerDocument
+from difill.server.features.suggestions.cache import SuggestionCache
 from difill.server.served import context_for, fill_for_editor
+from difill.server.trees import SyntaxTrees
 
 log = logging.getLogger("difill.server.suggestions")
 
@@ -31,7 +31,7 @@ class Suggestions:
     source: str  # "model", "cache", or why there are none ("stale", "cancelled", "loading", ...)
 
 
-class SuggestionService:
+class SuggestionService(OneJobPerDocument):
     def __init__(
         self,
         documents: Documents,
@@ -92,7 +92,3 @@ class SuggestionService:
             len(texts), (time.perf_counter() - started) * 1000, result.stats.steps, ctx.shape.kind.value,
         )  # fmt: skip
         return Suggestions(texts[:count], "model")
-
-    def document_changed(self, uri: str) -> None:
-        """A change makes the fill in flight for ``uri`` useless: stop it."""
-        self.jobs.cancel(uri)

@@ -45,6 +45,7 @@ from difill.engine.api import (
     RewriteRequest,
 )
 from difill.engine.backends import API_KEY_ENV
+from difill.engine.backends.loopback import host_header_is_loopback, is_loopback, origin_is_loopback
 from difill.engine.backends.wire import (
     OPTION_BOUNDS,
     fill_result_to_json,
@@ -52,7 +53,6 @@ from difill.engine.backends.wire import (
     options_from_json,
 )
 from difill.engine.text.context import to_lf
-from difill.server.features.loopback import host_header_is_loopback, is_loopback, origin_is_loopback
 
 log = logging.getLogger("difill.http")
 MAX_BODY_BYTES = 8 * 1024 * 1024

@@ -19,8 +19,8 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
-from difill.engine.training.examples import InfillExample
-from difill.server.bench import SHAPE_GROUPS, Timing, percentile
+from difill.lab.bench import SHAPE_GROUPS, Timing, percentile
+from difill.lab.training.examples import InfillExample
 
 URI = "file:///bench/case.py"
 

@@ -18,8 +18,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from difill.engine.training.evaluate import default_ar_baseline
-from difill.engine.training.examples import InfillExample
+from difill.lab.training.evaluate import default_ar_baseline
+from difill.lab.training.examples import InfillExample
 
 SHAPE_GROUPS = {"single_line": ("rest_of_line", "whole_line"), "multi_line": ("multi_line_2_5",)}
 
@@ -59,8 +59,8 @@ def peak_rss_mb() -> float:
 
 
 def load_cases(corpus: Path, per_shape: int, seed: int) -> dict[str, list[InfillExample]]:
-    from difill.engine.training.corpus import build_corpus
-    from difill.engine.training.evaluate import eval_cases
+    from difill.lab.training.corpus import build_corpus
+    from difill.lab.training.evaluate import eval_cases
 
     if not (corpus / "heldout.jsonl").exists():
         # No corpus here (a fresh clone, CI): the standard library's share of it is enough to time
@@ -75,7 +75,7 @@ def load_cases(corpus: Path, per_shape: int, seed: int) -> dict[str, list[Infill
 def bench_in_process(model_dir: str | None, cases: dict[str, list[InfillExample]]) -> dict:
     """The server's suggestion path in this process (``ServedModel``: shape, settings, pipeline),
     without the LSP transport: what the model costs, and what the editor would show."""
-    from difill.server.quality import load_served
+    from difill.lab.quality import load_served
 
     started = time.perf_counter()
     served = load_served(model_dir)
@@ -158,7 +158,7 @@ def main(args: argparse.Namespace) -> int:
     if ar_dir:
         report["engine"]["ar"] = bench_in_process(ar_dir, cases)
     report["engine_peak_rss_mb"] = round(peak_rss_mb(), 1)
-    from difill.server.bench_server import bench_server
+    from difill.lab.bench_server import bench_server
 
     # The same server runs either model: a Llama checkpoint is served as the AR baseline.
     report["server"] = {"diffusion": bench_server(args.model, cases, quick=args.quick)}

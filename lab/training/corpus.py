@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
-from difill.engine.training.corpus_sources import (
+from difill.lab.training.corpus_sources import (
     Pin,
     archive_licence,
     archive_members,

@@ -1,4 +1,4 @@
-"""Held-out infill cases and their scores; the models run through the server (``server/quality.py``).
+"""Held-out infill cases and their scores; the models run through the server (``lab/quality.py``).
 
 Cases are cut from the held-out split with a fixed seed: rest of line, whole line (cursor after
 the indentation) and 2-5 whole lines.  Metrics per model and shape: exact match (trailing
@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from difill.engine.syntax import parses
-from difill.engine.training.corpus import read_jsonl
-from difill.engine.training.examples import EVAL_SHAPES, InfillExample, sample_eval_example
+from difill.lab.training.corpus import read_jsonl
+from difill.lab.training.examples import EVAL_SHAPES, InfillExample, sample_eval_example
 
 AR_BASELINE_DIRS = ("benchmarks/ar-baseline", "runs/ar/latest")  # committed yardstick, then a local run
 

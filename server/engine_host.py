@@ -24,6 +24,7 @@ from enum import StrEnum
 from typing import TypeVar
 
 from difill.engine.api import BackendError, Cancelled, FillOptions, InfillBackend, ModelLoadError
+from difill.server.lifecycle import Feature
 
 log = logging.getLogger("difill.server.model")
 T = TypeVar("T")
@@ -89,6 +90,22 @@ class Jobs:
             del self._by_uri[job.uri]
 
 
+class OneJobPerDocument(Feature):
+    """A feature that runs at most one model job per document (``self.jobs``): a change or a close
+    makes that job useless, so it is cancelled; shutdown cancels them all."""
+
+    jobs: Jobs
+
+    def document_changed(self, uri: str) -> None:
+        self.jobs.cancel(uri)
+
+    def document_closed(self, uri: str) -> None:
+        self.jobs.cancel(uri)
+
+    def shutdown(self) -> None:
+        self.jobs.cancel_all()
+
+
 # Called on the event loop with (state, message, latency in ms).
 StatusCallback = Callable[[str, str | None, float | None], None]
 
@@ -103,7 +120,7 @@ class LoadProgress:
     def end(self, message: str) -> None: ...
 
 
-class EngineHost:
+class EngineHost(Feature):
     def __init__(self, on_status: StatusCallback) -> None:
         self.on_status = on_status
         self.state = ModelState.LOADING

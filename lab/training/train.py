@@ -38,16 +38,16 @@ from transformers import (
 
 from difill.engine.hf_compat import cache_kwargs, output_cache
 from difill.engine.model import build_config
-from difill.engine.training.batches import FILLER_WEIGHT, ar_batch, corrupt, diffusion_batch
-from difill.engine.training.corpus import read_jsonl
-from difill.engine.training.packed import (
+from difill.engine.vocab import TokenIds
+from difill.lab.training.batches import FILLER_WEIGHT, ar_batch, corrupt, diffusion_batch
+from difill.lab.training.corpus import read_jsonl
+from difill.lab.training.packed import (
     causal_lm_loss,
     heldout_lm_loss,
     packed_batch,
     softcapped_logits,
     token_stream,
 )
-from difill.engine.vocab import TokenIds
 
 PREFIX_LENGTHS = (32, 64, 128, 256)  # most examples get a short prefix: more supervision per FLOP
 PREFIX_WEIGHTS = (0.3, 0.3, 0.25, 0.15)

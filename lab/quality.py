@@ -21,8 +21,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from difill.engine.training.corpus import read_jsonl
-from difill.engine.training.evaluate import ShapeScore, default_ar_baseline, eval_cases, format_table
+from difill.lab.training.corpus import read_jsonl
+from difill.lab.training.evaluate import ShapeScore, default_ar_baseline, eval_cases, format_table
 from difill.server.served import ServedModel
 
 EVAL_URI = "file:///heldout/case.py"

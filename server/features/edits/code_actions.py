@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
-from difill.server.features.edit_plans import (
+from difill.server.features.edits.diff import workspace_edit
+from difill.server.features.edits.plans import (
     COMPLETE_BLOCK,
     FILL_HOLES,
     REWRITE,
@@ -22,7 +23,6 @@ from difill.server.features.edit_plans import (
     EditRequest,
     available_edits,
 )
-from difill.server.features.edits import workspace_edit
 
 if TYPE_CHECKING:
     from difill.server.server import DifillServer

@@ -19,8 +19,8 @@ from transformers import PreTrainedTokenizerBase
 
 from difill.engine.canvas import Segment, build_canvas
 from difill.engine.tokens import encode, encode_prefix_window, encode_suffix_window
-from difill.engine.training.examples import InfillExample, sample_example
 from difill.engine.vocab import SpecialTokens, TokenIds
+from difill.lab.training.examples import InfillExample, sample_example
 
 FILLER_WEIGHT = 0.3  # filler targets are easy and many; they should not dominate the loss
 

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from difill.server.features.code_actions import selection_request
-from difill.server.features.edit_plans import TITLES
-from difill.server.features.edits import workspace_edit
+from difill.server.features.edits.code_actions import selection_request
+from difill.server.features.edits.diff import workspace_edit
+from difill.server.features.edits.plans import TITLES
 
 if TYPE_CHECKING:
     from difill.server.server import DifillServer

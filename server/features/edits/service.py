@@ -18,10 +18,10 @@ from pygls.exceptions import JsonRpcContentModified, JsonRpcException, JsonRpcIn
 
 from difill.server.config import Settings
 from difill.server.documents import Document, Documents
-from difill.server.features.edit_plans import EditError, EditRequest, check_size, engine_work, new_selection
-from difill.server.features.edits import text_edits
-from difill.server.features.engine_host import EngineHost, Job, JobCancelled, Jobs
-from difill.server.features.trees import SyntaxTrees
+from difill.server.engine_host import EngineHost, Job, JobCancelled, Jobs, OneJobPerDocument
+from difill.server.features.edits.diff import text_edits
+from difill.server.features.edits.plans import EditError, EditRequest, check_size, engine_work, new_selection
+from difill.server.trees import SyntaxTrees
 
 log = logging.getLogger("difill.server.edits")
 REQUEST_FAILED = -32803  # LSP's RequestFailed: a valid request that could not be carried out
@@ -31,7 +31,7 @@ DRAFT = "difill/draft"
 Notify = Callable[[str, Any], None]
 
 
-class EditService:
+class EditService(OneJobPerDocument):
     def __init__(
         self,
         documents: Documents,
@@ -104,9 +104,6 @@ class EditService:
         edits = text_edits(document, request.start, old, new, self.encoding())
         log.info("%s: %d edit(s) in %d steps", request.kind, len(edits), result.stats.steps)
         return document, edits
-
-    def document_changed(self, uri: str) -> None:
-        self.jobs.cancel(uri)
 
 
 class Drafts:

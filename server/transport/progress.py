@@ -9,7 +9,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from difill.server.features.engine_host import LoadProgress
+from difill.server.engine_host import LoadProgress
 
 PROGRESS_CREATE_TIMEOUT_S = 5.0
 

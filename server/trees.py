@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from tree_sitter import Tree
 
 from difill.engine.syntax import parser_for
+from difill.server.lifecycle import Feature
 
 if TYPE_CHECKING:  # the CLI parses without the LSP types (lsprotocol takes ~0.4 s to import)
     from difill.server.documents import Document
@@ -25,7 +26,7 @@ class _Parsed:
     tree: Tree
 
 
-class SyntaxTrees:
+class SyntaxTrees(Feature):
     """One tree-sitter tree per document, re-parsed incrementally per document version."""
 
     def __init__(self) -> None:
@@ -58,7 +59,7 @@ class SyntaxTrees:
         parser = parser_for(document.language_id)
         return parser.parse(document.text.encode("utf-8")) if parser is not None else None
 
-    def forget(self, uri: str) -> None:
+    def document_closed(self, uri: str) -> None:
         self._parsed.pop(uri, None)
 
 

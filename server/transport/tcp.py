@@ -22,7 +22,7 @@ from typing import Any
 
 from pygls.io_ import run_async
 
-from difill.server.features.loopback import is_loopback
+from difill.engine.backends.loopback import is_loopback
 
 log = logging.getLogger("difill.server")
 

@@ -1,0 +1,80 @@
+"""The ``difill`` commands that make the default model: corpus, tokenizer, train, ship."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def corpus(args: argparse.Namespace) -> int:
+    from difill.lab.training.corpus import build_corpus
+
+    manifest = build_corpus(Path(args.out), Path(args.cache))
+    print(f"train: {manifest.train_files} files, {manifest.train_bytes} bytes; "
+          f"held-out: {manifest.heldout_files} files, {manifest.heldout_bytes} bytes; "
+          f"near-duplicates removed: {manifest.duplicates_removed}")  # fmt: skip
+    return 0
+
+
+def tokenizer(args: argparse.Namespace) -> int:
+    from difill.lab.training.corpus import read_jsonl
+    from difill.lab.training.tokenizer import save_tokenizer, train_tokenizer
+
+    docs = read_jsonl(Path(args.corpus) / "train.jsonl")
+    tokenizer = train_tokenizer((d["text"] for d in docs), args.vocab_size)
+    save_tokenizer(tokenizer, Path(args.out))
+    print(f"saved a {len(tokenizer)}-token tokenizer to {args.out}")
+    return 0
+
+
+def train_model(args: argparse.Namespace) -> int:
+    from difill.lab.training.train import TrainConfig, train
+
+    init = args.init
+    if init == "shipped":
+        from difill.engine.model import DEFAULT_MODEL_DIR
+
+        init = str(DEFAULT_MODEL_DIR)
+    state = train(TrainConfig(
+        arch=args.arch, out=args.out, corpus=args.corpus, tokenizer=args.tokenizer, init=init,
+        minutes=args.minutes, cpu_hours=args.cpu_hours, threads=args.threads, seed=args.seed, lr=args.lr,
+        canvas_share=args.canvas_share, canvas_share_end=args.canvas_share_end,
+        hidden_size=args.hidden_size, num_layers=args.num_layers, save_every_minutes=args.save_every_minutes,
+        batch_size=args.batch_size, device=args.device, bf16=args.bf16,
+    ))  # fmt: skip
+    print(
+        f"trained to step {state.step}: {state.target_tokens} supervised tokens, {state.cpu_hours:.2f} CPU-hours"
+    )
+    return 0
+
+
+def ship(args: argparse.Namespace) -> int:
+    """Copy a trained checkpoint's weights, config and tokenizer into the package."""
+    import shutil
+
+    from difill.engine.model import DEFAULT_MODEL_DIR, check_model_dir
+
+    source = Path(args.source)
+    check_model_dir(source)
+    keep = (
+        "*.safetensors",
+        "config.json",
+        "generation_config.json",
+        "tokenizer*.json",
+        "training_state.json",
+    )
+    skip = {"optimizer.safetensors", "ema_fp32.safetensors"}  # resumable state stays out of the wheel
+    for old in DEFAULT_MODEL_DIR.iterdir():
+        if old.name not in ("__init__.py", "MODEL.md", "corpus_manifest.json") and old.is_file():
+            old.unlink()
+    copied = []
+    for pattern in keep:
+        for path in sorted(source.glob(pattern)):
+            if path.name not in skip:
+                shutil.copy2(path, DEFAULT_MODEL_DIR / path.name)
+                copied.append(path.name)
+    manifest = Path(args.corpus) / "manifest.json"
+    if manifest.exists():
+        shutil.copy2(manifest, DEFAULT_MODEL_DIR / "corpus_manifest.json")
+    print(f"shipped {', '.join(copied)} to {DEFAULT_MODEL_DIR}")
+    return 0

@@ -1,0 +1,98 @@
+"""``difill fill``: the suggestion an editor would show at a position in a file, or every marked
+hole filled, through the server's own path (server/served.py) on a local or remote model."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+# A line and its ending: \n, \r\n or \r, as LSP and editors count lines (str.splitlines also
+# splits at form feeds and U+2028, which would shift every later line number).
+LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+def parse_location(spec: str) -> tuple[Path, int | None, int | None]:
+    """``PATH[:LINE[:COL]]`` with 1-based line and column, as editors show them."""
+    parts = spec.rsplit(":", 2)
+    numbers: list[int] = []
+    while len(parts) > 1 and parts[-1].isdigit():
+        numbers.insert(0, int(parts.pop()))
+    path = Path(":".join(parts))
+    line = numbers[0] if numbers else None
+    col = numbers[1] if len(numbers) > 1 else None
+    return path, line, col
+
+
+def split_at(text: str, line: int, col: int) -> tuple[str, str]:
+    """Prefix and suffix around a 1-based (line, column); the column counts characters."""
+    lines = LINE.findall(text) or [""]
+    if not 1 <= line <= len(lines) + 1:
+        raise SystemExit(f"difill: line {line} is outside the file (1..{len(lines)})")
+    offset = sum(len(x) for x in lines[: line - 1])
+    current = lines[line - 1] if line <= len(lines) else ""
+    content = current.rstrip("\r\n")
+    if not 1 <= col <= len(content) + 1:
+        raise SystemExit(f"difill: column {col} is outside line {line} (1..{len(content) + 1})")
+    offset += col - 1
+    return text[:offset], text[offset:]
+
+
+def main(args: argparse.Namespace) -> int:
+    from difill.engine.api import BackendError, ModelLoadError
+    from difill.engine.backends import make_backend
+    from difill.engine.syntax import language_for_path
+    from difill.server.config import Settings
+    from difill.server.served import ServedModel
+
+    path, line, col = parse_location(args.location)
+    try:
+        text = path.read_bytes().decode("utf-8")  # as it is: read_text would turn CRLF into LF
+    except OSError as err:
+        raise SystemExit(f"difill: cannot read {path}: {err.strerror}") from err
+    except UnicodeDecodeError as err:
+        raise SystemExit(
+            f"difill: {path} is not UTF-8 text (byte {err.start}); difill reads UTF-8 files"
+        ) from err
+    if args.holes and args.marker not in text:  # before the model loads: nothing to fill
+        raise SystemExit(f"difill: {path} has no hole marker {args.marker!r}; put one where code should go")
+    try:
+        engine = make_backend(args.remote, args.model, args.device)
+    except (ModelLoadError, BackendError) as err:
+        raise SystemExit(f"difill: {err}") from err
+    language = language_for_path(str(path))
+    served = ServedModel(
+        engine, Settings(max_tokens=args.max_tokens or Settings.max_tokens, steps=args.steps)
+    )
+    if args.holes:
+        try:
+            holes = served.fill_holes(text, args.marker, language, args.max_tokens)
+        except BackendError as err:
+            raise SystemExit(f"difill: {err}") from err
+        if args.json:
+            print(json.dumps({"text": holes.text, "middles": holes.middles, "model_middles": holes.result.middles,
+                              "steps": holes.result.stats.steps, "ms": round(holes.ms, 1),
+                              "stats": asdict(holes.result.stats)}))  # fmt: skip
+        else:
+            sys.stdout.write(holes.text)
+        return 0
+    if line is None:
+        raise SystemExit("difill: give a position as PATH:LINE:COL, or --holes")
+    prefix, _ = split_at(text, line, col or 1)
+    # The server's own suggestion path (shape, settings, pipeline): what an editor would show here.
+    try:
+        shown = served.suggest(text, len(prefix), path.resolve().as_uri(), language or "plaintext")
+    except BackendError as err:
+        raise SystemExit(f"difill: {err}") from err
+    if args.json:
+        result = shown.result
+        print(json.dumps({
+            "text": shown.text, "steps": result.stats.steps, "ms": round(shown.ms, 1), "model_text": result.text,
+            "candidates": [asdict(c) for c in result.candidates], "stats": asdict(result.stats),
+        }))  # fmt: skip
+    else:
+        print(shown.text)
+    return 0
