@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from transformers import PreTrainedTokenizerBase
 
+from difill.engine.text.context import CHARS_PER_TOKEN_BOUND
 from difill.engine.vocab import TokenIds
 
-CHARS_PER_TOKEN_BOUND = 8  # generous: code averages ~4 bytes a token with difill's tokenizer
 PREFIX_DROP_CHUNK = 64  # drop whole chunks from the left so the kept window is stable while typing
 
 

@@ -15,9 +15,9 @@ from tree_sitter import Tree
 
 from difill.engine.text.shape import Shape, decide_shape, string_quote_at
 
-# The engine cuts the prefix to its token budget itself; the caller only has to hand it enough
-# characters.  Code runs at about 4 characters a token; 8 leaves room for long tokens.
-CHARS_PER_TOKEN = 8
+# The engine cuts the prefix to its token budget itself (engine/tokens.py); the caller only has to
+# hand it enough characters.  Code runs at about 4 characters a token; 8 leaves room for long ones.
+CHARS_PER_TOKEN_BOUND = 8
 SUFFIX_CHARS = 4000  # the filters compare a suggestion with the next lines; the engine reads less
 INDENT_SAMPLE_LINES = 2000
 LINE_ENDING_SAMPLE_CHARS = 10_000  # each side of the cursor: the endings of the code being edited
@@ -62,7 +62,7 @@ def build_context(
 
 def prefix_window(text: str, offset: int, context_tokens: int) -> str:
     """Enough of the text before ``offset`` for a prefix budget of ``context_tokens``."""
-    return text[max(0, offset - context_tokens * CHARS_PER_TOKEN) : offset]
+    return text[max(0, offset - context_tokens * CHARS_PER_TOKEN_BOUND) : offset]
 
 
 def suffix_window(text: str, offset: int) -> str:

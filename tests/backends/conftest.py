@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import http.server
-import os
-import re
-import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 
 import pytest
-from backend_helpers import SERVER_KEY
+from backend_helpers import SERVER_KEY, serve_http_process
 
 from difill.engine.infill import InfillEngine
 from difill.engine.model import load_model
@@ -30,21 +26,8 @@ def local_engine(tiny_loaded) -> InfillEngine:
 @pytest.fixture(scope="session")
 def served(tiny_model_dir) -> Iterator[str]:
     """``difill serve-http`` in a subprocess, as a user starts it; yields its base URL."""
-    env = {**os.environ, "DIFILL_API_KEY": SERVER_KEY}
-    command = [sys.executable, "-m", "difill.server", "serve-http", "--model", str(tiny_model_dir),
-               "--device", "cpu", "--port", "0", "--log-level", "warning"]  # fmt: skip
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    match = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
-    if not match:
-        proc.kill()
-        pytest.fail(f"serve-http did not start: {line!r} {proc.stderr.read()[-2000:]}")
-    yield match.group(1)
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    with serve_http_process(tiny_model_dir, {"DIFILL_API_KEY": SERVER_KEY}) as url:
+        yield url
 
 
 Handler = Callable[[http.server.BaseHTTPRequestHandler], None]

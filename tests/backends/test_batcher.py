@@ -10,10 +10,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
+from backend_helpers import assert_padded_pass_matches_each_alone
 
 from difill.engine import batcher as batcher_module
 from difill.engine.api import Cancelled, FillOptions, RewriteRequest
-from difill.engine.batcher import BatchingBackend, _Call, padded_hidden
+from difill.engine.batcher import BatchingBackend, _Call
 from difill.engine.decoder import CanvasDecoder
 from difill.engine.prefix_cache import PrefixCache, expand_cache
 from difill.engine.tokens import encode
@@ -57,12 +58,7 @@ def test_padded_pass_equals_each_fills_own_pass(tiny_loaded):
             else None
         )
         calls.append(_Call(decoder, canvas, soft, None))
-    with torch.inference_mode():
-        together = padded_hidden(model, calls)
-        for call, got in zip(calls, together, strict=True):
-            alone = call.decoder.hidden(call.canvas, call.soft)
-            assert got.shape == alone.shape
-            torch.testing.assert_close(got, alone, atol=1e-5, rtol=1e-4)
+    assert_padded_pass_matches_each_alone(model, calls)
 
 
 def test_concurrent_fills_give_their_one_by_one_text_in_fewer_passes(backend, local_engine):

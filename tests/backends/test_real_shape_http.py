@@ -8,18 +8,15 @@ sliding layers hold only their trimmed window, so the padding must work per laye
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx2 as httpx
 import pytest
 import torch
+from backend_helpers import assert_padded_pass_matches_each_alone, serve_http_process
 from real_shape import GEMMA_SPECIALS, GEMMA_UNUSED, REAL_SLIDING_WINDOW_FOR_TESTS
 
-from difill.engine.batcher import _Call, padded_hidden
+from difill.engine.batcher import _Call
 from difill.engine.decoder import CanvasDecoder
 from difill.engine.model import load_model
 from difill.engine.prefix_cache import PrefixCache, expand_cache
@@ -38,21 +35,9 @@ def gemma_served(gemma_model_dir):
     """``difill serve-http`` on the fixture in a subprocess, as a user starts it; its base URL.
 
     A 200 ms batch window: on a shared CPU, concurrent fills must wait that long to share passes."""
-    env = {**os.environ, "DIFILL_API_KEY": KEY, "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, "-m", "difill.server", "serve-http", "--model", str(gemma_model_dir),
-               "--device", "cpu", "--port", "0", "--log-level", "warning", "--batch-window-ms", "200"]  # fmt: skip
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    match = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
-    if not match:
-        proc.kill()
-        pytest.fail(f"serve-http did not start: {line!r} {proc.stderr.read()[-2000:]}")
-    yield match.group(1)
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    env = {"DIFILL_API_KEY": KEY, "OMP_NUM_THREADS": "1"}
+    with serve_http_process(gemma_model_dir, env, "--batch-window-ms", "200") as url:
+        yield url
 
 
 def post_fill(url: str, body: dict) -> dict:
@@ -130,9 +115,4 @@ def test_the_padded_pass_equals_each_fills_own_pass_with_sliding_layers(gemma_mo
         hidden_size = model.config.text_config.hidden_size
         soft = torch.randn(rows, length, hidden_size, generator=generator) if with_soft else None
         calls.append(_Call(decoder, canvas, soft, None))
-    with torch.inference_mode():
-        together = padded_hidden(model, calls)
-        for call, got in zip(calls, together, strict=True):
-            alone = call.decoder.hidden(call.canvas, call.soft)
-            assert got.shape == alone.shape
-            torch.testing.assert_close(got, alone, atol=1e-5, rtol=1e-4)
+    assert_padded_pass_matches_each_alone(model, calls)
