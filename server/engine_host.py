@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TypeVar
 
-from difill.engine.api import BackendError, Cancelled, FillOptions, InfillBackend, ModelLoadError
+from difill.engine.api import BackendError, Cancelled, FillOptions, InfillBackend, ModelLoadError, ShouldStop
 from difill.server.lifecycle import Feature
 
 log = logging.getLogger("difill.server.model")
@@ -36,6 +36,10 @@ class ModelState(StrEnum):
     LOADING = "loading"
     READY = "ready"
     ERROR = "error"
+
+
+class Superseded(Exception):
+    """A load that a newer load replaced before this step ran."""
 
 
 class JobCancelled(Exception):
@@ -140,24 +144,49 @@ class EngineHost(Feature):
     async def load(
         self, model_path: str | None, device: str, progress: LoadProgress, remote: str | None = None
     ) -> None:
-        """Load (or reload) the model; reports progress and status, never raises."""
+        """Load (or reload) the model; reports progress and status, never raises.
+
+        Reloads coalesce: a newer ``load`` supersedes this one, whose remaining steps are skipped
+        and whose warm-up fill stops at its next step or poll (a remote that never answers cannot
+        hold the worker).  The backend loaded before is closed first, so nothing it holds (a
+        remote's thread and event loop) outlives it.
+        """
         self._generation += 1
         generation = self._generation
-        self.state, self.engine, self.error = ModelState.LOADING, None, None
+        old, self.engine = self.engine, None
+        self.state, self.error = ModelState.LOADING, None
         self._ready_event().clear()
         self.on_status("loading", f"loading the model from {model_path or 'the default directory'}", None)
         loop = asyncio.get_running_loop()
         started = time.perf_counter()
+
+        def superseded() -> bool:
+            return generation != self._generation
+
+        def step(work: Callable[..., T], *args) -> asyncio.Future[T]:
+            """``work(*args)`` on the worker, unless this load is superseded by the time it runs."""
+
+            def run() -> T:
+                if superseded():
+                    raise Superseded()
+                return work(*args)
+
+            return loop.run_in_executor(self._executor, run)
+
+        await loop.run_in_executor(self._executor, _close, old)
         await progress.begin("difill", "loading the engine")
+        engine: InfillBackend | None = None
         try:
             if not remote:
-                await loop.run_in_executor(self._executor, _import_engine)
+                await step(_import_engine)
             progress.report("reading the model", 30)
-            engine = await loop.run_in_executor(self._executor, _load_engine, model_path, device, remote)
+            engine = await step(_load_engine, model_path, device, remote)
             progress.report("warming up", 80)
-            await loop.run_in_executor(self._executor, _warm_up, engine)
+            await step(_warm_up, engine, superseded)
         except Exception as err:  # ModelLoadError, or anything a broken checkpoint raises
-            if generation != self._generation:
+            await loop.run_in_executor(self._executor, _close, engine)  # a half-made backend too
+            if superseded():
+                progress.end("superseded")
                 return
             clear = isinstance(err, ModelLoadError | BackendError)  # messages that say how to fix it
             message = str(err) if clear else f"{type(err).__name__}: {err}"
@@ -167,7 +196,8 @@ class EngineHost(Feature):
             log.error("difill could not load its model: %s", message)
             self.on_status("error", message, None)
             return
-        if generation != self._generation:
+        if superseded():
+            await loop.run_in_executor(self._executor, _close, engine)
             progress.end("superseded")
             return
         elapsed = (time.perf_counter() - started) * 1000
@@ -210,6 +240,7 @@ class EngineHost(Feature):
                 self.on_status("ready", None, (time.perf_counter() - started) * 1000)
 
     def shutdown(self) -> None:
+        self._generation += 1  # a load in flight is superseded: its warm-up stops at its next check
         self._executor.shutdown(wait=False, cancel_futures=True)
 
 
@@ -226,9 +257,21 @@ def _load_engine(model_path: str | None, device: str, remote: str | None = None)
     return make_backend(remote, model_path, device)
 
 
-def _warm_up(engine: InfillBackend) -> None:
-    """One tiny fill, so the first real request does not pay for first-call setup."""
-    engine.fill(*WARM_UP, FillOptions(max_hole_tokens=4, max_steps=2))
+def _close(engine: InfillBackend | None) -> None:
+    """Release what a backend holds (a remote's connection, thread and loop); on the worker, so
+    it never closes under a running job."""
+    close = getattr(engine, "close", None)
+    if close is not None:
+        try:
+            close()
+        except Exception as err:  # noqa: BLE001 - a backend that fails to close must not stop a reload
+            log.warning("closing the previous backend failed: %s", err)
+
+
+def _warm_up(engine: InfillBackend, superseded: ShouldStop) -> None:
+    """One tiny fill, so the first real request does not pay for first-call setup; it stops as
+    soon as a newer load supersedes it."""
+    engine.fill(*WARM_UP, FillOptions(max_hole_tokens=4, max_steps=2), should_stop=superseded)
 
 
 def _run_job(engine: InfillBackend, job: Job, work: Callable[[InfillBackend], T]) -> T:

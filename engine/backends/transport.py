@@ -4,6 +4,10 @@ Requests run on a private asyncio loop in a daemon thread, and the caller's thre
 while it polls ``should_stop``: cancelling the request's task closes its connection at once, so an
 abandoned fill stops costing the server (a blocking client could only notice after the answer).
 
+Every call has one deadline, ``timeout_s``, for all its attempts together: a server that
+drip-feeds its answer a byte at a time cannot hold a caller longer (a per-read timeout restarts
+with each byte).  An answer is read in pieces and refused past ``MAX_ANSWER_BYTES``.
+
 Every failure becomes one ``BackendError`` whose message names the server, says what went wrong
 and what to do.  The API key travels only in the Authorization header; it is never put in a
 message, and any message that might echo it (a server's error text) is scrubbed.
@@ -19,6 +23,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import CancelledError as FutureCancelled
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2 as httpx
@@ -26,6 +31,7 @@ import httpx2 as httpx
 from difill.engine.api import BackendError, Cancelled
 
 RETRY_STATUSES = {429, 502, 503, 504}  # the server says "not now": worth another try
+MAX_ANSWER_BYTES = 16 * 1024 * 1024  # a fill's JSON is kilobytes; more is a broken or hostile server
 MAX_RETRY_AFTER_S = 5.0
 POLL_S = 0.02  # how often a waiting caller checks should_stop
 
@@ -37,6 +43,24 @@ class HttpStatusError(BackendError):
         super().__init__(message)
         self.status = status
         self.detail = detail
+
+
+class AnswerTooLarge(Exception):
+    pass
+
+
+@dataclass
+class Answer:
+    """A server's answer, read whole (within MAX_ANSWER_BYTES)."""
+
+    status: int
+    reason: str
+    headers: httpx.Headers
+    content: bytes
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", "replace")
 
 
 class HttpTransport:
@@ -111,19 +135,32 @@ class HttpTransport:
                 base_url=self.base_url, timeout=self._timeout, verify=self._verify, headers=headers
             )
         url = f"{self.shown_url}{path}"
+        deadline = asyncio.get_running_loop().time() + self.timeout_s
+        try:
+            async with asyncio.timeout_at(deadline):
+                return await self._attempts(method, path, body, allow_empty, url)
+        except TimeoutError:
+            raise BackendError(
+                f"{url} did not answer within {self.timeout_s:g} s (timeout). The server may be "
+                "overloaded or the model too slow for it; raise the timeout or use a faster server."
+            ) from None
+
+    async def _attempts(self, method: str, path: str, body: dict | None, allow_empty: bool, url: str) -> Any:
         for attempt in range(self.retries + 1):
             last = attempt == self.retries
             try:
-                response = await self._client.request(method, path, json=body)
+                answer = await self._fetch(method, path, body)
             except (httpx.ConnectError, httpx.ConnectTimeout) as err:
                 if last:
                     raise BackendError(self._connect_message(err, url)) from None
                 await self._sleep(attempt, None)
                 continue
             except httpx.TimeoutException:
+                raise TimeoutError() from None  # one message for every kind of timeout (above)
+            except AnswerTooLarge:
                 raise BackendError(
-                    f"{url} did not answer within {self.timeout_s:g} s (timeout). The server may be "
-                    "overloaded or the model too slow for it; raise the timeout or use a faster server."
+                    f"{url} sent an answer over {MAX_ANSWER_BYTES / 2**20:g} MiB; a fill is a few "
+                    "kilobytes. Is the URL a difill or OpenAI-compatible server?"
                 ) from None
             except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as err:
                 raise BackendError(
@@ -134,13 +171,28 @@ class HttpTransport:
                 raise BackendError(
                     f"the request to {url} failed: {self._scrub(str(err)) or type(err).__name__}"
                 ) from None
-            if response.status_code in RETRY_STATUSES and not last:
-                await self._sleep(attempt, response.headers.get("retry-after"))
+            if answer.status in RETRY_STATUSES and not last:
+                await self._sleep(attempt, answer.headers.get("retry-after"))
                 continue
-            if allow_empty and response.is_success and not response.content.strip():
+            if allow_empty and 200 <= answer.status < 300 and not answer.content.strip():
                 return None
-            return self._answer(response, url, attempts=attempt + 1)
+            return self._answer(answer, url, attempts=attempt + 1)
         raise AssertionError("unreachable")
+
+    async def _fetch(self, method: str, path: str, body: dict | None) -> Answer:
+        """The answer, read in pieces: AnswerTooLarge as soon as it passes MAX_ANSWER_BYTES."""
+        assert self._client is not None
+        async with self._client.stream(method, path, json=body) as response:
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > MAX_ANSWER_BYTES:
+                raise AnswerTooLarge()
+            pieces, size = [], 0
+            async for piece in response.aiter_bytes():
+                size += len(piece)
+                if size > MAX_ANSWER_BYTES:
+                    raise AnswerTooLarge()
+                pieces.append(piece)
+            return Answer(response.status_code, response.reason_phrase, response.headers, b"".join(pieces))
 
     async def _sleep(self, attempt: int, retry_after: str | None) -> None:
         delay = self.backoff_s * 2**attempt * random.uniform(0.75, 1.25)
@@ -151,15 +203,15 @@ class HttpTransport:
                 pass
         await asyncio.sleep(delay)
 
-    def _answer(self, response: httpx.Response, url: str, attempts: int) -> Any:
-        status = response.status_code
+    def _answer(self, answer: Answer, url: str, attempts: int) -> Any:
+        status = answer.status
         if status >= 400:
-            detail = self._server_says(response)
+            detail = self._server_says(answer)
             raise HttpStatusError(self._status_message(status, url, attempts, detail), status, detail)
         try:
-            return response.json()
+            return json.loads(answer.content)
         except (json.JSONDecodeError, UnicodeDecodeError):
-            start = self._scrub(response.text[:60])
+            start = self._scrub(answer.text[:60])
             raise BackendError(
                 f"{url} answered with something that is not JSON ({start!r}). Is the URL a difill or "
                 "OpenAI-compatible server?"
@@ -181,14 +233,14 @@ class HttpTransport:
         tries = f" after {attempts} attempts" if attempts > 1 else ""
         return f"{url} failed (HTTP {status}){tries}: {detail}"
 
-    def _server_says(self, response: httpx.Response) -> str:
+    def _server_says(self, answer: Answer) -> str:
         """The server's own error message, short and without the key."""
         try:
-            raw = response.json()
+            raw = json.loads(answer.content)
             error = raw.get("error", raw.get("detail", raw)) if isinstance(raw, dict) else raw
             text = error.get("message", str(error)) if isinstance(error, dict) else str(error)
         except (json.JSONDecodeError, UnicodeDecodeError):
-            text = response.text or response.reason_phrase
+            text = answer.text or answer.reason
         text = " ".join(self._scrub(text).split())
         return (text[:300] + "...") if len(text) > 300 else (text or "no details")
 

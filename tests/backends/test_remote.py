@@ -156,6 +156,59 @@ def test_slow_server_times_out_with_a_clear_error(fake_server):
     remote.close()
 
 
+def test_a_server_that_drip_feeds_its_answer_hits_one_deadline(fake_server):
+    """A byte every 0.2 s never trips a per-read timeout; the call's one deadline must end it."""
+
+    def drip(request):
+        request.send_response(200)
+        request.send_header("Content-Type", "application/json")
+        request.send_header("Content-Length", "1000")
+        request.end_headers()
+        for _ in range(50):  # 10 s in all, if nobody hangs up
+            try:
+                request.wfile.write(b" ")
+                request.wfile.flush()
+            except OSError:
+                return
+            time.sleep(0.2)
+
+    remote = RemoteBackend(fake_server(drip), protocol="difill", timeout_s=1.0, retries=0)
+    started = time.monotonic()
+    with pytest.raises(BackendError, match=r"did not answer within 1 s"):
+        remote.fill(PREFIX, SUFFIX)
+    assert time.monotonic() - started < 3
+    remote.close()
+
+
+def test_an_answer_over_the_size_cap_is_refused_while_it_is_read(fake_server, monkeypatch):
+    from difill.engine.backends import transport
+
+    monkeypatch.setattr(transport, "MAX_ANSWER_BYTES", 64 * 1024)
+    huge = json.dumps({"text": "x" * 200_000, "candidates": [], "stats": {}}).encode()
+    for chunked in (False, True):  # with a Content-Length, and without one (read piece by piece)
+
+        def answer(request, chunked=chunked):
+            request.send_response(200)
+            request.send_header("Content-Type", "application/json")
+            if chunked:
+                request.send_header("Transfer-Encoding", "chunked")
+            else:
+                request.send_header("Content-Length", str(len(huge)))
+            request.end_headers()
+            if chunked:
+                for start in range(0, len(huge), 8192):
+                    piece = huge[start : start + 8192]
+                    request.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                request.wfile.write(b"0\r\n\r\n")
+            else:
+                request.wfile.write(huge)
+
+        remote = RemoteBackend(fake_server(answer), protocol="difill", retries=0)
+        with pytest.raises(BackendError, match=r"sent an answer over 0.0625 MiB"):
+            remote.fill(PREFIX, SUFFIX)
+        remote.close()
+
+
 @pytest.mark.parametrize("body", [b"<html>502 Bad Gateway</html>", b'{"text": "unterminated', b""])
 def test_malformed_json_is_a_clear_error(fake_server, body):
     remote = RemoteBackend(fake_server(lambda r: send(r, 200, body, "text/html")), protocol="difill")
