@@ -109,3 +109,20 @@ def test_an_apply_edit_answered_with_null_still_answers_the_command(server):
     error = answers[-1]["error"]
     assert error["code"] == -32803 and error["message"].startswith("the editor"), answers[-1]
     assert server.close() == 0
+
+
+@pytest.mark.parametrize("line", [2**31, 2**32 + 5, 10**30])
+def test_a_range_line_past_the_protocols_integers_is_invalid_params(server, line):
+    """LSP positions are uintegers (< 2^31): a larger one used to end in InternalError."""
+    server.initialize()
+    server.wait_ready()
+    open_document(server)
+    argument = {"uri": URI, "version": 1,
+                "range": {"start": {"line": 0, "character": 0}, "end": {"line": line, "character": 0}}}  # fmt: skip
+    answer = server.request(
+        "workspace/executeCommand", {"command": "difill.editSelection", "arguments": [argument]}
+    )
+    assert answer["error"]["code"] == -32602, answer
+    assert "Traceback" not in answer["error"]["message"]
+    assert "result" in server.request("textDocument/inlineCompletion", INLINE)  # still serving
+    assert server.close() == 0

@@ -17,7 +17,11 @@ from collections import Counter
 import pytest
 
 URI = "file:///tmp/remote/a.py"
-FILL = {"text": "x", "candidates": [{"text": "x", "hole_length": 4, "score": 0.0, "complete": True}], "stats": {}}
+FILL = {
+    "text": "x",
+    "candidates": [{"text": "x", "hole_length": 4, "score": 0.0, "complete": True}],
+    "stats": {},
+}
 
 
 @pytest.fixture()
@@ -88,7 +92,9 @@ def threads_of(server) -> int:
     return len(os.listdir(f"/proc/{server.proc.pid}/task"))
 
 
-def test_switching_away_from_a_remote_that_never_answers_is_ready_at_once(start_server, remote, tiny_model_dir):
+def test_switching_away_from_a_remote_that_never_answers_is_ready_at_once(
+    start_server, remote, tiny_model_dir
+):
     url, _ = remote
     server = start_server(tiny_model_dir)
     server.initialize()

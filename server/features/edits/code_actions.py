@@ -116,5 +116,8 @@ def _offset(document, position: Any, server: DifillServer) -> int | None:
     )
 
 
+UINTEGER_MAX = 2**31 - 1  # LSP's uinteger: lines, characters and versions are never larger
+
+
 def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= UINTEGER_MAX
