@@ -79,6 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8765, help="0 picks a free port")
     p.add_argument("--max-concurrent", type=int, default=32, help="fills run at once; more wait")
     p.add_argument("--batch-window-ms", type=float, default=5.0, help="wait to batch decoder passes")
+    p.add_argument("--header-timeout", type=float, default=10.0,
+                   help="seconds a client has for a request's headers (slow clients are cut off)")  # fmt: skip
+    p.add_argument("--body-timeout", type=float, default=30.0,
+                   help="seconds a client has for a request's body (then 408)")  # fmt: skip
     p.add_argument("--tls-cert", help="serve HTTPS with this certificate (PEM)")
     p.add_argument("--tls-key", help="the certificate's private key (PEM)")
     p.add_argument("--log-level", default="info", help="debug, info, warning or error")

@@ -31,10 +31,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import h11
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from difill.engine.api import (
     DEFAULT_HOLE_MARKER,
@@ -56,6 +58,12 @@ from difill.engine.text.context import to_lf
 
 log = logging.getLogger("difill.http")
 MAX_BODY_BYTES = 8 * 1024 * 1024
+# A client has this long for a request's headers, and then for its body; an idle kept-alive
+# connection is closed after IDLE_TIMEOUT_S.  Without them a client that sends a byte now and then
+# holds a connection (and its memory) for ever.
+HEADER_TIMEOUT_S = 10.0  # the defaults of --header-timeout and --body-timeout
+BODY_TIMEOUT_S = 30.0
+IDLE_TIMEOUT_S = 5.0
 MAX_CHOICES = 3
 VERSION = "0.1.0"
 
@@ -207,6 +215,7 @@ def build_app(service: FillService, api_key: str | None) -> Starlette:
         app.add_middleware(BearerAuth, key=api_key)
     else:
         app.add_middleware(LoopbackOnly)
+    app.state.body_timeout_s = BODY_TIMEOUT_S  # run_http_server sets --body-timeout
     return app
 
 
@@ -227,11 +236,16 @@ async def _json_body(request: Request) -> dict[str, Any]:
     if declared > MAX_BODY_BYTES:
         raise too_large
     chunks, size = [], 0
-    async for chunk in request.stream():  # a chunked body has no length to check first: count as it comes
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise too_large
-        chunks.append(chunk)
+    body_timeout = request.app.state.body_timeout_s
+    try:
+        async with asyncio.timeout(body_timeout):
+            async for chunk in request.stream():  # a chunked body has no length to check first: count it
+                size += len(chunk)
+                if size > MAX_BODY_BYTES:
+                    raise too_large
+                chunks.append(chunk)
+    except TimeoutError:
+        raise RequestError(f"the request body did not arrive within {body_timeout:g} s", status=408) from None
     try:
         body = json.loads(b"".join(chunks))
     except RecursionError:
@@ -369,12 +383,49 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def make_server(app, log_level: str = "info", tls_cert: str | None = None, tls_key: str | None = None):
+class H11WithHeaderDeadline(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol with a deadline for each request's headers.
+
+    uvicorn's keep-alive timer is disarmed by any byte, so a client sending a header a byte at a
+    time (slowloris) was never cut off; this deadline is absolute, from the connection (or the
+    previous response) to the end of the headers."""
+
+    header_timeout_s = HEADER_TIMEOUT_S
+
+    def connection_made(self, transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm_header_deadline()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._arm_header_deadline()
+
+    def _arm_header_deadline(self) -> None:
+        self.loop.call_later(self.header_timeout_s, self._headers_overdue, self.server_state.total_requests)
+
+    def _headers_overdue(self, requests_before: int) -> None:
+        waiting = self.conn.their_state is h11.IDLE  # no complete request line and headers yet
+        if (
+            waiting
+            and self.server_state.total_requests == requests_before
+            and not self.transport.is_closing()
+        ):
+            self.transport.close()
+
+
+def make_server(
+    app,
+    log_level: str = "info",
+    tls_cert: str | None = None,
+    tls_key: str | None = None,
+    header_timeout_s: float = HEADER_TIMEOUT_S,
+):
     import uvicorn
 
+    protocol = type("H11Protocol", (H11WithHeaderDeadline,), {"header_timeout_s": header_timeout_s})
     config = uvicorn.Config(
         app, lifespan="off", log_level=log_level.lower(), ssl_certfile=tls_cert, ssl_keyfile=tls_key,
-        timeout_graceful_shutdown=3,
+        timeout_graceful_shutdown=3, timeout_keep_alive=IDLE_TIMEOUT_S, http=protocol,
     )  # fmt: skip
     return uvicorn.Server(config)
 
@@ -418,5 +469,6 @@ def run_http_server(args) -> int:
     auth = "API key required" if api_key else "no API key (loopback only)"
     print(f"difill serve-http: listening on {scheme}://{host}:{sock.getsockname()[1]} "
           f"(model {name} on {loaded.device}; {auth})", flush=True)  # fmt: skip
-    make_server(app, args.log_level, args.tls_cert, args.tls_key).run(sockets=[sock])
+    app.state.body_timeout_s = args.body_timeout
+    make_server(app, args.log_level, args.tls_cert, args.tls_key, args.header_timeout).run(sockets=[sock])
     return 0

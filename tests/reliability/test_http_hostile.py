@@ -28,13 +28,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start(model_dir, key: str | None):
+def start(model_dir, key: str | None, *extra: str):
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "DIFILL_API_KEY"}
     if key:
         env["DIFILL_API_KEY"] = key
     process = subprocess.Popen([sys.executable, "-m", "difill.server", "serve-http", "--port", str(port),
-                                "--model", str(model_dir)], env=env, stderr=subprocess.DEVNULL)  # fmt: skip
+                                "--model", str(model_dir), *extra], env=env, stderr=subprocess.DEVNULL)  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90
     while True:
@@ -114,3 +114,62 @@ def test_two_authorization_headers_are_refused(keyed):
         keyed + "/v1/fill", json=FILL, headers=[("authorization", "Bearer wrong"), good], timeout=30
     )
     assert twice.status_code == 401
+
+
+@pytest.fixture(scope="module")
+def impatient(tiny_model_dir):
+    process, url = start(tiny_model_dir, None, "--header-timeout", "1", "--body-timeout", "1")
+    yield url
+    process.kill()
+    process.wait()
+
+
+def connect(url: str) -> socket.socket:
+    host, port = url.removeprefix("http://").split(":")
+    sock = socket.create_connection((host, int(port)))
+    sock.settimeout(15)
+    return sock
+
+
+def seconds_until_closed(sock: socket.socket) -> float:
+    started = time.monotonic()
+    try:
+        while sock.recv(4096):  # an answer (the 408) may come before the close
+            pass
+    except TimeoutError:
+        return float("inf")
+    return time.monotonic() - started
+
+
+@pytest.mark.parametrize("sent", [b"", b"POST /v1/fill HTTP/1.1\r\nHost: 127.0.0.1\r\n"])
+def test_a_client_slow_to_send_its_headers_is_cut_off(impatient, sent):
+    """Slowloris: nothing, or half a header and then a byte now and then, used to hold the
+    connection for ever (uvicorn's keep-alive timer is reset by every byte)."""
+    sock = connect(impatient)
+    sock.sendall(sent)
+    started = time.monotonic()
+    try:
+        for _ in range(6):  # a byte every 0.4 s: never idle, never done
+            time.sleep(0.4)
+            sock.sendall(b"X")
+    except OSError:
+        pass  # closed already: that is the point
+    assert time.monotonic() - started + seconds_until_closed(sock) < 5
+    sock.close()
+    assert httpx.post(impatient + "/v1/fill", json=FILL, timeout=60).status_code == 200  # others still served
+
+
+def test_a_body_that_does_not_arrive_in_time_is_answered_408(impatient):
+    sock = connect(impatient)
+    sock.sendall(b"POST /v1/fill HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: 1000\r\n\r\n{")  # fmt: skip
+    answer = b""
+    started = time.monotonic()
+    while time.monotonic() - started < 10 and b"\r\n\r\n" not in answer:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        answer += chunk
+    assert answer.startswith(b"HTTP/1.1 408"), answer[:80]
+    assert time.monotonic() - started < 5
+    sock.close()
