@@ -26,6 +26,12 @@ class _Parsed:
     tree: Tree
 
 
+# Larger documents get no tree: their shape comes from text rules (engine/text/shape.py). Parsing
+# runs on the event loop, and a 20 MB file took 8.7 s to parse and 4.8 s to reparse after one
+# keystroke (a 2 MB line 2.3 s); this cap keeps every parse well under a keystroke's budget.
+MAX_TREE_BYTES = 1024 * 1024
+
+
 class SyntaxTrees(Feature):
     """One tree-sitter tree per document, re-parsed incrementally per document version."""
 
@@ -38,9 +44,13 @@ class SyntaxTrees(Feature):
     def tree(self, uri: str, language_id: str, version: int, text: str) -> Tree | None:
         """The tree of ``text``, version ``version`` of ``uri``; None without a grammar."""
         parser = parser_for(language_id)
-        if parser is None:
+        if parser is None or len(text) > MAX_TREE_BYTES:  # characters <= bytes: cheap to check first
+            self._parsed.pop(uri, None)
             return None
         source = text.encode("utf-8")
+        if len(source) > MAX_TREE_BYTES:
+            self._parsed.pop(uri, None)
+            return None
         old = self._parsed.get(uri)
         if old is not None and old.version == version and old.source == source:
             return old.tree
@@ -57,7 +67,8 @@ class SyntaxTrees(Feature):
     def parse_once(self, document: Document) -> Tree | None:
         """A tree for a throwaway text (nothing to reuse incrementally, nothing kept)."""
         parser = parser_for(document.language_id)
-        return parser.parse(document.text.encode("utf-8")) if parser is not None else None
+        source = document.text.encode("utf-8")
+        return parser.parse(source) if parser is not None and len(source) <= MAX_TREE_BYTES else None
 
     def document_closed(self, uri: str) -> None:
         self._parsed.pop(uri, None)

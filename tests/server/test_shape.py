@@ -78,3 +78,16 @@ def test_the_same_version_reuses_its_tree():
     doc = Document("file:///a.py", "python", 1, "x = 1\n")
     assert trees.tree_for(doc) is trees.tree_for(doc)
     assert trees.tree_for(Document("file:///a.txt", "plaintext", 1, "x")) is None
+
+
+def test_a_document_past_the_tree_cap_gets_text_rules_not_a_parse():
+    from difill.server.trees import MAX_TREE_BYTES
+
+    head = "def f():\n    "
+    text = head + "\n" + "x = 1\n" * (MAX_TREE_BYTES // 6 + 10)
+    trees = SyntaxTrees()
+    assert trees.tree_for(Document("file:///big.py", "python", 1, text)) is None
+    # The shape still follows the cursor, from the text rules: an empty block body.
+    assert decide_shape(text, len(head), None, max_tokens=32).kind is ShapeKind.BLOCK
+    small = Document("file:///big.py", "python", 2, head + "\n")
+    assert trees.tree_for(small) is not None  # under the cap again: parsed
