@@ -12,7 +12,16 @@ import {
 } from "vscode-languageclient/node";
 import type { CodeAction as LspCodeAction } from "vscode-languageclient/node";
 import { effectiveRange, findAction, needsInstruction, SelectionArgs } from "./actions";
-import { needsRestart, serverCommand, serverSettings } from "./settings";
+import {
+  approvalKey,
+  ConfigGetter,
+  DESTINATION_KEYS,
+  needsRestart,
+  serverCommand,
+  serverSettings,
+  withApprovedDestinations,
+  workspaceOverride,
+} from "./settings";
 import { draftText, StatusParams, statusView } from "./status";
 
 let client: LanguageClient | undefined;
@@ -20,7 +29,36 @@ let output: vscode.LogOutputChannel;
 let statusItem: vscode.StatusBarItem;
 let lastLatencyMs: number | undefined;
 
+let answers: vscode.Memento | undefined; // the user's answers about workspace values, per workspace
+
 const config = () => vscode.workspace.getConfiguration("difill");
+
+/** The settings the server gets: a workspace's modelPath or remote only once the user allowed it. */
+const serverConfig = (): ConfigGetter =>
+  withApprovedDestinations(
+    (k) => config().get(k),
+    (k) => config().inspect(k),
+    (key, value) => answers?.get<boolean>(approvalKey(key, value)) === true,
+  );
+
+/** Ask once per workspace value whether a workspace may choose where code goes (remote) or what
+ *  loads as a model (modelPath); the answer is remembered for this workspace. */
+async function askAboutWorkspaceDestinations(): Promise<void> {
+  // An untrusted workspace's values for these are ignored by VS Code itself (restrictedConfigurations).
+  if (!vscode.workspace.isTrusted) return;
+  for (const key of DESTINATION_KEYS) {
+    const value = workspaceOverride(config().inspect(key));
+    if (value === undefined || answers?.get<boolean>(approvalKey(key, value)) !== undefined) continue;
+    const what = key === "remote" ? "sends your code to" : "loads a model from";
+    const choice = await vscode.window.showWarningMessage(
+      `This workspace sets difill.${key}: difill then ${what} ${value}. Allow it for this workspace?`,
+      { modal: true },
+      "Allow",
+      "Use my settings",
+    );
+    await answers?.update(approvalKey(key, value), choice === "Allow");
+  }
+}
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   output = vscode.window.createOutputChannel("difill", { log: true });
@@ -28,6 +66,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   statusItem.name = "difill";
   statusItem.command = "difill.showOutput";
   context.subscriptions.push(output, statusItem);
+  answers = context.workspaceState;
 
   context.subscriptions.push(
     vscode.commands.registerCommand("difill.editSelectionWithInstruction", editSelectionWithInstruction),
@@ -37,17 +76,19 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("difill.showOutput", () => output.show(true)),
     vscode.workspace.onDidChangeConfiguration(async (e) => {
       if (!e.affectsConfiguration("difill")) return;
+      await askAboutWorkspaceDestinations();
       if (needsRestart((s) => e.affectsConfiguration(s))) {
         await restart();
       } else {
         // Only the server's own keys: sending difill.server.* would be reported as unknown.
         await client?.sendNotification("workspace/didChangeConfiguration", {
-          settings: serverSettings((k) => config().get(k)),
+          settings: serverSettings(serverConfig()),
         });
       }
     }),
     { dispose: () => void client?.stop() },
   );
+  await askAboutWorkspaceDestinations();
   await start();
 }
 
@@ -65,7 +106,7 @@ function createClient(): LanguageClient {
     // Every file: the server decides by its `languages` setting, which may change at run time.
     documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
     // Flat in initializationOptions, nested under `difill` in didChangeConfiguration.
-    initializationOptions: serverSettings((k) => config().get(k)).difill,
+    initializationOptions: serverSettings(serverConfig()).difill,
     outputChannel: output,
     middleware: {
       // The "Edit selection with instruction..." code action carries difill.editSelection

@@ -38,6 +38,46 @@ export function serverSettings(get: ConfigGetter): { difill: ServerSettings } {
   return { difill: out };
 }
 
+/** Settings that choose where code goes or which files load as a model: a workspace (a cloned
+ *  repository's .vscode/settings.json) may not set them behind the user's back. */
+export const DESTINATION_KEYS = ["modelPath", "remote"] as const;
+export type DestinationKey = (typeof DESTINATION_KEYS)[number];
+
+/** What `WorkspaceConfiguration.inspect` tells of one key (the fields difill reads). */
+export interface Inspected {
+  globalValue?: unknown;
+  workspaceValue?: unknown;
+  workspaceFolderValue?: unknown;
+}
+
+/** The value a workspace sets for a destination key over the user's own, if it sets one. */
+export function workspaceOverride(inspected: Inspected | undefined): string | undefined {
+  const value = inspected?.workspaceFolderValue ?? inspected?.workspaceValue;
+  if (typeof value !== "string" || value.trim() === "") return undefined;
+  return value === inspected?.globalValue ? undefined : value;
+}
+
+/** The key under which the user's answer for a workspace's value is remembered. */
+export function approvalKey(key: DestinationKey, value: string): string {
+  return `difill.workspaceValue.${key}=${value}`;
+}
+
+/** ``get`` with each destination key's workspace value replaced by the user's own, unless the
+ *  user allowed that value (``allowed``); every other key is read as it is. */
+export function withApprovedDestinations(
+  get: ConfigGetter,
+  inspect: (key: string) => Inspected | undefined,
+  allowed: (key: DestinationKey, value: string) => boolean,
+): ConfigGetter {
+  return (key: string) => {
+    if (!(DESTINATION_KEYS as readonly string[]).includes(key)) return get(key);
+    const inspected = inspect(key);
+    const override = workspaceOverride(inspected);
+    if (override === undefined || allowed(key as DestinationKey, override)) return get(key);
+    return inspected?.globalValue;
+  };
+}
+
 export interface ServerCommand {
   command: string;
   args: string[];

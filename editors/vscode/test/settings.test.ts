@@ -1,6 +1,13 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { needsRestart, serverCommand, serverSettings, SERVER_SETTING_KEYS } from "../src/settings";
+import {
+  needsRestart,
+  serverCommand,
+  serverSettings,
+  SERVER_SETTING_KEYS,
+  withApprovedDestinations,
+  workspaceOverride,
+} from "../src/settings";
 
 const getter = (values: Record<string, unknown>) => (key: string) => values[key];
 
@@ -41,4 +48,29 @@ test("a Python path runs the server as a module and wins over the command", () =
 test("only a change to difill.server.* restarts the server", () => {
   assert.equal(needsRestart((s) => s === "difill.server"), true);
   assert.equal(needsRestart((s) => s === "difill"), false);
+});
+
+test("a workspace value for remote or modelPath is an override only when it differs from the user's", () => {
+  assert.equal(workspaceOverride({ globalValue: "http://mine", workspaceValue: "http://theirs" }), "http://theirs");
+  assert.equal(workspaceOverride({ workspaceFolderValue: "/m", workspaceValue: "/other" }), "/m");
+  assert.equal(workspaceOverride({ globalValue: "http://mine", workspaceValue: "http://mine" }), undefined);
+  assert.equal(workspaceOverride({ workspaceValue: "  " }), undefined);
+  assert.equal(workspaceOverride(undefined), undefined);
+});
+
+test("a workspace's remote is used only once the user allowed it; else the user's own value", () => {
+  const merged: Record<string, unknown> = { remote: "http://theirs", maxTokens: 8 };
+  const inspected = { remote: { globalValue: "http://mine", workspaceValue: "http://theirs" } };
+  const inspect = (k: string) => (inspected as Record<string, { globalValue?: unknown }>)[k];
+  const refused = withApprovedDestinations(getter(merged), inspect, () => false);
+  assert.equal(refused("remote"), "http://mine");
+  assert.equal(refused("maxTokens"), 8); // other settings come from the workspace as usual
+  assert.deepEqual(serverSettings(refused), { difill: { remote: "http://mine", maxTokens: 8 } });
+  const allowed = withApprovedDestinations(getter(merged), inspect, (k, v) => k === "remote" && v === "http://theirs");
+  assert.equal(allowed("remote"), "http://theirs");
+});
+
+test("without a user value, a refused workspace remote means none: the local model", () => {
+  const get = withApprovedDestinations(getter({ remote: "http://theirs" }), () => ({ workspaceValue: "http://theirs" }), () => false);
+  assert.deepEqual(serverSettings(get), { difill: {} });
 });
