@@ -106,7 +106,7 @@ def format_table(report: dict) -> str:
         "| path | model | shape | p50 ms | p95 ms | exact match | forwards | tokens/forward | tokens/s |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for path_key, path_name in (("engine", "engine"), ("server", "server")):
+    for path_key, path_name in (("engine", "in process"), ("server", "server")):
         for model in ("diffusion", "ar"):
             section = report.get(path_key, {}).get(model, {})
             for group in SHAPE_GROUPS:
