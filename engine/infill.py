@@ -46,7 +46,10 @@ class InfillEngine:
         self.tokenizer = loaded.tokenizer
         self.ids = loaded.ids
         self.prefix_cache = PrefixCache(self.model)
-        self.lock = threading.Lock()
+        # Reentrant: the server may run a ghost-text fill between two steps of a long edit, on the
+        # same thread (server/engine_host.py); that fill's prefix cache work leaves the edit's own
+        # copy of the cache alone (expand_cache copies every layer).
+        self.lock = threading.RLock()
         self._banned = torch.tensor(self.ids.banned_in_hole, dtype=torch.long, device=loaded.device)
 
     # ------------------------------------------------------------------ public API

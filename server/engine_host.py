@@ -1,7 +1,9 @@
 """The model in the server: loaded in the background, run on one worker thread.
 
 Nothing here runs the model on the event loop, so document sync is never blocked.  One worker
-thread does the loading and every fill, one at a time (the engine locks anyway).  A ``Job`` is
+thread does the loading and every fill, one at a time (the engine locks anyway).  Ghost text is
+*urgent*: it never waits behind a long job (an edit of a large selection); the long job runs the
+waiting ghost-text fills between two of its denoising steps, then goes on.  A ``Job`` is
 one request's claim on the model; cancelling it sets a flag that the engine checks between
 denoising steps (``should_stop``), and that the worker checks before it starts, so a request
 that was superseded while queued never touches the model.
@@ -17,6 +19,7 @@ import asyncio
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -51,6 +54,8 @@ class Job:
     uri: str | None
     stop: threading.Event = field(default_factory=threading.Event)
     checks: int = 0  # times the engine asked should_stop(): once before each denoising step
+    # Run by should_stop() on the worker, between two steps: the host serves urgent jobs there.
+    between_steps: Callable[[], None] | None = None
 
     def cancel(self) -> None:
         self.stop.set()
@@ -61,11 +66,25 @@ class Job:
 
     def should_stop(self) -> bool:
         self.checks += 1
+        if self.between_steps is not None and not self.stop.is_set():
+            self.between_steps()
         return self.stop.is_set()
 
     @property
     def steps_done(self) -> int:
         return max(0, self.checks - 1)
+
+
+@dataclass(eq=False)
+class _Urgent:
+    """An urgent job waiting for the worker: whichever takes it first runs it (the executor, or
+    a long job between two steps); ``future`` lives on the event loop."""
+
+    engine: InfillBackend
+    job: Job
+    work: Callable[[InfillBackend], object]
+    future: asyncio.Future
+    loop: asyncio.AbstractEventLoop
 
 
 class Jobs:
@@ -135,6 +154,8 @@ class EngineHost(Feature):
         self._ready: asyncio.Event | None = None
         self._generation = 0  # which load is the latest: an older one that finishes late is dropped
         self._active = 0
+        self._urgent: deque[_Urgent] = deque()  # urgent jobs not yet taken by the worker
+        self._urgent_lock = threading.Lock()
 
     def _ready_event(self) -> asyncio.Event:
         if self._ready is None:
@@ -221,8 +242,11 @@ class EngineHost(Feature):
                 return None
         return self.engine if self.state is ModelState.READY else None
 
-    async def run(self, job: Job, work: Callable[[InfillBackend], T]) -> T:
-        """``work(engine)`` on the worker thread; raises JobCancelled if the job is cancelled."""
+    async def run(self, job: Job, work: Callable[[InfillBackend], T], urgent: bool = False) -> T:
+        """``work(engine)`` on the worker thread; raises JobCancelled if the job is cancelled.
+
+        An ``urgent`` job (ghost text) does not queue behind a running job: that job runs it
+        between two of its steps.  Urgent jobs never run inside each other."""
         loop = asyncio.get_running_loop()
         engine = self.engine
         if engine is None:  # unloaded by a reload since the caller waited for it
@@ -232,12 +256,40 @@ class EngineHost(Feature):
             self.on_status("busy", None, None)
         started = time.perf_counter()
         try:
+            if urgent:
+                return await self._run_urgent(_Urgent(engine, job, work, loop.create_future(), loop))
+            job.between_steps = self._serve_urgent
             return await loop.run_in_executor(self._executor, _run_job, engine, job, work)
         finally:
             job.cancel()  # a no-op when done; when the await was cancelled it stops the denoising
             self._active -= 1
             if self._active == 0 and self.state is ModelState.READY:
                 self.on_status("ready", None, (time.perf_counter() - started) * 1000)
+
+    async def _run_urgent(self, item: _Urgent):
+        with self._urgent_lock:
+            self._urgent.append(item)
+        try:
+            self._executor.submit(self._take, item)  # it runs here unless a long job takes it first
+        except RuntimeError:  # the executor is shut down
+            raise JobCancelled() from None
+        return await item.future
+
+    def _take(self, item: _Urgent) -> None:
+        """On the worker: run ``item`` unless a long job already did."""
+        with self._urgent_lock:
+            if item not in self._urgent:
+                return
+            self._urgent.remove(item)
+        _run_urgent_item(item)
+
+    def _serve_urgent(self) -> None:
+        """On the worker, between two steps of a long job: run every urgent job waiting."""
+        with self._urgent_lock:
+            waiting = list(self._urgent)
+            self._urgent.clear()
+        for item in waiting:
+            _run_urgent_item(item)
 
     def shutdown(self) -> None:
         self._generation += 1  # a load in flight is superseded: its warm-up stops at its next check
@@ -272,6 +324,28 @@ def _warm_up(engine: InfillBackend, superseded: ShouldStop) -> None:
     """One tiny fill, so the first real request does not pay for first-call setup; it stops as
     soon as a newer load supersedes it."""
     engine.fill(*WARM_UP, FillOptions(max_hole_tokens=4, max_steps=2), should_stop=superseded)
+
+
+def _run_urgent_item(item: _Urgent) -> None:
+    """Run an urgent job and hand its outcome to the event loop (dropped if nobody waits now)."""
+    try:
+        outcome: tuple[object, BaseException | None] = (_run_job(item.engine, item.job, item.work), None)
+    except Exception as err:  # noqa: BLE001 - the awaiting request gets it, as from run_in_executor
+        outcome = (None, err)
+
+    def settle() -> None:
+        if item.future.done():  # the request was cancelled meanwhile
+            return
+        result, error = outcome
+        if error is not None:
+            item.future.set_exception(error)
+        else:
+            item.future.set_result(result)
+
+    try:
+        item.loop.call_soon_threadsafe(settle)
+    except RuntimeError:  # the loop is closed: the server is gone
+        pass
 
 
 def _run_job(engine: InfillBackend, job: Job, work: Callable[[InfillBackend], T]) -> T:

@@ -53,7 +53,7 @@ class FakeHost:
     async def wait_ready(self, timeout_s):
         return self.engine
 
-    async def run(self, job: Job, work):
+    async def run(self, job: Job, work, urgent: bool = False):
         self.started.set()
         await self.release.wait()
         if job.cancelled:

@@ -72,7 +72,9 @@ class SuggestionService(OneJobPerDocument):
             if engine is None:
                 return Suggestions([], self.host.state.value)
             result = await self.host.run(
-                job, lambda engine: fill_for_editor(engine, ctx, settings, invoked, job.should_stop)
+                job,
+                lambda engine: fill_for_editor(engine, ctx, settings, invoked, job.should_stop),
+                urgent=True,
             )
         except JobCancelled:
             log.info("fill cancelled after %d denoising steps", job.steps_done)

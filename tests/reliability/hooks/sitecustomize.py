@@ -109,8 +109,8 @@ def _install_faults(spec: str) -> None:
 
     original_warm_up = host._warm_up
 
-    def warm_up_then_inject(engine) -> None:
-        original_warm_up(engine)  # the warm-up fill runs untouched: the model loads as usual
+    def warm_up_then_inject(engine, superseded) -> None:
+        original_warm_up(engine, superseded)  # the warm-up fill runs untouched: the model loads as usual
         _inject(engine, spec)
 
     host._warm_up = warm_up_then_inject
