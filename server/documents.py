@@ -137,21 +137,40 @@ class Document:
     ) -> tuple[Document, bool]:
         """The document after ``changes``, applied in order as the specification says, and whether
         every change applied exactly (none of them starts or ends inside a character)."""
-        text = self.text
+        current = self
         exact = True
         for change in changes:
             if isinstance(change, types.TextDocumentContentChangePartial):
-                current = Document(self.uri, self.language_id, version, text)
                 exact = exact and not any(
                     current.splits_character(p, encoding) for p in (change.range.start, change.range.end)
                 )
                 start = current.clamped_offset_at(change.range.start, encoding)
                 end = max(start, current.clamped_offset_at(change.range.end, encoding))
-                text = text[:start] + without_lone_surrogates(change.text) + text[end:]
+                current = current._spliced(start, end, without_lone_surrogates(change.text), version)
             else:
-                text = without_lone_surrogates(change.text)
+                current = Document(self.uri, self.language_id, version, without_lone_surrogates(change.text))
                 exact = True  # the whole text: whatever came before is replaced
-        return Document(self.uri, self.language_id, version, text), exact
+        if current is self:  # no changes at all: still the new version
+            current = Document(self.uri, self.language_id, version, self.text)
+        return current, exact
+
+    def _spliced(self, start: int, end: int, piece: str, version: int) -> Document:
+        """The text with ``[start, end)`` replaced by ``piece``, its line index updated around the
+        change instead of rebuilt: a keystroke in a 20 MB document took 0.45 s to re-index."""
+        text = self.text[:start] + piece + self.text[end:]
+        document = Document(self.uri, self.language_id, version, text)
+        old = self.line_starts
+        delta = len(piece) - (end - start)
+        # A line start is the end of a line ending. Those ending before ``start - 1`` cannot change,
+        # nor (shifted) those after ``end + 1`` in the old text; the rest are found again, so that
+        # a CR and an LF that the change joins or parts are counted as LSP counts them.
+        low, high = max(0, start - 1), start + len(piece) + 2
+        before = old[: bisect.bisect_right(old, low)]
+        after = [s + delta for s in old[bisect.bisect_left(old, end + 2) :]]
+        between = [m.end() for m in EOL.finditer(text, low, min(len(text), high + 1)) if low < m.end() < high]
+        after = [s for s in after if s >= high]
+        document.__dict__["line_starts"] = before + between + after  # fills the cached_property
+        return document
 
 
 class Documents:

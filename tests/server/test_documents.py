@@ -117,3 +117,21 @@ def test_incremental_change_equals_editing_the_string(text, data):
         edit = types.TextDocumentContentChangePartial(range=types.Range(start=start, end=end), text=new)
         changed, exact = doc.with_changes([edit], 2, encoding)
         assert exact and changed.text == text[:a] + new + text[b:]
+
+
+@given(
+    text=st.text(alphabet="ab\r\n", max_size=40),
+    piece=st.text(alphabet="ab\r\n", max_size=8),
+    data=st.data(),
+)
+def test_the_line_index_after_a_change_equals_a_fresh_one(text, piece, data):
+    """A change updates the line index around itself; CR and LF joined or parted by the change
+    (inserting "\\n" after a "\\r", deleting between them) must count as a fresh index counts."""
+    doc = Document("file:///a.py", "python", 1, text)
+    doc.line_starts  # the index of the old text, as a server that answered requests has it
+    start = data.draw(st.integers(min_value=0, max_value=len(text)))
+    end = data.draw(st.integers(min_value=start, max_value=len(text)))
+    spliced = doc._spliced(start, end, piece, 2)
+    fresh = Document("file:///a.py", "python", 2, spliced.text)
+    assert spliced.text == text[:start] + piece + text[end:]
+    assert spliced.line_starts == fresh.line_starts
