@@ -31,6 +31,13 @@ class BackendError(RuntimeError):
     """
 
 
+class TooLarge(ValueError):
+    """A request would need a canvas longer than MAX_CANVAS_TOKENS; the message says what to do."""
+
+
+MAX_CANVAS_TOKENS = 2048  # slots in one canvas: the work of one fill is bounded, whatever the input
+
+
 class ModelLoadError(RuntimeError):
     """The model directory is missing, incomplete or corrupt; the message says how to fix it."""
 

@@ -18,6 +18,7 @@ import torch
 from difill.engine.api import (
     DEFAULT_HOLE_MARKER,
     HOLE_TOKENS,
+    MAX_CANVAS_TOKENS,
     Cancelled,
     Candidate,
     DraftCallback,
@@ -27,6 +28,7 @@ from difill.engine.api import (
     HolesResult,
     RewriteRequest,
     ShouldStop,
+    TooLarge,
 )
 from difill.engine.canvas import Segment, build_canvas, hole_tokens, used_length
 from difill.engine.decoder import CanvasDecoder
@@ -100,6 +102,7 @@ class InfillEngine:
                 suffix_complete and len(clamped) == len(suffix_ids) and hole + len(clamped) < canvas_length
             )
         canvas_length = max(used_length(seg, end) for seg, end in zip(layouts, ends, strict=True))
+        check_canvas(canvas_length, "the hole")
         canvases = [
             build_canvas(seg, canvas_length, self.ids, end) for seg, end in zip(layouts, ends, strict=True)
         ]
@@ -161,6 +164,7 @@ class InfillEngine:
         segments.append(suffix_ids)
         ends = complete
         length = used_length(segments, ends)
+        check_canvas(length, "the holes and the text between them")
         canvas = build_canvas(segments, length, self.ids, ends)
         result, stats = self._encode_and_denoise(prefix_ids, [canvas], options, should_stop)
         middles = [
@@ -199,6 +203,7 @@ class InfillEngine:
         hole = max(1, len(original) + max(4, len(original) // 4))
         suffix_ids, suffix_complete = encode_suffix_window(self.tokenizer, suffix, options.suffix_tokens)
         segments: list[Segment] = [hole, suffix_ids]
+        check_canvas(used_length(segments, suffix_complete), "the selection")
         canvas = build_canvas(segments, used_length(segments, suffix_complete), self.ids, suffix_complete)
         canvas.ids[: len(original)] = torch.tensor(original, dtype=torch.long)
 
@@ -308,6 +313,15 @@ def sampler_config(checkpoint: SamplerConfig, options: FillOptions) -> SamplerCo
         entropy_bound=checkpoint.entropy_bound if options.entropy_bound is None else options.entropy_bound,
         revise=bool(options.revise),
     )
+
+
+def check_canvas(length: int, what: str) -> None:
+    """Refuse a canvas past MAX_CANVAS_TOKENS before any model work."""
+    if length > MAX_CANVAS_TOKENS:
+        raise TooLarge(
+            f"{what} would need {length:,} canvas slots; difill denoises at most {MAX_CANVAS_TOKENS:,} "
+            "at a time: select less (a function or a block)"
+        )
 
 
 def model_order(candidates: list[Candidate]) -> list[Candidate]:

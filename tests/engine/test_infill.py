@@ -188,3 +188,25 @@ def test_a_fill_superseded_before_it_starts_runs_no_encoder(engine):
     with pytest.raises(Cancelled):
         engine.fill(PREFIX, SUFFIX, should_stop=lambda: True)
     assert engine.prefix_cache.token_ids == []
+
+
+def test_a_canvas_past_the_cap_is_refused_before_any_model_work(engine, monkeypatch):
+    import difill.engine.infill as infill
+    from difill.engine.api import TooLarge
+
+    monkeypatch.setattr(infill, "MAX_CANVAS_TOKENS", 40)
+    calls = []
+    original = engine._encode_and_denoise
+    monkeypatch.setattr(engine, "_encode_and_denoise", lambda *a, **k: calls.append(1) or original(*a, **k))
+    for request in (
+        lambda: engine.rewrite(RewriteRequest("x = ", "compute(1, 2) + " * 10, "\n")),
+        lambda: engine.fill_holes("a = <|hole|>\n" * 5, options=FillOptions(max_hole_tokens=16)),
+        lambda: engine.fill("x = ", "\n", FillOptions(max_hole_tokens=64)),
+    ):
+        with pytest.raises(TooLarge, match="at most 40"):
+            request()
+    assert calls == []
+    assert (
+        engine.fill("x = ", "\n", FillOptions(max_hole_tokens=8, max_steps=2)).stats.steps >= 1
+    )  # within it
+    assert calls == [1]

@@ -50,6 +50,23 @@ def test_too_many_holes_are_refused(server):
     assert f"at most {MAX_HOLES}" in answer["error"]["message"], answer
 
 
+def test_a_selection_under_the_character_cap_but_past_the_canvas_cap_is_refused_by_the_engine(server):
+    """3,900 emoji are under MAX_SELECTION_CHARS but about four byte tokens each: the canvas cap
+    (MAX_CANVAS_TOKENS) refuses it before any model work, and says what to do."""
+    text = "😀" * 3_900 + "\n"
+    assert len(text) <= MAX_SELECTION_CHARS
+    started = time.monotonic()
+    answer = run_command(server, "difill.editSelection", text, 4)
+    message = answer["error"]["message"]
+    assert answer["error"]["code"] == -32803 and "canvas slots" in message and "select less" in message, (
+        answer
+    )
+    assert time.monotonic() - started < 10
+    assert "result" in server.request("textDocument/inlineCompletion", {
+        "textDocument": {"uri": URI}, "position": {"line": 0, "character": 0}, "context": {"triggerKind": 1},
+    })  # fmt: skip
+
+
 def test_an_edit_within_the_caps_still_runs(server):
     busy = sum(
         m["method"] == "difill/status" and m["params"]["state"] == "busy" for m in server.notifications

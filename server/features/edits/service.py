@@ -16,6 +16,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcContentModified, JsonRpcException, JsonRpcInvalidParams
 
+from difill.engine.api import BackendError, TooLarge
 from difill.server.config import Settings
 from difill.server.documents import Document, Documents
 from difill.server.engine_host import EngineHost, Job, JobCancelled, Jobs, OneJobPerDocument
@@ -91,6 +92,8 @@ class EditService(OneJobPerDocument):
             cancelled = False
         except JobCancelled:
             raise JsonRpcContentModified("the edit was cancelled by a newer change to the document") from None
+        except (TooLarge, BackendError) as err:  # refused by the engine, or by a remote one: say why
+            raise JsonRpcException(message=str(err), code=REQUEST_FAILED) from None
         finally:
             self.jobs.finish(job)
             if drafts:
