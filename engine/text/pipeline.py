@@ -32,8 +32,9 @@ def shown_texts(candidates: Sequence[Candidate], ctx: FillContext) -> list[str]:
     """The candidates as the editor shows them: filtered, best first, distinct, non-empty."""
     filtered = [(apply_filters(c.text, ctx, PIPELINE), c) for c in candidates]
     kept = [(text, c) for text, c in filtered if text]
-    ranked = sorted(kept, key=lambda tc: (not tc[1].complete, errors_around(ctx, tc[0]) or 0, -tc[1].score))
-    return distinct(keep_line_endings(text, ctx) for text, _ in ranked)
+    if len(kept) > 1:  # typing asks for one candidate: no parse to rank it against nothing
+        kept.sort(key=lambda tc: (not tc[1].complete, errors_around(ctx, tc[0]) or 0, -tc[1].score))
+    return distinct(keep_line_endings(text, ctx) for text, _ in kept)
 
 
 def shown_rewrite(text: str, ctx: FillContext) -> str:

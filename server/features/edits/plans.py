@@ -153,13 +153,13 @@ def new_selection(
     selection = document.text[request.start : request.end]
     if isinstance(result, HolesResult):
         return fill_markers(document, request, result.middles, settings)
-    ctx = _without_selection(document, request, settings, trees)
     if request.kind == REWRITE:
-        text = shown_rewrite(result.text, ctx)
+        # The rewrite's rules read only the text after the selection and the line endings: no parse.
+        text = shown_rewrite(result.text, _without_selection(document, request, settings, None))
         if not text.strip():
             raise EditError("the model returned an empty rewrite; the selection is unchanged")
         return keep_edges(selection, text)
-    shown = shown_texts(result.candidates, ctx)
+    shown = shown_texts(result.candidates, _without_selection(document, request, settings, trees))
     if not shown:
         raise EditError("the model wrote no usable block body; the selection is unchanged")
     return keep_edges(selection, shown[0])
@@ -190,10 +190,11 @@ def keep_edges(selection: str, new: str) -> str:
 
 
 def _without_selection(
-    document: Document, request: EditRequest, settings: Settings, trees: SyntaxTrees
+    document: Document, request: EditRequest, settings: Settings, trees: SyntaxTrees | None
 ) -> FillContext:
-    """The context of a cursor at the selection's start once the selection is gone."""
+    """The context of a cursor at the selection's start once the selection is gone; parsed with
+    ``trees`` (None: text rules only)."""
     text = document.text[: request.start] + document.text[request.end :]
     without = Document(document.uri, document.language_id, document.version, text)
-    tree = trees.parse_once(without)
+    tree = trees.parse_once(without) if trees is not None else None
     return context_for(text, request.start, document.language_id, document.uri, settings, tree)
