@@ -28,11 +28,27 @@ from difill.server.served import ServedModel
 EVAL_URI = "file:///heldout/case.py"
 
 
-def load_served(model_dir: str | None, experiment: dict | None = None) -> ServedModel:
-    """Load a checkpoint (diffusion, or a Llama as the AR baseline) as the server does."""
+def load_served(
+    model_dir: str | None, experiment: dict | None = None, filler_policy: str | None = None
+) -> ServedModel:
+    """Load a checkpoint (diffusion, or a Llama as the AR baseline) as the server does.
+
+    ``filler_policy`` (experiment): end middles as a checkpoint without ``<|fill|>`` would
+    (engine/vocab.py: ``eos``, ``pad`` or ``none``); ``<|fill|>`` is then banned like any special.
+    """
     from difill.engine.backends import make_backend
 
-    return ServedModel(make_backend(None, model_dir, "cpu"), experiment=experiment)
+    if not filler_policy:
+        return ServedModel(make_backend(None, model_dir, "cpu"), experiment=experiment)
+    from dataclasses import replace
+
+    from difill.engine.infill import InfillEngine
+    from difill.engine.model import load_model
+    from difill.engine.vocab import TokenIds
+
+    loaded = load_model(model_dir, "cpu")
+    ids = TokenIds.from_tokenizer(loaded.tokenizer, loaded.ids.vocab_size, filler_policy)
+    return ServedModel(InfillEngine(replace(loaded, ids=ids)), experiment=experiment)
 
 
 def score_cases(model: ServedModel, cases: dict, original_parses: dict) -> dict:
@@ -96,6 +112,7 @@ def typing_replay(model: ServedModel, corpus: Path, files: int, lines: int, seed
 def evaluate_served(
     diffusion_dir: str | None, ar_dir: str | None, corpus: Path, per_shape: int, seed: int,
     typing_files: int = 0, typing_lines: int = 4, experiment: dict | None = None,
+    filler_policy: str | None = None,
 ) -> dict:  # fmt: skip
     from difill.engine.syntax import parses
 
@@ -105,12 +122,13 @@ def evaluate_served(
         "cases_per_shape": per_shape,
         "seed": seed,
         "pipeline": "server (filters, default settings)",
-        "experiment": experiment or {},
+        "experiment": {**(experiment or {}), **({"filler": filler_policy} if filler_policy else {})},
     }
     for name, model_dir in (("diffusion", diffusion_dir), ("ar", ar_dir)):
         if name == "ar" and not ar_dir:
             continue
-        model = load_served(model_dir, experiment if name == "diffusion" else None)
+        diffusion = name == "diffusion"
+        model = load_served(model_dir, experiment if diffusion else None, filler_policy if diffusion else None)
         report[name] = score_cases(model, cases, original_parses)
         if typing_files:
             report[f"{name}_typing"] = typing_replay(model, corpus, typing_files, typing_lines, seed)
@@ -124,7 +142,7 @@ def main(args: argparse.Namespace) -> int:
     started = time.time()
     experiment = {"revise": True} if args.revise else None
     report = evaluate_served(args.model, ar_dir, Path(args.corpus), args.cases, args.seed,
-                             args.typing_files, args.typing_lines, experiment)  # fmt: skip
+                             args.typing_files, args.typing_lines, experiment, args.filler)  # fmt: skip
     report["eval_seconds"] = round(time.time() - started, 1)
     if args.record:
         from difill.engine.model import DEFAULT_MODEL_DIR

@@ -169,6 +169,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="experiment: completions re-decide committed tokens every step (as edits do)",
     )
     p.add_argument(
+        "--filler",
+        choices=("eos", "pad", "none"),
+        help="experiment: end middles as a checkpoint without <|fill|> does (engine/vocab.py)",
+    )
+    p.add_argument(
         "--record", action="store_true", help="append the result to the model's training_state.json"
     )
     p.set_defaults(func=runs("difill.lab.quality:main"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from difill.engine.api import Candidate, FillResult, FillStats
+from difill.engine.api import Candidate, FillOptions, FillResult, FillStats
 from difill.lab.quality import evaluate_served, typing_replay
 from difill.server.config import Settings
 from difill.server.served import ServedModel
@@ -86,3 +86,19 @@ def test_eval_runs_a_real_model_through_the_served_path(tmp_path: Path, tiny_mod
         assert shape["cases"] == 3 and 0.0 <= shape["empty_share"] <= 1.0 and shape["mean_forwards"] >= 1
     assert report["diffusion_typing"]["characters"] > 0
     assert "ar" not in report
+
+
+def test_the_filler_experiment_ends_middles_without_the_fill_token(tmp_path: Path, tiny_model_dir):
+    from difill.lab.quality import load_served
+
+    fill_id = None
+    for policy in ("eos", "pad", "none"):
+        engine = load_served(str(tiny_model_dir), filler_policy=policy).engine
+        ids = engine.ids
+        fill_id = engine.tokenizer.convert_tokens_to_ids("<|fill|>")
+        assert ids.filler == {"eos": (ids.eos,), "pad": (ids.pad,), "none": ()}[policy]
+        assert fill_id in ids.banned_in_hole  # the model may no longer write its own filler
+        text = engine.fill("def f(x):\n    return ", "\n", FillOptions(max_hole_tokens=8, max_steps=2)).text
+        assert "<|fill|>" not in text
+    default = load_served(str(tiny_model_dir)).engine.ids
+    assert default.filler == (fill_id,) and fill_id not in default.banned_in_hole
