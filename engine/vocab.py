@@ -4,8 +4,9 @@ difill's own tokenizer has a filler token (``<|fill|>``) that the model writes a
 that is shorter than the hole.  A foreign checkpoint (e.g. DiffusionGemma-26B) has none; by default
 it then gets no filler at all (``filler_policy="none"``): every middle fills its hole, and the
 engine's several candidate hole lengths decide how long the middle is.  ``"eos"`` and ``"pad"``
-make that token play the filler's part instead; tests/engine/test_real_shape.py and the README
-say why none is the default.
+make that token play the filler's part instead.  ``difill eval --filler`` measures them on the
+default model (with its own filler banned); the README's "Real checkpoints" says why none is the
+default.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ class TokenIds:
 
 
 FILLER_POLICIES = ("auto", "fill", "eos", "pad", "none")
-WITHOUT_FILL_DEFAULT = "none"  # chosen by argument, not measured: README, "Real checkpoints"
+WITHOUT_FILL_DEFAULT = "none"  # eos / pad / none measured equal on the default model: README, "Real checkpoints"
 
 
 def filler_ids(policy: str, fill_id: int | None, eos: int, pad: int) -> tuple[int, ...]:
