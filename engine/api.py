@@ -53,6 +53,10 @@ class FillOptions:
     revise: bool | None = None  # re-decide committed slots every step (stock sampler); None = edits only
     single_line: bool = False  # one line is wanted: a left-to-right backend may stop at a newline
     heal: bool = True  # re-predict a partly typed identifier at the cursor as a whole token
+    # End each middle before its first token the model gave less than this probability (at
+    # temperature 1, when it was committed): ghost text shows what the model is sure of.  0: off;
+    # None: the checkpoint's own calibrated value (config `difill.min_token_prob`; 0 when it has none).
+    min_token_prob: float | None = 0.0
     language: str | None = None  # the file's language (an edit's instruction is a comment in it)
     seed: int = 0
 

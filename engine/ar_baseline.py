@@ -46,7 +46,10 @@ class ARBaseline:
         self.suffix_tokens = suffix_tokens
 
     @torch.inference_mode()
-    def fill(self, prefix: str, suffix: str, max_new_tokens: int = 24, single_line: bool = False) -> ARFill:
+    def fill(
+        self, prefix: str, suffix: str, max_new_tokens: int = 24, single_line: bool = False,
+        min_token_prob: float = 0.0,
+    ) -> ARFill:  # fmt: skip
         started = time.perf_counter()
         prefix_ids = encode_prefix_window(self.tokenizer, self.ids, prefix, self.prefix_tokens)
         suffix_ids, complete = encode_suffix_window(self.tokenizer, suffix, self.suffix_tokens)
@@ -62,6 +65,8 @@ class ARBaseline:
             token = int(logits.argmax(-1))
             if token == self.ids.eos:
                 break
+            if min_token_prob > 0 and float(torch.softmax(logits.float(), -1)[0, token]) < min_token_prob:
+                break  # FillOptions.min_token_prob: show only what the model is sure of
             generated.append(token)
             if single_line and token in self.newline_ids and len(generated) > 1:
                 break  # the pipeline (engine/text) cuts the text at that newline
@@ -83,7 +88,9 @@ class ARBackend:
         options = options or FillOptions()
         if should_stop is not None and should_stop():
             raise Cancelled()
-        r = self.baseline.fill(prefix, suffix, options.max_hole_tokens, options.single_line)
+        r = self.baseline.fill(
+            prefix, suffix, options.max_hole_tokens, options.single_line, options.min_token_prob or 0.0
+        )  # the baseline's checkpoint has no calibrated cut: None means none
         stats = FillStats(
             steps=r.forwards, decoder_forwards=r.forwards, hole_tokens=r.tokens,
             tokens_per_forward=r.tokens / max(1, r.forwards), total_ms=r.total_ms, candidates=1,

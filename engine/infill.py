@@ -8,6 +8,7 @@ model's own judgement; engine/text/pipeline.py makes them fit the document.
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 import time
@@ -118,16 +119,20 @@ class InfillEngine:
         )  # fmt: skip
 
         candidates = []
+        min_prob = self.loaded.min_token_prob if options.min_token_prob is None else options.min_token_prob
         for row, (canvas, hole) in enumerate(zip(canvases, lengths, strict=True)):
             span = canvas.holes[0]
             tokens = hole_tokens(result.canvas[row], span, self.ids.filler)
+            sure = confident_length(result, row, span[0], len(tokens), min_prob)
+            cut = sure < len(tokens)
+            tokens = tokens[:sure]
             raw = self._decode(tokens)
             if heal_text:
                 if not raw.startswith(heal_text):
                     continue
                 raw = raw[len(heal_text) :]
             score = result.token_logprob[row, span[0] : span[1]].mean().item()
-            complete = len(tokens) < span[1] - span[0]
+            complete = not cut and len(tokens) < span[1] - span[0]
             candidates.append(Candidate(raw, hole, score, complete))
         candidates = model_order(candidates)
 
@@ -313,6 +318,15 @@ def sampler_config(checkpoint: SamplerConfig, options: FillOptions) -> SamplerCo
         entropy_bound=checkpoint.entropy_bound if options.entropy_bound is None else options.entropy_bound,
         revise=bool(options.revise),
     )
+
+
+def confident_length(result: DenoiseResult, row: int, start: int, count: int, min_prob: float) -> int:
+    """How many of a middle's ``count`` tokens (from slot ``start``) precede its first unsure one."""
+    if min_prob <= 0 or result.token_confidence is None or count == 0:
+        return count
+    confidence = result.token_confidence[row, start : start + count]  # (count,) log-probs, temperature 1
+    unsure = (confidence < math.log(min_prob)).nonzero()
+    return int(unsure[0]) if len(unsure) else count
 
 
 def check_canvas(length: int, what: str) -> None:

@@ -46,6 +46,8 @@ class LoadedModel:
     device: torch.device
     max_prefix_tokens: int  # the longest prefix the model was trained to read
     sampler: SamplerConfig = field(default_factory=SamplerConfig)  # from the checkpoint's generation_config
+    # The ghost-text cut chosen for these weights (FillOptions.min_token_prob None); 0: none chosen.
+    min_token_prob: float = 0.0
 
     _token_texts: list[str] | None = None
 
@@ -138,7 +140,8 @@ def load_model(
         difill_meta.get("max_prefix_tokens", min(text_config.max_position_embeddings // 2, 4096))
     )
     sampler = SamplerConfig.from_checkpoint(getattr(model, "generation_config", None), bool(difill_meta))
-    return LoadedModel(model, tokenizer, ids, path, target, max_prefix, sampler)
+    min_token_prob = float(difill_meta.get("min_token_prob", 0.0))
+    return LoadedModel(model, tokenizer, ids, path, target, max_prefix, sampler, min_token_prob)
 
 
 def build_config(

@@ -83,6 +83,9 @@ class DenoiseResult:
     canvas: torch.Tensor  # (B, L) final ids
     token_logprob: torch.Tensor  # (B, L) log-prob of each committed token when it was committed
     steps: int  # decoder forwards; each one runs the whole batch
+    # (B, L) the same at temperature 1: the model's own confidence, not sharpened by the schedule
+    # (at t_min = 0.1 almost every tempered log-prob is ~0, so only this one can tell a guess)
+    token_confidence: torch.Tensor | None = None
 
 
 def temperature_at(step: int, config: SamplerConfig) -> float:
@@ -157,6 +160,7 @@ def denoise(
     noise = torch.randint(0, vocab_size, canvas.shape, generator=generator, device=device)
     current = torch.where(committed, canvas, noise)  # (B, L)
     token_logprob = torch.zeros(batch, length, device=device)
+    token_confidence = torch.zeros(batch, length, device=device)
     soft: torch.Tensor | None = None  # self-conditioning input; none before the first pass
     last_argmax: torch.Tensor | None = None  # revise: the previous step's argmax of the hole slots
     steps = 0
@@ -193,6 +197,7 @@ def denoise(
         entropy[open_mask] = entropy_of(logits)
         picked_logprob = torch.zeros(batch, length, device=device)
         picked_logprob[open_mask] = logp.gather(-1, picked.unsqueeze(-1)).squeeze(-1)
+        raw_logp = torch.log_softmax(raw, dim=-1)  # (N_open, V) temperature 1
 
         if config.revise:
             accept = choose_accepted(entropy, open_mask, config.entropy_bound, 0) & open_mask
@@ -201,6 +206,7 @@ def denoise(
             final = torch.where(accept, proposal, argmax)  # what the canvas says if the loop ends now
             best_logprob = logp.gather(-1, final[open_mask].unsqueeze(-1)).squeeze(-1)
             token_logprob[open_mask] = best_logprob
+            token_confidence[open_mask] = raw_logp.gather(-1, final[open_mask].unsqueeze(-1)).squeeze(-1)
             committed = fixed | accept
             current = torch.where(accept, proposal, current)
             stable = last_argmax is not None and torch.equal(argmax[hole_mask], last_argmax)
@@ -209,7 +215,7 @@ def denoise(
             if on_step is not None:
                 on_step(step, final)
             if bool(accept[hole_mask].all()) or (stable and confident) or step == config.max_steps - 1:
-                return DenoiseResult(final, token_logprob, steps)
+                return DenoiseResult(final, token_logprob, steps, token_confidence)
             renoise = torch.randint(0, vocab_size, canvas.shape, generator=generator, device=device)
             current = torch.where(committed, current, renoise)
             continue
@@ -219,6 +225,9 @@ def denoise(
         accept = choose_accepted(entropy, open_mask, config.entropy_bound, min_accept) & open_mask
         current = torch.where(accept, proposal, current)
         token_logprob = torch.where(accept, picked_logprob, token_logprob)
+        picked_confidence = torch.zeros(batch, length, device=device)
+        picked_confidence[open_mask] = raw_logp.gather(-1, picked.unsqueeze(-1)).squeeze(-1)
+        token_confidence = torch.where(accept, picked_confidence, token_confidence)
         committed |= accept
         if filler_id is not None:
             # A committed filler ends its hole's middle: every slot after it is filler too, also
@@ -231,7 +240,7 @@ def denoise(
             on_step(step, torch.where(committed, current, proposal))
         renoise = torch.randint(0, vocab_size, canvas.shape, generator=generator, device=device)
         current = torch.where(committed, current, renoise)
-    return DenoiseResult(current, token_logprob, steps)
+    return DenoiseResult(current, token_logprob, steps, token_confidence)
 
 
 def filler_constraints(

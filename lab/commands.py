@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 
@@ -48,6 +49,24 @@ def train_model(args: argparse.Namespace) -> int:
     return 0
 
 
+def ghost_text_cut(source: Path, shipped: Path, chosen: float | None) -> float | None:
+    """The min_token_prob the shipped config gets: chosen now, else the source's, else the old one's.
+
+    Weights trained further keep the cut chosen for the ones they replace unless a new one is
+    chosen (scripts/tune_truncation.py); a run started before the cut existed lacks the key.
+    """
+    if chosen is not None:
+        if not 0.0 <= chosen <= 1.0:
+            raise SystemExit(f"--min-token-prob must be between 0 and 1, got {chosen}")
+        return chosen
+    for directory in (source, shipped):
+        config = directory / "config.json"
+        meta = json.loads(config.read_text()).get("difill") or {} if config.is_file() else {}
+        if "min_token_prob" in meta:
+            return float(meta["min_token_prob"])
+    return None
+
+
 def ship(args: argparse.Namespace) -> int:
     """Copy a trained checkpoint's weights, config and tokenizer into the package."""
     import shutil
@@ -56,6 +75,7 @@ def ship(args: argparse.Namespace) -> int:
 
     source = Path(args.source)
     check_model_dir(source)
+    cut = ghost_text_cut(source, DEFAULT_MODEL_DIR, args.min_token_prob)
     keep = (
         "*.safetensors",
         "config.json",
@@ -73,6 +93,11 @@ def ship(args: argparse.Namespace) -> int:
             if path.name not in skip:
                 shutil.copy2(path, DEFAULT_MODEL_DIR / path.name)
                 copied.append(path.name)
+    if cut is not None:  # the calibrated ghost-text cut lives in the config's difill metadata
+        config_path = DEFAULT_MODEL_DIR / "config.json"
+        config = json.loads(config_path.read_text())
+        config.setdefault("difill", {})["min_token_prob"] = cut
+        config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
     manifest = Path(args.corpus) / "manifest.json"
     if manifest.exists():
         shutil.copy2(manifest, DEFAULT_MODEL_DIR / "corpus_manifest.json")

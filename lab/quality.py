@@ -23,14 +23,16 @@ from pathlib import Path
 
 from difill.lab.training.corpus import read_jsonl
 from difill.lab.training.evaluate import ShapeScore, default_ar_baseline, eval_cases, format_table
+from difill.server.config import Settings
 from difill.server.served import ServedModel
 
 EVAL_URI = "file:///heldout/case.py"
 
 
 def load_served(
-    model_dir: str | None, experiment: dict | None = None, filler_policy: str | None = None
-) -> ServedModel:
+    model_dir: str | None, experiment: dict | None = None, filler_policy: str | None = None,
+    settings: Settings | None = None,
+) -> ServedModel:  # fmt: skip
     """Load a checkpoint (diffusion, or a Llama as the AR baseline) as the server does.
 
     ``filler_policy`` (experiment): end middles as a checkpoint without ``<|fill|>`` would
@@ -39,7 +41,7 @@ def load_served(
     from difill.engine.backends import make_backend
 
     if not filler_policy:
-        return ServedModel(make_backend(None, model_dir, "cpu"), experiment=experiment)
+        return ServedModel(make_backend(None, model_dir, "cpu"), settings, experiment)
     from dataclasses import replace
 
     from difill.engine.infill import InfillEngine
@@ -48,7 +50,7 @@ def load_served(
 
     loaded = load_model(model_dir, "cpu")
     ids = TokenIds.from_tokenizer(loaded.tokenizer, loaded.ids.vocab_size, filler_policy)
-    return ServedModel(InfillEngine(replace(loaded, ids=ids)), experiment=experiment)
+    return ServedModel(InfillEngine(replace(loaded, ids=ids)), settings, experiment)
 
 
 def score_cases(model: ServedModel, cases: dict, original_parses: dict) -> dict:
@@ -112,8 +114,9 @@ def typing_replay(model: ServedModel, corpus: Path, files: int, lines: int, seed
 def evaluate_served(
     diffusion_dir: str | None, ar_dir: str | None, corpus: Path, per_shape: int, seed: int,
     typing_files: int = 0, typing_lines: int = 4, experiment: dict | None = None,
-    filler_policy: str | None = None,
+    filler_policy: str | None = None, settings: Settings | None = None,
 ) -> dict:  # fmt: skip
+    """``settings``: the server settings both models are served with (default: the server's own)."""
     from difill.engine.syntax import parses
 
     cases = eval_cases(corpus, per_shape, seed)
@@ -121,14 +124,16 @@ def evaluate_served(
     report: dict = {
         "cases_per_shape": per_shape,
         "seed": seed,
-        "pipeline": "server (filters, default settings)",
+        "pipeline": "server (filters, default settings)" if settings is None else f"server (filters, {settings})",
         "experiment": {**(experiment or {}), **({"filler": filler_policy} if filler_policy else {})},
     }
     for name, model_dir in (("diffusion", diffusion_dir), ("ar", ar_dir)):
         if name == "ar" and not ar_dir:
             continue
         diffusion = name == "diffusion"
-        model = load_served(model_dir, experiment if diffusion else None, filler_policy if diffusion else None)
+        model = load_served(
+            model_dir, experiment if diffusion else None, filler_policy if diffusion else None, settings
+        )
         report[name] = score_cases(model, cases, original_parses)
         if typing_files:
             report[f"{name}_typing"] = typing_replay(model, corpus, typing_files, typing_lines, seed)
@@ -141,8 +146,9 @@ def main(args: argparse.Namespace) -> int:
         ar_dir = None
     started = time.time()
     experiment = {"revise": True} if args.revise else None
+    settings = None if args.min_token_prob is None else Settings(min_token_prob=args.min_token_prob)
     report = evaluate_served(args.model, ar_dir, Path(args.corpus), args.cases, args.seed,
-                             args.typing_files, args.typing_lines, experiment, args.filler)  # fmt: skip
+                             args.typing_files, args.typing_lines, experiment, args.filler, settings)  # fmt: skip
     report["eval_seconds"] = round(time.time() - started, 1)
     if args.record:
         from difill.engine.model import DEFAULT_MODEL_DIR

@@ -143,6 +143,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ship", help="copy a trained model into the package as the default model")
     p.add_argument("source", help="checkpoint dir, e.g. runs/diffusion/latest")
     p.add_argument("--corpus", default="data/corpus", help="where the corpus manifest is")
+    p.add_argument(
+        "--min-token-prob",
+        type=float,
+        help="the ghost-text cut chosen for these weights (scripts/tune_truncation.py); "
+        "default: the source's own, else the shipped model's",
+    )
     p.set_defaults(func=runs("difill.lab.commands:ship"))
 
     p = sub.add_parser(
@@ -167,6 +173,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--revise",
         action="store_true",
         help="experiment: completions re-decide committed tokens every step (as edits do)",
+    )
+    p.add_argument(
+        "--min-token-prob",
+        type=float,
+        help="serve both models with this minTokenProb setting instead of the server's default",
     )
     p.add_argument(
         "--filler",

@@ -36,6 +36,12 @@ class Settings:
     # may use up to twice this (see engine/text/shape.py).
     max_tokens: int = field(default=32, metadata={"key": "maxTokens", "min": 1, "max": 512})
 
+    # Ghost text (automatic suggestions) ends before the first token the model gave less than this
+    # probability: it shows what the model is sure of.  0: whole middles.  None: the value chosen
+    # for the loaded checkpoint (0.25 for the shipped model, chosen on training files by
+    # scripts/tune_truncation.py; 0 for a checkpoint without one).  Invoked completions are never cut.
+    min_token_prob: float | None = field(default=None, metadata={"key": "minTokenProb", "min": 0.0, "max": 1.0})
+
     # Cap on denoising steps (decoder passes) per fill: fewer is faster, more is better.
     steps: int = field(default=12, metadata={"key": "steps", "min": 1, "max": 1024})
 
@@ -134,6 +140,11 @@ def _convert(spec: dataclasses.Field, value: Any) -> tuple[Any, str | None]:
     if name == "hole_marker":
         ok = isinstance(value, str) and value.strip() != "" and "\n" not in value
         return (value, None) if ok else (None, "must be a non-empty one-line string")
+    if name == "min_token_prob":
+        if value is None:
+            return None, None
+        ok = not isinstance(value, bool) and isinstance(value, int | float) and 0.0 <= value <= 1.0
+        return (float(value), None) if ok else (None, "must be a number between 0 and 1")
     # The remaining fields are bounded integers.  bool is an int in Python: refuse it explicitly.
     low, high = spec.metadata["min"], spec.metadata["max"]
     if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):

@@ -125,6 +125,8 @@ def fill_for_editor(
         language=ctx.language,
         max_steps=settings.steps,
         prefix_tokens=settings.context_tokens,
+        # Ghost text shows only what the model is sure of; an explicit request gets whole middles.
+        min_token_prob=0.0 if invoked else settings.min_token_prob,
     )
     if experiment:
         options = replace(options, **experiment)

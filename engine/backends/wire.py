@@ -22,6 +22,7 @@ OPTION_BOUNDS: dict[str, tuple[float, float]] = {
     "prefix_tokens": (1, 32768),
     "max_steps": (1, 256),
     "entropy_bound": (0.0, 100.0),
+    "min_token_prob": (0.0, 1.0),
     "seed": (0, 2**63 - 1),
 }
 MAX_HOLE_CANDIDATES = 4

@@ -41,6 +41,6 @@ def test_contributed_defaults_match_the_servers():
         theirs = getattr(defaults, spec.name)
         if isinstance(theirs, tuple):
             theirs = list(theirs)
-        if theirs is None:  # modelPath: empty string means the shipped model
-            theirs = ""
+        if theirs is None and PROPERTIES[f"difill.{key}"]["type"] == "string":
+            theirs = ""  # modelPath, remote: an empty string means the server's default
         assert ours == theirs, f"difill.{key}: package.json says {ours!r}, the server {theirs!r}"

@@ -35,6 +35,16 @@ def test_ar_backend_fills_one_hole_with_stats(tiny_ar_dir):
     assert result.stats.candidates == 1
 
 
+def test_ar_backend_stops_before_an_unsure_token(tiny_ar_dir):
+    backend = ARBackend(tiny_ar_dir)
+    prompt = ("def f(x):\n    return ", "\n")
+    full = backend.fill(*prompt, FillOptions(max_hole_tokens=6))
+    assert full.stats.hole_tokens == 6  # a random model never writes eos this early
+    assert backend.fill(*prompt, FillOptions(max_hole_tokens=6, min_token_prob=1e-12)).text == full.text
+    nothing = backend.fill(*prompt, FillOptions(max_hole_tokens=6, min_token_prob=1.0))
+    assert nothing.text == "" and nothing.candidates == [] and nothing.stats.decoder_forwards == 1
+
+
 def test_ar_backend_refuses_canvas_only_work(tiny_ar_dir):
     backend = ARBackend(tiny_ar_dir)
     with pytest.raises(NotImplementedError):

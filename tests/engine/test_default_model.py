@@ -74,3 +74,27 @@ def test_engine_reports_its_stats(engine):
     # total_ms times the whole fill, which runs the encoder and then the decoder inside it.
     assert stats.encoder_ms > 0 and stats.decoder_ms > 0
     assert stats.total_ms >= stats.encoder_ms + stats.decoder_ms - 1e-6
+
+
+def test_the_shipped_model_names_its_ghost_text_cut_and_ship_keeps_it(tmp_path):
+    import json
+
+    from difill.lab.commands import ghost_text_cut
+
+    assert 0.0 < load_model(DEFAULT_MODEL_DIR, device="cpu").min_token_prob < 1.0
+
+    def config_dir(name, meta):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "config.json").write_text(json.dumps({"difill": meta}))
+        return d
+
+    run = config_dir("run", {"max_prefix_tokens": 256})  # a run started before the cut existed
+    tuned = config_dir("tuned", {"min_token_prob": 0.3})
+    shipped = config_dir("shipped", {"min_token_prob": 0.25})
+    assert ghost_text_cut(run, shipped, None) == 0.25  # carried over from the weights it replaces
+    assert ghost_text_cut(tuned, shipped, None) == 0.3  # the source's own wins
+    assert ghost_text_cut(run, shipped, 0.1) == 0.1  # a value chosen now wins over both
+    assert ghost_text_cut(run, config_dir("bare", {}), None) is None
+    with pytest.raises(SystemExit):
+        ghost_text_cut(run, shipped, 1.5)

@@ -210,3 +210,45 @@ def test_a_canvas_past_the_cap_is_refused_before_any_model_work(engine, monkeypa
         engine.fill("x = ", "\n", FillOptions(max_hole_tokens=8, max_steps=2)).stats.steps >= 1
     )  # within it
     assert calls == [1]
+
+
+def test_confident_length_stops_at_the_first_unsure_token():
+    import math
+
+    from difill.engine.infill import confident_length
+    from difill.engine.sampler import DenoiseResult
+
+    confidence = torch.log(torch.tensor([[0.9, 0.99, 0.2, 0.95, 0.9, 0.9]]))  # (1, 6)
+    result = DenoiseResult(torch.zeros(1, 6, dtype=torch.long), torch.zeros(1, 6), 3, confidence)
+    assert confident_length(result, 0, 0, 6, 0.0) == 6  # off
+    assert confident_length(result, 0, 0, 6, 0.5) == 2  # the 0.2 ends it, later sure ones do not count
+    assert confident_length(result, 0, 3, 3, 0.5) == 3  # a middle that starts after the unsure slot
+    assert confident_length(result, 0, 0, 6, 0.1) == 6
+    assert confident_length(result, 0, 0, 6, math.exp(0.0)) == 0  # nothing is surer than certain
+
+
+def test_min_token_prob_shows_only_the_sure_part_of_the_same_middle(engine):
+    def fill(min_prob: float):
+        options = FillOptions(hole_candidates=(10,), max_steps=4, seed=3, min_token_prob=min_prob)
+        return engine.fill(PREFIX, SUFFIX, options)
+
+    full = fill(0.0)
+    assert full.text
+    assert fill(1e-12).text == full.text  # every token beats a vanishing bar
+    assert fill(1.0).candidates == []  # no token is certain: nothing is shown
+    for min_prob in (1e-4, 1e-3, 0.01, 0.05):
+        cut = fill(min_prob)
+        shown = cut.text.rstrip("\ufffd")  # a cut may split a multi-byte character
+        assert full.text.startswith(shown)
+        if cut.candidates and cut.text != full.text:
+            assert not cut.candidates[0].complete  # a cut middle was not ended by the model
+
+
+def test_a_checkpoints_own_cut_applies_when_the_options_leave_it_open(loaded):
+    from dataclasses import replace
+
+    sure_of_nothing = InfillEngine(replace(loaded, min_token_prob=1.0))
+    options = FillOptions(hole_candidates=(10,), max_steps=4, seed=3, min_token_prob=None)
+    assert sure_of_nothing.fill(PREFIX, SUFFIX, options).candidates == []
+    assert sure_of_nothing.fill(PREFIX, SUFFIX, replace(options, min_token_prob=0.0)).text
+    assert InfillEngine(loaded).fill(PREFIX, SUFFIX, options).text  # no cut named: whole middles

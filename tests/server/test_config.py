@@ -8,24 +8,26 @@ from difill.server.config import Settings, SettingsLayers, parse_settings, secti
 def test_valid_settings_are_taken():
     settings, problems = parse_settings(
         {"modelPath": "/m", "device": "cpu", "maxTokens": 48, "steps": 8, "candidates": 2,
-         "languages": ["python"], "contextTokens": 512, "drafts": True, "holeMarker": "??", "debounceMs": 30},
+         "languages": ["python"], "contextTokens": 512, "drafts": True, "holeMarker": "??", "debounceMs": 30,
+         "minTokenProb": 0.25},
         Settings(),
     )  # fmt: skip
     assert problems == []
     assert settings == Settings(
         model_path="/m", device="cpu", max_tokens=48, steps=8, candidates=2, languages=("python",),
-        context_tokens=512, drafts=True, hole_marker="??", debounce_ms=30,
+        context_tokens=512, drafts=True, hole_marker="??", debounce_ms=30, min_token_prob=0.25,
     )  # fmt: skip
 
 
 def test_invalid_values_are_reported_and_the_default_kept():
     settings, problems = parse_settings(
         {"maxTokens": "many", "steps": 0, "candidates": True, "device": "gpu", "languages": "python",
-         "drafts": "yes", "holeMarker": "", "colour": "blue"},
+         "drafts": "yes", "holeMarker": "", "colour": "blue", "minTokenProb": 1.5},
         Settings(),
     )  # fmt: skip
     assert settings == Settings()
-    assert len(problems) == 8
+    assert len(problems) == 9
+    assert any("minTokenProb must be a number between 0 and 1" in p for p in problems)
     assert any("maxTokens" in p and "'many'" in p and "using 32" in p for p in problems)
     assert any("unknown setting 'colour'" in p for p in problems)
 

@@ -59,6 +59,19 @@ async def test_automatic_trigger_returns_one_suggestion(client):
     assert len(result.items) == 1
 
 
+async def test_min_token_prob_cuts_ghost_text_but_not_an_invoked_completion(client):
+    uri = f"file:///tmp/{client.profile}/cut.py"
+    open_document(client, uri, "def scale(values, k):\n    return [v * \n")
+    async with changed_settings(client, {"minTokenProb": 1.0}):  # no token is ever that sure
+        typing = await client.text_document_inline_completion_async(inline_params(uri, 1, 16, invoked=False))
+        asked = await client.text_document_inline_completion_async(inline_params(uri, 1, 16, invoked=True))
+    assert len(typing.items) == 0
+    assert asked.items  # an explicit request shows whole middles
+    # The tiny model's config names no cut: back on the default, typing gets its suggestion.
+    again = await client.text_document_inline_completion_async(inline_params(uri, 1, 16, invoked=False))
+    assert len(again.items) == 1
+
+
 async def test_completion_fallback_item_replaces_the_typed_word(client):
     uri = f"file:///tmp/{client.profile}/fallback.py"
     open_document(client, uri, "import os\n\npath = os.path.jo\n")

@@ -7,6 +7,7 @@ export const SERVER_SETTING_KEYS = [
   "remote",
   "device",
   "maxTokens",
+  "minTokenProb",
   "steps",
   "candidates",
   "languages",

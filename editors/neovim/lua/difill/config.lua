@@ -8,6 +8,7 @@
 ---@field remote? string           URL of a difill serve-http / OpenAI-compatible server to use instead
 ---@field device? "auto"|"cpu"|"cuda"
 ---@field maxTokens? integer       longest completion, in tokens
+---@field minTokenProb? number     ghost text ends before a token the model is less sure of (0: off; default: the model's)
 ---@field steps? integer           denoising step cap
 ---@field candidates? integer      candidates for an invoked completion
 ---@field languages? string[]      language ids the server completes in
