@@ -112,14 +112,15 @@ class InfillEngine:
         if heal_text and allowed is None:  # no token extends the partial word: give it back to the prefix
             prefix_ids, heal_text = self._prefix_ids(prefix, budget), ""
 
+        min_prob = self.loaded.min_token_prob if options.min_token_prob is None else options.min_token_prob
         result, stats = self._encode_and_denoise(
             prefix_ids, canvases, options, should_stop,
             slot_allowed=(0, allowed) if allowed is not None else None,
+            cut_below=math.log(min_prob) if min_prob > 0 else None,
             on_step=self._draft_reporter(on_draft, canvases[-1].holes[0], heal_text, len(lengths) - 1),
         )  # fmt: skip
 
         candidates = []
-        min_prob = self.loaded.min_token_prob if options.min_token_prob is None else options.min_token_prob
         for row, (canvas, hole) in enumerate(zip(canvases, lengths, strict=True)):
             span = canvas.holes[0]
             tokens = hole_tokens(result.canvas[row], span, self.ids.filler)
@@ -279,8 +280,9 @@ class InfillEngine:
 
     @torch.inference_mode()
     def _denoise(
-        self, cache, canvases, options, should_stop, slot_allowed=None, on_step=None, initially_committed=None
-    ) -> DenoiseResult:
+        self, cache, canvases, options, should_stop, slot_allowed=None, on_step=None, initially_committed=None,
+        cut_below=None,
+    ) -> DenoiseResult:  # fmt: skip
         device = self.loaded.device
         canvas = torch.stack([c.ids for c in canvases]).to(device)  # (B, L)
         clamp = torch.stack([c.clamp_mask for c in canvases]).to(device)  # (B, L)
@@ -293,6 +295,7 @@ class InfillEngine:
             slot_allowed=slot_allowed, should_stop=should_stop, on_step=on_step,
             initially_committed=None if initially_committed is None else initially_committed.to(device),
             filler_id=self.ids.filler[0] if self.ids.filler else None,
+            cut_below=None if config.revise else cut_below,
         )  # fmt: skip
 
     def _decoder(self, batch_cache) -> CanvasDecoder:

@@ -140,6 +140,7 @@ def denoise(
     should_stop: Callable[[], bool] | None = None,
     on_step: Callable[[int, torch.Tensor], None] | None = None,
     filler_id: int | None = None,
+    cut_below: float | None = None,
 ) -> DenoiseResult:
     """Denoise the open slots of ``canvas`` (B, L) until each one is committed.
 
@@ -148,7 +149,10 @@ def denoise(
     ``initially_committed`` (B, L): hole slots whose current token is kept from the start
     (an edit that starts from the original text).  ``on_step(step, best)`` gets the current best
     canvas: committed tokens where committed, the argmax elsewhere.  With ``filler_id``, each
-    hole stays one middle followed by filler (see ``filler_constraints``).
+    hole stays one middle followed by filler (see ``filler_constraints``).  ``cut_below`` (a
+    log-prob; monotone commit only): the middle will be shown only up to its first committed
+    token less sure than this (FillOptions.min_token_prob), so a row is done once every hole
+    slot before that token is committed; later passes could not change what is shown.
     """
     device = canvas.device
     batch, length = canvas.shape
@@ -238,9 +242,26 @@ def denoise(
             committed |= fill_rest
         if on_step is not None:
             on_step(step, torch.where(committed, current, proposal))
+        if cut_below is not None and bool(shown_part_decided(committed, hole_mask, token_confidence, cut_below).all()):
+            break  # the slots still open lie after an unsure token: nothing shown depends on them
         renoise = torch.randint(0, vocab_size, canvas.shape, generator=generator, device=device)
         current = torch.where(committed, current, renoise)
     return DenoiseResult(current, token_logprob, steps, token_confidence)
+
+
+def shown_part_decided(
+    committed: torch.Tensor, hole_mask: torch.Tensor, confidence: torch.Tensor, cut_below: float
+) -> torch.Tensor:
+    """(B,) True where every hole slot before the row's first unsure committed one is committed.
+
+    Rows hold one hole each (a fill's candidates), so "before" is slot order within the row.
+    """
+    length = committed.shape[-1]
+    position = torch.arange(length, device=committed.device).expand_as(committed)  # (B, L)
+    unsure = committed & hole_mask & (confidence < cut_below)  # (B, L)
+    first_unsure = torch.where(unsure, position, length).min(-1, keepdim=True).values  # (B, 1)
+    still_open = hole_mask & ~committed & (position < first_unsure)  # (B, L)
+    return ~still_open.any(-1)
 
 
 def filler_constraints(

@@ -167,3 +167,28 @@ def test_no_text_follows_a_filler_in_a_denoised_hole(setup):
         first = hole.index(filler)
         assert first <= planted - int(hole_slots[0])
         assert all(t == filler for t in hole[first:]), (seed, hole)
+
+
+def test_a_cut_fill_stops_early_and_shows_the_same_text(engine, monkeypatch):
+    """Once every slot before the first unsure token is committed, later passes change nothing shown."""
+    import difill.engine.infill as infill_module
+    from difill.engine.api import FillOptions
+
+    prefix, suffix = "def area(width, height):\n    return ", "\n\n\nprint(area(2, 3))\n"
+    real = infill_module.denoise
+
+    def fills(min_prob: float, seed: int):
+        options = FillOptions(hole_candidates=(16,), max_steps=12, seed=seed, min_token_prob=min_prob)
+        with monkeypatch.context() as patch:
+            patch.setattr(infill_module, "denoise", lambda *a, **k: real(*a, **{**k, "cut_below": None}))
+            full = engine.fill(prefix, suffix, options)
+        return engine.fill(prefix, suffix, options), full
+
+    fewer = 0
+    for min_prob in (1e-4, 3e-4, 1e-3, 3e-3):
+        for seed in range(3):
+            early, full = fills(min_prob, seed)
+            assert early.text == full.text
+            assert early.stats.steps <= full.stats.steps
+            fewer += early.stats.steps < full.stats.steps
+    assert fewer > 0, "no fill stopped early: the test's probabilities miss the random model's"
