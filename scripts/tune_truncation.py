@@ -6,7 +6,7 @@ exact match, edit similarity, parse rate and share empty per shape, and the typi
 fill's denoising runs once and is memoised, so every setting sees the same model output.
 
     .venv/bin/python scripts/tune_truncation.py --cases 150 --typing-files 6 \\
-        --max-tokens 32,16 --probs 0,0.05,0.14,0.22,0.37,0.61
+        --max-tokens 32,16
 
 (log-probs -3, -2, -1.5, -1, -0.5: the 2026-12-01 sweep, docs in engine/default_model/MODEL.md)
 """
@@ -33,7 +33,7 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=400, help="train files sampled as the tuning split")
     ap.add_argument("--cases", type=int, default=150)
     ap.add_argument("--typing-files", type=int, default=6)
-    ap.add_argument("--probs", default="0,0.05,0.14,0.22,0.37,0.61", help="minTokenProb values")
+    ap.add_argument("--probs", default="0,0.0498,0.1353,0.2231,0.3679,0.6065", help="minTokenProb values (e^-3 .. e^-0.5)")
     ap.add_argument("--max-tokens", default="32", help="maxTokens values")
     args = ap.parse_args()
 
