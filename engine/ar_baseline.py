@@ -38,6 +38,8 @@ class ARBaseline:
         self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
         self.model = LlamaForCausalLM.from_pretrained(path, dtype=torch.float32, local_files_only=True).eval()
         self.ids = TokenIds.from_tokenizer(self.tokenizer, self.model.config.vocab_size)
+        # The ghost-text cut chosen for these weights, as a diffusion checkpoint names its own.
+        self.min_token_prob = float((getattr(self.model.config, "difill", None) or {}).get("min_token_prob", 0.0))
         vocab = self.tokenizer.get_vocab()
         names = SpecialTokens()
         self.fim = (vocab[names.fim_prefix], vocab[names.fim_suffix], vocab[names.fim_middle])
@@ -88,9 +90,8 @@ class ARBackend:
         options = options or FillOptions()
         if should_stop is not None and should_stop():
             raise Cancelled()
-        r = self.baseline.fill(
-            prefix, suffix, options.max_hole_tokens, options.single_line, options.min_token_prob or 0.0
-        )  # the baseline's checkpoint has no calibrated cut: None means none
+        min_prob = self.baseline.min_token_prob if options.min_token_prob is None else options.min_token_prob
+        r = self.baseline.fill(prefix, suffix, options.max_hole_tokens, options.single_line, min_prob)
         stats = FillStats(
             steps=r.forwards, decoder_forwards=r.forwards, hole_tokens=r.tokens,
             tokens_per_forward=r.tokens / max(1, r.forwards), total_ms=r.total_ms, candidates=1,

@@ -45,16 +45,17 @@ def main() -> None:
 
     served = load_served(args.model)
     engine = served.engine
-    denoise_once = engine._encode_and_denoise
-    memo: dict = {}
+    if hasattr(engine, "_encode_and_denoise"):  # the diffusion engine; the AR baseline just reruns
+        denoise_once = engine._encode_and_denoise
+        memo: dict = {}
 
-    def memoised(prefix_ids, canvases, options, should_stop, **kw):
-        key = (tuple(prefix_ids), tuple(tuple(c.ids.tolist()) for c in canvases), options.max_steps)
-        if key not in memo:
-            memo[key] = denoise_once(prefix_ids, canvases, options, should_stop, **kw)
-        return memo[key]
+        def memoised(prefix_ids, canvases, options, should_stop, **kw):
+            key = (tuple(prefix_ids), tuple(tuple(c.ids.tolist()) for c in canvases), options.max_steps)
+            if key not in memo:  # the cut only ends the loop early, so a longer run's result serves it
+                memo[key] = denoise_once(prefix_ids, canvases, options, should_stop, **{**kw, "cut_below": None})
+            return memo[key]
 
-    engine._encode_and_denoise = memoised  # the cut happens after denoising, so it reuses passes
+        engine._encode_and_denoise = memoised
 
     cases = eval_cases(tune, args.cases, 1)
     parsed = {id(ex): bool(parses(ex.document, "python")) for exs in cases.values() for ex in exs}

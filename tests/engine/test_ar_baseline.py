@@ -45,6 +45,21 @@ def test_ar_backend_stops_before_an_unsure_token(tiny_ar_dir):
     assert nothing.text == "" and nothing.candidates == [] and nothing.stats.decoder_forwards == 1
 
 
+def test_ar_checkpoint_names_its_own_cut(tiny_ar_dir, tmp_path):
+    import json
+    import shutil
+
+    sure_of_nothing = tmp_path / "ar"
+    shutil.copytree(tiny_ar_dir, sure_of_nothing)
+    config = json.loads((sure_of_nothing / "config.json").read_text())
+    config["difill"] = {"min_token_prob": 1.0}
+    (sure_of_nothing / "config.json").write_text(json.dumps(config))
+    backend = ARBackend(sure_of_nothing)
+    prompt = ("def f(x):\n    return ", "\n")
+    assert backend.fill(*prompt, FillOptions(max_hole_tokens=6, min_token_prob=None)).text == ""
+    assert backend.fill(*prompt, FillOptions(max_hole_tokens=6, min_token_prob=0.0)).text
+
+
 def test_ar_backend_refuses_canvas_only_work(tiny_ar_dir):
     backend = ARBackend(tiny_ar_dir)
     with pytest.raises(NotImplementedError):
