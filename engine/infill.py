@@ -325,7 +325,7 @@ def sampler_config(checkpoint: SamplerConfig, options: FillOptions) -> SamplerCo
 
 def confident_length(result: DenoiseResult, row: int, start: int, count: int, min_prob: float) -> int:
     """How many of a middle's ``count`` tokens (from slot ``start``) precede its first unsure one."""
-    if min_prob <= 0 or result.token_confidence is None or count == 0:
+    if min_prob <= 0 or count == 0:
         return count
     confidence = result.token_confidence[row, start : start + count]  # (count,) log-probs, temperature 1
     unsure = (confidence < math.log(min_prob)).nonzero()

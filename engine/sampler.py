@@ -85,7 +85,7 @@ class DenoiseResult:
     steps: int  # decoder forwards; each one runs the whole batch
     # (B, L) the same at temperature 1: the model's own confidence, not sharpened by the schedule
     # (at t_min = 0.1 almost every tempered log-prob is ~0, so only this one can tell a guess)
-    token_confidence: torch.Tensor | None = None
+    token_confidence: torch.Tensor
 
 
 def temperature_at(step: int, config: SamplerConfig) -> float:
@@ -201,7 +201,7 @@ def denoise(
         entropy[open_mask] = entropy_of(logits)
         picked_logprob = torch.zeros(batch, length, device=device)
         picked_logprob[open_mask] = logp.gather(-1, picked.unsqueeze(-1)).squeeze(-1)
-        raw_logp = torch.log_softmax(raw, dim=-1)  # (N_open, V) temperature 1
+        raw_norm = torch.logsumexp(raw, dim=-1)  # (N_open,) temperature 1; a gather minus this is a log-prob
 
         if config.revise:
             accept = choose_accepted(entropy, open_mask, config.entropy_bound, 0) & open_mask
@@ -210,7 +210,7 @@ def denoise(
             final = torch.where(accept, proposal, argmax)  # what the canvas says if the loop ends now
             best_logprob = logp.gather(-1, final[open_mask].unsqueeze(-1)).squeeze(-1)
             token_logprob[open_mask] = best_logprob
-            token_confidence[open_mask] = raw_logp.gather(-1, final[open_mask].unsqueeze(-1)).squeeze(-1)
+            token_confidence[open_mask] = raw.gather(-1, final[open_mask].unsqueeze(-1)).squeeze(-1) - raw_norm
             committed = fixed | accept
             current = torch.where(accept, proposal, current)
             stable = last_argmax is not None and torch.equal(argmax[hole_mask], last_argmax)
@@ -230,7 +230,7 @@ def denoise(
         current = torch.where(accept, proposal, current)
         token_logprob = torch.where(accept, picked_logprob, token_logprob)
         picked_confidence = torch.zeros(batch, length, device=device)
-        picked_confidence[open_mask] = raw_logp.gather(-1, picked.unsqueeze(-1)).squeeze(-1)
+        picked_confidence[open_mask] = raw.gather(-1, picked.unsqueeze(-1)).squeeze(-1) - raw_norm
         token_confidence = torch.where(accept, picked_confidence, token_confidence)
         committed |= accept
         if filler_id is not None:
