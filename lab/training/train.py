@@ -53,6 +53,8 @@ PREFIX_LENGTHS = (32, 64, 128, 256)  # most examples get a short prefix: more su
 PREFIX_WEIGHTS = (0.3, 0.3, 0.25, 0.15)
 CANVAS_LENGTHS = (32, 48, 64, 80)
 MAX_PREFIX_TOKENS = max(PREFIX_LENGTHS)
+# The held-out canvas loss's fixed layouts, (prefix tokens, canvas slots): one per canvas length.
+HELDOUT_CANVAS_LAYOUTS = ((32, 32), (64, 48), (128, 64), (256, 80))
 
 
 @dataclass
@@ -144,6 +146,34 @@ def diffusion_loss(
     return loss, {"diff_loss": diff_loss.item(), "lm_loss": lm_loss.item(), "supervised": supervised}
 
 
+@torch.no_grad()
+def heldout_canvas_loss(
+    model: DiffusionGemmaForBlockDiffusion, texts: list[str], tok, ids: TokenIds, rows: int = 32, seed: int = 0
+) -> float:
+    """The canvas objective (the task the engine serves) on fixed held-out examples and fixed noise.
+
+    The held-out LM loss measures only the causal encoder; this is the decoder's own loss, with the
+    same examples, noise rates and noise tokens for every checkpoint that shares the tokenizer, so
+    two checkpoints compare directly.  No self-conditioning: the first pass of the engine's loop.
+    """
+    texts = [t for t in texts if t.count("\n") >= 10]  # room for every shape (as difill eval's cases)
+    if not texts:
+        raise ValueError("no held-out document has 10 lines or more")
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    rng = random.Random(seed)
+    gen = torch.Generator(device=device).manual_seed(seed)
+    cfg = TrainConfig(self_conditioning_rate=0.0)
+    losses = []
+    for prefix_length, canvas_length in HELDOUT_CANVAS_LAYOUTS:
+        batch = diffusion_batch(texts, tok, ids, rows, prefix_length, canvas_length, rng)
+        _, info = diffusion_loss(model, batch.to(device), ids, cfg, gen)
+        losses.append(info["diff_loss"])
+    model.train(was_training)
+    return sum(losses) / len(losses)
+
+
 def ar_loss(model: LlamaForCausalLM, batch) -> tuple[torch.Tensor, dict]:
     labels = batch.ids.masked_fill(batch.mask == 0, -100)
     out = model(input_ids=batch.ids, attention_mask=batch.mask, labels=labels)
@@ -212,6 +242,7 @@ def train(cfg: TrainConfig) -> TrainState:
     ids0 = TokenIds.from_tokenizer(tok, len(tok))  # the tokenizer's ids (the model's vocab may be larger)
     stream = token_stream(Path(cfg.corpus), "train", tok, ids0) if cfg.arch == "diffusion" else None
     heldout_stream = token_stream(Path(cfg.corpus), "heldout", tok, ids0) if stream is not None else None
+    heldout_texts = [d["text"] for d in read_jsonl(Path(cfg.corpus) / "heldout.jsonl")] if stream is not None else []
 
     state = TrainState()
     if init and (init / "training_state.json").exists():
@@ -321,31 +352,33 @@ def train(cfg: TrainConfig) -> TrainState:
                 f.write(json.dumps(record) + "\n")
             window = {"supervised": 0, "tokens": 0, "time": time.time(), "lm_steps": 0, "steps": 0}
         if time.time() - last_save > cfg.save_every_minutes * 60:
-            _log_heldout(model, ema, heldout_stream, state, cpu_start, log_path)
+            _log_heldout(model, ema, heldout_stream, heldout_texts, tok, ids, state, cpu_start, log_path)
             _save(model, ema, opt, state, tok, out, cpu_start, last_save)
             cpu_start = _cpu_seconds()
             last_save = time.time()
-    _log_heldout(model, ema, heldout_stream, state, cpu_start, log_path)
+    _log_heldout(model, ema, heldout_stream, heldout_texts, tok, ids, state, cpu_start, log_path)
     _save(model, ema, opt, state, tok, out, cpu_start, last_save)
     return state
 
 
-def _log_heldout(model, ema, heldout_stream, state: TrainState, cpu_start: float, log_path: Path) -> None:
-    """Held-out causal-LM loss of the EMA weights (what ships), against cumulative CPU-hours."""
+def _log_heldout(
+    model, ema, heldout_stream, heldout_texts, tok, ids, state: TrainState, cpu_start: float, log_path: Path
+) -> None:
+    """Held-out LM and canvas losses of the EMA weights (what ships), against cumulative CPU-hours."""
     if heldout_stream is None:
         return
     live = {k: v.detach().clone() for k, v in model.state_dict().items()}
     model.load_state_dict(ema, strict=False)
-    loss = heldout_lm_loss(model, heldout_stream)
+    record = {
+        "step": state.step,
+        "heldout_lm_loss": round(heldout_lm_loss(model, heldout_stream), 4),
+    }
+    if any(t.count("\n") >= 10 for t in heldout_texts):
+        record["heldout_canvas_loss"] = round(heldout_canvas_loss(model, heldout_texts, tok, ids), 4)
     model.load_state_dict(live)
-    cpu_hours = state.cpu_hours + (_cpu_seconds() - cpu_start) / 3600
+    record["cpu_hours"] = round(state.cpu_hours + (_cpu_seconds() - cpu_start) / 3600, 4)
     with open(log_path, "a") as f:
-        f.write(
-            json.dumps(
-                {"step": state.step, "cpu_hours": round(cpu_hours, 4), "heldout_lm_loss": round(loss, 4)}
-            )
-            + "\n"
-        )
+        f.write(json.dumps(record) + "\n")
 
 
 def _cpu_seconds() -> float:

@@ -11,7 +11,7 @@ from transformers import DiffusionGemmaForBlockDiffusion
 from difill.lab.training.batches import ar_batch, corrupt, diffusion_batch, example_segments
 from difill.lab.training.corpus import BENCHMARK_NAMES, is_heldout
 from difill.lab.training.examples import EVAL_SHAPES, SHAPES, sample_eval_example, sample_example
-from difill.lab.training.train import TrainConfig, diffusion_loss
+from difill.lab.training.train import TrainConfig, diffusion_loss, heldout_canvas_loss
 
 SOURCE = "\n".join(
     [
@@ -126,6 +126,28 @@ def test_a_training_step_lowers_the_loss_on_a_repeated_batch(tiny_model_dir, loa
     assert losses[-1] < losses[0]
 
 
+def test_heldout_canvas_loss_is_fixed_and_falls_when_the_canvas_objective_is_learned(tiny_model_dir, loaded):
+    model = DiffusionGemmaForBlockDiffusion.from_pretrained(tiny_model_dir)
+    model.config._experts_implementation = "eager"
+    held = [SOURCE]
+    before = heldout_canvas_loss(model, held, loaded.tokenizer, loaded.ids, rows=4)
+    # Same examples and noise every call, whatever the global random state did in between.
+    random.random()
+    assert heldout_canvas_loss(model, held, loaded.tokenizer, loaded.ids, rows=4) == before
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    cfg = TrainConfig(self_conditioning_rate=0.0)
+    rng, gen = random.Random(1), torch.Generator().manual_seed(1)
+    for _ in range(10):
+        batch = diffusion_batch(held, loaded.tokenizer, loaded.ids, 4, 32, 32, rng)
+        loss, _ = diffusion_loss(model, batch, loaded.ids, cfg, gen)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert model.training, "the held-out pass gives the model back in the mode it found it"
+    assert heldout_canvas_loss(model, held, loaded.tokenizer, loaded.ids, rows=4) < before
+
+
 def test_ar_batch_is_psm_ordered(loaded):
     batch = ar_batch([SOURCE], loaded.tokenizer, loaded.ids, 2, 32, 32, random.Random(6))
     vocab = loaded.tokenizer.get_vocab()
@@ -209,3 +231,5 @@ def test_sigterm_ends_a_run_with_a_save(tmp_path, tiny_model_dir, loaded):
     assert proc.wait(timeout=60) == 0
     state = json.loads((out / "latest" / "training_state.json").read_text())
     assert state["step"] >= 20 and state["cpu_hours"] > 0
+    held = [json.loads(r) for r in log.read_text().splitlines() if "heldout_lm_loss" in r]
+    assert held and "heldout_canvas_loss" in held[-1], "the final save logs both held-out losses"
