@@ -17,7 +17,7 @@ from transformers.utils import logging as hf_logging
 
 from difill.engine.api import Cancelled, Candidate, FillOptions, FillResult, FillStats
 from difill.engine.hf_compat import cache_kwargs, output_cache
-from difill.engine.model import check_model_dir
+from difill.engine.model import check_model_dir, checkpoint_min_token_prob
 from difill.engine.tokens import encode_prefix_window, encode_suffix_window
 from difill.engine.vocab import SpecialTokens, TokenIds
 
@@ -39,7 +39,7 @@ class ARBaseline:
         self.model = LlamaForCausalLM.from_pretrained(path, dtype=torch.float32, local_files_only=True).eval()
         self.ids = TokenIds.from_tokenizer(self.tokenizer, self.model.config.vocab_size)
         # The ghost-text cut chosen for these weights, as a diffusion checkpoint names its own.
-        self.min_token_prob = float((getattr(self.model.config, "difill", None) or {}).get("min_token_prob", 0.0))
+        self.min_token_prob = checkpoint_min_token_prob(self.model.config)
         vocab = self.tokenizer.get_vocab()
         names = SpecialTokens()
         self.fim = (vocab[names.fim_prefix], vocab[names.fim_suffix], vocab[names.fim_middle])

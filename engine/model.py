@@ -62,6 +62,16 @@ class LoadedModel:
         return self._token_texts
 
 
+def difill_meta(config) -> dict:
+    """What difill's trainer recorded in a checkpoint's config (``difill``); {} for others."""
+    return getattr(config, "difill", None) or {}
+
+
+def checkpoint_min_token_prob(config) -> float:
+    """The ghost-text cut chosen for a checkpoint's weights (``difill.min_token_prob``); 0: none."""
+    return float(difill_meta(config).get("min_token_prob", 0.0))
+
+
 def pick_device(requested: str = "auto") -> torch.device:
     if requested == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -135,12 +145,10 @@ def load_model(
     model.to(target).eval()
     text_config = model.config.text_config
     ids = TokenIds.from_tokenizer(tokenizer, text_config.vocab_size)
-    difill_meta = getattr(model.config, "difill", None) or {}
-    max_prefix = int(
-        difill_meta.get("max_prefix_tokens", min(text_config.max_position_embeddings // 2, 4096))
-    )
-    sampler = SamplerConfig.from_checkpoint(getattr(model, "generation_config", None), bool(difill_meta))
-    min_token_prob = float(difill_meta.get("min_token_prob", 0.0))
+    meta = difill_meta(model.config)
+    max_prefix = int(meta.get("max_prefix_tokens", min(text_config.max_position_embeddings // 2, 4096)))
+    sampler = SamplerConfig.from_checkpoint(getattr(model, "generation_config", None), bool(meta))
+    min_token_prob = checkpoint_min_token_prob(model.config)
     return LoadedModel(model, tokenizer, ids, path, target, max_prefix, sampler, min_token_prob)
 
 
