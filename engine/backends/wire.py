@@ -30,10 +30,17 @@ _HINTS = typing.get_type_hints(FillOptions)
 
 
 def options_to_json(options: FillOptions | None) -> dict[str, Any] | None:
+    """Only the options that differ from FillOptions' defaults, so that a server from an older
+    difill, which rejects options it does not know, still takes every request that leaves a newer
+    option at its default."""
     if options is None:
         return None
-    out = dataclasses.asdict(options)
-    out["hole_candidates"] = list(options.hole_candidates)
+    defaults = FillOptions()
+    out = {}
+    for f in dataclasses.fields(FillOptions):
+        value = getattr(options, f.name)
+        if value != getattr(defaults, f.name):
+            out[f.name] = list(value) if isinstance(value, tuple) else value
     return out
 
 

@@ -1,0 +1,32 @@
+"""The native HTTP API's option encoding: exact round trips, and only what a client changed."""
+
+from __future__ import annotations
+
+import pytest
+
+from difill.engine.api import FillOptions
+from difill.engine.backends.wire import options_from_json, options_to_json
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        FillOptions(),
+        FillOptions(max_hole_tokens=8, hole_candidates=(4, 8), seed=3),
+        FillOptions(min_token_prob=None, revise=True, entropy_bound=0.5, language="python"),
+        FillOptions(min_token_prob=0.25, heal=False, prefix_tokens=64, max_steps=2),
+    ],
+)
+def test_options_survive_the_wire(options):
+    assert options_from_json(options_to_json(options)) == options
+
+
+def test_a_client_sends_only_the_options_it_changed():
+    # An older server rejects an option it does not know; a request that leaves a newer option
+    # at its default must not name it.
+    assert options_to_json(FillOptions()) == {}
+    assert options_to_json(FillOptions(max_hole_tokens=8, hole_candidates=(8,))) == {
+        "max_hole_tokens": 8,
+        "hole_candidates": [8],
+    }
+    assert options_to_json(None) is None
