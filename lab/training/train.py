@@ -109,17 +109,22 @@ def build_ar_model(vocab_size: int, hidden: int, layers: int, ids: TokenIds) -> 
 def diffusion_loss(
     model: DiffusionGemmaForBlockDiffusion, batch, ids: TokenIds, cfg: TrainConfig, gen: torch.Generator
 ) -> tuple[torch.Tensor, dict]:
+    """The canvas step's loss: next-token loss on the prefix, denoising loss on the corrupted slots.
+
+    The LM head runs only where a loss is taken (real prefix positions, corrupted hole slots), not
+    over every (B, L, V) position: the head and its soft-cap were the largest share of a step
+    (MODEL.md, Throughput).  The prefix's next-token logits skip the soft-cap, as the packed
+    steps' do (packed.py ``causal_lm_loss``); the decoder's keep it, as the engine sees them.
+    """
     vocab = model.config.text_config.vocab_size
-    # 1. Encoder: causal pass over the prefix writes the KV cache and gets a next-token loss.
+    # 1. Encoder: causal pass over the (left-padded) prefix writes the KV cache; next-token loss.
     enc = model.model.encoder(input_ids=batch.prefix, attention_mask=batch.prefix_mask, use_cache=True)
-    lm_logits = softcapped_logits(model, enc.last_hidden_state)  # (B, P, V)
-    lm_targets = batch.prefix[:, 1:].masked_fill(batch.prefix_mask[:, 1:] == 0, -100)
-    if (lm_targets != -100).any():
-        lm_loss = F.cross_entropy(
-            lm_logits[:, :-1].reshape(-1, vocab), lm_targets.reshape(-1), ignore_index=-100
-        )
+    has_target = batch.prefix_mask[:, 1:].bool()  # (B, P-1): position i predicts real token i+1
+    if has_target.any():
+        lm_hidden = enc.last_hidden_state[:, :-1][has_target]  # (N, H)
+        lm_loss = F.cross_entropy(model.lm_head(lm_hidden).float(), batch.prefix[:, 1:][has_target])
     else:  # every prefix is a lone bos: nothing to predict
-        lm_loss = lm_logits.sum() * 0.0
+        lm_loss = enc.last_hidden_state.sum() * 0.0
 
     # 2. Decoder: corrupted canvas, bidirectional over prefix cache + canvas.
     noisy, corrupted = corrupt(batch.canvas, batch.clamp_mask, vocab, gen)
@@ -129,18 +134,23 @@ def diffusion_loss(
     self_conditioning = None
     if random.random() < cfg.self_conditioning_rate:
         with torch.no_grad():
-            first = model(**cache_kwargs(cache), decoder_input_ids=noisy, decoder_attention_mask=decoder_mask)
-            one_hot = torch.full_like(first.logits, -1e4).scatter_(-1, noisy.unsqueeze(-1), 0.0)
-            self_conditioning = torch.where(batch.clamp_mask.unsqueeze(-1), one_hot, first.logits)
-    out = model(
+            first = model.model(**cache_kwargs(cache), decoder_input_ids=noisy, decoder_attention_mask=decoder_mask)
+            # Clamped slots condition on their own token (one-hot); hole slots on the first pass's logits.
+            self_conditioning = torch.full(
+                (*noisy.shape, vocab), -1e4, device=noisy.device
+            ).scatter_(-1, noisy.unsqueeze(-1), 0.0)  # (B, C, V)
+            hole = ~batch.clamp_mask
+            self_conditioning[hole] = softcapped_logits(model, first.last_hidden_state[hole])
+    out = model.model(
         **cache_kwargs(cache),
         decoder_input_ids=noisy,
         decoder_attention_mask=decoder_mask,
         self_conditioning_logits=self_conditioning,
     )
     weights = corrupted.float() * torch.where(batch.canvas == ids.filler[0], FILLER_WEIGHT, 1.0)  # (B, C)
-    token_loss = F.cross_entropy(out.logits.reshape(-1, vocab), batch.canvas.reshape(-1), reduction="none")
-    diff_loss = (token_loss * weights.reshape(-1)).sum() / weights.sum().clamp_min(1.0)
+    logits = softcapped_logits(model, out.last_hidden_state[corrupted])  # (N, V): corrupted slots only
+    token_loss = F.cross_entropy(logits, batch.canvas[corrupted], reduction="none")  # (N,)
+    diff_loss = (token_loss * weights[corrupted]).sum() / weights.sum().clamp_min(1.0)
     loss = diff_loss + cfg.lm_loss_weight * lm_loss
     supervised = int(corrupted.sum()) + int(batch.prefix_mask[:, 1:].sum())
     return loss, {"diff_loss": diff_loss.item(), "lm_loss": lm_loss.item(), "supervised": supervised}

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import random
 
+import pytest
 import torch
+import torch.nn.functional as F
 from transformers import DiffusionGemmaForBlockDiffusion
 
 from difill.lab.training.batches import ar_batch, corrupt, diffusion_batch, example_segments
@@ -124,6 +126,42 @@ def test_a_training_step_lowers_the_loss_on_a_repeated_batch(tiny_model_dir, loa
         losses.append(loss.item())
         assert info["supervised"] > 0
     assert losses[-1] < losses[0]
+
+
+@pytest.mark.parametrize("self_conditioning_rate", [0.0, 1.0])
+def test_the_canvas_loss_equals_the_full_logits_loss_it_shortcuts(tiny_model_dir, loaded, self_conditioning_rate):
+    """diffusion_loss runs the LM head only where a loss is taken; the result is the full-head loss."""
+    from difill.engine.hf_compat import cache_kwargs, output_cache
+    from difill.lab.training.batches import FILLER_WEIGHT
+
+    model = DiffusionGemmaForBlockDiffusion.from_pretrained(tiny_model_dir)
+    model.config._experts_implementation = "eager"
+    ids, vocab = loaded.ids, model.config.text_config.vocab_size
+    batch = diffusion_batch([SOURCE], loaded.tokenizer, ids, 4, 32, 32, random.Random(3))
+    cfg = TrainConfig(self_conditioning_rate=self_conditioning_rate)
+    with torch.no_grad():
+        _, info = diffusion_loss(model, batch, ids, cfg, torch.Generator().manual_seed(7))
+
+        # The reference: every position through the head, the loss masked afterwards.
+        enc = model.model.encoder(input_ids=batch.prefix, attention_mask=batch.prefix_mask, use_cache=True)
+        lm_logits = model.lm_head(enc.last_hidden_state).float()[:, :-1]
+        targets = batch.prefix[:, 1:].masked_fill(batch.prefix_mask[:, 1:] == 0, -100)
+        lm_ref = F.cross_entropy(lm_logits.reshape(-1, vocab), targets.reshape(-1), ignore_index=-100)
+        noisy, corrupted = corrupt(batch.canvas, batch.clamp_mask, vocab, torch.Generator().manual_seed(7))
+        mask = torch.cat([batch.prefix_mask, torch.ones_like(batch.clamp_mask, dtype=torch.long)], dim=1)
+        cache = output_cache(enc)
+        conditioning = None
+        if self_conditioning_rate:
+            first = model(**cache_kwargs(cache), decoder_input_ids=noisy, decoder_attention_mask=mask).logits
+            one_hot = torch.full_like(first, -1e4).scatter_(-1, noisy.unsqueeze(-1), 0.0)
+            conditioning = torch.where(batch.clamp_mask.unsqueeze(-1), one_hot, first)
+        logits = model(**cache_kwargs(cache), decoder_input_ids=noisy, decoder_attention_mask=mask,
+                       self_conditioning_logits=conditioning).logits  # fmt: skip
+        weights = corrupted.float() * torch.where(batch.canvas == ids.filler[0], FILLER_WEIGHT, 1.0)
+        token_loss = F.cross_entropy(logits.reshape(-1, vocab), batch.canvas.reshape(-1), reduction="none")
+        diff_ref = (token_loss * weights.reshape(-1)).sum() / weights.sum()
+    assert info["lm_loss"] == pytest.approx(lm_ref.item(), rel=1e-5)
+    assert info["diff_loss"] == pytest.approx(diff_ref.item(), rel=1e-5)
 
 
 def test_heldout_canvas_loss_is_fixed_and_falls_when_the_canvas_objective_is_learned(tiny_model_dir, loaded):
