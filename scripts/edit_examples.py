@@ -1,18 +1,32 @@
-"""Before/after examples of each edit action, produced by a model (the README's examples).
+"""Before/after examples of each edit action, as the editor applies them (the README's examples).
 
     .venv/bin/python scripts/edit_examples.py [--model DIR]
 
-Runs the engine calls the server's actions run: rewrite (strength 0.5), rewrite with an
-instruction, fill holes, complete block; prints Markdown.
+Each example is the server's own edit path (server/features/edits/plans.py): ``engine_work`` asks
+the engine what the code action asks, with the editor's default settings, and ``new_selection``
+turns the answer into the text that replaces the selection (the text pipeline's filters
+included).  Rewrite (strength 0.5), rewrite with an instruction, fill holes, complete block;
+prints Markdown.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from difill.engine.api import FillOptions, RewriteRequest
 from difill.engine.infill import InfillEngine
 from difill.engine.model import load_model
+from difill.server.config import Settings
+from difill.server.documents import Document
+from difill.server.features.edits.plans import (
+    COMPLETE_BLOCK,
+    FILL_HOLES,
+    REWRITE,
+    EditError,
+    EditRequest,
+    engine_work,
+    new_selection,
+)
+from difill.server.trees import SyntaxTrees
 
 SOURCE = """def total_price(items, tax_rate):
     subtotal = 0
@@ -41,39 +55,41 @@ def block(title: str, before: str, after: str) -> str:
     return f"**{title}**\n\n```python\n# before\n{before.rstrip()}\n# after\n{after.rstrip()}\n```\n"
 
 
+def edited(engine: InfillEngine, text: str, selected: str, kind: str, instruction: str | None = None) -> str:
+    """``text`` after the editor applies ``kind`` to its first ``selected`` span."""
+    settings, trees = Settings(), SyntaxTrees()
+    document = Document("file:///example.py", "python", 1, text)
+    start = text.index(selected)
+    request = EditRequest(kind, document.uri, 1, start, start + len(selected), instruction)
+    result = engine_work(request, document, settings, trees, lambda: False, None)(engine)
+    try:
+        return (
+            text[:start]
+            + new_selection(request, document, result, settings, trees)
+            + text[start + len(selected) :]
+        )
+    except EditError as err:  # what the editor would show instead of an edit
+        return f"{text.rstrip()}\n# (no edit: {err})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model")
     args = parser.parse_args()
     engine = InfillEngine(load_model(args.model, device="cpu"))
-    options = FillOptions(language="python", seed=0)
-    start = SOURCE.index("    for item")
-    end = SOURCE.index("    return")
-    prefix, selection, suffix = SOURCE[:start], SOURCE[start:end], SOURCE[end:]
-    rewritten = engine.rewrite(RewriteRequest(prefix, selection, suffix, 0.5), options)
-    print(
-        block("Rewrite selection (strength 0.5), the loop selected", SOURCE, prefix + rewritten.text + suffix)
-    )
-    told = engine.rewrite(
-        RewriteRequest(prefix, selection, suffix, 0.5, "use sum() with a generator"), options
-    )
+    loop = SOURCE[SOURCE.index("    for item") : SOURCE.index("    return")]
     print(
         block(
-            'Edit selection with instruction "use sum() with a generator"',
+            "Rewrite selection (strength 0.5), the loop selected",
             SOURCE,
-            prefix + told.text + suffix,
+            edited(engine, SOURCE, loop, REWRITE),
         )
     )
-    holes = engine.fill_holes(HOLES, options=FillOptions(max_hole_tokens=8, seed=0))
-    print(block("Fill holes in selection", HOLES, holes.text))
-    completed = engine.fill(STUB, STUB_SUFFIX, FillOptions(max_hole_tokens=32, language="python", seed=0))
-    print(
-        block(
-            "Complete block (empty method body)",
-            STUB + "pass" + STUB_SUFFIX,
-            STUB + completed.text + STUB_SUFFIX,
-        )
-    )
+    told = edited(engine, SOURCE, loop, REWRITE, "use sum() with a generator")
+    print(block('Edit selection with instruction "use sum() with a generator"', SOURCE, told))
+    print(block("Fill holes in selection", HOLES, edited(engine, HOLES, HOLES, FILL_HOLES)))
+    stub = STUB + "pass" + STUB_SUFFIX
+    print(block("Complete block (empty method body)", stub, edited(engine, stub, "pass", COMPLETE_BLOCK)))
 
 
 if __name__ == "__main__":

@@ -134,11 +134,13 @@ def diffusion_loss(
     self_conditioning = None
     if random.random() < cfg.self_conditioning_rate:
         with torch.no_grad():
-            first = model.model(**cache_kwargs(cache), decoder_input_ids=noisy, decoder_attention_mask=decoder_mask)
+            first = model.model(
+                **cache_kwargs(cache), decoder_input_ids=noisy, decoder_attention_mask=decoder_mask
+            )
             # Clamped slots condition on their own token (one-hot); hole slots on the first pass's logits.
-            self_conditioning = torch.full(
-                (*noisy.shape, vocab), -1e4, device=noisy.device
-            ).scatter_(-1, noisy.unsqueeze(-1), 0.0)  # (B, C, V)
+            self_conditioning = torch.full((*noisy.shape, vocab), -1e4, device=noisy.device).scatter_(
+                -1, noisy.unsqueeze(-1), 0.0
+            )  # (B, C, V)
             hole = ~batch.clamp_mask
             self_conditioning[hole] = softcapped_logits(model, first.last_hidden_state[hole])
     out = model.model(
@@ -158,7 +160,12 @@ def diffusion_loss(
 
 @torch.no_grad()
 def heldout_canvas_loss(
-    model: DiffusionGemmaForBlockDiffusion, texts: list[str], tok, ids: TokenIds, rows: int = 32, seed: int = 0
+    model: DiffusionGemmaForBlockDiffusion,
+    texts: list[str],
+    tok,
+    ids: TokenIds,
+    rows: int = 32,
+    seed: int = 0,
 ) -> float:
     """The canvas objective (the task the engine serves) on fixed held-out examples and fixed noise.
 
@@ -252,7 +259,9 @@ def train(cfg: TrainConfig) -> TrainState:
     ids0 = TokenIds.from_tokenizer(tok, len(tok))  # the tokenizer's ids (the model's vocab may be larger)
     stream = token_stream(Path(cfg.corpus), "train", tok, ids0) if cfg.arch == "diffusion" else None
     heldout_stream = token_stream(Path(cfg.corpus), "heldout", tok, ids0) if stream is not None else None
-    heldout_texts = [d["text"] for d in read_jsonl(Path(cfg.corpus) / "heldout.jsonl")] if stream is not None else []
+    heldout_texts = (
+        [d["text"] for d in read_jsonl(Path(cfg.corpus) / "heldout.jsonl")] if stream is not None else []
+    )
 
     state = TrainState()
     if init and (init / "training_state.json").exists():

@@ -129,7 +129,9 @@ def test_a_training_step_lowers_the_loss_on_a_repeated_batch(tiny_model_dir, loa
 
 
 @pytest.mark.parametrize("self_conditioning_rate", [0.0, 1.0])
-def test_the_canvas_loss_equals_the_full_logits_loss_it_shortcuts(tiny_model_dir, loaded, self_conditioning_rate):
+def test_the_canvas_loss_equals_the_full_logits_loss_it_shortcuts(
+    tiny_model_dir, loaded, self_conditioning_rate
+):
     """diffusion_loss runs the LM head only where a loss is taken; the result is the full-head loss."""
     from difill.engine.hf_compat import cache_kwargs, output_cache
     from difill.lab.training.batches import FILLER_WEIGHT
