@@ -64,8 +64,15 @@ try {
     try {
       ghost = await page.waitForSelector(".ghost-text-decoration, .ghost-text-decoration-preview, .ghost-text", { timeout: 20_000 });
     } catch {
-      // An empty random answer: ask explicitly (Alt+\ is VS Code's "Trigger Inline Suggestion").
-      await page.keyboard.press("Alt+Backslash");
+      // Nothing shown while typing (the ghost-text cut shows only what the model is sure of): ask
+      // explicitly, as a user would with Alt+\ ("Trigger Inline Suggestion"; the key itself does
+      // not reach code-server through Chromium, so the command palette runs it). Invoked
+      // requests are never cut.
+      await page.keyboard.press("F1");
+      await page.keyboard.type("Trigger Inline Suggestion");
+      await page.waitForSelector(".quick-input-list .monaco-list-row:has-text('Trigger Inline Suggestion')", { timeout: 10_000 });
+      await page.waitForTimeout(300);
+      await page.keyboard.press("Enter");
     }
   }
   if (!ghost) throw new Error("no ghost text appeared");
@@ -76,16 +83,26 @@ try {
   await page.waitForTimeout(300);
   await page.screenshot({ path: join(shots, "vscode-ghost-text.png") });
 
-  const beforeAccept = await editorText();
+  // The ghost text is drawn inside .view-lines, so the lines' text does not change when it is
+  // accepted: the cursor (the status bar's "Ln, Col") tells whether Tab inserted it.
+  const cursor = () =>
+    page.evaluate(() => (document.body.innerText.match(/Ln (\d+), Col (\d+)/) ?? []).slice(1).map(Number));
+  const [lineBefore, colBefore] = await cursor();
   await page.keyboard.press("Tab");
-  await page.waitForFunction((b) => document.querySelector(".monaco-editor .view-lines")?.textContent?.replace(/\u00a0/g, " ") !== b, beforeAccept, {
-    timeout: 10_000,
-  });
-  // Accepted, not indented: the line now holds what was drawn as ghost text.
-  const norm = (t) => t.replace(/\u00a0/g, " ");
-  const shown = norm(ghostText).trim().slice(0, 8);
-  const lineNow = await editorText();
-  if (shown && !lineNow.includes(shown)) throw new Error(`Tab did not insert the ghost text ${JSON.stringify(shown)}`);
+  await page.waitForFunction(
+    ([l, c]) => {
+      const m = document.body.innerText.match(/Ln (\d+), Col (\d+)/);
+      return m && (Number(m[1]) !== l || Number(m[2]) !== c);
+    },
+    [lineBefore, colBefore],
+    { timeout: 10_000 },
+  );
+  const accepted = ghostText.replace(/\u00a0/g, " ");
+  const [lineAfter, colAfter] = await cursor();
+  // One line of ghost text: the cursor moved past exactly it (a Tab that indented moves by 4).
+  if (lineAfter === lineBefore && colAfter !== colBefore + accepted.length) {
+    throw new Error(`Tab did not insert the ghost text ${JSON.stringify(accepted)}: cursor ${lineBefore}:${colBefore} -> ${lineAfter}:${colAfter}`);
+  }
   log("Tab accepted the suggestion");
 
   // 2. Edit Selection with Instruction on lines 6-8 (mean()).
