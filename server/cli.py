@@ -67,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="print text, steps, ms, the model's raw text, candidates and stats as JSON",
     )
     p.add_argument("--holes", action="store_true", help="fill every hole marker in the file")
+    p.add_argument("--typing", action="store_true",
+                   help="what ghost text while typing shows (the ghost-text cut applies); "
+                        "default: an explicitly requested suggestion")  # fmt: skip
     p.add_argument("--marker", default="<|hole|>", help="the text that marks a hole (with --holes)")
     p.add_argument("--max-tokens", type=int, help="longest suggestion in tokens (the server's maxTokens, 32)")
     p.add_argument("--steps", type=int, default=12, help="denoising step cap")

@@ -40,7 +40,9 @@ class Settings:
     # probability: it shows what the model is sure of.  0: whole middles.  None: the value chosen
     # for the loaded checkpoint (0.25 for the shipped model, chosen on training files by
     # scripts/tune_truncation.py; 0 for a checkpoint without one).  Invoked completions are never cut.
-    min_token_prob: float | None = field(default=None, metadata={"key": "minTokenProb", "min": 0.0, "max": 1.0})
+    min_token_prob: float | None = field(
+        default=None, metadata={"key": "minTokenProb", "min": 0.0, "max": 1.0}
+    )
 
     # Cap on denoising steps (decoder passes) per fill: fewer is faster, more is better.
     steps: int = field(default=12, metadata={"key": "steps", "min": 1, "max": 1024})

@@ -1,5 +1,6 @@
-"""``difill fill``: the suggestion an editor would show at a position in a file, or every marked
-hole filled, through the server's own path (server/served.py) on a local or remote model."""
+"""``difill fill``: the suggestion an editor would show at a position in a file when asked for one
+(``--typing``: as ghost text while typing), or every marked hole filled, through the server's own
+path (server/served.py) on a local or remote model."""
 
 from __future__ import annotations
 
@@ -82,9 +83,13 @@ def main(args: argparse.Namespace) -> int:
     if line is None:
         raise SystemExit("difill: give a position as PATH:LINE:COL, or --holes")
     prefix, _ = split_at(text, line, col or 1)
-    # The server's own suggestion path (shape, settings, pipeline): what an editor would show here.
+    # The server's own suggestion path (shape, settings, pipeline): what an editor would show here
+    # when asked (Alt+\\, <M-\\>), or with --typing as ghost text while typing (the ghost-text cut
+    # may leave nothing when the model is unsure).
     try:
-        shown = served.suggest(text, len(prefix), path.resolve().as_uri(), language or "plaintext")
+        shown = served.suggest(
+            text, len(prefix), path.resolve().as_uri(), language or "plaintext", invoked=not args.typing
+        )
     except BackendError as err:
         raise SystemExit(f"difill: {err}") from err
     if args.json:

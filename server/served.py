@@ -58,14 +58,20 @@ class ServedModel:
         self._version = 0
 
     def suggest(
-        self, text: str, offset: int, uri: str = "file:///untitled.py", language_id: str = "python"
+        self,
+        text: str,
+        offset: int,
+        uri: str = "file:///untitled.py",
+        language_id: str = "python",
+        invoked: bool = False,
     ) -> Shown:
-        """The first suggestion an automatic request at ``offset`` would show ("" for none)."""
+        """The first suggestion a request at ``offset`` would show ("" for none): an automatic one
+        (ghost text while typing, the default) or, with ``invoked``, one the user asked for."""
         self._version += 1
         tree = self.trees.tree(uri, language_id, self._version, text)
         ctx = context_for(text, offset, language_id, uri, self.settings, tree)
         started = time.perf_counter()
-        result = fill_for_editor(self.engine, ctx, self.settings, invoked=False, experiment=self.experiment)
+        result = fill_for_editor(self.engine, ctx, self.settings, invoked, experiment=self.experiment)
         ms = (time.perf_counter() - started) * 1000
         texts = shown_texts(result.candidates, ctx)
         first = texts[0] if texts else ""

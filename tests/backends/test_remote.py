@@ -294,8 +294,10 @@ def test_difill_fill_remote_prints_the_same_fill_as_the_local_engine(
     monkeypatch.setenv("DIFILL_API_KEY", SERVER_KEY)
     assert cli.main(["fill", f"{source}:2:11", "--remote", served, "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
-    # Both through the server's suggestion path, as `difill fill` runs it.
-    local = ServedModel(local_engine).suggest(PREFIX + SUFFIX, len(PREFIX), source.resolve().as_uri())
+    # Both through the server's suggestion path, as `difill fill` runs it (an explicit request).
+    local = ServedModel(local_engine).suggest(
+        PREFIX + SUFFIX, len(PREFIX), source.resolve().as_uri(), invoked=True
+    )
     assert printed["model_text"] == local.result.text and printed["text"] == local.text
 
     with socket.socket() as sock:

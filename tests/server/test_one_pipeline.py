@@ -29,9 +29,11 @@ class FixedMiddle:
 
     def __init__(self) -> None:
         self.requests: list[tuple[str, str]] = []
+        self.options: list = []
 
     def fill(self, prefix, suffix, options=None, should_stop=None, on_draft=None) -> FillResult:
         self.requests.append((prefix, suffix))
+        self.options.append(options)
         return FillResult(MIDDLE, [Candidate(MIDDLE, 16, -0.2, True)], FillStats(decoder_forwards=1))
 
     def fill_holes(self, *args, **kwargs):
@@ -60,23 +62,49 @@ async def test_fill_the_lsp_server_and_eval_show_the_same_text(tmp_path):
         source = tmp_path / "area.py"
         source.write_bytes(DOCUMENT.encode())
         line, character = CURSOR
-        done = subprocess.run(
-            [sys.executable, "-m", "difill.server", "fill", "--remote", url, f"{source}:{line + 1}:{character + 1}"],
-            capture_output=True, timeout=60,
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr.decode()
-        from_cli = done.stdout.decode()[: -len("\n")]  # print() adds one newline
+        shown: dict[bool, tuple[str, str, str]] = {}
+        for invoked in (True, False):  # `difill fill` asks as Alt+\\ does; --typing, as typing does
+            done = subprocess.run(
+                [sys.executable, "-m", "difill.server", "fill", "--remote", url,
+                 f"{source}:{line + 1}:{character + 1}", *([] if invoked else ["--typing"])],
+                capture_output=True, timeout=60,
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr.decode()
+            from_cli = done.stdout.decode()[: -len("\n")]  # print() adds one newline
 
-        async with running_server(None, init_options={"remote": url}) as client:
-            uri = source.as_uri()
-            open_document(client, uri, DOCUMENT)
-            result = await client.text_document_inline_completion_async(
-                inline_params(uri, line, character, invoked=False)
-            )
-        items = result.items if hasattr(result, "items") else result
-        from_lsp = items[0].insert_text
-
-        from_eval = ServedModel(backend).suggest(DOCUMENT, offset_of(*CURSOR), uri).text
+            async with running_server(None, init_options={"remote": url}) as client:
+                uri = source.as_uri()
+                open_document(client, uri, DOCUMENT)
+                result = await client.text_document_inline_completion_async(
+                    inline_params(uri, line, character, invoked=invoked)
+                )
+            items = result.items if hasattr(result, "items") else result
+            from_lsp = items[0].insert_text
+            from_eval = ServedModel(backend).suggest(DOCUMENT, offset_of(*CURSOR), uri, invoked=invoked).text
+            shown[invoked] = (from_cli, from_lsp, from_eval)
     finally:
         stop()
-    assert from_cli == from_lsp == from_eval == SHOWN
+    for from_cli, from_lsp, from_eval in shown.values():
+        assert from_cli == from_lsp == from_eval == SHOWN
+
+
+def test_difill_fill_asks_as_an_invoked_request_and_typing_as_ghost_text(tmp_path, capsys):
+    """`difill fill` is a request the user made: whole middles, several hole lengths. With
+    --typing it is ghost text while typing: one hole length, the model's own ghost-text cut."""
+    from difill.server import cli
+
+    backend = FixedMiddle()
+    url, stop = serve_in_thread(build_app(FillService(backend, "fixed", "cpu", 2), None))
+    try:
+        source = tmp_path / "area.py"
+        source.write_bytes(DOCUMENT.encode())
+        location = f"{source}:{CURSOR[0] + 1}:{CURSOR[1] + 1}"
+        assert cli.main(["fill", "--remote", url, location]) == 0
+        asked = backend.options[-1]
+        assert cli.main(["fill", "--remote", url, location, "--typing"]) == 0
+        typing = backend.options[-1]
+    finally:
+        stop()
+    assert capsys.readouterr().out == SHOWN + "\n" + SHOWN + "\n"
+    assert asked.min_token_prob == 0.0 and len(asked.candidate_lengths()) > 1
+    assert typing.min_token_prob is None and len(typing.candidate_lengths()) == 1
