@@ -87,7 +87,11 @@ def test_a_second_connection_is_refused_and_the_session_stays_with_the_first(tcp
     assert read_message(editor)["id"] == 1
     with connect(port) as intruder:
         intruder.sendall(frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
-        assert intruder.recv(100) == b""  # closed without an answer
+        try:
+            said = intruder.recv(100)
+        except ConnectionResetError:  # closed with its request unread: the kernel resets, no answer
+            said = b""
+        assert said == b""  # closed without an answer
     editor.sendall(frame({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}))
     answer = read_message(editor)
     while answer is not None and answer.get("id") != 3:  # skip the server's notifications
