@@ -57,6 +57,11 @@ MAX_PREFIX_TOKENS = max(PREFIX_LENGTHS)
 HELDOUT_CANVAS_LAYOUTS = ((32, 32), (64, 48), (128, 64), (256, 80))
 
 
+def canvas_loss_texts(texts: list[str]) -> list[str]:
+    """The held-out documents with room for every shape (10 lines or more, as difill eval's cases)."""
+    return [t for t in texts if t.count("\n") >= 10]
+
+
 @dataclass
 class TrainConfig:
     arch: str = "diffusion"  # "diffusion" or "ar"
@@ -173,7 +178,7 @@ def heldout_canvas_loss(
     same examples, noise rates and noise tokens for every checkpoint that shares the tokenizer, so
     two checkpoints compare directly.  No self-conditioning: the first pass of the engine's loop.
     """
-    texts = [t for t in texts if t.count("\n") >= 10]  # room for every shape (as difill eval's cases)
+    texts = canvas_loss_texts(texts)
     if not texts:
         raise ValueError("no held-out document has 10 lines or more")
     was_training = model.training
@@ -392,7 +397,7 @@ def _log_heldout(
         "step": state.step,
         "heldout_lm_loss": round(heldout_lm_loss(model, heldout_stream), 4),
     }
-    if any(t.count("\n") >= 10 for t in heldout_texts):
+    if canvas_loss_texts(heldout_texts):
         record["heldout_canvas_loss"] = round(heldout_canvas_loss(model, heldout_texts, tok, ids), 4)
     model.load_state_dict(live)
     record["cpu_hours"] = round(state.cpu_hours + (_cpu_seconds() - cpu_start) / 3600, 4)
