@@ -231,7 +231,9 @@ class EngineHost(Feature):
         where = remote or (loaded.path if loaded else model_path)
         progress.end(f"ready ({elapsed / 1000:.1f} s)")
         log.info("model ready at %s in %.0f ms", where, elapsed)
-        self.on_status("ready", f"model loaded from {where}", elapsed)
+        # The load time goes in the message: `latencyMs` is a suggestion's latency, which clients
+        # show next to "ready" and use to pace their requests.
+        self.on_status("ready", f"model loaded from {where} in {elapsed / 1000:.1f} s", None)
 
     async def wait_ready(self, timeout_s: float) -> InfillBackend | None:
         """The engine, waiting up to ``timeout_s`` while it loads; None if it is not there."""

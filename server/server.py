@@ -18,7 +18,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.capabilities import ServerCapabilitiesBuilder
 from pygls.exceptions import JsonRpcException, JsonRpcParseError
-from pygls.io_ import StdoutWriter, run_async
+from pygls.io_ import run_async
 from pygls.lsp.server import LanguageServer
 
 from difill.server.config import RELOAD_FIELDS, Settings, SettingsLayers
@@ -31,7 +31,7 @@ from difill.server.features.suggestions.completion import completion
 from difill.server.features.suggestions.inline_completion import inline_completion
 from difill.server.features.suggestions.service import SuggestionService
 from difill.server.lifecycle import Lifecycle
-from difill.server.transport.framing import ResyncingReader
+from difill.server.transport.framing import ClientWriter, ResyncingReader
 from difill.server.transport.log_messages import LogMessageHandler, configure_logging
 from difill.server.transport.progress import ProgressReporter
 from difill.server.transport.protocol import PINNED_DOCUMENTS, REQUEST_PARAMS, DifillProtocol
@@ -97,7 +97,7 @@ class DifillServer(LanguageServer):
         not make the server deaf to every later one (see transport/framing.py)."""
         self._stop_event = threading.Event()
         reader = ResyncingReader(stdin or sys.stdin.buffer, self.thread_pool)
-        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        self.protocol.set_writer(ClientWriter(stdout or sys.stdout.buffer))
         try:
             asyncio.run(
                 run_async(

@@ -31,6 +31,8 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO
 
+from pygls.io_ import StdoutWriter
+
 log = logging.getLogger("difill.server")
 
 HEADER = re.compile(rb"content-length[ \t]*:[ \t]*(\d+)[ \t]*\r?\n", re.IGNORECASE)
@@ -120,3 +122,27 @@ class ResyncingReader:
             if not chunk:  # end of input
                 return bytes(body)
             body += chunk
+
+
+class ClientWriter(StdoutWriter):
+    """pygls' stdout writer, quiet once the client has gone.
+
+    An editor that quits closes the server's stdout while work may still be answering (a status,
+    a late response, the log forwarded as window/logMessage).  pygls logs every such write as a
+    BrokenPipeError traceback and raises it into the handler that wrote: each quit left several
+    tracebacks in the server log.  After the first failed write the client cannot hear anything
+    more, so later writes are dropped and the loss is logged once, as a fact, not as an error.
+    """
+
+    def __init__(self, stdout) -> None:
+        super().__init__(stdout)
+        self.client_gone = False
+
+    def write(self, data: bytes) -> None:
+        if self.client_gone:
+            return
+        try:
+            super().write(data)
+        except (BrokenPipeError, ConnectionResetError, ValueError):  # ValueError: stdout closed
+            self.client_gone = True
+            log.info("the client closed its end of the connection; nothing more is sent to it")

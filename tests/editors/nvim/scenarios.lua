@@ -210,6 +210,61 @@ S[#S + 1] = { name = "code_action_with_instruction_asks", fn = function(r)
   assert(ok, err)
 end }
 
+S[#S + 1] = { name = "ghost_is_drawn_in_its_own_highlight", fn = function(r)
+  open("hl.py", { "x = 1", "y = " })
+  T.input("2GA")
+  r.suggestion = triggered_suggestion(ANSWER_MS)
+  local ns = vim.api.nvim_get_namespaces()[GHOST_NS]
+  local mark = vim.api.nvim_buf_get_extmarks(0, ns, 0, -1, { details = true })[1]
+  r.mark_hl = mark and mark[4].virt_text[1][2] or vim.NIL
+  r.hl = vim.api.nvim_get_hl(0, { name = r.mark_hl ~= vim.NIL and r.mark_hl or "DifillGhost", link = false })
+end }
+
+S[#S + 1] = { name = "completion_menu_hides_ghost", fn = function(r)
+  open("menu.py", { "alpha_one = 1", "alpha_two = 2", "alpha_three = 3", "value = " })
+  T.input("4GA")
+  r.suggestion = triggered_suggestion(ANSWER_MS)
+  r.marks_before = T.ghost_marks(GHOST_NS)
+  T.input("<C-n>") -- the built-in keyword completion menu
+  r.pum = vim.fn.pumvisible()
+  r.marks_in_menu = T.ghost_marks(GHOST_NS)
+  T.input("<C-e>")
+end }
+
+S[#S + 1] = { name = "accept_is_its_own_undo_step", fn = function(r)
+  open("undo.py", { "def f(a):", "    " })
+  T.input("2GA")
+  T.input("x = a")
+  r.typed = T.lines()
+  r.suggestion = triggered_suggestion(ANSWER_MS)
+  r.accepted = difill.accept()
+  r.after_accept = T.lines()
+  T.input("<Esc>")
+  T.input("u")
+  r.after_undo = T.lines()
+end }
+
+S[#S + 1] = { name = "instruction_prompt_leaves_visual_mode", fn = function(r)
+  local input = vim.ui.input
+  r.modes = {}
+  vim.ui.input = function(opts, on_confirm)
+    r.modes[#r.modes + 1] = vim.api.nvim_get_mode().mode
+    on_confirm("use the sum builtin")
+  end
+  local ok, err = pcall(until_changed, r, "visual_action", function_variants(), function()
+    T.input("4GVjj") -- a linewise visual selection, then the code action picked from it
+    r.mode_before = vim.api.nvim_get_mode().mode
+    vim.lsp.buf.code_action({
+      apply = true,
+      filter = function(action)
+        return action.title == "Edit selection with instruction..."
+      end,
+    })
+  end)
+  vim.ui.input = input
+  assert(ok, err)
+end }
+
 S[#S + 1] = { name = "status_command", fn = function(r)
   open("status.py", { "pass" })
   local messages = {}

@@ -34,7 +34,7 @@
 ---@field root_markers string[]         where a workspace starts (the server works without one)
 ---@field settings difill.ServerSettings
 ---@field auto_trigger boolean          ask for ghost text while typing (debounced)
----@field debounce_ms integer           quiet time after typing before a request
+---@field debounce_ms integer|"auto"    quiet time after typing before a request; "auto": none while the server is idle and fast, more when busy
 ---@field builtin "auto"|boolean        use vim.lsp.inline_completion (Neovim >= 0.12) when "auto"/true
 ---@field hl_group string               highlight of the ghost text
 ---@field keymaps difill.Keymaps|false  `false` sets no keymaps at all
@@ -47,9 +47,9 @@ local defaults = {
   root_markers = { "pyproject.toml", "setup.py", "package.json", "Cargo.toml", "go.mod", ".git" },
   settings = {},
   auto_trigger = true,
-  debounce_ms = 150,
+  debounce_ms = "auto",
   builtin = "auto",
-  hl_group = "DifillSuggestion",
+  hl_group = "DifillGhost",
   keymaps = {
     accept = "<M-l>",
     next = "<M-]>",

@@ -22,12 +22,33 @@ local AUTOMATIC, INVOKED = 2, 1
 ---@field request_id? integer
 ---@field timer? uv.uv_timer_t
 ---@field kind? integer    trigger kind of the items shown
+---@field in_flight? integer  requests sent and not yet answered
 
 ---@type table<integer, difill.BufState>
 local states = {}
 
----@type { debounce_ms: integer, hl_group: string }
-M.opts = { debounce_ms = 150, hl_group = "DifillSuggestion" }
+---@type { debounce_ms: integer|"auto", hl_group: string }
+M.opts = { debounce_ms = "auto", hl_group = "DifillGhost" }
+
+--- The server's latency of its last answer (difill/status `latencyMs`), set by init.lua.
+---@type number?
+M.server_latency_ms = nil
+
+--- How long to wait after a keystroke before asking, for debounce_ms = "auto": nothing while the
+--- server is idle and answering fast (a typist at 6 keys a second leaves ~170 ms between keys, so
+--- any fixed wait eats into the time a suggestion has to reach the screen); while a request of
+--- ours is still in flight or the server is slow, wait half its latency (25-250 ms) so keys typed
+--- in a burst do not queue requests that the next key makes useless.
+---@param latency_ms number? the server's last answer time
+---@param in_flight integer requests of this buffer not answered yet
+---@return integer ms
+function M.debounce_for(latency_ms, in_flight)
+  local latency = latency_ms or 0
+  if in_flight == 0 and latency <= 150 then
+    return 0
+  end
+  return math.floor(math.min(250, math.max(25, latency / 2)))
+end
 
 local function state(bufnr)
   states[bufnr] = states[bufnr] or { items = {}, index = 1 }
@@ -93,6 +114,11 @@ function M.render(bufnr)
   local text = item and remaining(bufnr, item)
   if not text then
     return false
+  end
+  if vim.fn.pumvisible() == 1 then
+    -- A completion menu is open: ghost text behind it reads as part of the menu's word
+    -- (`self.def` + `lete(...)`). Keep the item; CompleteDone draws it again if it still fits.
+    return true
   end
   local row, col = cursor()
   local lines = vim.split(text, "\n", { plain = true })
@@ -176,6 +202,7 @@ function M.request(bufnr, kind, on_items)
   }
   local ok, id
   ok, id = client:request("textDocument/inlineCompletion", params, function(err, result)
+    s.in_flight = math.max(0, (s.in_flight or 1) - 1)
     if s.request_id == id then
       s.request_id = nil
     end
@@ -196,6 +223,9 @@ function M.request(bufnr, kind, on_items)
     end
   end, bufnr)
   s.request_id = ok and id or nil
+  if ok then
+    s.in_flight = (s.in_flight or 0) + 1
+  end
 end
 
 ---@param bufnr integer
@@ -203,7 +233,11 @@ function M.schedule(bufnr)
   local s = state(bufnr)
   s.timer = s.timer or vim.uv.new_timer()
   s.timer:stop()
-  s.timer:start(M.opts.debounce_ms, 0, vim.schedule_wrap(function()
+  local wait = M.opts.debounce_ms
+  if wait == "auto" then
+    wait = M.debounce_for(M.server_latency_ms, s.in_flight or 0)
+  end
+  s.timer:start(wait, 0, vim.schedule_wrap(function()
     if api.nvim_buf_is_valid(bufnr) and api.nvim_get_current_buf() == bufnr
       and api.nvim_get_mode().mode:sub(1, 1) == "i" then
       M.request(bufnr, AUTOMATIC)
@@ -235,6 +269,9 @@ function M.accept(bufnr)
     end_row, end_col = row, col
   end
   M.dismiss(bufnr)
+  -- Its own undo step: `u` takes back the suggestion, not the whole insert session. Setting
+  -- 'undolevels', even to its own value, closes the undo block (:help undo-break).
+  vim.cmd("let &l:undolevels = &l:undolevels")
   local lines = vim.split(item.text, "\n", { plain = true })
   api.nvim_buf_set_text(bufnr, item.row, item.col, end_row, end_col, lines)
   local last_row = item.row + #lines - 1
@@ -300,6 +337,24 @@ function M.attach(bufnr, auto_trigger)
       if not M.render(bufnr) then
         hide(bufnr)
       end
+    end,
+  })
+  api.nvim_create_autocmd({ "CompleteChanged", "TextChangedP" }, {
+    group = group,
+    buffer = bufnr,
+    callback = function()
+      clear_marks(bufnr) -- the menu is open: see render()
+    end,
+  })
+  api.nvim_create_autocmd("CompleteDone", {
+    group = group,
+    buffer = bufnr,
+    callback = function()
+      vim.schedule(function()
+        if api.nvim_buf_is_valid(bufnr) and not M.render(bufnr) then
+          hide(bufnr)
+        end
+      end)
     end,
   })
   api.nvim_create_autocmd({ "InsertLeave", "BufLeave" }, {

@@ -139,6 +139,27 @@ function M.execute(bufnr, command, args, on_done)
   end, bufnr)
 end
 
+--- Leave visual (or select) mode before asking for text: a prompt opened while it is active
+--- takes the typed instruction as visual-mode commands (`re...` replaces the selection).
+local function leave_visual_mode()
+  if api.nvim_get_mode().mode:match("^[vV\22sS\19]") then
+    api.nvim_feedkeys(api.nvim_replace_termcodes("<Esc>", true, false, true), "nx", false)
+  end
+end
+
+--- Ask for an instruction once visual mode is left, on the next turn of the event loop.
+---@param on_text fun(text: string)
+local function ask_instruction(on_text)
+  leave_visual_mode()
+  vim.schedule(function()
+    vim.ui.input({ prompt = "difill edit: " }, function(text)
+      if text and text ~= "" then
+        on_text(text)
+      end
+    end)
+  end)
+end
+
 ---@param bufnr integer
 ---@param range lsp.Range
 ---@param instruction? string
@@ -159,7 +180,7 @@ function M.edit(bufnr, range, instruction, on_done)
   if instruction and instruction ~= "" then
     send(instruction)
   else
-    vim.ui.input({ prompt = "difill edit: " }, send)
+    ask_instruction(send)
   end
 end
 
@@ -167,12 +188,16 @@ end
 -- Status
 ------------------------------------------------------------------------------------------
 
---- One line for a statusline: "difill: ready 120ms".
+--- Why the server could not be started, when setup() found its command missing.
+---@type string?
+M.start_error = nil
+
+--- One line for a statusline: "difill: ready 120ms" (the last suggestion's latency).
 ---@return string
 function M.status()
   local client = util.client(buf())
   if not client then
-    return "difill: not attached"
+    return "difill: not attached" .. (M.start_error and (" (" .. M.start_error .. ")") or "")
   end
   local st = M.statuses[client.id]
   if not st then
@@ -234,8 +259,12 @@ local function create_commands()
 
   api.nvim_create_user_command("DifillStatus", function()
     local lines = { M.status() }
+    -- vim.lsp.status() keeps progress messages until read: only while the model loads are they
+    -- news; afterwards they would show a finished load as if it were still going.
     local progress = vim.lsp.status()
-    if progress ~= "" then
+    local client = util.client(buf())
+    local st = client and M.statuses[client.id]
+    if progress ~= "" and st and st.state == "loading" then
       lines[#lines + 1] = progress
     end
     vim.notify(table.concat(lines, "\n"))
@@ -258,12 +287,32 @@ function M.configure(settings)
   end
 end
 
+--- A message naming the server command when it cannot be run, else nil.
+---@param cmd string[]
+---@return string?
+local function missing_command(cmd)
+  local exe = cmd[1]
+  if type(exe) ~= "string" or vim.fn.executable(exe) == 1 then
+    return nil
+  end
+  return ("cannot start the server: %q is not an executable on PATH. Set cmd to the difill of the "
+    .. "environment you installed it in, e.g. require(\"difill\").setup({ cmd = { "
+    .. "\"/path/to/difill/.venv/bin/difill\", \"serve\" } })"):format(exe)
+end
+
 ---@param opts? difill.Config|{}
 function M.setup(opts)
   M.config = vim.tbl_deep_extend("force", vim.deepcopy(require("difill.config")), opts or {})
   local cfg = M.config
   ghost.opts = { debounce_ms = cfg.debounce_ms, hl_group = cfg.hl_group }
-  api.nvim_set_hl(0, "DifillSuggestion", { link = "Comment", default = true })
+  -- Ghost text must never look like code: a grey that terminals without truecolor draw too
+  -- (Comment has no 256-colour value in the default colourscheme).
+  api.nvim_set_hl(0, "DifillGhost", { fg = "#808080", ctermfg = 244, italic = true, default = true })
+  api.nvim_set_hl(0, "DifillSuggestion", { link = "DifillGhost", default = true }) -- the old name
+  M.start_error = missing_command(cfg.cmd)
+  if M.start_error then
+    vim.notify("difill: " .. M.start_error, vim.log.levels.ERROR)
+  end
 
   vim.lsp.config("difill", {
     cmd = cfg.cmd,
@@ -279,6 +328,9 @@ function M.setup(opts)
     handlers = {
       ["difill/status"] = function(_, params, ctx)
         M.statuses[ctx.client_id] = params
+        if params.latencyMs then
+          ghost.server_latency_ms = params.latencyMs
+        end
         vim.cmd.redrawstatus() -- statuslines showing status() would otherwise lag a keystroke
         api.nvim_exec_autocmds("User", { pattern = "DifillStatus", modeline = false, data = params })
       end,
@@ -293,11 +345,9 @@ function M.setup(opts)
         if args.instruction or not (command.title or ""):lower():find("instruction", 1, true) then
           return M.execute(ctx.bufnr, "difill.editSelection", args)
         end
-        vim.ui.input({ prompt = "difill edit: " }, function(text)
-          if text and text ~= "" then
-            args.instruction = text
-            M.execute(ctx.bufnr, "difill.editSelection", args)
-          end
+        ask_instruction(function(text)
+          args.instruction = text
+          M.execute(ctx.bufnr, "difill.editSelection", args)
         end)
       end,
     },
