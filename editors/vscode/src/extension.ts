@@ -22,12 +22,14 @@ import {
   withApprovedDestinations,
   workspaceOverride,
 } from "./settings";
+import { Pacer } from "./pacing";
 import { draftText, StatusParams, statusView } from "./status";
 
 let client: LanguageClient | undefined;
 let output: vscode.LogOutputChannel;
 let statusItem: vscode.StatusBarItem;
 let lastLatencyMs: number | undefined;
+const pacer = new Pacer(); // adaptive debounce of ghost-text requests (src/pacing.ts)
 
 let answers: vscode.Memento | undefined; // the user's answers about workspace values, per workspace
 
@@ -109,6 +111,12 @@ function createClient(): LanguageClient {
     initializationOptions: serverSettings(serverConfig()).difill,
     outputChannel: output,
     middleware: {
+      // Ghost text: wait only while the server is busy or slow, and drop a request that a newer
+      // keystroke cancelled during the wait.
+      provideInlineCompletionItems: async (document, position, context, token, next) => {
+        if (!(await pacer.wait(token))) return undefined;
+        return pacer.track(async () => next(document, position, context, token));
+      },
       // The "Edit selection with instruction..." code action carries difill.editSelection
       // without an instruction: ask for one before it reaches the server.
       executeCommand: async (cmd, args, next) => {
@@ -158,7 +166,7 @@ async function restart(): Promise<void> {
 }
 
 function showStatus(params: StatusParams): void {
-  if (params.latencyMs !== undefined) lastLatencyMs = params.latencyMs;
+  if (params.latencyMs !== undefined) lastLatencyMs = pacer.latencyMs = params.latencyMs;
   const view = statusView(params, lastLatencyMs);
   statusItem.text = view.text;
   statusItem.tooltip = view.tooltip;
