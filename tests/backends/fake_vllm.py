@@ -24,7 +24,7 @@ from typing import Any
 from backend_helpers import read_body, send
 
 MODEL = "RedHatAI/diffusiongemma-26B-A4B-it-NVFP4"
-VOCAB = 300
+VOCAB = 262_144  # DiffusionGemma's (Gemma 3's), the RemoteBackend default
 PAD = 256
 MAX_SAMPLES = 32
 KNOWN_XARGS = {
