@@ -207,6 +207,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="where the plot goes, its figures beside it as JSON "
         "(default: docs/bench.png; with --quick runs/bench-quick.png, so CI leaves docs/ alone)",
     )
+    p.add_argument("--team", action="store_true",
+                   help="the team path alone: round trips and bytes per keystroke through serve-http "
+                        "and a fake vLLM (seeded canvas and plain), and a network latency model")  # fmt: skip
     p.set_defaults(func=runs("difill.lab.bench:main"))
     return parser
 

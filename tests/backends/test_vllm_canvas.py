@@ -1,15 +1,16 @@
-"""The remote backend against a fake vLLM with pull request #57250 (seeded canvas) and without it."""
+"""The remote backend against a fake vLLM (lab/fake_vllm.py) with pull request #57250 (seeded
+canvas) and without it."""
 
 from __future__ import annotations
 
 import pytest
-from fake_vllm import PAD, VOCAB, FakeVllm, tokenize
 
 from difill.engine.api import BackendError, FillOptions, RewriteRequest
 from difill.engine.backends import RemoteBackend
 from difill.engine.backends.vllm import CANVAS_SIZES, canvas_size
 from difill.engine.text.context import build_context
 from difill.engine.text.pipeline import shown_texts
+from difill.lab.fake_vllm import PAD, VOCAB, FakeVllm, tokenize
 
 PREFIX = "def add(a, b):\n    return "
 SUFFIX = "\n\nprint(add(1, 2))\n"

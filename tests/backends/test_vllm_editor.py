@@ -1,12 +1,12 @@
 """The seeded canvas from the user's side: `difill fill --remote-canvas` and the LSP server's
-`remoteCanvas` setting, against the fake vLLM (tests/backends/fake_vllm.py)."""
+`remoteCanvas` setting, against the fake vLLM (lab/fake_vllm.py)."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from fake_vllm import FakeVllm
+from difill.lab.fake_vllm import FakeVllm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))  # lsp_helpers, as test_one_pipeline
 from lsp_helpers import inline_params, open_document, running_server  # noqa: E402

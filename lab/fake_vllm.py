@@ -1,4 +1,4 @@
-"""A fake vLLM serving DiffusionGemma, for the remote backend's tests (imported by name).
+"""A fake vLLM serving DiffusionGemma: the remote backend's tests and ``difill bench --team`` use it.
 
 ``FakeVllm(contract=True)`` validates ``vllm_xargs`` as vLLM pull request #57250's request code
 does (each rule below names the one it mirrors) and answers a seeded request with one denoised
@@ -11,17 +11,19 @@ detokenize to nothing (PAD is the one the fake writes after a middle).  Its "mod
 ``middles`` into the runs of free (unpinned) slots: run k of sample s gets middle ``(k + s)``.
 
 ``fault`` makes it misbehave on seeded requests: ``wrong_length``, ``change_pins``, ``out_of_vocab``,
-``hang`` (answers after ``hang_s``), ``flaky`` (HTTP 500 on every third completion).
+``hang`` (answers after ``hang_s``), ``flaky`` (HTTP 500 on every third completion).  ``numbered``
+appends the completion's number to each middle, so that no two answers are alike (as while typing).
+It does no model work: it measures what the client and the wire cost.
 """
 
 from __future__ import annotations
 
+import http.server
 import json
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
-
-from backend_helpers import read_body, send
 
 MODEL = "RedHatAI/diffusiongemma-26B-A4B-it-NVFP4"
 VOCAB = 262_144  # DiffusionGemma's (Gemma 3's), the RemoteBackend default
@@ -55,6 +57,7 @@ class FakeVllm:
         chat_answer: str = "chat(a, b)",
         fault: str | None = None,
         hang_s: float = 3.0,
+        numbered: bool = False,
     ) -> None:
         self.contract = contract
         self.canvas_length = canvas_length  # --diffusion-config canvas_length
@@ -63,6 +66,7 @@ class FakeVllm:
         self.chat_answer = chat_answer
         self.fault = fault
         self.hang_s = hang_s
+        self.numbered = numbered
         self.requests: list[tuple[str, Any]] = []
         self.completions = 0
         self._lock = threading.Lock()
@@ -120,7 +124,7 @@ class FakeVllm:
         seed, pinned = xargs["diffusion_seed_canvas"], set(xargs.get("diffusion_pinned", []))
         choices = []
         for sample in range(xargs.get("diffusion_samples", 1)):
-            canvas = self.denoise(seed, pinned, sample)
+            canvas = self.denoise(seed, pinned, sample, number if self.numbered else None)
             choices.append(
                 {"index": sample, "text": detokenize(canvas), "token_ids": canvas, "finish_reason": "length"}
             )
@@ -169,7 +173,7 @@ class FakeVllm:
             return "this fake only answers seeded canvases"
         return None
 
-    def denoise(self, seed: list[int], pinned: set[int], sample: int) -> list[int]:
+    def denoise(self, seed: list[int], pinned: set[int], sample: int, number: int | None = None) -> list[int]:
         """Pinned slots as seeded; run k of free slots holds middle (k + sample), then PAD."""
         canvas = list(seed)
         run, at = -1, 0
@@ -178,7 +182,9 @@ class FakeVllm:
                 continue
             if i == 0 or (i - 1) in pinned:
                 run, at = run + 1, 0
-            middle = tokenize(self.middles[(run + sample) % len(self.middles)])
+            middle = tokenize(
+                self.middles[(run + sample) % len(self.middles)] + (str(number) if number else "")
+            )
             canvas[i] = middle[at] if at < len(middle) else PAD
             at += 1
         if self.fault == "wrong_length":
@@ -202,3 +208,40 @@ class FakeVllm:
         self._json(
             request, 400, {"object": "error", "message": message, "type": "BadRequestError", "code": 400}
         )
+
+
+def send(request: http.server.BaseHTTPRequestHandler, status: int, body: bytes) -> None:
+    request.send_response(status)
+    request.send_header("Content-Type", "application/json")
+    request.send_header("Content-Length", str(len(body)))
+    request.end_headers()
+    request.wfile.write(body)
+
+
+def read_body(request: http.server.BaseHTTPRequestHandler) -> bytes:
+    return request.rfile.read(int(request.headers.get("Content-Length") or 0))
+
+
+def serve_in_thread(
+    handler: Callable[[http.server.BaseHTTPRequestHandler], None],
+) -> tuple[str, Callable[[], None]]:
+    """``handler`` behind a loopback HTTP server in a daemon thread: (its URL, stop)."""
+
+    class Handle(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the stdlib's name
+            handler(self)
+
+        do_POST = do_GET  # noqa: N815
+
+        def log_message(self, *args):  # quiet
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handle)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    def stop() -> None:
+        server.shutdown()
+        server.server_close()
+
+    return f"http://127.0.0.1:{server.server_address[1]}", stop
