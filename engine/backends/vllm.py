@@ -16,12 +16,13 @@ difill lays out the canvas as its local engine does (engine/canvas.py): noise in
 DiffusionGemma has no mask token - and the known text (the nearest suffix, the text between
 holes, the kept share of a rewritten selection) pinned.  Each answer choice's ``token_ids`` is
 checked before any text is shown: the length that was sent, ids inside the vocabulary, every
-pinned slot unchanged.  Only the holes' slots are turned into text, through the server's own
-``/detokenize``, so a shown middle can never hold a changed copy of the suffix.
+pinned slot unchanged.  Only the holes' slots become text, so a shown middle can never hold a
+changed copy of the suffix: a fill's middle is the answer's own text up to where the pinned
+suffix's text begins, when it begins there only, else the server's ``/detokenize`` of the hole.
 
-Tokenization goes through the server's ``/tokenize`` (its tokenizer is the model's) and is cached
-per text window: while the user types, the text after the cursor stays the same, so a keystroke
-costs one completion and one detokenize, no tokenize.
+Tokenization goes through the server's ``/tokenize`` and ``/detokenize`` (its tokenizer is the
+model's), cached per text window: while the user types, the text after the cursor stays the same,
+so a keystroke costs one request, the completion.
 
 How a refusal is taken depends on ``mode`` (the ``remoteCanvas`` setting): ``"auto"`` remembers
 that the server does not keep the contract and lets the caller use the plain OpenAI path from then
@@ -60,6 +61,12 @@ class ContractRefused(Exception):
 
 class SmallCanvasRefused(Exception):
     """The server refused a canvas shorter than its own (it runs without --async-scheduling)."""
+
+
+@dataclass
+class Answered:
+    ids: list[int]  # (L,) the denoised canvas, checked against the seed
+    text: str | None  # the server's own detokenization of it (the choice's text), if it sent one
 
 
 @dataclass
@@ -121,7 +128,7 @@ def seeded_xargs(canvas: SeededCanvas, served: int, steps: int, samples: int) ->
     return xargs
 
 
-def answered_canvases(answer: Any, sent: SeededCanvas, vocab_size: int, where: str) -> list[list[int]]:
+def answered_canvases(answer: Any, sent: SeededCanvas, vocab_size: int, where: str) -> list[Answered]:
     """Every choice's denoised canvas, checked against what was sent.
 
     ContractRefused when the answer shows the seed was not kept (no ``token_ids``, another length,
@@ -146,7 +153,8 @@ def answered_canvases(answer: Any, sent: SeededCanvas, vocab_size: int, where: s
         changed = [p for p in sent.pinned if ids[p] != sent.ids[p]]
         if changed:
             raise ContractRefused(f"it changed {len(changed)} pinned slot(s), first at position {changed[0]}")
-        out.append(ids)
+        text = choice.get("text")
+        out.append(Answered(ids, text if isinstance(text, str) else None))
     return out
 
 
@@ -245,7 +253,8 @@ class SeededCanvasClient:
             suffix_ids = self._suffix_ids(suffix, options.suffix_tokens, should_stop)
             canvas, answers = self._denoise(prefix, [hole, suffix_ids], options, samples, should_stop)
             start, end = canvas.holes[0]
-            texts = [self.tokens.detokenize(ids[start:end], should_stop) for ids in answers]
+            pinned_text = self.tokens.detokenize(suffix_ids, should_stop)  # cached while typing
+            texts = [self._hole_text(a, (start, end), pinned_text, should_stop) for a in answers]
             candidates = [Candidate(text, end - start, 0.0, False) for text in texts if text]
             stats = FillStats(hole_tokens=end - start, hole_length=end - start, candidates=len(candidates))
             stats.total_ms = (time.perf_counter() - started) * 1000
@@ -265,7 +274,7 @@ class SeededCanvasClient:
             suffix_ids = self._suffix_ids(parts[-1], options.suffix_tokens, should_stop)
             segments += [options.max_hole_tokens, suffix_ids]
             canvas, answers = self._denoise(parts[0], segments, options, 1, should_stop)
-            middles = [self.tokens.detokenize(answers[0][a:b], should_stop) for a, b in canvas.holes]
+            middles = [self.tokens.detokenize(answers[0].ids[a:b], should_stop) for a, b in canvas.holes]
             stats = FillStats(hole_tokens=sum(b - a for a, b in canvas.holes), candidates=1)
             stats.total_ms = (time.perf_counter() - started) * 1000
             return HolesResult(middles, with_middles(text, marker, middles), stats)
@@ -301,7 +310,7 @@ class SeededCanvasClient:
 
             canvas, answers = self._denoise(prompt, [hole, suffix_ids], options, 1, should_stop, keep_share)
             start, end = canvas.holes[0]
-            text = self.tokens.detokenize(answers[0][start:end], should_stop)
+            text = self.tokens.detokenize(answers[0].ids[start:end], should_stop)
             stats = FillStats(hole_tokens=end - start, hole_length=end - start, candidates=1)
             stats.total_ms = (time.perf_counter() - started) * 1000
             return FillResult(text, [Candidate(text, end - start, 0.0, False)] if text else [], stats)
@@ -334,6 +343,14 @@ class SeededCanvasClient:
         self.refused = reason
         return None
 
+    def _hole_text(self, answer: Answered, hole: tuple[int, int], pinned_text: str, should_stop) -> str:
+        """The text of a hole at the canvas's start, followed by the pinned suffix: cut from the
+        server's own text of the canvas where the suffix's text begins, when it begins there only
+        (no round trip), else the server's /detokenize of the hole's ids."""
+        if answer.text and pinned_text and answer.text.count(pinned_text) == 1:
+            return answer.text[: answer.text.index(pinned_text)]
+        return self.tokens.detokenize(answer.ids[hole[0] : hole[1]], should_stop)
+
     def _suffix_ids(self, suffix: str, tokens: int, should_stop) -> list[int]:
         """The suffix's first ``tokens`` ids, tokenized from a window of whole lines (cached)."""
         if tokens <= 0:
@@ -351,16 +368,19 @@ class SeededCanvasClient:
     def _denoise(
         self, prompt: str, segments: list[Segment], options: FillOptions, samples: int, should_stop,
         adjust: Callable[[SeededCanvas], SeededCanvas] = lambda canvas: canvas,
-    ) -> tuple[SeededCanvas, list[list[int]]]:  # fmt: skip
+    ) -> tuple[SeededCanvas, list[Answered]]:  # fmt: skip
         """The canvas sent and the canvases answered; a refused small canvas is retried full, once."""
         needed = sum(s if isinstance(s, int) else len(s) for s in segments)
-        while True:
-            length = canvas_size(needed, self.served_length, self.small_refused is None)
-            canvas = adjust(lay_out(segments, length, self.vocab_size, options.seed))
-            try:
-                return canvas, self._complete(prompt, canvas, options, samples, should_stop)
-            except SmallCanvasRefused as err:
-                self.small_refused = str(err)  # from now on every request sends the full canvas
+        length = canvas_size(needed, self.served_length, self.small_refused is None)
+        canvas = adjust(lay_out(segments, length, self.vocab_size, options.seed))
+        try:
+            return canvas, self._complete(prompt, canvas, options, samples, should_stop)
+        except SmallCanvasRefused as err:
+            refusal = str(err)
+        canvas = adjust(lay_out(segments, self.served_length, self.vocab_size, options.seed))
+        answers = self._complete(prompt, canvas, options, samples, should_stop)
+        self.small_refused = refusal  # the full canvas was taken: send it from now on
+        return canvas, answers
 
     def _complete(self, prompt: str, canvas: SeededCanvas, options: FillOptions, samples: int, should_stop):
         body = {

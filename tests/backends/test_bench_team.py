@@ -25,8 +25,8 @@ def test_replay_counts_round_trips_and_bytes_per_keystroke(fake_server):
         assert after_setup == 3 * figures[name]["round_trips_per_keystroke"]  # the fake saw them all
     seeded, plain = figures["vllm-seeded"], figures["vllm-plain"]
     assert seeded["setup_paths"][:3] == ["/health", "/v1/models", "/tokenize"]
-    assert seeded["round_trips_per_keystroke"] == 2.0  # completion, detokenize; the suffix is cached
+    assert seeded["round_trips_per_keystroke"] == 1.0  # the completion: the suffix's ids and text are cached
     assert plain["round_trips_per_keystroke"] == 1.0  # the chat prompt
     assert 0 < seeded["bytes_sent_per_keystroke"] < plain["bytes_sent_per_keystroke"]
     table = format_team({"rtt_ms": 20.0, "mbit_s": 20.0, "serve-http": seeded, **figures})
-    assert "| round trips per keystroke | 2.0 | 2.0 | 1.0 |" in table
+    assert "| round trips per keystroke | 1.0 | 1.0 | 1.0 |" in table

@@ -73,7 +73,7 @@ def test_an_invoked_fill_gets_its_candidates_as_samples_of_one_request(vllm):
 
 def test_typing_tokenizes_the_suffix_window_once(vllm):
     """While the user types, the suffix stays: a keystroke is one completion and at most one
-    detokenize (none here: the middle's ids were detokenized before)."""
+    detokenize (none here: the middle is cut from the answer's own text)."""
     fake, url = vllm()
     remote = backend(url)
     try:
@@ -257,14 +257,25 @@ def test_a_server_failing_one_request_in_three_fails_those_fills_and_keeps_the_p
         remote.close()
 
 
-def test_the_shown_text_never_holds_a_changed_copy_of_the_suffix(vllm):
-    """The hole's slots are all that is detokenized: the pinned suffix is never in the middle."""
+def test_a_fill_cuts_its_middle_from_the_answer_where_the_pinned_suffix_begins(vllm):
+    """No /detokenize of the middle: the answer's text up to the suffix's (detokenized once)."""
     fake, url = vllm(middles=("a + b",))
     remote = backend(url)
     try:
-        result = remote.fill(PREFIX, SUFFIX, TYPING)
+        assert remote.fill(PREFIX, SUFFIX, TYPING).text == "a + b"
         detokenized = [b["tokens"] for p, b in fake.requests if p == "/detokenize"]
-        assert detokenized == [tokenize("a + b") + [PAD] * 3]
-        assert result.text == "a + b"
+        assert detokenized == [tokenize(SUFFIX)[:16]]  # the pinned suffix's ids, not the middle's
+    finally:
+        remote.close()
+
+
+def test_a_middle_holding_the_suffix_text_is_detokenized_from_its_own_slots(vllm):
+    """The suffix's text occurs twice in the answer: cutting at the first would lose "b"."""
+    fake, url = vllm(middles=("a\nb",))
+    remote = backend(url)
+    try:
+        assert remote.fill("x = ", "\n", TYPING).text == "a\nb"
+        detokenized = [b["tokens"] for p, b in fake.requests if p == "/detokenize"]
+        assert detokenized[-1] == tokenize("a\nb") + [PAD] * 5  # the hole's 8 slots
     finally:
         remote.close()
