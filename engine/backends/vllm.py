@@ -63,6 +63,10 @@ class SmallCanvasRefused(Exception):
     """The server refused a canvas shorter than its own (it runs without --async-scheduling)."""
 
 
+class CanvasTooLong(Exception):
+    """The server refused the canvas length: its own canvas is shorter than difill assumed."""
+
+
 @dataclass
 class Answered:
     ids: list[int]  # (L,) the denoised canvas, checked against the seed
@@ -241,7 +245,7 @@ class SeededCanvasClient:
         if not self.used:
             return f"seeded canvas ({CONTRACT}) to be tried on the first fill"
         size = "the full canvas" if self.small_refused else "canvases sized to each request"
-        return f"seeded canvas ({CONTRACT}), {size}"
+        return f"seeded canvas ({CONTRACT}), {size}, at most {self.served_length} slots"
 
     # ------------------------------------------------------------------ requests
 
@@ -369,18 +373,29 @@ class SeededCanvasClient:
         self, prompt: str, segments: list[Segment], options: FillOptions, samples: int, should_stop,
         adjust: Callable[[SeededCanvas], SeededCanvas] = lambda canvas: canvas,
     ) -> tuple[SeededCanvas, list[Answered]]:  # fmt: skip
-        """The canvas sent and the canvases answered; a refused small canvas is retried full, once."""
+        """The canvas sent and the canvases answered.  A small canvas refused for want of
+        --async-scheduling is retried full; a canvas longer than the server's, at the next size
+        down (the server's canvas is then known to be at most that)."""
         needed = sum(s if isinstance(s, int) else len(s) for s in segments)
-        length = canvas_size(needed, self.served_length, self.small_refused is None)
-        canvas = adjust(lay_out(segments, length, self.vocab_size, options.seed))
-        try:
-            return canvas, self._complete(prompt, canvas, options, samples, should_stop)
-        except SmallCanvasRefused as err:
-            refusal = str(err)
-        canvas = adjust(lay_out(segments, self.served_length, self.vocab_size, options.seed))
-        answers = self._complete(prompt, canvas, options, samples, should_stop)
-        self.small_refused = refusal  # the full canvas was taken: send it from now on
-        return canvas, answers
+        refusal = None  # a small canvas refused: the full one is tried, and remembered if taken
+        while True:
+            small_ok = self.small_refused is None and refusal is None
+            length = canvas_size(needed, self.served_length, small_ok)
+            canvas = adjust(lay_out(segments, length, self.vocab_size, options.seed))
+            try:
+                answers = self._complete(prompt, canvas, options, samples, should_stop)
+            except SmallCanvasRefused as err:
+                refusal = str(err)
+                continue
+            except CanvasTooLong as err:  # the served canvas is shorter: the next size down, kept
+                smaller = [size for size in CANVAS_SIZES if size < length]
+                if not smaller:
+                    raise ContractRefused(str(err)) from None
+                self.served_length = smaller[-1]
+                continue
+            if refusal is not None:
+                self.small_refused = refusal  # the full canvas was taken: send it from now on
+            return canvas, answers
 
     def _complete(self, prompt: str, canvas: SeededCanvas, options: FillOptions, samples: int, should_stop):
         body = {
@@ -391,9 +406,10 @@ class SeededCanvasClient:
         try:
             answer = self._post("/v1/completions", body, should_stop)
         except HttpStatusError as err:
-            small = canvas.length < self.served_length
-            said = err.detail.lower()
-            if small and err.status in (400, 422) and ("canvas_length" in said or "async" in said):
-                raise SmallCanvasRefused(f"HTTP {err.status}: {err.detail}") from None
+            said, why = err.detail.lower(), f"HTTP {err.status}: {err.detail}"
+            if err.status in (400, 422) and "canvas_length" in said:
+                if "async" in said and canvas.length < self.served_length:
+                    raise SmallCanvasRefused(why) from None
+                raise CanvasTooLong(why) from None
             raise
         return answered_canvases(answer, canvas, self.vocab_size, f"{self.where}/v1/completions")

@@ -107,6 +107,24 @@ def test_a_server_without_async_scheduling_gets_the_full_canvas_from_then_on(vll
         remote.close()
 
 
+def test_a_served_canvas_shorter_than_assumed_is_found_and_kept(vllm):
+    """The 24 GB card's server runs canvas 64; difill assumes 256 until the server says otherwise."""
+    fake, url = vllm(canvas_length=64)
+    remote = backend(url, canvas_length=256)
+    invoked = FillOptions(max_hole_tokens=64, suffix_tokens=16)  # 64 + 16 slots: a 128 canvas
+    try:
+        assert remote.fill(PREFIX, SUFFIX, invoked).text == "a + b"
+        first, second = fake.seeded_bodies()
+        assert first["vllm_xargs"]["diffusion_canvas_length"] == 128  # refused: more than 64
+        assert len(second["vllm_xargs"]["diffusion_seed_canvas"]) == 64
+        assert "diffusion_canvas_length" not in second["vllm_xargs"]  # the server's own length
+        assert remote.seeded.served_length == 64 and "at most 64 slots" in remote.describe_path()
+        remote.fill(PREFIX, SUFFIX, invoked)
+        assert len(fake.seeded_bodies()) == 3  # remembered
+    finally:
+        remote.close()
+
+
 def test_holes_go_in_one_canvas_with_the_text_between_them_pinned(vllm):
     fake, url = vllm(middles=("1", "2"))
     remote = backend(url)
@@ -162,8 +180,7 @@ def test_a_plain_vllm_that_refuses_every_xargs_key_gets_the_chat_path_remembered
         holes = remote.fill_holes("x = <|hole|>\ny = <|hole|>\n")
         assert holes.middles == ["chat(a, b)", "chat(a, b)"]
         assert remote.rewrite(RewriteRequest("x = ", "1", "\n")).text == "chat(a, b)"
-        # Its refusal names diffusion_canvas_length, so the full canvas was tried once too.
-        assert len(fake.seeded_bodies()) == 2 and remote.seeded.small_refused is None
+        assert len(fake.seeded_bodies()) == 1 and remote.seeded.small_refused is None
     finally:
         remote.close()
 
