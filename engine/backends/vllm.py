@@ -176,8 +176,11 @@ class TokenCache:
             return []
         if text not in self._ids:
             body = {"model": self._model(should_stop), "prompt": text, "add_special_tokens": False}
-            tokens = self._post("/tokenize", body, should_stop).get("tokens")
-            if not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens):
+            answer = self._post("/tokenize", body, should_stop)
+            tokens = answer.get("tokens") if isinstance(answer, dict) else None
+            if not isinstance(tokens, list) or not all(
+                isinstance(t, int) and not isinstance(t, bool) for t in tokens
+            ):
                 raise ContractRefused("its /tokenize answer has no list of token ids")
             _remember(self._ids, text, tokens)
         self._ids.move_to_end(text)
@@ -189,7 +192,8 @@ class TokenCache:
         key = tuple(ids)
         if key not in self._texts:
             body = {"model": self._model(should_stop), "tokens": ids}
-            text = self._post("/detokenize", body, should_stop).get("prompt")
+            answer = self._post("/detokenize", body, should_stop)
+            text = answer.get("prompt") if isinstance(answer, dict) else None
             if not isinstance(text, str):
                 raise ContractRefused("its /detokenize answer has no 'prompt' text")
             _remember(self._texts, key, text)

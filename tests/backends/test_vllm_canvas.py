@@ -10,7 +10,7 @@ from difill.engine.backends import RemoteBackend
 from difill.engine.backends.vllm import CANVAS_SIZES, canvas_size
 from difill.engine.text.context import build_context
 from difill.engine.text.pipeline import shown_texts
-from difill.lab.fake_vllm import PAD, VOCAB, FakeVllm, tokenize
+from difill.lab.fake_vllm import PAD, VOCAB, FakeVllm, read_body, send, tokenize
 
 PREFIX = "def add(a, b):\n    return "
 SUFFIX = "\n\nprint(add(1, 2))\n"
@@ -228,6 +228,24 @@ def test_a_server_that_breaks_the_seed_falls_back_in_auto_and_fails_clearly_in_s
         with pytest.raises(BackendError, match="seeded canvas") as caught:
             remote.fill(PREFIX, SUFFIX, TYPING)
         assert ("canvas of 31 ids" if fault == "wrong_length" else "pinned slot") in str(caught.value)
+    finally:
+        remote.close()
+
+
+def test_a_tokenize_answer_of_another_shape_falls_back_in_auto(fake_server):
+    fake = FakeVllm()
+
+    def odd_tokenize(request):
+        if request.path == "/tokenize":
+            read_body(request)
+            send(request, 200, b"[1, 2, 3]")
+        else:
+            fake(request)
+
+    remote = backend(fake_server(odd_tokenize))
+    try:
+        assert remote.fill(PREFIX, SUFFIX, TYPING).text == "chat(a, b)"
+        assert "/tokenize answer has no list of token ids" in remote.seeded.refused
     finally:
         remote.close()
 
