@@ -36,6 +36,7 @@ from difill.engine.decoder import CanvasDecoder
 from difill.engine.model import LoadedModel
 from difill.engine.prefix_cache import PrefixCache, expand_cache
 from difill.engine.sampler import DenoiseResult, SamplerConfig, denoise
+from difill.engine.text.instruction import with_instruction_comment
 from difill.engine.text.rules import with_middles
 from difill.engine.tokens import encode, encode_prefix_window, encode_suffix_window
 
@@ -354,16 +355,3 @@ def model_order(candidates: list[Candidate]) -> list[Candidate]:
             seen.add(c.text)
             out.append(c)
     return out
-
-
-COMMENT_PREFIXES = {"python": "#", "ruby": "#", "shellscript": "#", "lua": "--", "sql": "--", "haskell": "--"}
-
-
-def with_instruction_comment(prefix: str, selection: str, instruction: str, language: str | None) -> str:
-    """The prefix with the instruction as a comment on its own line just above the selection."""
-    marker = COMMENT_PREFIXES.get(language or "", "//" if language else "#")
-    line_start = prefix.rfind("\n") + 1
-    current = prefix[line_start:] if prefix[line_start:].strip() else prefix[line_start:] + selection
-    indent = current[: len(current) - len(current.lstrip(" \t"))]
-    comment = f"{indent}{marker} {' '.join(instruction.split())}\n"
-    return prefix[:line_start] + comment + prefix[line_start:]

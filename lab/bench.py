@@ -150,6 +150,10 @@ def plot(report: dict, path: Path) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    if getattr(args, "team", False):  # the team path's wire costs alone (lab/bench_team.py)
+        from difill.lab.bench_team import main as team_main
+
+        return team_main(args)
     per_shape = 4 if args.quick else 40
     cases = load_cases(Path("data/corpus"), per_shape, seed=99)
     report: dict = {"cases_per_shape": per_shape}

@@ -74,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-tokens", type=int, help="longest suggestion in tokens (the server's maxTokens, 32)")
     p.add_argument("--steps", type=int, default=12, help="denoising step cap")
     p.add_argument("--remote", metavar="URL", help="fill on a difill serve-http or OpenAI-compatible server")
+    p.add_argument("--remote-canvas", choices=("auto", "seeded", "plain"), default="auto",
+                   help="a vLLM remote: seeded canvas (vLLM #57250), plain chat path, or auto (seeded, "
+                        "else plain)")  # fmt: skip
     p.set_defaults(func=runs("difill.server.fill_command:main"))
 
     p = sub.add_parser("serve-http", help="serve the model over HTTP (/v1/completions, /v1/fill, /health)")
@@ -204,6 +207,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="where the plot goes, its figures beside it as JSON "
         "(default: docs/bench.png; with --quick runs/bench-quick.png, so CI leaves docs/ alone)",
     )
+    p.add_argument("--team", action="store_true",
+                   help="the team path alone: round trips and bytes per keystroke through serve-http "
+                        "and a fake vLLM (seeded canvas and plain), and a network latency model")  # fmt: skip
     p.set_defaults(func=runs("difill.lab.bench:main"))
     return parser
 

@@ -29,6 +29,11 @@ class Settings:
     # process.  The API key comes from the DIFILL_API_KEY environment variable.  Changing it reloads.
     remote: str | None = field(default=None, metadata={"key": "remote"})
 
+    # How fills reach a vLLM `remote`: "seeded" sends difill's own canvas (vLLM pull request
+    # #57250: the code after the cursor clamped), "plain" the chat/suffix prompt, "auto" tries
+    # seeded first and falls back, remembered, when the server refuses it.  Changing it reloads.
+    remote_canvas: str = field(default="auto", metadata={"key": "remoteCanvas"})
+
     # "auto" (CUDA when available, else CPU), "cpu", "cuda", "cuda:N" or "mps".  Changing it reloads.
     device: str = field(default="auto", metadata={"key": "device"})
 
@@ -75,7 +80,7 @@ class Settings:
 
 
 KEYS: dict[str, dataclasses.Field] = {f.metadata["key"]: f for f in fields(Settings)}
-RELOAD_FIELDS = ("model_path", "device", "remote")  # a change in these needs a new model
+RELOAD_FIELDS = ("model_path", "device", "remote", "remote_canvas")  # a change in these needs a new model
 
 
 def section_of(raw: Any) -> dict[str, Any] | None:
@@ -128,6 +133,9 @@ def _convert(spec: dataclasses.Field, value: Any) -> tuple[Any, str | None]:
             return None, None
         ok = isinstance(value, str) and value.startswith(("http://", "https://"))
         return (value.strip(), None) if ok else (None, "must be an http:// or https:// URL")
+    if name == "remote_canvas":
+        ok = value in ("auto", "seeded", "plain")
+        return (value, None) if ok else (None, "must be one of auto, seeded, plain")
     if name == "device":
         ok = isinstance(value, str) and (
             value in ("auto", "cpu", "cuda", "mps") or (value.startswith("cuda:") and value[5:].isdigit())

@@ -163,7 +163,12 @@ class EngineHost(Feature):
         return self._ready
 
     async def load(
-        self, model_path: str | None, device: str, progress: LoadProgress, remote: str | None = None
+        self,
+        model_path: str | None,
+        device: str,
+        progress: LoadProgress,
+        remote: str | None = None,
+        remote_canvas: str = "auto",
     ) -> None:
         """Load (or reload) the model; reports progress and status, never raises.
 
@@ -201,7 +206,7 @@ class EngineHost(Feature):
             if not remote:
                 await step(_import_engine)
             progress.report("reading the model", 30)
-            engine = await step(_load_engine, model_path, device, remote)
+            engine = await step(_load_engine, model_path, device, remote, remote_canvas)
             progress.report("warming up", 80)
             await step(_warm_up, engine, superseded)
         except Exception as err:  # ModelLoadError, or anything a broken checkpoint raises
@@ -228,6 +233,8 @@ class EngineHost(Feature):
         if remote:  # a URL may hold credentials (http://user:password@host): show the backend's
             # own URL, which leaves them out, in the status and the log (not the URL as given)
             remote = getattr(getattr(engine, "transport", None), "shown_url", None) or "the remote server"
+            describe = getattr(engine, "describe_path", None)  # found by the warm-up fill
+            remote += f" ({describe()})" if describe else ""
         where = remote or (loaded.path if loaded else model_path)
         progress.end(f"ready ({elapsed / 1000:.1f} s)")
         log.info("model ready at %s in %.0f ms", where, elapsed)
@@ -305,10 +312,12 @@ def _import_engine() -> None:
     import difill.engine.infill  # noqa: F401  (torch and transformers: seconds)
 
 
-def _load_engine(model_path: str | None, device: str, remote: str | None = None) -> InfillBackend:
+def _load_engine(
+    model_path: str | None, device: str, remote: str | None = None, remote_canvas: str = "auto"
+) -> InfillBackend:
     from difill.engine.backends import make_backend
 
-    return make_backend(remote, model_path, device)
+    return make_backend(remote, model_path, device, remote_canvas)
 
 
 def _close(engine: InfillBackend | None) -> None:

@@ -61,7 +61,7 @@ def main(args: argparse.Namespace) -> int:
     if args.holes and args.marker not in text:  # before the model loads: nothing to fill
         raise SystemExit(f"difill: {path} has no hole marker {args.marker!r}; put one where code should go")
     try:
-        engine = make_backend(args.remote, args.model, args.device)
+        engine = make_backend(args.remote, args.model, args.device, args.remote_canvas)
     except (ModelLoadError, BackendError) as err:
         raise SystemExit(f"difill: {err}") from err
     language = language_for_path(str(path))

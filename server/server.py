@@ -181,7 +181,11 @@ class DifillServer(LanguageServer):
         settings = self.settings()
         progress = ProgressReporter(self) if self.client_has_progress else LoadProgress()
         self.suggestions.cache.clear()
-        return self.spawn(self.host.load(settings.model_path, settings.device, progress, settings.remote))
+        return self.spawn(
+            self.host.load(
+                settings.model_path, settings.device, progress, settings.remote, settings.remote_canvas
+            )
+        )
 
 
 def create_server(base: Settings | None = None) -> DifillServer:

@@ -25,8 +25,11 @@ def local_backend(model: str | None = None, device: str = "auto") -> InfillBacke
     return InfillEngine(load_model(model, device))
 
 
-def make_backend(remote: str | None = None, model: str | None = None, device: str = "auto") -> InfillBackend:
-    """A RemoteBackend for the ``remote`` URL if one is given, else the local engine."""
+def make_backend(
+    remote: str | None = None, model: str | None = None, device: str = "auto", remote_canvas: str = "auto"
+) -> InfillBackend:
+    """A RemoteBackend for the ``remote`` URL if one is given (``remote_canvas``: how it reaches a
+    vLLM server, engine/backends/vllm.py), else the local engine."""
     if remote:
-        return RemoteBackend(remote)
+        return RemoteBackend(remote, canvas=remote_canvas)
     return local_backend(model, device)

@@ -2,12 +2,8 @@
 
 Three ways to ask for a middle, from best to most widely supported:
 
-* canvas seeding (opt-in): ``/v1/completions`` with ``prompt`` = prefix and, in ``vllm_xargs``,
-  ``diffusion_seed_canvas`` (a full canvas of ``canvas_length`` token ids: uniform noise ids in the
-  hole and every other free slot - DiffusionGemma has no mask token - and the suffix's tokens) and
-  ``diffusion_pinned`` (the integer positions of the suffix's slots, which stay as they are).  This
-  is how difill's own engine fills, but only servers with the canvas-seeding extension (an open
-  vLLM pull request) accept the fields; any other answers 400 and difill falls back once;
+* canvas seeding: difill's own canvas, for vLLM builds with pull request #57250; it lives in
+  engine/backends/vllm.py, and the two ways below are the fallback;
 * ``suffix``: ``/v1/completions`` with ``prompt`` = prefix and ``suffix`` = suffix, the OpenAI
   insert API.  difill serve-http accepts it; plain vLLM refuses it with HTTP 400;
 * ``chat``: ``/v1/chat/completions`` with the fill-in-the-middle instruction below; the server
@@ -16,7 +12,6 @@ Three ways to ask for a middle, from best to most widely supported:
 
 from __future__ import annotations
 
-import random
 import re
 from typing import Any
 
@@ -80,24 +75,6 @@ def rewrite_chat_body(
         "seed": options.seed,
         "stream": False,
     }
-
-
-def seeded_canvas(
-    hole: int, suffix_ids: list[int], canvas_length: int, vocab_size: int, seed: int
-) -> dict[str, list[int]]:
-    """``vllm_xargs`` for canvas seeding, in the shape the server-side proposal validates.
-
-    ``diffusion_seed_canvas``: exactly ``canvas_length`` ids - ``hole`` noise slots, the suffix's
-    tokens (as many as fit), noise in the free slots after them.  ``diffusion_pinned``: the
-    positions (ints) of the suffix slots.  Noise is uniform over the vocabulary, as the stock
-    sampler's initial canvas, and seeded so that a request is reproducible.
-    """
-    hole = max(1, min(hole, canvas_length))
-    kept = suffix_ids[: canvas_length - hole]
-    generator = random.Random(seed)
-    canvas = [generator.randrange(vocab_size) for _ in range(canvas_length)]
-    canvas[hole : hole + len(kept)] = kept
-    return {"diffusion_seed_canvas": canvas, "diffusion_pinned": list(range(hole, hole + len(kept)))}
 
 
 def first_choice(answer: Any, chat: bool) -> tuple[str, bool, int]:

@@ -4,8 +4,10 @@
 
 * ``"difill"`` - difill serve-http's native ``POST /v1/fill``: every feature (candidates, holes,
   rewrite with strength) and the same text as the local engine for the same seed;
-* ``"openai"`` - an OpenAI-compatible server such as vLLM serving DiffusionGemma; see
-  engine/backends/openai.py for the three ways it asks for a middle (``fim``);
+* ``"openai"`` - an OpenAI-compatible server such as vLLM serving DiffusionGemma: difill's own
+  seeded canvas where the server keeps vLLM #57250's contract (engine/backends/vllm.py, chosen by
+  ``canvas``: ``auto`` tries it first), else engine/backends/openai.py's ``suffix`` or chat prompt
+  (``fim``);
 * ``"auto"`` (default) - ``GET /health`` once: difill answers ``{"server": "difill"}``.
 
 The API key comes from ``DIFILL_API_KEY`` unless one is passed; it is only ever sent in the
@@ -33,6 +35,7 @@ from difill.engine.api import (
 )
 from difill.engine.backends import openai
 from difill.engine.backends.transport import HttpStatusError, HttpTransport
+from difill.engine.backends.vllm import SeededCanvasClient
 from difill.engine.backends.wire import (
     fill_result_from_json,
     holes_result_from_json,
@@ -53,7 +56,7 @@ class RemoteBackend:
         api_key: str | None = None,
         model: str | None = None,
         fim: str = "auto",
-        seed_canvas: bool = False,
+        canvas: str = "auto",
         canvas_length: int = 256,
         vocab_size: int = 262_144,
         timeout_s: float = 30.0,
@@ -79,16 +82,25 @@ class RemoteBackend:
         self.protocol = protocol
         self.model = model
         self.fim = fim
-        self.seed_canvas = seed_canvas
-        self.canvas_length = canvas_length  # the server's canvas (vLLM --diffusion-config canvas_length)
-        self.vocab_size = vocab_size  # noise ids are drawn below this
-        self.seed_canvas_refused: str | None = None  # the server's answer when it refused seeding
+        # vLLM #57250's seeded canvas (canvas: auto, seeded or plain); canvas_length is the server's
+        # (vLLM --diffusion-config canvas_length), vocab_size bounds the noise ids
+        self.seeded = SeededCanvasClient(
+            self._post, self._model, self.transport.shown_url, canvas, canvas_length, vocab_size
+        )
 
     def __repr__(self) -> str:
         return f"RemoteBackend({self.transport.shown_url!r}, protocol={self.protocol!r})"
 
     def close(self) -> None:
         self.transport.close()
+
+    def describe_path(self) -> str:
+        """Which way fills go, for the status line (known after the first fill: the warm-up)."""
+        if self.protocol == "difill":
+            return "difill serve-http"
+        if self.protocol == "auto":
+            return "protocol found on the first fill"
+        return self.seeded.describe()
 
     # ------------------------------------------------------------------ InfillBackend
 
@@ -103,7 +115,9 @@ class RemoteBackend:
         if self._protocol(should_stop) == "difill":
             body = {"prefix": prefix, "suffix": suffix, "options": options_to_json(options)}
             return self._parse(fill_result_from_json, self._post("/v1/fill", body, should_stop))
-        return self._openai_fill(prefix, suffix, options or FillOptions(), should_stop)
+        options = options or FillOptions()
+        seeded = self.seeded.fill(prefix, suffix, options, should_stop)
+        return seeded if seeded is not None else self._openai_fill(prefix, suffix, options, should_stop)
 
     def fill_holes(
         self,
@@ -115,8 +129,11 @@ class RemoteBackend:
         if self._protocol(should_stop) == "difill":
             body = {"holes": text, "marker": marker, "options": options_to_json(options)}
             return self._parse(holes_result_from_json, self._post("/v1/fill", body, should_stop))
-        # One request per hole, left to right; later holes' markers are hidden from earlier fills.
         options = options or FillOptions(max_hole_tokens=HOLE_TOKENS)
+        seeded = self.seeded.fill_holes(text, marker, options, should_stop)
+        if seeded is not None:  # every hole in one canvas, the text between them pinned
+            return seeded
+        # One request per hole, left to right; later holes' markers are hidden from earlier fills.
         parts = text.split(marker)
         done, middles = parts[0], []
         for i in range(1, len(parts)):
@@ -142,6 +159,11 @@ class RemoteBackend:
             }  # fmt: skip
             return self._parse(fill_result_from_json, self._post("/v1/fill", body, should_stop))
         options = options or FillOptions()
+        seeded = self.seeded.rewrite(
+            prefix, selection, suffix, request.strength, request.instruction, options, should_stop
+        )
+        if seeded is not None:
+            return seeded
         started = time.perf_counter()
         body = openai.rewrite_chat_body(
             self._model(should_stop), prefix, selection, suffix, request.instruction, options
@@ -178,10 +200,6 @@ class RemoteBackend:
     def _openai_completion(self, model, prefix, suffix, options, should_stop) -> Any | None:
         """The /v1/completions answer, or None when the server does not take ``suffix`` (fim auto)."""
         body = openai.completion_body(model, prefix, options, options.max_hole_tokens)
-        if self.seed_canvas:
-            answer = self._seeded_completion(model, prefix, suffix, options, should_stop)
-            if answer is not None:
-                return answer
         if suffix:
             body["suffix"] = suffix
         try:
@@ -190,24 +208,6 @@ class RemoteBackend:
             if self.fim == "auto" and suffix and err.status in (400, 422) and "suffix" in err.detail.lower():
                 return None
             raise
-
-    def _seeded_completion(self, model, prefix, suffix, options, should_stop) -> Any | None:
-        """The seeded-canvas answer, or None once a server refuses it (400/422): remembered."""
-        tokens = self._post(
-            "/tokenize", {"model": model, "prompt": suffix, "add_special_tokens": False}, should_stop
-        )
-        suffix_ids = self._parse(lambda a: [int(t) for t in a["tokens"]], tokens)
-        body = openai.completion_body(model, prefix, options, self.canvas_length)
-        body["vllm_xargs"] = openai.seeded_canvas(
-            options.max_hole_tokens, suffix_ids, self.canvas_length, self.vocab_size, options.seed
-        )
-        try:
-            return self._post("/v1/completions", body, should_stop)
-        except HttpStatusError as err:
-            if err.status not in (400, 422):
-                raise
-            self.seed_canvas, self.seed_canvas_refused = False, f"HTTP {err.status}: {err.detail}"
-            return None
 
     def _model(self, should_stop) -> str:
         """The served model's name: given, or the first one /v1/models lists."""

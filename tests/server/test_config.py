@@ -69,3 +69,12 @@ def test_remote_must_be_an_http_url():
     settings, problems = parse_settings({"remote": "gpu-box:8765"}, Settings())
     assert settings.remote is None and any("remote" in p and "URL" in p for p in problems)
     assert parse_settings({"remote": ""}, Settings(remote="http://x"))[0].remote is None
+
+
+def test_remote_canvas_is_auto_seeded_or_plain_and_reloads():
+    from difill.server.config import RELOAD_FIELDS
+
+    assert Settings().remote_canvas == "auto" and "remote_canvas" in RELOAD_FIELDS
+    assert parse_settings({"remoteCanvas": "seeded"}, Settings())[0].remote_canvas == "seeded"
+    settings, problems = parse_settings({"remoteCanvas": "always"}, Settings(remote_canvas="plain"))
+    assert settings.remote_canvas == "plain" and "auto, seeded, plain" in problems[0]

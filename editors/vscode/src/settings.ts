@@ -5,6 +5,7 @@
 export const SERVER_SETTING_KEYS = [
   "modelPath",
   "remote",
+  "remoteCanvas",
   "device",
   "maxTokens",
   "minTokenProb",

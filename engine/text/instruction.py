@@ -1,0 +1,16 @@
+"""An edit's instruction written into the prefix as a comment: the only kind of prompt a code
+infilling model knows.  Torch-free, so that the local engine and the remote vLLM canvas share it."""
+
+from __future__ import annotations
+
+COMMENT_PREFIXES = {"python": "#", "ruby": "#", "shellscript": "#", "lua": "--", "sql": "--", "haskell": "--"}
+
+
+def with_instruction_comment(prefix: str, selection: str, instruction: str, language: str | None) -> str:
+    """The prefix with the instruction as a comment on its own line just above the selection."""
+    marker = COMMENT_PREFIXES.get(language or "", "//" if language else "#")
+    line_start = prefix.rfind("\n") + 1
+    current = prefix[line_start:] if prefix[line_start:].strip() else prefix[line_start:] + selection
+    indent = current[: len(current) - len(current.lstrip(" \t"))]
+    comment = f"{indent}{marker} {' '.join(instruction.split())}\n"
+    return prefix[:line_start] + comment + prefix[line_start:]
