@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.exceptions import (
@@ -19,6 +19,9 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
 from difill.server.documents import Document
+
+if TYPE_CHECKING:
+    from difill.server.server import DifillServer
 
 log = logging.getLogger("difill.server")
 
@@ -49,7 +52,7 @@ class DifillProtocol(LanguageServerProtocol):
       over futures that leave the table as they are cancelled (pygls answered -32603 then).
     """
 
-    _server: Any  # difill.server.server.DifillServer
+    _server: DifillServer
     _initialize_seen = False
 
     def _lifecycle_error(self, method_name: str) -> JsonRpcException | None:
