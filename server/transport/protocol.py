@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import logging
 from typing import TYPE_CHECKING, Any
@@ -18,18 +17,13 @@ from pygls.exceptions import (
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
-from difill.server.documents import Document
+from difill.server.request_context import PINNED_DOCUMENTS, REQUEST_PARAMS
 
 if TYPE_CHECKING:
     from difill.server.server import DifillServer
 
 log = logging.getLogger("difill.server")
 
-# The open documents as they were when the current request arrived (see DifillProtocol).
-PINNED_DOCUMENTS: contextvars.ContextVar[dict[str, Document] | None] = contextvars.ContextVar(
-    "difill_pinned_documents", default=None
-)
-REQUEST_PARAMS: contextvars.ContextVar[Any] = contextvars.ContextVar("difill_request_params", default=None)
 _ANSWERED = object()  # a malformed request that was already answered with an error
 
 
