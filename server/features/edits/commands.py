@@ -20,10 +20,10 @@ from pygls.exceptions import JsonRpcException
 from difill.server.features.edits.code_actions import selection_request
 from difill.server.features.edits.diff import workspace_edit
 from difill.server.features.edits.plans import TITLES
+from difill.server.features.edits.service import REQUEST_FAILED
 from difill.server.request_context import RequestContext, request_params
 
 APPLY_EDIT_TIMEOUT_S = 30.0
-REQUEST_FAILED = -32803
 
 
 async def run_edit_command(server: RequestContext, kind: str, arguments: tuple[Any, ...]) -> dict[str, Any]:
