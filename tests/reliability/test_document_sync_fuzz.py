@@ -104,21 +104,27 @@ def run_edits(data, encoding: str, open_doc, change_doc, server_text, level: str
     COUNTS[f"{level} {encoding} documents"] += 1
 
 
+def document_notifications(notify):
+    """(open_doc, change_doc) for ``run_edits``: didOpen and didChange sent with ``notify``."""
+
+    def open_doc(uri, text):
+        notify("textDocument/didOpen",
+               {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}})  # fmt: skip
+
+    def change_doc(uri, version, batch):
+        notify("textDocument/didChange",
+               {"textDocument": {"uri": uri, "version": version}, "contentChanges": batch})  # fmt: skip
+
+    return open_doc, change_doc
+
+
 @pytest.mark.parametrize("encoding", ENCODINGS)
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_incremental_edits_through_the_protocol_match_the_reference(data, encoding):
     server = in_process(encoding)
 
-    def open_doc(uri, text):
-        server.notify("textDocument/didOpen",
-                      {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}})  # fmt: skip
-
-    def change_doc(uri, version, batch):
-        server.notify("textDocument/didChange",
-                      {"textDocument": {"uri": uri, "version": version}, "contentChanges": batch})  # fmt: skip
-
-    run_edits(data, encoding, open_doc, change_doc, server.text, "in-process")
+    run_edits(data, encoding, *document_notifications(server.notify), server.text, "in-process")
     assert server.problems() == []
 
 
@@ -148,18 +154,10 @@ def served(tmp_path_factory):
 def test_incremental_edits_through_difill_serve_match_the_reference(served, data, encoding):
     server = served[encoding]
 
-    def open_doc(uri, text):
-        server.notify("textDocument/didOpen",
-                      {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}})  # fmt: skip
-
-    def change_doc(uri, version, batch):
-        server.notify("textDocument/didChange",
-                      {"textDocument": {"uri": uri, "version": version}, "contentChanges": batch})  # fmt: skip
-
     def server_text(uri):
         return server.request("difillTest/inspect", {"uri": uri}, timeout=10)["result"]["text"]
 
-    run_edits(data, encoding, open_doc, change_doc, server_text, "difill-serve")
+    run_edits(data, encoding, *document_notifications(server.notify), server_text, "difill-serve")
 
 
 def edge_cases(before: str, change: dict, after: str, encoding: str) -> set[str]:
