@@ -55,7 +55,8 @@ class _Call:
 
 
 class BatcherError(RuntimeError):
-    """The batcher cannot answer a decoder call: it is closed, or no pass answered in time."""
+    """The batcher cannot answer a decoder call: it is closed, it failed to gather a batch, or no
+    pass answered in time."""
 
 
 class DecoderBatcher:
@@ -113,14 +114,14 @@ class DecoderBatcher:
 
     def _answer(self, call: _Call, rows: torch.Tensor | None = None, error: Exception | None = None) -> None:
         """Resolve ``call`` once: the first answer wins (a pass may finish after its caller timed out)."""
-        with self._guard:
+        with self._guard:  # set under the lock: a caller that timed out then reads a settled future
             if call not in self._owed:
                 return
             self._owed.discard(call)
-        if error is not None:
-            call.done.set_exception(error)
-        else:
-            call.done.set_result(rows)
+            if error is not None:
+                call.done.set_exception(error)
+            else:
+                call.done.set_result(rows)
 
     def _is_owed(self, call: _Call) -> bool:
         with self._guard:
