@@ -49,6 +49,8 @@ def test_the_transformers_internals_difill_uses_still_exist(loaded):
         "lm_head",  # engine/decoder.py logits, lab/training
         "final_logit_softcapping",
         "config.text_config.sliding_window",  # engine/prefix_cache.py
+        "config._experts_implementation",  # lab/training/train.py and scripts set it to "eager"
+        "config.text_config._experts_implementation",
     ):
         _resolve(model, dotted)
     decoder = model.model.decoder
