@@ -60,6 +60,10 @@ class FillOptions:
     language: str | None = None  # the file's language (an edit's instruction is a comment in it)
     seed: int = 0
 
+    def cut_probability(self, checkpoint_own: float) -> float:
+        """``min_token_prob``, or the checkpoint's own calibrated value when the options leave it open."""
+        return checkpoint_own if self.min_token_prob is None else self.min_token_prob
+
     def candidate_lengths(self) -> tuple[int, ...]:
         if self.hole_candidates:
             return tuple(sorted(set(self.hole_candidates)))

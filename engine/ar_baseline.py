@@ -90,7 +90,7 @@ class ARBackend:
         options = options or FillOptions()
         if should_stop is not None and should_stop():
             raise Cancelled()
-        min_prob = self.baseline.min_token_prob if options.min_token_prob is None else options.min_token_prob
+        min_prob = options.cut_probability(self.baseline.min_token_prob)
         r = self.baseline.fill(prefix, suffix, options.max_hole_tokens, options.single_line, min_prob)
         stats = FillStats(
             steps=r.forwards, decoder_forwards=r.forwards, hole_tokens=r.tokens,

@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -32,8 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from difill.engine.api import DEFAULT_HOLE_MARKER, FillResult, HolesResult
-from difill.engine.decoder import CanvasDecoder
-from difill.engine.hf_compat import cache_kwargs
+from difill.engine.decoder import CanvasDecoder, attention_mask, conditioned_inputs, decoder_layers
 from difill.engine.infill import InfillEngine
 from difill.engine.model import LoadedModel
 
@@ -46,7 +46,7 @@ class BatcherStats:
     largest_batch: int = 0  # most fills served by one pass
 
 
-@dataclass
+@dataclass(eq=False)  # compared and hashed by identity: the batcher tracks the calls it owes
 class _Call:
     decoder: BatchedCanvasDecoder  # holds the fill's cache: per layer (B_i, heads, K_i, head_dim)
     canvas: torch.Tensor  # (B_i, L_i)
@@ -54,17 +54,31 @@ class _Call:
     done: Future
 
 
-class DecoderBatcher:
-    """One thread that runs the decoder layers for every fill, one batch of calls per pass."""
+class BatcherError(RuntimeError):
+    """The batcher cannot answer a decoder call: it is closed, it failed to gather a batch, or no
+    pass answered in time."""
 
-    def __init__(self, model: Any, window_ms: float = 5.0, max_rows: int = 64) -> None:
+
+class DecoderBatcher:
+    """One thread that runs the decoder layers for every fill, one batch of calls per pass.
+
+    Every call gets an answer: its rows, the error its pass raised, or a ``BatcherError`` when the
+    batcher closes, fails to gather a batch, or lets it wait longer than ``wait_timeout_s``.
+    """
+
+    def __init__(
+        self, model: Any, window_ms: float = 5.0, max_rows: int = 64, wait_timeout_s: float = 300.0
+    ) -> None:
         self.model = model
         self.window_s = window_ms / 1000
         self.max_rows = max_rows
+        self.wait_timeout_s = wait_timeout_s  # far above any pass: reaching it means the batcher is stuck
         self.stats = BatcherStats()
         self._pending: queue.Queue[_Call | None] = queue.Queue()
         self._carry: list[_Call] = []  # calls left over when a batch reached max_rows
         self._denoising: set[int] = set()  # fills that made a call and have not finished
+        self._owed: set[_Call] = set()  # calls handed in and not answered yet
+        self._closed = False
         self._guard = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="difill-batcher", daemon=True)
         self._thread.start()
@@ -72,9 +86,18 @@ class DecoderBatcher:
     def hidden(self, call: _Call) -> torch.Tensor:
         """Called from a fill's thread: its hidden states (B_i, L_i, D) once its batch has run."""
         with self._guard:
+            if self._closed:
+                raise BatcherError("the decoder batcher is closed")
             self._denoising.add(id(call.decoder.owner))
-        self._pending.put(call)
-        return call.done.result()
+            self._owed.add(call)
+            self._pending.put(call)
+        try:
+            return call.done.result(timeout=self.wait_timeout_s)
+        except FutureTimeout:
+            self._answer(
+                call, error=BatcherError(f"no decoder pass answered within {self.wait_timeout_s:g} s")
+            )
+            return call.done.result(timeout=0)  # the pass's rows if they came in meanwhile
 
     def finished(self, owner: object) -> None:
         """The fill run by ``owner`` ended: stop waiting for its next call."""
@@ -82,29 +105,66 @@ class DecoderBatcher:
             self._denoising.discard(id(owner))
 
     def close(self) -> None:
+        """Serve the calls already handed in, then stop; later calls fail at once."""
+        with self._guard:
+            if self._closed:
+                return
+            self._closed = True
         self._pending.put(None)
 
+    def _answer(self, call: _Call, rows: torch.Tensor | None = None, error: Exception | None = None) -> None:
+        """Resolve ``call`` once: the first answer wins (a pass may finish after its caller timed out)."""
+        with self._guard:  # set under the lock: a caller that timed out then reads a settled future
+            if call not in self._owed:
+                return
+            self._owed.discard(call)
+            if error is not None:
+                call.done.set_exception(error)
+            else:
+                call.done.set_result(rows)
+
+    def _is_owed(self, call: _Call) -> bool:
+        with self._guard:
+            return call in self._owed
+
+    def _fail_owed(self, error: Exception) -> None:
+        with self._guard:
+            owed = list(self._owed)
+        for call in owed:
+            self._answer(call, error=error)
+
     def _run(self) -> None:
-        while (batch := self._gather()) is not None:
+        while True:
+            try:
+                batch = self._gather()
+            except Exception as err:  # noqa: BLE001 - a call it took would otherwise wait forever
+                self._carry = []
+                self._fail_owed(BatcherError(f"the decoder batcher failed to gather a batch: {err!r}"))
+                continue
+            if batch is None:
+                break
             try:
                 with torch.inference_mode():
                     hidden = self._pass(batch)
             except Exception as err:  # noqa: BLE001 - every waiting fill must hear of it
                 for call in batch:
-                    call.done.set_exception(err)
+                    self._answer(call, error=err)
                 continue
             for call, rows in zip(batch, hidden, strict=True):
-                call.done.set_result(rows)
+                self._answer(call, rows)
+        self._fail_owed(BatcherError("the decoder batcher is closed"))
 
     def _gather(self) -> list[_Call] | None:
         """The next batch: the first waiting call, then those of every other fill that is still
         denoising, for at most the window, so that fills in step keep sharing passes."""
-        batch, self._carry = self._carry, []
-        if not batch:
+        batch = [call for call in self._carry if self._is_owed(call)]  # not those that timed out
+        self._carry = []
+        while not batch:
             first = self._pending.get()
             if first is None:
                 return None
-            batch = [first]
+            if self._is_owed(first):
+                batch = [first]
         deadline = time.monotonic() + self.window_s
         while sum(c.canvas.shape[0] for c in batch) < self.max_rows:
             with self._guard:
@@ -118,7 +178,8 @@ class DecoderBatcher:
             if call is None:
                 self._pending.put(None)  # close once this batch is served
                 break
-            batch.append(call)
+            if self._is_owed(call):
+                batch.append(call)
         rows = 0
         for i, call in enumerate(batch):
             rows += call.canvas.shape[0]
@@ -153,7 +214,6 @@ def padded_hidden(model: Any, batch: list[_Call]) -> list[torch.Tensor]:
     canvas = torch.zeros(rows, length, dtype=torch.long, device=device)  # (N, L)
     canvas_real = torch.zeros(rows, length, dtype=torch.bool, device=device)  # (N, L)
     positions = torch.zeros(rows, length, dtype=torch.long, device=device)  # (N, L)
-    inputs = None
     row = 0
     spans = []
     for call in batch:
@@ -163,12 +223,7 @@ def padded_hidden(model: Any, batch: list[_Call]) -> list[torch.Tensor]:
         positions[row : row + n] = call.decoder.prefix_length + torch.arange(length, device=device)
         spans.append((row, n, width))
         row += n
-    inputs = dec.embed_tokens(canvas)  # (N, L, D), already scaled
-    soft = torch.zeros_like(inputs)  # a fill without self-conditioning yet gets zeros, as alone
-    for call, (start, n, width) in zip(batch, spans, strict=True):
-        if call.soft is not None:
-            soft[start : start + n, :width] = call.soft
-    hidden = dec.self_conditioning(inputs, soft)  # (N, L, D)
+    hidden = conditioned_inputs(dec, canvas, _padded_soft(batch, spans, length))  # (N, L, D)
 
     cache, key_real = _padded_cache(batch)
     layer_types = dec.text_config.layer_types
@@ -176,21 +231,23 @@ def padded_hidden(model: Any, batch: list[_Call]) -> list[torch.Tensor]:
     for kind in set(layer_types):
         allowed = torch.cat([key_real[layer_types.index(kind)], canvas_real], dim=1)  # (N, K + L)
         allowed = allowed[:, None, None, :].expand(rows, 1, length, allowed.shape[1])  # (N, 1, L, K + L)
-        if dec.text_config._attn_implementation == "sdpa":
-            masks[kind] = allowed
-        else:  # eager attention adds the mask to the scores
-            masks[kind] = torch.where(allowed, 0.0, torch.finfo(hidden.dtype).min).to(hidden.dtype)
-    rotary = {kind: dec.rotary_emb(hidden, positions, kind) for kind in dec.unique_layer_types}
-    for i, layer in enumerate(dec.layers[: dec.text_config.num_hidden_layers]):
-        hidden = layer(
-            hidden,
-            position_embeddings=rotary[layer_types[i]],
-            attention_mask=masks[layer_types[i]],
-            position_ids=positions,
-            **cache_kwargs(cache),
-        )
-    hidden = dec.norm(hidden)  # (N, L, D)
+        masks[kind] = attention_mask(dec, allowed, hidden.dtype)
+    hidden = decoder_layers(dec, hidden, positions, masks, cache)  # (N, L, D)
     return [hidden[start : start + n, :width] for start, n, width in spans]
+
+
+def _padded_soft(batch: list[_Call], spans: list[tuple[int, int, int]], length: int) -> torch.Tensor | None:
+    """Every call's self-conditioning input in one (N, L, D) tensor, zeros where a call has none
+    yet (as alone); None when no call has any."""
+    given = [call.soft for call in batch if call.soft is not None]
+    if not given:
+        return None
+    rows = sum(n for _, n, _ in spans)
+    soft = given[0].new_zeros(rows, length, given[0].shape[-1])  # (N, L, D)
+    for call, (start, n, width) in zip(batch, spans, strict=True):
+        if call.soft is not None:
+            soft[start : start + n, :width] = call.soft
+    return soft
 
 
 def _padded_cache(batch: list[_Call]) -> tuple[Any, dict[int, torch.Tensor]]:

@@ -9,14 +9,66 @@ as ``DiffusionGemmaDecoderModel.forward`` (embed, self-conditioning, rotary posi
 cached prefix, bidirectional layers, final norm) but takes soft embeddings directly and lets the
 caller apply the LM head to the open slots only.  ``tests/engine/test_decoder.py`` checks that
 the logits equal the stock forward's.
+
+The functions below are the one copy of the decoder's layer loop, shared with the padded passes
+of ``engine/batcher.py``; ``tests/engine/test_hf_compat.py`` pins the transformers internals they
+touch, so an upgrade that moves one fails there.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import torch
 from transformers import DiffusionGemmaForBlockDiffusion, DynamicCache
 
 from difill.engine.hf_compat import cache_kwargs
+
+
+def conditioned_inputs(
+    decoder: Any, canvas: torch.Tensor, soft_embeddings: torch.Tensor | None
+) -> torch.Tensor:
+    """canvas (B, L) ids, soft_embeddings (B, L, D) or None (zeros: no self-conditioning yet) ->
+    the first layer's input (B, L, D), as ``DiffusionGemmaDecoderModel.forward`` builds it."""
+    inputs = decoder.embed_tokens(canvas)  # (B, L, D), already scaled
+    if soft_embeddings is None:
+        soft_embeddings = torch.zeros_like(inputs)
+    return decoder.self_conditioning(inputs, soft_embeddings)  # (B, L, D)
+
+
+def decoder_layers(
+    decoder: Any,
+    hidden: torch.Tensor,
+    positions: torch.Tensor,
+    masks: dict[str, torch.Tensor] | None,
+    cache: Any,
+) -> torch.Tensor:
+    """hidden (B, L, D) at positions (1 or B, L) -> normed hidden states (B, L, D).
+
+    ``masks`` maps each layer type to its attention mask over [cached keys | canvas], None when
+    every slot may see everything.  Rotary positions, layers and the final norm as the stock
+    decoder runs them.
+    """
+    config = decoder.text_config
+    rotary = {kind: decoder.rotary_emb(hidden, positions, kind) for kind in decoder.unique_layer_types}
+    for i, layer in enumerate(decoder.layers[: config.num_hidden_layers]):
+        kind = config.layer_types[i]
+        hidden = layer(
+            hidden,
+            position_embeddings=rotary[kind],
+            attention_mask=None if masks is None else masks[kind],
+            position_ids=positions,
+            **cache_kwargs(cache),
+        )
+    return decoder.norm(hidden)  # (B, L, D)
+
+
+def attention_mask(decoder: Any, allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """allowed (B, 1, L, K + L) bool -> the mask the configured attention takes: sdpa takes the
+    booleans, eager attention adds the mask to the scores."""
+    if decoder.text_config._attn_implementation == "sdpa":
+        return allowed
+    return torch.where(allowed, 0.0, torch.finfo(dtype).min).to(dtype)
 
 
 class CanvasDecoder:
@@ -29,25 +81,13 @@ class CanvasDecoder:
 
     def hidden(self, canvas: torch.Tensor, soft_embeddings: torch.Tensor | None) -> torch.Tensor:
         """canvas (B, L) ids, soft_embeddings (B, L, D) or None -> hidden states (B, L, D)."""
-        dec = self.decoder
-        inputs = dec.embed_tokens(canvas)  # (B, L, D), already scaled
-        if soft_embeddings is None:
-            soft_embeddings = torch.zeros_like(inputs)
-        hidden = dec.self_conditioning(inputs, soft_embeddings)  # (B, L, D)
+        hidden = conditioned_inputs(self.decoder, canvas, soft_embeddings)  # (B, L, D)
         length = canvas.shape[1]
         positions = torch.arange(self.prefix_length, self.prefix_length + length, device=canvas.device)[
             None
         ]  # (1, L)
-        rotary = {kind: dec.rotary_emb(hidden, positions, kind) for kind in dec.unique_layer_types}
-        for i, layer in enumerate(dec.layers[: dec.text_config.num_hidden_layers]):
-            hidden = layer(
-                hidden,
-                position_embeddings=rotary[dec.text_config.layer_types[i]],
-                attention_mask=None,  # no padding: every slot sees the whole prefix and canvas
-                position_ids=positions,
-                **cache_kwargs(self.cache),
-            )
-        return dec.norm(hidden)  # (B, L, D)
+        # No mask: no padding, every slot sees the whole prefix and canvas.
+        return decoder_layers(self.decoder, hidden, positions, None, self.cache)  # (B, L, D)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """hidden (..., D) -> soft-capped logits (..., V) in fp32, as the stock forward computes them."""

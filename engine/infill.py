@@ -113,7 +113,7 @@ class InfillEngine:
         if heal_text and allowed is None:  # no token extends the partial word: give it back to the prefix
             prefix_ids, heal_text = self._prefix_ids(prefix, budget), ""
 
-        min_prob = self.loaded.min_token_prob if options.min_token_prob is None else options.min_token_prob
+        min_prob = options.cut_probability(self.loaded.min_token_prob)
         result, stats = self._encode_and_denoise(
             prefix_ids, canvases, options, should_stop,
             slot_allowed=(0, allowed) if allowed is not None else None,

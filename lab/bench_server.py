@@ -19,7 +19,7 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
-from difill.lab.bench import SHAPE_GROUPS, Timing, percentile
+from difill.lab.bench_timing import SHAPE_GROUPS, Timing, percentile
 from difill.lab.training.examples import InfillExample
 
 URI = "file:///bench/case.py"

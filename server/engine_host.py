@@ -219,7 +219,7 @@ class EngineHost(Feature):
             self.state, self.error = ModelState.ERROR, message
             self._ready_event().set()  # waiting requests give up at once: there is nothing to wait for
             progress.end("failed")
-            log.error("difill could not load its model: %s", message)
+            log.error("difill could not load its model: %s", message, exc_info=err)  # where it failed
             self.on_status("error", message, None)
             return
         if superseded():
@@ -328,7 +328,7 @@ def _close(engine: InfillBackend | None) -> None:
         try:
             close()
         except Exception as err:  # noqa: BLE001 - a backend that fails to close must not stop a reload
-            log.warning("closing the previous backend failed: %s", err)
+            log.warning("closing the previous backend failed: %s", err, exc_info=err)
 
 
 def _warm_up(engine: InfillBackend, superseded: ShouldStop) -> None:

@@ -22,7 +22,7 @@ from pygls.io_ import run_async
 from pygls.lsp.server import LanguageServer
 
 from difill.server.config import RELOAD_FIELDS, Settings, SettingsLayers
-from difill.server.documents import UTF16, Document, Documents
+from difill.server.documents import UTF16, Documents
 from difill.server.engine_host import EngineHost, LoadProgress
 from difill.server.features.edits.code_actions import COMMANDS, code_actions, resolve_code_action
 from difill.server.features.edits.commands import run_edit_command
@@ -34,7 +34,7 @@ from difill.server.lifecycle import Lifecycle
 from difill.server.transport.framing import ClientWriter, ResyncingReader
 from difill.server.transport.log_messages import LogMessageHandler, configure_logging
 from difill.server.transport.progress import ProgressReporter
-from difill.server.transport.protocol import PINNED_DOCUMENTS, REQUEST_PARAMS, DifillProtocol
+from difill.server.transport.protocol import DifillProtocol
 from difill.server.transport.tcp import check_host, serve_one_tcp_client
 
 NAME = "difill"
@@ -117,15 +117,6 @@ class DifillServer(LanguageServer):
 
     def _refresh_settings(self) -> None:
         self._current_settings = self.layers.settings()
-
-    def request_params(self) -> Any:
-        """The parameters of the request being handled (None outside requests)."""
-        return REQUEST_PARAMS.get()
-
-    def document_for_request(self, uri: str) -> Document | None:
-        """The document as it was when the current request arrived (or now, outside requests)."""
-        pinned = PINNED_DOCUMENTS.get()
-        return pinned.get(uri) if pinned is not None else self.documents.get(uri)
 
     def send_status(self, state: str, message: str | None = None, latency_ms: float | None = None) -> None:
         """``difill/status`` for status bars: loading | ready | busy | error."""

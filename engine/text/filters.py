@@ -14,8 +14,9 @@ import re
 from collections.abc import Callable
 from math import gcd
 
-from difill.engine.text.context import FillContext
+from difill.engine.text.context import FillContext, to_lf
 from difill.engine.text.rules import OPENERS, trim_suffix_overlap, unmatched_closers, unmatched_openers
+from difill.engine.text.shape import indent_width
 
 Filter = Callable[[str, FillContext], str]
 
@@ -37,10 +38,10 @@ def apply_filters(text: str, ctx: FillContext, pipeline: list[Filter]) -> str:
     return text
 
 
-def to_lf(text: str, ctx: FillContext) -> str:
+def middle_to_lf(text: str, ctx: FillContext) -> str:
     """The middle in LF, like the context (a remote model may answer in CRLF);
     ``keep_line_endings`` gives the suggestion the document's endings at the end."""
-    return text.replace("\r\n", "\n")
+    return to_lf(text)
 
 
 def drop_control_characters(text: str, ctx: FillContext) -> str:
@@ -67,7 +68,11 @@ def limit_to_scope(text: str, ctx: FillContext) -> str:
         return lines[0]
     kept = [lines[0]]
     for line in lines[1 : ctx.shape.max_lines]:
-        if line.strip() and ctx.shape.scope_indent is not None and _indent(line) < ctx.shape.scope_indent:
+        if (
+            line.strip()
+            and ctx.shape.scope_indent is not None
+            and indent_width(line) < ctx.shape.scope_indent
+        ):
             break
         kept.append(line)
     return "\n".join(kept)
@@ -186,11 +191,13 @@ def normalise_indentation(text: str, ctx: FillContext) -> str:
     base = _indent_text(ctx.line_before)
     rest = lines[1:]
     if unit == "\t":
-        own = _space_step([len(base.expandtabs(4))] + [_indent(ln) for ln in rest if ln.strip()]) or 4
+        own = _space_step([len(base.expandtabs(4))] + [indent_width(ln) for ln in rest if ln.strip()]) or 4
         rest = [_retab(ln, own) for ln in rest]
     else:
-        rest = [(" " * len(unit)).join(ln[: _indent(ln)].split("\t")) + ln[_indent(ln) :] for ln in rest]
-        widths = [len(base.expandtabs(len(unit)))] + [_indent(ln) for ln in rest if ln.strip()]
+        rest = [
+            (" " * len(unit)).join(ln[: indent_width(ln)].split("\t")) + ln[indent_width(ln) :] for ln in rest
+        ]
+        widths = [len(base.expandtabs(len(unit)))] + [indent_width(ln) for ln in rest if ln.strip()]
         own = _space_step(widths)
         if own and own != len(unit) and all((w - widths[0]) % own == 0 for w in widths[1:]):
             rest = [_rescale(ln, widths[0], own, len(unit)) for ln in rest]
@@ -223,7 +230,7 @@ def keep_line_endings(text: str, ctx: FillContext) -> str:
 
 
 PIPELINE: list[Filter] = [
-    to_lf,
+    middle_to_lf,
     drop_control_characters,
     stay_inside_string,
     limit_to_scope,
@@ -239,12 +246,8 @@ PIPELINE: list[Filter] = [
 # ---------------------------------------------------------------------------- helpers
 
 
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip(" \t"))
-
-
 def _indent_text(line: str) -> str:
-    return line[: _indent(line)]
+    return line[: indent_width(line)]
 
 
 def _next_lines(ctx: FillContext) -> list[str]:
@@ -263,7 +266,7 @@ def _space_step(widths: list[int]) -> int:
 
 def _rescale(line: str, base: int, own: int, unit: int) -> str:
     """Re-indent ``line`` from steps of ``own`` spaces to steps of ``unit``, relative to ``base``."""
-    width = _indent(line)
+    width = indent_width(line)
     if not line.strip():
         return line
     levels = (width - base) // own
@@ -272,7 +275,7 @@ def _rescale(line: str, base: int, own: int, unit: int) -> str:
 
 def _retab(line: str, own: int) -> str:
     """Leading spaces in steps of ``own`` become tabs (a document indented with tabs)."""
-    width = _indent(line)
+    width = indent_width(line)
     leading = line[:width]
     if not own or "\t" in leading:
         return line
@@ -285,4 +288,4 @@ HOLE_PIPELINE: list[Filter] = [f for f in PIPELINE if f not in (drop_next_lines_
 
 # A rewrite replaces exactly the selection (its context is the document without it): only the
 # model's junk and what the text after the selection already has are cut.
-REWRITE_PIPELINE: list[Filter] = [to_lf, drop_control_characters, end_where_suffix_begins, drop_empty]
+REWRITE_PIPELINE: list[Filter] = [middle_to_lf, drop_control_characters, end_where_suffix_begins, drop_empty]

@@ -11,9 +11,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
+
+if TYPE_CHECKING:
+    from difill.server.server import DifillServer
 
 DIFILL = "difill"
 PYGLS = "pygls"
@@ -59,7 +62,7 @@ class LogMessageHandler(logging.Handler):
         logging.INFO: types.MessageType.Info,
     }
 
-    def __init__(self, server: Any) -> None:
+    def __init__(self, server: DifillServer) -> None:
         super().__init__()
         self.server = server
         self.loop: asyncio.AbstractEventLoop | None = None  # set when the server's loop runs
@@ -90,7 +93,9 @@ def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
         return False
 
 
-def configure_logging(server: Any, level: str = "INFO", log_file: str | None = None) -> LogMessageHandler:
+def configure_logging(
+    server: DifillServer, level: str = "INFO", log_file: str | None = None
+) -> LogMessageHandler:
     """Wire difill's and pygls' loggers; returns the logMessage handler (its loop is set later)."""
     numeric = logging.getLevelName(level.upper()) if isinstance(level, str) else level
     if not isinstance(numeric, int):

@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
 from difill.server.engine_host import LoadProgress
+
+if TYPE_CHECKING:
+    from difill.server.server import DifillServer
 
 PROGRESS_CREATE_TIMEOUT_S = 5.0
 
@@ -19,7 +22,7 @@ log = logging.getLogger("difill.server")
 class ProgressReporter(LoadProgress):
     """Model loading as server-initiated ``$/progress`` (begin, report..., end)."""
 
-    def __init__(self, server: Any) -> None:
+    def __init__(self, server: DifillServer) -> None:
         self.server = server
         self.token: str | None = None
 

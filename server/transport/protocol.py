@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.exceptions import (
@@ -18,15 +17,13 @@ from pygls.exceptions import (
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
-from difill.server.documents import Document
+from difill.server.request_context import PINNED_DOCUMENTS, REQUEST_PARAMS
+
+if TYPE_CHECKING:
+    from difill.server.server import DifillServer
 
 log = logging.getLogger("difill.server")
 
-# The open documents as they were when the current request arrived (see DifillProtocol).
-PINNED_DOCUMENTS: contextvars.ContextVar[dict[str, Document] | None] = contextvars.ContextVar(
-    "difill_pinned_documents", default=None
-)
-REQUEST_PARAMS: contextvars.ContextVar[Any] = contextvars.ContextVar("difill_request_params", default=None)
 _ANSWERED = object()  # a malformed request that was already answered with an error
 
 
@@ -49,7 +46,7 @@ class DifillProtocol(LanguageServerProtocol):
       over futures that leave the table as they are cancelled (pygls answered -32603 then).
     """
 
-    _server: Any  # difill.server.server.DifillServer
+    _server: DifillServer
     _initialize_seen = False
 
     def _lifecycle_error(self, method_name: str) -> JsonRpcException | None:

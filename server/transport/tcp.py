@@ -18,11 +18,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pygls.io_ import run_async
 
 from difill.engine.backends.loopback import is_loopback
+
+if TYPE_CHECKING:
+    from difill.server.server import DifillServer
 
 log = logging.getLogger("difill.server")
 
@@ -62,7 +65,7 @@ class _Prefixed:
         return head + (await self._reader.readexactly(n - len(head)) if n > len(head) else b"")
 
 
-def serve_one_tcp_client(server: Any, host: str, port: int) -> None:
+def serve_one_tcp_client(server: DifillServer, host: str, port: int) -> None:
     """Run ``server`` (a pygls LanguageServer) for the first LSP client that connects to host:port."""
     stop_event = threading.Event()
     server._stop_event = stop_event

@@ -14,7 +14,7 @@ from backend_helpers import assert_padded_pass_matches_each_alone
 
 from difill.engine import batcher as batcher_module
 from difill.engine.api import Cancelled, FillOptions, RewriteRequest
-from difill.engine.batcher import BatchingBackend, _Call
+from difill.engine.batcher import BatcherError, BatchingBackend, _Call
 from difill.engine.decoder import CanvasDecoder
 from difill.engine.prefix_cache import PrefixCache, expand_cache
 from difill.engine.tokens import encode
@@ -129,3 +129,66 @@ def test_an_error_in_a_pass_fails_its_fills_and_the_batcher_goes_on(backend, mon
     failed = [e for e in outcomes if e is not None]
     assert failed and all("simulated device error" in str(e) for e in failed)
     assert backend.fill(*work[0]).stats.decoder_forwards > 0  # still serving
+
+
+def _hold_second_pass(monkeypatch, batcher):
+    """Make the batcher's second pass wait for ``release``; ``holding`` is set once it waits."""
+    holding, release = threading.Event(), threading.Event()
+    real, passes = batcher._pass, []
+
+    def held(batch):
+        passes.append(batch)
+        if len(passes) == 2:
+            holding.set()
+            release.wait(timeout=30)
+        return real(batch)
+
+    monkeypatch.setattr(batcher, "_pass", held)
+    return holding, release
+
+
+def test_a_fill_still_denoising_when_the_batcher_closes_fails_instead_of_hanging(backend, monkeypatch):
+    holding, release = _hold_second_pass(monkeypatch, backend.batcher)
+    long_fill = FillOptions(max_hole_tokens=16, max_steps=64, entropy_bound=0.0)
+    with ThreadPoolExecutor(1) as pool:
+        fill = pool.submit(backend.fill, "x = ", "", long_fill)
+        assert holding.wait(timeout=30)
+        backend.close()
+        release.set()
+        with pytest.raises(BatcherError, match="closed"):
+            fill.result(timeout=30)
+    with pytest.raises(BatcherError, match="closed"):
+        backend.fill(*cases(1)[0])
+
+
+def test_a_pass_that_does_not_answer_in_time_fails_its_fill_and_the_batcher_goes_on(tiny_loaded, monkeypatch):
+    backend = BatchingBackend(tiny_loaded, max_concurrent=4, window_ms=5, max_rows=64)
+    backend.batcher.wait_timeout_s = 0.3
+    holding, release = _hold_second_pass(monkeypatch, backend.batcher)
+    try:
+        with pytest.raises(BatcherError, match="within 0.3 s"):
+            backend.fill("x = ", "", FillOptions(max_hole_tokens=8, max_steps=16, entropy_bound=0.0))
+        assert holding.is_set()
+        release.set()
+        backend.batcher.wait_timeout_s = 30
+        assert backend.fill(*cases(1)[0]).stats.decoder_forwards > 0
+    finally:
+        release.set()
+        backend.close()
+
+
+def test_an_error_while_gathering_fails_the_waiting_fills_and_the_batcher_goes_on(backend, monkeypatch):
+    real = backend.batcher._gather
+    failures = iter([RuntimeError("simulated gather bug")])
+
+    def flaky():
+        batch = real()  # takes the calls off the queue, as a real failure would
+        error = next(failures, None)
+        if error is not None:
+            raise error
+        return batch
+
+    monkeypatch.setattr(backend.batcher, "_gather", flaky)
+    with pytest.raises(BatcherError, match="simulated gather bug"):
+        backend.fill(*cases(1)[0])
+    assert backend.fill(*cases(1)[0]).stats.decoder_forwards > 0

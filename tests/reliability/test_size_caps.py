@@ -67,17 +67,35 @@ def test_a_selection_under_the_character_cap_but_past_the_canvas_cap_is_refused_
     })  # fmt: skip
 
 
+def _applied(text: str, edits: list[dict]) -> str:
+    """``text`` (ASCII, so columns are offsets) after LSP text edits, applied last first."""
+    starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+
+    def offset(position: dict) -> int:
+        return starts[position["line"]] + position["character"]
+
+    for edit in sorted(edits, key=lambda e: offset(e["range"]["start"]), reverse=True):
+        text = text[: offset(edit["range"]["start"])] + edit["newText"] + text[offset(edit["range"]["end"]) :]
+    return text
+
+
 def test_an_edit_within_the_caps_still_runs(server):
-    busy = sum(
-        m["method"] == "difill/status" and m["params"]["state"] == "busy" for m in server.notifications
-    )
     text = "x = <|hole|>\ny = <|hole|>\n"
     server.notify("textDocument/didOpen",
                   {"textDocument": {"uri": URI, "languageId": "python", "version": 3, "text": text}})  # fmt: skip
     argument = {"uri": URI, "version": 3,
                 "range": {"start": {"line": 0, "character": 0}, "end": {"line": 2, "character": 0}}}  # fmt: skip
-    # Not waited on: this client answers the server's applyEdit with null (a finding of its own).
-    server.send_request("workspace/executeCommand", {"command": "difill.fillHoles", "arguments": [argument]})
-    server.wait_for_notification(lambda m: m["method"] == "difill/status" and m["params"]["state"] == "busy"
-                                 and sum(n["method"] == "difill/status" and n["params"]["state"] == "busy"
-                                         for n in server.notifications) > busy, timeout=30)  # fmt: skip
+    asked = len(server.server_requests)
+    server.answers["workspace/applyEdit"] = {"applied": True}
+    try:
+        answer = server.request(
+            "workspace/executeCommand", {"command": "difill.fillHoles", "arguments": [argument]}, timeout=60
+        )
+    finally:
+        server.answers.clear()
+    # The edit was computed and sent: one applyEdit for this document that fills both holes.
+    [apply] = [m for m in server.server_requests[asked:] if m["method"] == "workspace/applyEdit"]
+    edits = apply["params"]["edit"]["changes"][URI]
+    filled = _applied(text, edits)
+    assert "<|hole|>" not in filled and filled.startswith("x = ") and "\ny = " in filled, filled
+    assert answer["result"] == {"applied": True, "edits": len(edits), "failureReason": None}, answer

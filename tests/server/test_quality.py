@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 from difill.engine.api import Candidate, FillOptions, FillResult, FillStats
-from difill.lab.quality import evaluate_served, typing_replay
+from difill.lab.quality import EVAL_URI, evaluate_served, load_served, typing_replay
+from difill.lab.training.evaluate import eval_cases
 from difill.server.config import Settings
 from difill.server.served import ServedModel
 
@@ -82,9 +83,21 @@ def test_eval_runs_a_real_model_through_the_served_path(tmp_path: Path, tiny_mod
         str(tiny_model_dir), None, corpus, per_shape=3, seed=1, typing_files=1, typing_lines=1
     )
     assert set(report["diffusion"]) == {"rest_of_line", "whole_line", "multi_line_2_5"}
-    for shape in report["diffusion"].values():
-        assert shape["cases"] == 3 and 0.0 <= shape["empty_share"] <= 1.0 and shape["mean_forwards"] >= 1
-    assert report["diffusion_typing"]["characters"] > 0
+    # The scores are those of what the served path shows for each case: ask it again, case by case.
+    served = load_served(str(tiny_model_dir))
+    for shape, examples in eval_cases(corpus, 3, 1).items():
+        shown = [served.suggest(ex.prefix + ex.suffix, len(ex.prefix), EVAL_URI) for ex in examples]
+        score = report["diffusion"][shape]
+        assert score["cases"] == len(examples) == 3
+        assert score["empty_share"] == round(sum(not s.text.strip() for s in shown) / 3, 4), shape
+        exact = sum(s.text.rstrip() == ex.middles[0].rstrip() for s, ex in zip(shown, examples, strict=True))
+        assert score["exact_match"] == round(exact / 3, 4), shape
+        assert score["mean_forwards"] == round(sum(s.forwards for s in shown) / 3, 2) >= 1
+    # One typed line: the file's last, and each request either accepted a suggestion or typed one character.
+    typing = report["diffusion_typing"]
+    assert typing["characters"] == len(FILE.rstrip("\n").splitlines()[-1]) + 1
+    saved = round(typing["saved_share"] * typing["characters"])
+    assert typing["requests"] == typing["accepted"] + typing["characters"] - saved
     assert "ar" not in report
 
 

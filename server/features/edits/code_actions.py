@@ -9,7 +9,7 @@ always a command without an instruction: the client asks the user for one.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
@@ -23,9 +23,7 @@ from difill.server.features.edits.plans import (
     EditRequest,
     available_edits,
 )
-
-if TYPE_CHECKING:
-    from difill.server.server import DifillServer
+from difill.server.request_context import RequestContext, document_for_request
 
 EDIT_SELECTION, FILL_HOLES_COMMAND, COMPLETE_BLOCK_COMMAND = (
     "difill.editSelection",
@@ -37,11 +35,11 @@ WITH_INSTRUCTION = "Edit selection with instruction..."
 KIND = types.CodeActionKind.RefactorRewrite
 
 
-def code_actions(server: DifillServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+def code_actions(server: RequestContext, params: types.CodeActionParams) -> list[types.CodeAction]:
     only = params.context.only
     if only and not any(KIND.value.startswith(getattr(k, "value", k)) for k in only):
         return []
-    document = server.document_for_request(params.text_document.uri)
+    document = document_for_request(server.documents, params.text_document.uri)
     if document is None:
         return []
     start = document.offset_at(params.range.start, server.encoding)
@@ -70,7 +68,7 @@ def code_actions(server: DifillServer, params: types.CodeActionParams) -> list[t
     return actions
 
 
-async def resolve_code_action(server: DifillServer, action: types.CodeAction) -> types.CodeAction:
+async def resolve_code_action(server: RequestContext, action: types.CodeAction) -> types.CodeAction:
     data = action.data
     if not isinstance(data, dict) or data.get("difill") not in COMMANDS:
         return action  # not one of ours, or already complete
@@ -80,7 +78,7 @@ async def resolve_code_action(server: DifillServer, action: types.CodeAction) ->
     return action
 
 
-def selection_request(server: DifillServer, kind: str, arg: Any) -> EditRequest:
+def selection_request(server: RequestContext, kind: str, arg: Any) -> EditRequest:
     """An EditRequest from ``{uri, range, version, instruction?, strength?}``; refuses bad input
     (InvalidParams) and a document that is no longer at ``version`` (ContentModified)."""
     if not isinstance(arg, dict):
@@ -104,7 +102,7 @@ def selection_request(server: DifillServer, kind: str, arg: Any) -> EditRequest:
     )
 
 
-def _offset(document, position: Any, server: DifillServer) -> int | None:
+def _offset(document, position: Any, server: RequestContext) -> int | None:
     if (
         not isinstance(position, dict)
         or not _is_int(position.get("line"))

@@ -12,7 +12,7 @@ is answered RequestFailed.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
@@ -20,17 +20,15 @@ from pygls.exceptions import JsonRpcException
 from difill.server.features.edits.code_actions import selection_request
 from difill.server.features.edits.diff import workspace_edit
 from difill.server.features.edits.plans import TITLES
-
-if TYPE_CHECKING:
-    from difill.server.server import DifillServer
+from difill.server.features.edits.service import REQUEST_FAILED
+from difill.server.request_context import RequestContext, request_params
 
 APPLY_EDIT_TIMEOUT_S = 30.0
-REQUEST_FAILED = -32803
 
 
-async def run_edit_command(server: DifillServer, kind: str, arguments: tuple[Any, ...]) -> dict[str, Any]:
+async def run_edit_command(server: RequestContext, kind: str, arguments: tuple[Any, ...]) -> dict[str, Any]:
     request = selection_request(server, kind, arguments[0] if len(arguments) == 1 else None)
-    params = server.request_params()
+    params = request_params()
     token = getattr(params, "work_done_token", None)
     document, edits = await server.edits.compute(
         request, draft_token=str(token) if token is not None else None

@@ -10,22 +10,20 @@ types, because a suggestion belongs to one cursor position.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-if TYPE_CHECKING:
-    from difill.server.server import DifillServer
+from difill.server.request_context import RequestContext, document_for_request
 
 WORD_BEFORE = re.compile(r"\w*$")
 LABEL_CHARS = 60
 EMPTY = types.CompletionList(is_incomplete=False, items=[])
 
 
-async def completion(server: DifillServer, params: types.CompletionParams) -> types.CompletionList:
+async def completion(server: RequestContext, params: types.CompletionParams) -> types.CompletionList:
     if server.client_has_inline_completion:
         return EMPTY
-    document = server.document_for_request(params.text_document.uri)
+    document = document_for_request(server.documents, params.text_document.uri)
     if document is None:
         return EMPTY
     offset = document.offset_at(params.position, server.encoding)

@@ -6,20 +6,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from lsprotocol import types
 
-if TYPE_CHECKING:
-    from difill.server.server import DifillServer
+from difill.server.request_context import RequestContext, document_for_request
 
 EMPTY = types.InlineCompletionList(items=[])
 
 
 async def inline_completion(
-    server: DifillServer, params: types.InlineCompletionParams
+    server: RequestContext, params: types.InlineCompletionParams
 ) -> types.InlineCompletionList:
-    document = server.document_for_request(params.text_document.uri)
+    document = document_for_request(server.documents, params.text_document.uri)
     if document is None:
         return EMPTY
     offset = document.offset_at(params.position, server.encoding)

@@ -155,8 +155,7 @@ end
 S[#S + 1] = { name = "edit_changes_selection", fn = function(r)
   open("edit.py", { "pass" })
   if not offered("difill.editSelection") then
-    r.skipped = "the server does not offer the difill.editSelection command yet"
-    return
+    error("the server does not offer the difill.editSelection command", 0)
   end
   -- Lines 4-6 in linewise visual mode, then the command on the selection.
   until_changed(r, "edit", function_variants(), function()
@@ -167,8 +166,7 @@ end }
 S[#S + 1] = { name = "fill_replaces_holes", fn = function(r)
   open("fill.py", { "pass" })
   if not offered("difill.fillHoles") then
-    r.skipped = "the server does not offer the difill.fillHoles command yet"
-    return
+    error("the server does not offer the difill.fillHoles command", 0)
   end
   local variants = {}
   for _, expr in ipairs({ "w * <|hole|>", "<|hole|>", "abs(<|hole|>) * h", "round(w * <|hole|>, 2)" }) do

@@ -1,0 +1,130 @@
+"""The import structure the README's layout promises, checked on the source (no module is run).
+
+* ``engine/`` never imports ``server/`` or ``lab/``, nor pygls or lsprotocol.
+* No import circles: module A importing B while B (directly or through others) imports A, at any
+  depth and in function bodies too; only imports under ``if TYPE_CHECKING:`` are left out, as
+  they never run.
+* No feature imports ``server.py``, not even for a type: features take a ``RequestContext``
+  (server/request_context.py), so server.py can import every feature.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = {"engine": "difill.engine", "server": "difill.server", "lab": "difill.lab"}
+
+
+def module_name(path: Path) -> str:
+    folder, *rest = path.relative_to(ROOT).with_suffix("").parts
+    parts = [PACKAGES[folder], *rest]
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def imports(path: Path, with_type_checking: bool, known: frozenset[str] = frozenset()) -> set[str]:
+    """Every module ``path`` imports.  ``from a import b`` is a.b when that is one of the ``known``
+    modules (a submodule: importing it needs its package anyway), else a."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node) and not with_type_checking:
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                found.add(submodule if submodule in known else node.module)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")))
+    return found
+
+
+def sources() -> dict[str, Path]:
+    return {module_name(p): p for folder in PACKAGES for p in sorted((ROOT / folder).rglob("*.py"))}
+
+
+def graph(with_type_checking: bool) -> dict[str, set[str]]:
+    modules = sources()
+    known = frozenset(modules)
+    return {name: imports(path, with_type_checking, known) & known for name, path in modules.items()}
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def connect(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in edges[node]:
+            if target not in index:
+                connect(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            connect(node)
+    return found
+
+
+def test_engine_imports_neither_the_server_nor_the_lab_nor_pygls():
+    for name, path in sources().items():
+        if name.startswith("difill.engine"):
+            wrong = {
+                m
+                for m in imports(path, with_type_checking=True)
+                if m.startswith(("difill.server", "difill.lab", "pygls", "lsprotocol"))
+            }
+            assert not wrong, f"{name} imports {sorted(wrong)}"
+
+
+def test_there_are_no_import_circles():
+    assert cycles(graph(with_type_checking=False)) == []
+
+
+def test_no_feature_imports_the_server_module_even_for_a_type():
+    for name, path in sources().items():
+        if name.startswith("difill.server.features"):
+            assert "difill.server.server" not in imports(path, with_type_checking=True), name
+
+
+def test_the_circle_finder_finds_a_circle():
+    # The checks above pass on an empty answer: the finder itself must see a circle when there is one.
+    edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(edges) == [["a", "b", "c"]]
+    edges = graph(with_type_checking=False)
+    assert "difill.server.request_context" in edges["difill.server.features.suggestions.completion"]
+    assert "difill.lab.bench_server" in edges["difill.lab.bench"]
