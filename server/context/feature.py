@@ -175,7 +175,7 @@ class LoopProgress:
     def __init__(self, server: Any, loop: asyncio.AbstractEventLoop) -> None:
         from difill.server.transport.progress import ProgressReporter
 
-        self.reporter = ProgressReporter(server)
+        self.reporter = ProgressReporter(server, "difill-index")
         self.loop = loop
         self._previous: Any = None
 

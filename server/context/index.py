@@ -47,6 +47,7 @@ PAUSE_S = 0.004  # leaves the GIL to the event loop and the model thread: a buil
 PROGRESS_EVERY_S = 0.5
 FILE_OVERHEAD_BYTES = 400  # per indexed file: its record, path strings, dict entries
 POSTING_BYTES = 16  # per identifier of a file: a list slot, a share of the dict and of the name
+LISTED_PER_FILE = 10  # a build stops after listing this many entries per file the cap allows
 MAX_POSTINGS_SCANNED = 4000  # a name used by more files than this says little (and costs time)
 CANDIDATE_FILES = 8  # workspace files whose windows are compared, chosen by shared rare names
 MAX_SIMILAR = 4  # similar windows returned, the best window of each of the most similar files
@@ -297,7 +298,8 @@ class WorkspaceIndex:
                 self._finish_if_done()
                 return
             build.listed += 1
-            if not self._index(build.folder, listed):
+            over_listing = build.listed > LISTED_PER_FILE * max(1, self.limits.max_files)
+            if over_listing or not self._index(build.folder, listed):
                 log.info("workspace index: a cap is reached (%s); later files are not indexed", self.stats())
                 self.full = True
                 self._builds.clear()
@@ -386,7 +388,7 @@ class WorkspaceIndex:
             edits = [(u, line) for u, line in state.edits if u != uri]
             ranked = self._ranked_files(query, open_paths | {current_path})
             folders = list(state.folders)
-            definitions = self._definition_files(query, text, open_paths | {current_path})
+            definitions = self._definition_files(query, text, {current_path})
         similar = self._similar_windows(query, others, edits, ranked, folders)
         snippets = [*self._definition_snippets(definitions), *similar]
         line_start = text.rfind("\n", 0, offset) + 1

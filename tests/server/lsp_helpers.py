@@ -64,6 +64,10 @@ async def running_server(
     wait_ready: bool = True,
     capabilities: types.ClientCapabilities | None = None,
 ):
+    if init_options is None or (isinstance(init_options, dict) and "workspaceIndex" not in init_options):
+        # root_uri is /tmp: these servers do not index it (the workspace index has its own tests,
+        # test_context_*.py, which turn it on over a folder of their own).
+        init_options = {"workspaceIndex": False, **(init_options or {})}
     config = ClientServerConfig(
         server_command=server_command(model_dir, *extra_args),
         client_factory=make_client,
