@@ -277,14 +277,22 @@ def test_incremental_updates(tmp_path, index_factory):
     index.file_changed(str(new))
     assert index.wait_idle(10)
     text = "x = renamed_function()\n\n"
-    defs = [s for s in index.retrieve("file:///x.py", text, len(text), "python").snippets if s.kind == "definition"]
+    defs = [
+        s
+        for s in index.retrieve("file:///x.py", text, len(text), "python").snippets
+        if s.kind == "definition"
+    ]
     assert [s.path for s in defs] == ["pkg/new.py"] and "renamed_function" in defs[0].text
 
     new.unlink()
     index.file_deleted(str(new))
     assert index.wait_idle(10)
     assert relative(index, tmp_path) == {".gitignore", "pkg/util.py"}
-    assert not [s for s in index.retrieve("file:///x.py", text, len(text), "python").snippets if s.kind == "definition"]
+    assert not [
+        s
+        for s in index.retrieve("file:///x.py", text, len(text), "python").snippets
+        if s.kind == "definition"
+    ]
 
     other = tmp_path.parent / (tmp_path.name + "-second")
     write(other / "second.py", "second_name = 1\n")
