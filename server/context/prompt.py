@@ -47,7 +47,7 @@ def snippet_block(
     marker = LINE_COMMENT.get(language_id)
     if marker is None or budget_tokens <= 0:
         return ""
-    chosen: list[tuple[str, int, str]] = []
+    chosen: list[tuple[str, int, str, str]] = []
     used = 0
     for snippet in snippets:
         header = f"{marker} Path: {_printable(snippet.path)}\n"
@@ -61,12 +61,12 @@ def snippet_block(
             taken.append(line)
             cost += line_cost
         if taken:
-            chosen.append((snippet.path, snippet.start_line, header + "".join(taken)))
+            chosen.append((snippet.path, snippet.start_line, snippet.kind, header + "".join(taken)))
             used += cost
         if len(taken) < len(lines):
             break
-    chosen.sort(key=lambda item: (item[0], item[1]))
-    return "".join(text for _, _, text in chosen)
+    chosen.sort()  # by path, line, kind, then text: never by score or by arrival
+    return "".join(text for *_, text in chosen)
 
 
 def with_snippets(
