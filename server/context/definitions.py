@@ -8,9 +8,11 @@ thread never share one.
 
 from __future__ import annotations
 
+import re
+
 from tree_sitter import Node
 
-from difill.engine.syntax import parser_for
+from difill.engine.syntax import grammar_for, parser_for
 
 DEFINITION_LINES = (
     10  # a definition snippet: its header, docstring or member headers, this many lines at most
@@ -38,13 +40,37 @@ def _definitions(root: Node):
                 yield target.text.decode("utf-8", "replace"), node
 
 
-def defined_names(text: str, language: str | None) -> set[str]:
-    """The names ``text`` defines at module or class level; empty without a grammar."""
-    parser = parser_for(language)
-    if parser is None:
-        return set()
-    root = parser.parse(text.encode("utf-8")).root_node
-    return {name for name, _ in _definitions(root)}
+# Where a definition may start, by language: found by a line rule when a file is indexed (parsing
+# every file of a workspace with tree-sitter took 3x longer than the rest of indexing), then
+# confirmed and cut with tree-sitter when a cursor needs it (``definition_at``).
+DEFINITION_LINE = {
+    "python": re.compile(
+        r"^([ \t]*)(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)|^()(\w+)[ \t]*(?::[^=\n]*)?=[^=]", re.M
+    )
+}
+MAX_DEFINITION_CHARS = 4000  # the text from a definition's line that is parsed to cut it
+
+
+def definition_lines(text: str, language: str | None) -> list[tuple[str, int]]:
+    """(name, offset of its line) for each line of ``text`` that may start a definition."""
+    rule = DEFINITION_LINE.get(language or "")
+    if rule is None or grammar_for(language) is None:
+        return []
+    return [(m.group(2) or m.group(4), m.start()) for m in rule.finditer(text)]
+
+
+def definition_at(text: str, offset: int, language: str | None, name: str) -> str | None:
+    """The short text of the definition of ``name`` on the line at ``offset`` (see
+    ``definition_text``), parsed from that line and the more indented lines after it."""
+    region = text[offset : offset + MAX_DEFINITION_CHARS].split("\n")
+    indent = len(region[0]) - len(region[0].lstrip())
+    kept = [region[0][indent:]]
+    for line in region[1:]:
+        if line.strip() and len(line) - len(line.lstrip()) <= indent:
+            break
+        kept.append(line[indent:])
+    found = definition_text("\n".join(kept), language, name)
+    return None if found is None else found[1]
 
 
 def definition_text(text: str, language: str | None, name: str) -> tuple[int, str] | None:
@@ -74,6 +100,8 @@ def _summary(source: bytes, node: Node) -> str:
                 indent + line.strip()
                 for line in _text(source, statement.start_byte, statement.end_byte).split("\n")
             ]
+        elif kind == "expression_statement" and node.type == "class_definition":  # a field
+            lines += [indent + _text(source, statement.start_byte, statement.end_byte).split("\n")[0]]
         elif kind in DEFINITION_NODES or kind == "decorated_definition":
             inner = statement.child_by_field_name("definition") or statement
             inner_body = inner.child_by_field_name("body")

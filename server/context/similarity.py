@@ -75,6 +75,15 @@ def query_text(text: str, offset: int) -> str:
     line_start = text.rfind("\n", 0, offset) + 1
     line_end = text.find("\n", offset)
     line_end = len(text) if line_end < 0 else line_end
-    above = text[:line_start].split("\n")[-QUERY_LINES_BEFORE - 1 :]
-    below = text[line_end:].split("\n")[: QUERY_LINES_AFTER + 1]
-    return "\n".join(above + below)
+    start = line_start
+    for _ in range(QUERY_LINES_BEFORE):
+        start = text.rfind("\n", 0, max(0, start - 1)) + 1
+        if start == 0:
+            break
+    end = line_end
+    for _ in range(QUERY_LINES_AFTER):
+        end = text.find("\n", end + 1)
+        if end < 0:
+            end = len(text)
+            break
+    return text[start:line_start] + text[line_end:end]
