@@ -204,10 +204,12 @@ def test_a_200k_file_workspace_stays_under_the_caps(tmp_path, index_factory, mon
     tracemalloc.start()
     try:
         index = index_factory(tmp_path, limits=limits)
-        _, peak = tracemalloc.get_traced_memory()
+        held, peak = tracemalloc.get_traced_memory()  # the listing is gone once the build stops
     finally:
         tracemalloc.stop()
     stats = index.stats()
+    # What the index holds is what it counts, give or take: the cap is a cap on memory.
+    assert held < 1.5 * limits.max_bytes, (held, stats)
     assert stats["full"] and stats["files"] <= 3000 and stats["bytes"] <= limits.max_bytes
     assert len(read) <= stats["files"] + 1  # listing stopped at the cap: the rest were never read
     # The listing itself (200k entries) is the biggest allocation; the index adds at most its cap.
@@ -340,3 +342,22 @@ def test_crlf_documents_give_lf_sources(tmp_path, index_factory):
     text = "a = 1\r\nb = 2\r\nc"
     retrieval = index.retrieve("file:///x.py", text, len(text), "python")
     assert retrieval.sources == [("file:///x.py", "a = 1\nb = 2\n")]
+
+
+def test_a_listing_of_files_that_are_all_refused_stops_too(tmp_path, index_factory, monkeypatch):
+    """200k entries that are all binary, say: the build does not read through all of them."""
+    root = os.path.realpath(tmp_path)
+    read: list[str] = []
+
+    def huge_listing(path):
+        return [FakeEntry(path, f"blob_{i:06}.txt") for i in range(200_000)] if path == root else []
+
+    def refusing_read(path, folder, max_bytes):
+        read.append(path)
+        return None
+
+    monkeypatch.setattr(files, "list_dir", huge_listing)
+    monkeypatch.setattr(files, "read_text", refusing_read)
+    index = index_factory(tmp_path, limits=IndexLimits(max_files=500))
+    assert index.stats()["full"] and index.stats()["files"] == 0
+    assert len(read) <= 10 * 500 + 1
