@@ -62,7 +62,9 @@ class DifillServer(LanguageServer):
             lambda: self.encoding,
         )
         self.encoding: str = UTF16
-        self.context = ContextFeature(self.documents, self.settings)  # the workspace index
+        self.context = ContextFeature(
+            self.documents, self.settings, lambda: self.host.busy
+        )  # workspace index
         # Every event goes to each of these, in this order: jobs stop before the model host.
         self.lifecycle = Lifecycle()
         for feature in (self.suggestions, self.edits, self.suggestions.trees, self.context, self.host):

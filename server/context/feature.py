@@ -44,9 +44,15 @@ def folder_path(uri: str) -> str | None:
 
 
 class ContextFeature(Feature):
-    def __init__(self, documents: Documents, settings: Callable[[], Settings]) -> None:
+    def __init__(
+        self,
+        documents: Documents,
+        settings: Callable[[], Settings],
+        model_busy: Callable[[], bool] | None = None,
+    ) -> None:
         self.documents = documents
         self.settings = settings
+        self.model_busy = model_busy  # the index's build waits while the model fills
         self.index: WorkspaceIndex | None = None
         self.folders: list[str] = []
         self.client_watches_dynamically = False
@@ -160,7 +166,7 @@ class ContextFeature(Feature):
         progress = None
         if getattr(self._server, "client_has_progress", False):
             progress = LoopProgress(self._server, asyncio.get_running_loop())
-        self.index = WorkspaceIndex(limits_of(settings), progress)
+        self.index = WorkspaceIndex(limits_of(settings), progress, self.model_busy)
         self.index.start()
         for uri, document in self.documents.snapshot().items():
             self.index.set_open(uri, document.language_id, document.text)

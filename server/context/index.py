@@ -22,7 +22,7 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -39,6 +39,10 @@ log = logging.getLogger("difill.server")
 BATCH_S = 0.02  # the worker indexes files for this long, then pauses (below) and reads new jobs
 PAUSE_S = 0.004  # leaves the GIL to the event loop and the model thread: a build costs typing little
 PROGRESS_EVERY_S = 0.5
+YIELD_POLL_S = 0.005
+# After the model was last busy, the build waits this long more: while the user types, fills come
+# one after another, and a build resumed between two of them is mid-file when the next one starts.
+YIELD_GRACE_S = 0.3
 LISTED_PER_FILE = 10  # a build stops after listing this many entries per file the cap allows
 MAX_SIMILAR = 4  # similar windows returned: the best window of each of the most similar files
 MIN_JACCARD = 0.05
@@ -109,9 +113,17 @@ class _Shared:
 
 
 class WorkspaceIndex:
-    def __init__(self, limits: IndexLimits | None = None, progress: IndexProgress | None = None) -> None:
+    def __init__(
+        self,
+        limits: IndexLimits | None = None,
+        progress: IndexProgress | None = None,
+        yield_to: Callable[[], bool] | None = None,
+    ) -> None:
         self.limits = limits or IndexLimits()
         self.progress = progress
+        # While this says so (the model is filling), a build waits between two files: building
+        # in Python takes the GIL from the model's own Python and made ghost text 2.5x slower.
+        self.yield_to = yield_to or (lambda: False)
         self.full = False  # a cap was reached: listing stopped
         self._store = Store()
         self._shared = _Shared()
@@ -119,6 +131,7 @@ class WorkspaceIndex:
         self._jobs: queue.Queue[tuple[str, str]] = queue.Queue()
         self._builds: list[_Build] = []
         self._last_report = 0.0
+        self._last_busy = float("-inf")
         self._definitions: OrderedDict[tuple[int, int, str], str | None] = OrderedDict()
         self._cache_lock = threading.Lock()
         self._idle = threading.Event()
@@ -211,12 +224,21 @@ class WorkspaceIndex:
             except Exception:  # one bad job must not end indexing for the session
                 log.exception("workspace index: a job failed")
             if self._builds:
+                if self._model_recently_busy():
+                    time.sleep(YIELD_POLL_S)
+                    continue
                 try:
                     self._advance()
                 except Exception:
                     log.exception("workspace index: a build failed")
                     self._builds.pop(0)
                 time.sleep(PAUSE_S)
+
+    def _model_recently_busy(self) -> bool:
+        now = time.monotonic()
+        if self.yield_to():
+            self._last_busy = now
+        return now - self._last_busy < YIELD_GRACE_S
 
     def _handle(self, kind: str, path: str) -> str:
         try:
@@ -274,7 +296,7 @@ class WorkspaceIndex:
     def _advance(self) -> None:
         build = self._builds[0]
         started = time.monotonic()
-        while time.monotonic() - started < BATCH_S:
+        while time.monotonic() - started < BATCH_S and not self._model_recently_busy():
             listed = next(build.listing, None)
             if listed is None:
                 self._builds.pop(0)
