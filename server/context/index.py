@@ -460,8 +460,12 @@ def _normal(path: str) -> str:
 
 
 def _path_of(uri: str) -> str | None:
-    path = to_fs_path(uri) if uri.startswith("file:") else None
-    return _normal(path) if path else None
+    """The normalised path of a ``file:`` URI; None for other schemes and malformed URIs."""
+    try:
+        path = to_fs_path(uri) if uri.startswith("file:") else None
+        return _normal(path) if path else None
+    except (ValueError, OSError):
+        return None
 
 
 def _display_path(document: _Open, folders: list[str]) -> str:

@@ -118,7 +118,8 @@ def test_events_reach_the_index_and_settings_turn_it_off(tmp_path):
 
 
 async def test_the_server_indexes_with_progress_and_survives_bad_workspace_input(tiny_model_dir, tmp_path):
-    workspace = tmp_path / "ws"
+    workspace, first = tmp_path / "ws", tmp_path / "first"
+    write(first / "start.py", "started = True\n")
     write(workspace / "pkg/util.py", "def load_config(path):\n    return open(path).read()\n")
     capabilities = client_capabilities("visual-studio-code")
     async with running_server(
@@ -127,13 +128,13 @@ async def test_the_server_indexes_with_progress_and_survives_bad_workspace_input
         {"workspaceIndex": True},
         wait_ready=False,
         capabilities=capabilities,
+        root_uri=first.as_uri(),
     ) as client:
-        # running_server gives root_uri /tmp: move the index to the test's own folder at once.
         client.workspace_did_change_workspace_folders(
             types.DidChangeWorkspaceFoldersParams(
                 event=types.WorkspaceFoldersChangeEvent(
                     added=[types.WorkspaceFolder(workspace.as_uri(), "ws")],
-                    removed=[types.WorkspaceFolder("file:///tmp", "tmp")],
+                    removed=[types.WorkspaceFolder(first.as_uri(), "first")],
                 )
             )
         )
