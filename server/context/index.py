@@ -50,6 +50,7 @@ MAX_DEFINITIONS = 3
 MAX_OPEN_SOURCES = 8  # draft sources: open documents, then the most similar workspace files
 MAX_WORKSPACE_SOURCES = 4
 RECENT_EDITS = 16
+CURRENT_SOURCE_CHARS = 256 * 1024  # of the current document, on each side of the cursor
 CACHED_DEFINITIONS = 256
 # Names the current document defines itself (Python-like line rule): their definitions are at hand.
 LOCAL_DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)|^(\w+)[ \t]*[:=]", re.M)
@@ -164,9 +165,10 @@ class WorkspaceIndex:
         self._put("deleted", path)
 
     def set_open(self, uri: str, language_id: str, text: str | None) -> None:
-        """The live text of an open document (None: it was closed)."""
+        """The live text of an open document (None: it was closed).  One over the file size cap
+        is left out, as it would be on disk: scanning it on every lookup would cost seconds."""
         with self._lock:
-            if text is None:
+            if text is None or len(text) > self.limits.max_file_bytes:  # closed, or too big to scan
                 self._shared.open.pop(uri, None)
                 self._shared.edits = [edit for edit in self._shared.edits if edit[0] != uri]
             else:
@@ -374,7 +376,16 @@ class WorkspaceIndex:
         snippets = [*self._definition_snippets(definitions), *similar]
         line_start = text.rfind("\n", 0, offset) + 1
         line_end = text.find("\n", offset)
-        without_cursor_line = text[:line_start] + ("" if line_end < 0 else text[line_end + 1 :])
+        line_end = len(text) if line_end < 0 else line_end + 1
+        # A huge document is searched around the cursor only (whole lines).
+        low = (
+            text.rfind("\n", 0, max(0, line_start - CURRENT_SOURCE_CHARS)) + 1
+            if line_start > CURRENT_SOURCE_CHARS
+            else 0
+        )
+        high = text.find("\n", line_end + CURRENT_SOURCE_CHARS)
+        high = len(text) if high < 0 else high + 1
+        without_cursor_line = text[low:line_start] + text[line_end:high]
         recent = {u: rank for rank, (u, _) in reversed(list(enumerate(edits)))}
         others.sort(key=lambda o: (recent.get(o.uri, len(edits)), o.uri))
         sources = [(uri, without_cursor_line)]

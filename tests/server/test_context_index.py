@@ -361,3 +361,16 @@ def test_a_listing_of_files_that_are_all_refused_stops_too(tmp_path, index_facto
     index = index_factory(tmp_path, limits=IndexLimits(max_files=500))
     assert index.stats()["full"] and index.stats()["files"] == 0
     assert len(read) <= 10 * 500 + 1
+
+
+def test_huge_documents_are_bounded(tmp_path, index_factory):
+    index = index_factory(tmp_path, limits=IndexLimits(max_file_bytes=100_000))
+    huge = "".join(f"line_{i} = {i}\n" for i in range(200_000))  # 3.5 MB
+    index.set_open("file:///open/huge.py", "python", huge)  # over the file cap: left out
+    index.set_open("file:///open/small.py", "python", "small = 1\n")
+    cursor = huge.index("line_100000 ") + 4
+    sources = index.retrieve("file:///current.py", huge, cursor, "python").sources
+    assert [uri for uri, _ in sources] == ["file:///current.py", "file:///open/small.py"]
+    current = sources[0][1]
+    assert len(current) <= 2 * 256 * 1024 + 100 and "line_99999 = " in current and "line_100001 = " in current
+    assert "line_100000 = " not in current and current.endswith("\n") and current.startswith("line_")
