@@ -47,6 +47,8 @@ LISTED_PER_FILE = 10  # a build stops after listing this many entries per file t
 MAX_SIMILAR = 4  # similar windows returned: the best window of each of the most similar files
 MIN_JACCARD = 0.05
 MAX_DEFINITIONS = 3
+MAX_DEFINITION_SITES = 50  # a name defined in more places than this says nothing about which one
+DEFINITION_TRIES = 3  # definition lines parsed per name (the line rule may match a non-definition)
 MAX_OPEN_SOURCES = 8  # draft sources: open documents, then the most similar workspace files
 MAX_WORKSPACE_SOURCES = 4
 RECENT_EDITS = 16
@@ -370,7 +372,7 @@ class WorkspaceIndex:
             definitions = []
             for name in sorted(query - local):
                 found = store.definitions_of(name, current_ids)
-                if found:
+                if 0 < len(found) <= MAX_DEFINITION_SITES:
                     definitions.append((len(found), name, [(store.files[f], f, at) for f, at in found]))
         similar = self._similar(query, others, edits, workspace, folders)
         snippets = [*self._definition_snippets(definitions), *similar]
@@ -398,7 +400,7 @@ class WorkspaceIndex:
         says more than one defined in many files), each from the first file by path."""
         snippets: list[Snippet] = []
         for _, name, found in sorted(definitions, key=lambda d: (d[0], d[1])):
-            for record, file_id, at in sorted(found, key=lambda f: (f[0].relative, f[2])):
+            for record, file_id, at in sorted(found, key=lambda f: (f[0].relative, f[2]))[:DEFINITION_TRIES]:
                 text = self._definition(record, file_id, at, name)
                 if text is not None:
                     line = record.text.count("\n", 0, at)
