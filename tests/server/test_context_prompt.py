@@ -78,7 +78,9 @@ def test_the_snippet_block_stays_identical_while_typing_a_line(workspace):
         # last newline may merge with what follows), then the typed text.
         assert ids[: len(block_tokens) - 1] == block_tokens[:-1]
         if previous is not None:
-            common = next((i for i, (a, b) in enumerate(zip(previous, ids, strict=False)) if a != b), len(previous))
+            common = next(
+                (i for i, (a, b) in enumerate(zip(previous, ids, strict=False)) if a != b), len(previous)
+            )
             assert common >= len(block_tokens) - 1
         previous = ids
 
