@@ -42,14 +42,19 @@ def snippet_block(
     when the language has no line comment, the budget is 0 or nothing fits.
 
     Snippets are taken in priority order while they fit (a snippet that does not fit whole is
-    cut to the lines that do, and nothing after it is taken); the chosen ones are then written
+    cut to the lines that do, and nothing after it is taken; one that overlaps lines of the same
+    file already taken is passed over); the chosen ones are then written
     in (path, line) order, each as ``<comment> Path: <path>`` and its lines commented."""
     marker = LINE_COMMENT.get(language_id)
     if marker is None or budget_tokens <= 0:
         return ""
     chosen: list[tuple[str, int, str, str]] = []
+    spans: list[tuple[str, int, int]] = []  # (path, first line, last line) of what is taken
     used = 0
     for snippet in snippets:
+        first, last = snippet.start_line, snippet.start_line + snippet.text.count("\n")
+        if any(path == snippet.path and first <= end and start <= last for path, start, end in spans):
+            continue  # lines of a file already in the block (a definition inside a similar window)
         header = f"{marker} Path: {_printable(snippet.path)}\n"
         lines = [f"{marker} {line}".rstrip() + "\n" for line in snippet.text.split("\n")]
         cost = count_tokens(header)
@@ -62,6 +67,7 @@ def snippet_block(
             cost += line_cost
         if taken:
             chosen.append((snippet.path, snippet.start_line, snippet.kind, header + "".join(taken)))
+            spans.append((snippet.path, first, last))
             used += cost
         if len(taken) < len(lines):
             break

@@ -93,8 +93,12 @@ def test_a_new_line_may_change_the_block_but_the_order_is_by_path(workspace):
     block = snippet_block(snippets, "python", 1000)
     paths = [line.removeprefix("# Path: ") for line in block.split("\n") if line.startswith("# Path: ")]
     assert paths == sorted(paths) and len(paths) >= 2
-    # The same snippets in another priority order, all fitting: the same block.
-    assert snippet_block(list(reversed(snippets)), "python", 1000) == block
+    # Snippets of different files in another priority order, all fitting: the same block.
+    one_per_file = list({s.path: s for s in snippets}.values())
+    assert len(one_per_file) >= 2
+    assert snippet_block(list(reversed(one_per_file)), "python", 1000) == snippet_block(
+        one_per_file, "python", 1000
+    )
 
 
 def test_budget_priority_and_comment_syntax():
@@ -115,3 +119,13 @@ def test_budget_priority_and_comment_syntax():
     assert snippet_block([odd], "python", 100) == "# Path: evil?import os.py\n# x = 1\n"
     counted = snippet_block([first], "python", 3, count_tokens=lambda text: 1)  # the model's tokenizer
     assert counted == "# Path: b/first.py\n# alpha = 1\n# beta = 2\n"
+
+
+def test_overlapping_lines_of_one_file_are_written_once():
+    definition = Snippet("pkg/util.py", 4, "class Store:\n    def put(self, key): ...", "definition", 1.0)
+    window = Snippet(
+        "pkg/util.py", 0, "import os\n\n\n\nclass Store:\n    def put(self, key):", "similar", 0.4
+    )
+    apart = Snippet("pkg/util.py", 40, "def later():\n    pass", "similar", 0.3)
+    block = snippet_block([definition, window, apart], "python", 1000)
+    assert block.count("class Store:") == 1 and "import os" not in block and "def later():" in block
