@@ -75,6 +75,23 @@ class Settings:
     # While the model loads, a request waits this long for it, then answers empty.
     load_wait_ms: int = field(default=3000, metadata={"key": "loadWaitMs", "min": 0, "max": 120000})
 
+    # The workspace index (server/context, docs/context.md): the open documents and the workspace
+    # folders' files, read on a worker thread, for snippets and drafts from other files.
+    workspace_index: bool = field(default=True, metadata={"key": "workspaceIndex"})
+
+    # Caps on the workspace index: files indexed, bytes kept (text plus an estimate of its
+    # postings), and the largest file read (a larger one is skipped).  Changing one rebuilds it.
+    index_max_files: int = field(default=20000, metadata={"key": "indexMaxFiles", "min": 0, "max": 1_000_000})
+    index_max_bytes: int = field(
+        default=128 * 1024 * 1024, metadata={"key": "indexMaxBytes", "min": 0, "max": 8 * 1024**3}
+    )
+    index_max_file_bytes: int = field(
+        default=1024 * 1024, metadata={"key": "indexMaxFileBytes", "min": 0, "max": 256 * 1024**2}
+    )
+
+    # Budget, in tokens, of the snippets from other files put before the prefix; 0: none.
+    snippet_tokens: int = field(default=64, metadata={"key": "snippetTokens", "min": 0, "max": 8192})
+
     def enabled_for(self, language_id: str | None) -> bool:
         return not self.languages or (language_id or "") in self.languages
 
@@ -145,7 +162,7 @@ def _convert(spec: dataclasses.Field, value: Any) -> tuple[Any, str | None]:
         if isinstance(value, list) and all(isinstance(x, str) and x for x in value):
             return tuple(value), None
         return None, "must be a list of language ids"
-    if name == "drafts":
+    if name in ("drafts", "workspace_index"):
         return (value, None) if isinstance(value, bool) else (None, "must be true or false")
     if name == "hole_marker":
         ok = isinstance(value, str) and value.strip() != "" and "\n" not in value

@@ -157,6 +157,11 @@ class EngineHost(Feature):
         self._urgent: deque[_Urgent] = deque()  # urgent jobs not yet taken by the worker
         self._urgent_lock = threading.Lock()
 
+    @property
+    def busy(self) -> bool:
+        """Whether a model job is running or waiting (the workspace index's build pauses meanwhile)."""
+        return self._active > 0
+
     def _ready_event(self) -> asyncio.Event:
         if self._ready is None:
             self._ready = asyncio.Event()

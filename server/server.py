@@ -22,6 +22,7 @@ from pygls.io_ import run_async
 from pygls.lsp.server import LanguageServer
 
 from difill.server.config import RELOAD_FIELDS, Settings, SettingsLayers
+from difill.server.context.feature import ContextFeature
 from difill.server.documents import UTF16, Documents
 from difill.server.engine_host import EngineHost, LoadProgress
 from difill.server.features.edits.code_actions import COMMANDS, code_actions, resolve_code_action
@@ -61,9 +62,12 @@ class DifillServer(LanguageServer):
             lambda: self.encoding,
         )
         self.encoding: str = UTF16
+        self.context = ContextFeature(
+            self.documents, self.settings, lambda: self.host.busy
+        )  # workspace index
         # Every event goes to each of these, in this order: jobs stop before the model host.
         self.lifecycle = Lifecycle()
-        for feature in (self.suggestions, self.edits, self.suggestions.trees, self.host):
+        for feature in (self.suggestions, self.edits, self.suggestions.trees, self.context, self.host):
             self.lifecycle.add(feature)
         self.client_has_inline_completion = False
         self.client_has_progress = False
@@ -198,6 +202,7 @@ def create_server(base: Settings | None = None) -> DifillServer:
         ls.client_has_document_changes = bool(workspace_edit and workspace_edit.document_changes)
         ls._pending_problems = ls.layers.set_initialization(params.initialization_options)
         ls._refresh_settings()
+        ls.context.initialize(params)
         if ls.log_handler is not None:
             ls.log_handler.loop = asyncio.get_running_loop()
 
@@ -206,6 +211,15 @@ def create_server(base: Settings | None = None) -> DifillServer:
         ls.show_problems(ls._pending_problems, "initializationOptions")
         log.info("difill %s: position encoding %s", VERSION, ls.encoding)
         ls.load_model()
+        ls.context.start(ls)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    def did_change_workspace_folders(ls: DifillServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+        ls.context.folders_changed(params.event)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def did_change_watched_files(ls: DifillServer, params: types.DidChangeWatchedFilesParams) -> None:
+        ls.context.watched_files_changed(params.changes)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     def did_change_configuration(ls: DifillServer, params: types.DidChangeConfigurationParams) -> None:
@@ -217,6 +231,7 @@ def create_server(base: Settings | None = None) -> DifillServer:
         ls._refresh_settings()
         after = ls.settings()
         ls.suggestions.cache.clear()
+        ls.context.settings_changed(before, after)
         if any(getattr(before, name) != getattr(after, name) for name in RELOAD_FIELDS):
             log.info("model settings changed: reloading")
             ls.load_model()
@@ -225,6 +240,7 @@ def create_server(base: Settings | None = None) -> DifillServer:
     def did_open(ls: DifillServer, params: types.DidOpenTextDocumentParams) -> None:
         doc = params.text_document
         ls.documents.open(doc.uri, doc.language_id, doc.version, doc.text)
+        ls.context.document_opened(doc.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: DifillServer, params: types.DidChangeTextDocumentParams) -> None:
@@ -239,6 +255,7 @@ def create_server(base: Settings | None = None) -> DifillServer:
         why = ls.documents.unsynced_reason(uri)
         if why is not None and not was_unsynced:
             ls.lost_sync([uri], why)
+        ls.context.note_edits(uri, params.content_changes)
         ls.lifecycle.document_changed(uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)

@@ -1,4 +1,4 @@
-"""Model loading as server-initiated ``$/progress``: begin, report..., end."""
+"""Long work (model loading, the workspace index) as server-initiated ``$/progress``: begin, report..., end."""
 
 from __future__ import annotations
 
@@ -22,12 +22,13 @@ log = logging.getLogger("difill.server")
 class ProgressReporter(LoadProgress):
     """Model loading as server-initiated ``$/progress`` (begin, report..., end)."""
 
-    def __init__(self, server: DifillServer) -> None:
+    def __init__(self, server: DifillServer, token_prefix: str = "difill-load") -> None:
         self.server = server
+        self.token_prefix = token_prefix  # one per kind of work, so that a client can tell them apart
         self.token: str | None = None
 
     async def begin(self, title: str, message: str) -> None:
-        token = f"difill-load-{uuid.uuid4().hex[:8]}"
+        token = f"{self.token_prefix}-{uuid.uuid4().hex[:8]}"
         progress = self.server.work_done_progress
         try:
             await asyncio.wait_for(progress.create_async(token), PROGRESS_CREATE_TIMEOUT_S)

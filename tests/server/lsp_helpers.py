@@ -63,7 +63,12 @@ async def running_server(
     extra_args: tuple[str, ...] = (),
     wait_ready: bool = True,
     capabilities: types.ClientCapabilities | None = None,
+    root_uri: str = "file:///tmp",
 ):
+    if init_options is None or (isinstance(init_options, dict) and "workspaceIndex" not in init_options):
+        # The root is /tmp by default: these servers do not index it (the workspace index has its
+        # own tests, test_context_*.py, which turn it on over a folder of their own).
+        init_options = {"workspaceIndex": False, **(init_options or {})}
     config = ClientServerConfig(
         server_command=server_command(model_dir, *extra_args),
         client_factory=make_client,
@@ -75,7 +80,7 @@ async def running_server(
             types.InitializeParams(
                 capabilities=capabilities or client_capabilities(PROFILES[profile]),
                 initialization_options=init_options,
-                root_uri="file:///tmp",
+                root_uri=root_uri,
             )
         )
         if wait_ready:

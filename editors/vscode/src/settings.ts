@@ -17,6 +17,11 @@ export const SERVER_SETTING_KEYS = [
   "holeMarker",
   "debounceMs",
   "loadWaitMs",
+  "workspaceIndex",
+  "indexMaxFiles",
+  "indexMaxBytes",
+  "indexMaxFileBytes",
+  "snippetTokens",
 ] as const;
 
 export type ServerSettingKey = (typeof SERVER_SETTING_KEYS)[number];

@@ -18,6 +18,11 @@
 ---@field holeMarker? string       marker that :DifillFill fills (default "<|hole|>")
 ---@field debounceMs? integer      server-side wait before running the model (client debounces too)
 ---@field loadWaitMs? integer      how long a request waits for a loading model
+---@field workspaceIndex? boolean  index open documents and workspace folders (docs/context.md)
+---@field indexMaxFiles? integer   files the workspace index holds at most
+---@field indexMaxBytes? integer   memory the workspace index may hold, in bytes
+---@field indexMaxFileBytes? integer a larger file is not indexed
+---@field snippetTokens? integer   token budget of the snippets from other files (0: none)
 
 ---@class difill.Keymaps
 --- Insert-mode keys; `false` disables one. The defaults avoid <Tab>, <C-n>/<C-p>, <C-y>, <C-e>

@@ -1,0 +1,210 @@
+"""The workspace index as a server feature: it hears the workspace's events and keeps the index
+(index.py) fed, and gives the suggestion path ``retrieve``.
+
+Folders come from ``initialize`` (``workspaceFolders``, else ``rootUri``, else ``rootPath``) and
+``workspace/didChangeWorkspaceFolders``; files changed on disk from
+``workspace/didChangeWatchedFiles``, registered dynamically when the client supports it; open
+documents and edit locations from the document events.  Everything here runs on the event loop
+and only hands work to the index's worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from lsprotocol import types
+from pygls.uris import to_fs_path
+
+from difill.server.config import Settings
+from difill.server.context.index import IndexLimits, Retrieval, WorkspaceIndex
+from difill.server.documents import Documents
+from difill.server.lifecycle import Feature
+
+log = logging.getLogger("difill.server")
+
+WATCHER_ID = "difill-workspace-index"
+INDEX_FIELDS = ("workspace_index", "index_max_files", "index_max_bytes", "index_max_file_bytes")
+
+
+def limits_of(settings: Settings) -> IndexLimits:
+    return IndexLimits(settings.index_max_files, settings.index_max_bytes, settings.index_max_file_bytes)
+
+
+def folder_path(uri: str) -> str | None:
+    """The directory of a ``file:`` URI; None for any other scheme or a malformed URI."""
+    if not isinstance(uri, str) or not uri.startswith("file:"):
+        return None
+    try:
+        return to_fs_path(uri)
+    except Exception:  # a malformed URI from the client: no folder, not a crash
+        return None
+
+
+class ContextFeature(Feature):
+    def __init__(
+        self,
+        documents: Documents,
+        settings: Callable[[], Settings],
+        model_busy: Callable[[], bool] | None = None,
+    ) -> None:
+        self.documents = documents
+        self.settings = settings
+        self.model_busy = model_busy  # the index's build waits while the model fills
+        self.index: WorkspaceIndex | None = None
+        self.folders: list[str] = []
+        self.client_watches_dynamically = False
+        self._server: Any = None
+
+    # ---- server events ----
+
+    def initialize(self, params: types.InitializeParams) -> None:
+        """Take the workspace folders and what the client can do; nothing is read yet."""
+        if params.workspace_folders:
+            uris = [folder.uri for folder in params.workspace_folders]
+        elif params.root_uri:
+            uris = [params.root_uri]
+        else:
+            uris = []
+        self.folders = [p for p in map(folder_path, uris) if p]
+        if not self.folders and params.root_path:
+            self.folders = [params.root_path]
+        workspace = params.capabilities.workspace
+        watched = workspace.did_change_watched_files if workspace else None
+        self.client_watches_dynamically = bool(watched and watched.dynamic_registration)
+
+    def start(self, server: Any) -> None:
+        """After ``initialized``: start indexing (when enabled) and ask for file events."""
+        self._server = server
+        self._restart()
+        if self.client_watches_dynamically:
+            registration = types.Registration(
+                id=WATCHER_ID,
+                method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                register_options=types.DidChangeWatchedFilesRegistrationOptions(
+                    watchers=[types.FileSystemWatcher(glob_pattern="**/*")]
+                ),
+            )
+            try:
+                server.client_register_capability(types.RegistrationParams(registrations=[registration]))
+            except Exception as err:  # the client may refuse: the index then only misses disk changes
+                log.info("no file watching: %s", type(err).__name__)
+
+    def settings_changed(self, before: Settings, after: Settings) -> None:
+        if any(getattr(before, name) != getattr(after, name) for name in INDEX_FIELDS):
+            self._restart()
+
+    def folders_changed(self, event: types.WorkspaceFoldersChangeEvent) -> None:
+        for folder in event.removed:
+            path = folder_path(folder.uri)
+            if path in self.folders:
+                self.folders.remove(path)
+                if self.index is not None:
+                    self.index.remove_folder(path)
+        for folder in event.added:
+            path = folder_path(folder.uri)
+            if path and path not in self.folders:
+                self.folders.append(path)
+                if self.index is not None:
+                    self.index.add_folder(path)
+
+    def watched_files_changed(self, changes: list[types.FileEvent]) -> None:
+        if self.index is None:
+            return
+        for change in changes:
+            path = folder_path(change.uri)
+            if path is None:
+                continue
+            if change.type == types.FileChangeType.Deleted:
+                self.index.file_deleted(path)
+            else:
+                self.index.file_changed(path)
+
+    def document_opened(self, uri: str) -> None:
+        self.document_changed(uri)
+
+    def document_changed(self, uri: str) -> None:
+        document = self.documents.get(uri)
+        if self.index is not None:
+            self.index.set_open(
+                uri, document.language_id if document else "", document.text if document else None
+            )
+
+    def note_edits(self, uri: str, changes: list[types.TextDocumentContentChangeEvent]) -> None:
+        if self.index is None:
+            return
+        for change in changes:
+            if isinstance(change, types.TextDocumentContentChangePartial):
+                self.index.note_edit(uri, change.range.start.line)
+
+    def document_closed(self, uri: str) -> None:
+        if self.index is not None:
+            self.index.set_open(uri, "", None)
+
+    def shutdown(self) -> None:
+        if self.index is not None:
+            self.index.stop()
+            self.index = None
+
+    # ---- for the suggestion path ----
+
+    def retrieve(self, uri: str, text: str, offset: int, language_id: str) -> Retrieval | None:
+        """Draft sources and snippets for a cursor (index.py's ``Retrieval``); None when the
+        workspace index is off.  Cheap (a few ms): callable on the event loop."""
+        index = self.index
+        return None if index is None else index.retrieve(uri, text, offset, language_id)
+
+    def _restart(self) -> None:
+        if self.index is not None:
+            self.index.stop()
+            self.index = None
+        settings = self.settings()
+        if not settings.workspace_index or self._server is None:
+            return
+        progress = None
+        if getattr(self._server, "client_has_progress", False):
+            progress = LoopProgress(self._server, asyncio.get_running_loop())
+        self.index = WorkspaceIndex(limits_of(settings), progress, self.model_busy)
+        self.index.start()
+        for uri, document in self.documents.snapshot().items():
+            self.index.set_open(uri, document.language_id, document.text)
+        for folder in self.folders:
+            self.index.add_folder(folder)
+
+
+class LoopProgress:
+    """The index's progress (called on its worker thread) as ``$/progress`` sent from the event
+    loop, in order: a report or end waits for the begin's token."""
+
+    def __init__(self, server: Any, loop: asyncio.AbstractEventLoop) -> None:
+        from difill.server.transport.progress import ProgressReporter
+
+        self.reporter = ProgressReporter(server, "difill-index")
+        self.loop = loop
+        self._previous: Any = None
+
+    def _then(self, step: Callable[[], Any]) -> None:
+        previous = self._previous
+
+        async def run() -> None:
+            if previous is not None:
+                await asyncio.wrap_future(previous)
+            result = step()
+            if asyncio.iscoroutine(result):
+                await result
+
+        try:
+            self._previous = asyncio.run_coroutine_threadsafe(run(), self.loop)
+        except RuntimeError:  # the loop is closed: the server is going away
+            pass
+
+    def begin(self, title: str, message: str) -> None:
+        self._then(lambda: self.reporter.begin(title, message))
+
+    def report(self, message: str, percentage: int) -> None:
+        self._then(lambda: self.reporter.report(message, percentage))
+
+    def end(self, message: str) -> None:
+        self._then(lambda: self.reporter.end(message))

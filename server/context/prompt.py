@@ -1,0 +1,91 @@
+"""Snippets in the prompt: a block of comments naming each snippet's path, put before the prefix.
+
+The block is ordered by path and line, never by score, and its snippets are chosen from the
+text around the cursor without the cursor's own line (similarity.query_text): while the user
+types a line, the block stays byte-identical and only the prefix after it grows, so the model's
+prefix cache keeps hitting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from difill.server.context.index import Snippet
+
+# Line-comment syntax by LSP language id.  A language not here gets no snippets: text that is
+# not a comment in that language would change what the model reads as code.
+LINE_COMMENT = {
+    **dict.fromkeys(
+        ["python", "shellscript", "ruby", "perl", "r", "yaml", "toml", "makefile", "dockerfile", "julia",
+         "elixir", "nim", "coffeescript", "powershell", "cmake"], "#"),
+    **dict.fromkeys(
+        ["javascript", "typescript", "javascriptreact", "typescriptreact", "java", "c", "cpp", "csharp",
+         "go", "rust", "swift", "kotlin", "scala", "php", "dart", "groovy", "objective-c", "zig",
+         "jsonc", "proto", "solidity"], "//"),
+    **dict.fromkeys(["lua", "sql", "haskell", "ada", "elm"], "--"),
+    **dict.fromkeys(["clojure", "lisp", "scheme"], ";;"),
+}  # fmt: skip
+
+
+def approximate_tokens(text: str) -> int:
+    """A token count without the tokenizer: code averages about 3.5 characters a token."""
+    return (len(text) * 2 + 6) // 7
+
+
+def snippet_block(
+    snippets: Sequence[Snippet],
+    language_id: str,
+    budget_tokens: int,
+    count_tokens: Callable[[str], int] = approximate_tokens,
+) -> str:
+    """The comment block for ``snippets`` (in priority order) within ``budget_tokens``; empty
+    when the language has no line comment, the budget is 0 or nothing fits.
+
+    Snippets are taken in priority order while they fit (a snippet that does not fit whole is
+    cut to the lines that do, and nothing after it is taken; one that overlaps lines of the same
+    file already taken is passed over); the chosen ones are then written
+    in (path, line) order, each as ``<comment> Path: <path>`` and its lines commented."""
+    marker = LINE_COMMENT.get(language_id)
+    if marker is None or budget_tokens <= 0:
+        return ""
+    chosen: list[tuple[str, int, str, str]] = []
+    spans: list[tuple[str, int, int]] = []  # (path, first line, last line) of what is taken
+    used = 0
+    for snippet in snippets:
+        first, last = snippet.start_line, snippet.start_line + snippet.text.count("\n")
+        if any(path == snippet.path and first <= end and start <= last for path, start, end in spans):
+            continue  # lines of a file already in the block (a definition inside a similar window)
+        header = f"{marker} Path: {_printable(snippet.path)}\n"
+        lines = [f"{marker} {line}".rstrip() + "\n" for line in snippet.text.split("\n")]
+        cost = count_tokens(header)
+        taken = []
+        for line in lines:
+            line_cost = count_tokens(line)
+            if used + cost + line_cost > budget_tokens:
+                break
+            taken.append(line)
+            cost += line_cost
+        if taken:
+            chosen.append((snippet.path, snippet.start_line, snippet.kind, header + "".join(taken)))
+            spans.append((snippet.path, first, last))
+            used += cost
+        if len(taken) < len(lines):
+            break
+    chosen.sort()  # by path, line, kind, then text: never by score or by arrival
+    return "".join(text for *_, text in chosen)
+
+
+def with_snippets(
+    prefix: str,
+    snippets: Sequence[Snippet],
+    language_id: str,
+    budget_tokens: int,
+    count_tokens: Callable[[str], int] = approximate_tokens,
+) -> str:
+    """``prefix`` with the snippet block before it."""
+    return snippet_block(snippets, language_id, budget_tokens, count_tokens) + prefix
+
+
+def _printable(path: str) -> str:
+    """A path on one line: a newline in a file name would end the comment."""
+    return "".join(ch if ch.isprintable() else "?" for ch in path)
