@@ -26,6 +26,7 @@ from difill.engine.api import (
     ShouldStop,
 )
 from difill.engine.syntax import language_of
+from difill.engine.text.characters import first_unsafe
 from difill.engine.text.context import FillContext, prefix_window, suffix_window, to_lf
 from difill.engine.text.pipeline import shown_middles, shown_rewrite, shown_texts
 from difill.engine.text.rules import with_middles
@@ -154,6 +155,11 @@ def new_selection(
     if isinstance(result, HolesResult):
         return fill_markers(document, request, result.middles, settings)
     if request.kind == REWRITE:
+        answer = to_lf(result.text)
+        unsafe = first_unsafe(answer)
+        if unsafe is not None:  # cut there, the rewrite would delete the rest of the selection
+            raise EditError(f"the model's rewrite holds U+{ord(answer[unsafe]):04X}, a control or "
+                            "invisible character; the selection is unchanged")  # fmt: skip
         # The rewrite's rules read only the text after the selection and the line endings: no parse.
         text = shown_rewrite(result.text, _without_selection(document, request, settings, None))
         if not text.strip():
@@ -183,7 +189,7 @@ def keep_edges(selection: str, new: str) -> str:
     lead = selection[: len(selection) - len(selection.lstrip(" \t"))]
     if lead and not new[:1].isspace():
         new = lead + new
-    for ending in ("\r\n", "\n"):
+    for ending in ("\r\n", "\n", "\r"):
         if selection.endswith(ending) and not new.endswith(("\n", "\r")):
             return new + ending
     return new
