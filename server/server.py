@@ -137,7 +137,7 @@ class DifillServer(LanguageServer):
         if message is not None:
             params["message"] = message = secrets.scrub(message)
         self.protocol.notify(STATUS, params)
-        if state == "ready":
+        if state in ("ready", "loading"):  # a new event: its error is shown again
             self._last_error_shown = None
         elif state == "error" and message and message != self._last_error_shown:
             # One popup per event: the same failure again (every keystroke's ghost text against a

@@ -62,6 +62,11 @@ def has_lone_surrogate(text: str) -> bool:
     return not text.isascii() and LONE_SURROGATE.search(text) is not None
 
 
+def without_unsafe(text: str) -> str:
+    """``text`` with every unsafe character removed (the rest kept as it is)."""
+    return UNSAFE.sub("", text)
+
+
 def first_unsafe(text: str) -> int | None:
     """Index of the first unsafe character in ``text`` (see the module's docstring), or None."""
     found = UNSAFE.search(text)

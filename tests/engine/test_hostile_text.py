@@ -14,7 +14,7 @@ from difill.engine.text.context import build_context
 from difill.engine.text.pipeline import MAX_CANDIDATES, distinct, shown_rewrite, shown_texts
 from difill.server.config import Settings
 from difill.server.documents import Document
-from difill.server.features.edits.plans import REWRITE, EditError, EditRequest, new_selection
+from difill.server.features.edits.plans import REWRITE, EditRequest, new_selection
 from difill.server.trees import SyntaxTrees
 
 
@@ -72,15 +72,16 @@ def test_tab_and_line_endings_are_not_unsafe():
     assert first_unsafe("\ta\nb\r\nc\rd é 😀 ‘q’") is None
 
 
-@pytest.mark.parametrize("char", ["\u202e", "\u0085", "\x00"], ids=["U+202E", "U+0085", "U+0000"])
-def test_a_rewrite_holding_an_unsafe_character_is_refused_not_cut(char):
+@pytest.mark.parametrize(
+    "char", ["\u202e", "\u0085", "\x00", "\ufffd"], ids=["U+202E", "U+0085", "U+0000", "U+FFFD"]
+)
+def test_a_rewrite_holding_an_unsafe_character_loses_the_character_not_the_rest(char):
     # Cut at the character, the rewrite would replace the whole selection with its first part.
     text = "a = 1\nb = 2\nprint(a)\n"
     document = Document("file:///a.py", "python", 1, text)
     request = EditRequest(REWRITE, document.uri, 1, 0, len("a = 1\nb = 2\n"))
     answer = FillResult(f"a = 1\nb{char} = 3\n", [], FillStats())
-    with pytest.raises(EditError, match=f"U\\+{ord(char):04X}"):
-        new_selection(request, document, answer, Settings(), SyntaxTrees())
+    assert new_selection(request, document, answer, Settings(), SyntaxTrees()) == "a = 1\nb = 3\n"
 
 
 def test_ranking_looks_at_a_bounded_number_of_candidates():
