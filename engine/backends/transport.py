@@ -260,9 +260,8 @@ class HttpTransport:
             text = error.get("message", str(error)) if isinstance(error, dict) else str(error)
         except BadAnswer:
             text = answer.text or answer.reason
-        text = without_lone_surrogates(
-            text[:2000]
-        )  # a message, not a document: str() of a huge answer is not shown anyway
+        # A message, not a document: cut before it is scrubbed and shown (a huge body is not shown).
+        text = without_lone_surrogates(text[:2000])
         text = " ".join(self._scrub(text).split())
         return (text[:300] + "...") if len(text) > 300 else (text or "no details")
 

@@ -50,7 +50,9 @@ def with_line_ending(text: str, ending: str) -> str:
 
 def line_start(text: str, offset: int) -> int:
     """Offset of the first character of the line that holds ``offset``."""
-    return max(text.rfind("\n", 0, offset), text.rfind("\r", 0, offset)) + 1
+    lf = text.rfind("\n", 0, offset)
+    cr = text.rfind("\r", lf + 1, offset)  # only after the last LF: no scan of a whole LF document
+    return max(lf, cr) + 1
 
 
 def without_lone_surrogates(text: str) -> str:

@@ -9,7 +9,7 @@ import pytest
 
 from difill.engine.api import Candidate, FillResult, FillStats
 from difill.engine.syntax import parser_for
-from difill.engine.text.characters import first_unsafe, line_ending_of, to_lf
+from difill.engine.text.characters import first_unsafe, line_ending_of, line_start, to_lf
 from difill.engine.text.context import build_context
 from difill.engine.text.pipeline import MAX_CANDIDATES, distinct, shown_rewrite, shown_texts
 from difill.server.config import Settings
@@ -29,6 +29,8 @@ def test_a_lone_cr_is_a_line_ending():
     assert line_ending_of("a\rb\rc\r\nd") == "\r"
     assert line_ending_of("a\r\nb\r\nc\nd") == "\r\n"
     assert line_ending_of("abc") == "\n"
+    for text in ("ab\ncd", "ab\rcd", "ab\r\ncd", "x\ny\rab\ncd", "x\ry\nz\rcd"):
+        assert line_start(text, len(text)) == len(text) - 2, text
 
 
 def test_a_cr_only_document_gets_several_lines_in_cr():
