@@ -17,7 +17,13 @@ from transformers.utils import logging as hf_logging
 
 from difill.engine.api import Cancelled, Candidate, FillOptions, FillResult, FillStats
 from difill.engine.hf_compat import cache_kwargs, output_cache
-from difill.engine.model import check_model_dir, checkpoint_min_token_prob
+from difill.engine.model import (
+    MODEL_LOAD,
+    TOKENIZER_LOAD,
+    check_model_dir,
+    checkpoint_min_token_prob,
+    load_error,
+)
 from difill.engine.tokens import encode_prefix_window, encode_suffix_window
 from difill.engine.vocab import SpecialTokens, TokenIds
 
@@ -35,8 +41,11 @@ class ARBaseline:
         path = Path(path)
         check_model_dir(path)
         hf_logging.disable_progress_bar()
-        self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        self.model = LlamaForCausalLM.from_pretrained(path, dtype=torch.float32, local_files_only=True).eval()
+        try:  # as safe as the diffusion model's load: safetensors only, no checkpoint code
+            self.tokenizer = AutoTokenizer.from_pretrained(path, **TOKENIZER_LOAD)
+            self.model = LlamaForCausalLM.from_pretrained(path, dtype=torch.float32, **MODEL_LOAD).eval()
+        except Exception as err:  # noqa: BLE001 - safetensors, tokenizers and json raise their own types
+            raise load_error(path, err) from err
         self.ids = TokenIds.from_tokenizer(self.tokenizer, self.model.config.vocab_size)
         # The ghost-text cut chosen for these weights, as a diffusion checkpoint names its own.
         self.min_token_prob = checkpoint_min_token_prob(self.model.config)

@@ -78,6 +78,25 @@ def pick_device(requested: str = "auto") -> torch.device:
     return torch.device(requested)
 
 
+# Every load of a checkpoint (this module, engine/ar_baseline.py) passes these: local files only,
+# never the checkpoint's own Python code (an ``auto_map`` in its config or tokenizer config would
+# otherwise make transformers ask on stdin whether to run it), and never pickle weights (a
+# ``pytorch_model.bin`` next to them is ignored, not unpickled).
+TOKENIZER_LOAD = dict(local_files_only=True, trust_remote_code=False)
+MODEL_LOAD = dict(local_files_only=True, trust_remote_code=False, use_safetensors=True)
+SAFETENSORS_WEIGHTS = ("model.safetensors", "model.safetensors.index.json")  # what use_safetensors reads
+
+
+def load_error(path: Path, err: BaseException) -> ModelLoadError:
+    """A clear ModelLoadError for a checkpoint that failed to load.  A message that advises
+    loading pickles (torch's "re-run with weights_only=False") is never passed on."""
+    text = str(err).strip()
+    first_line = text.splitlines()[0] if text else type(err).__name__
+    if "weights_only" in text or "pickle" in text.lower():
+        first_line = "its weights would have to be unpickled, which difill never does"
+    return ModelLoadError(f"could not load the model in {path}: {first_line}. {HOW_TO_FIX}")
+
+
 def _looks_like_hub_id(name: str) -> bool:
     return "/" in name and not name.startswith((".", "/", "~")) and name.count("/") == 1
 
@@ -91,10 +110,10 @@ def check_model_dir(path: Path) -> None:
         raise ModelLoadError(f"model path {path} is not a directory. {HOW_TO_FIX}")
     if not (path / "config.json").is_file():
         raise ModelLoadError(f"{path}/config.json is missing. {HOW_TO_FIX}")
-    if not list(path.glob("*.safetensors")):
+    if not any((path / name).is_file() for name in SAFETENSORS_WEIGHTS):
         pickles = [p.name for p in path.glob("*.bin")] + [p.name for p in path.glob("*.pt")]
         extra = f" (found {', '.join(pickles)}: pickle weights are refused)" if pickles else ""
-        raise ModelLoadError(f"{path} has no *.safetensors weights{extra}. {HOW_TO_FIX}")
+        raise ModelLoadError(f"{path} has no model.safetensors weights{extra}. {HOW_TO_FIX}")
     if not (path / "tokenizer.json").is_file() and not (path / "tokenizer.model").is_file():
         raise ModelLoadError(f"{path} has no tokenizer (tokenizer.json). {HOW_TO_FIX}")
 
@@ -130,18 +149,15 @@ def load_model(
         torch.set_num_threads(max(1, (os.cpu_count() or 2) // 2))
     torch_dtype = pick_dtype(dtype, target)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=False)
+        tokenizer = AutoTokenizer.from_pretrained(path, **TOKENIZER_LOAD)
         model = DiffusionGemmaForBlockDiffusion.from_pretrained(
             path,
-            local_files_only=True,
-            trust_remote_code=False,
-            use_safetensors=True,
+            **MODEL_LOAD,
             dtype=torch_dtype,
             experts_implementation="eager" if target.type == "cpu" else None,
         )
     except Exception as err:  # noqa: BLE001 - safetensors, tokenizers and json raise their own types
-        first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ModelLoadError(f"could not load the model in {path}: {first_line}. {HOW_TO_FIX}") from err
+        raise load_error(path, err) from err
     model.to(target).eval()
     text_config = model.config.text_config
     ids = TokenIds.from_tokenizer(tokenizer, text_config.vocab_size)

@@ -15,26 +15,21 @@ changes arrive while the model runs.
 from __future__ import annotations
 
 import bisect
-import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from lsprotocol import types
 
+from difill.engine.text.characters import LINE_ENDING, without_lone_surrogates
+
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"  # the values of lsprotocol's PositionEncodingKind
-EOL = re.compile(r"\r\n|\r|\n")
-LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+EOL = LINE_ENDING  # one definition of a line ending for the server and the text pipeline
 
-
-def without_lone_surrogates(text: str) -> str:
-    """``text`` with each lone surrogate replaced by U+FFFD.
-
-    JSON can carry half a UTF-16 surrogate pair ("\\ud800") and VS Code's strings can hold one,
-    but UTF-8, tree-sitter and the tokenizer refuse it: kept as it is, every request in that
-    document failed with a UnicodeEncodeError.  U+FFFD is one code unit in UTF-16 and UTF-32 and
-    three bytes in UTF-8, as the lone surrogate was counted, so no position moves.
-    """
-    return text if text.isascii() else LONE_SURROGATE.sub("\ufffd", text)
+# without_lone_surrogates: JSON can carry half a UTF-16 surrogate pair ("\ud800") and VS Code's
+# strings can hold one, but UTF-8, tree-sitter and the tokenizer refuse it: kept as it is, every
+# request in that document failed with a UnicodeEncodeError.  It is stored as U+FFFD, one code
+# unit in UTF-16 and UTF-32 and three bytes in UTF-8, as the lone surrogate was counted, so no
+# position moves.
 
 
 def code_units(text: str, encoding: str) -> int:

@@ -259,6 +259,9 @@ class EngineHost(Feature):
     async def run(self, job: Job, work: Callable[[InfillBackend], T], urgent: bool = False) -> T:
         """``work(engine)`` on the worker thread; raises JobCancelled if the job is cancelled.
 
+        A BackendError (a remote server failed) is raised too, after the status says what the
+        server said; the status stays so until a job succeeds ("ready").
+
         An ``urgent`` job (ghost text) does not queue behind a running job: that job runs it
         between two of its steps.  Urgent jobs never run inside each other."""
         loop = asyncio.get_running_loop()
@@ -269,15 +272,21 @@ class EngineHost(Feature):
         if self._active == 1:
             self.on_status("busy", None, None)
         started = time.perf_counter()
+        failed = False
         try:
             if urgent:
                 return await self._run_urgent(_Urgent(engine, job, work, loop.create_future(), loop))
             job.between_steps = self._serve_urgent
             return await loop.run_in_executor(self._executor, _run_job, engine, job, work)
+        except BackendError as err:  # a remote server's failure: the status says what it said
+            failed = True
+            log.warning("the model server failed: %s", err)
+            self.on_status("error", f"the model server failed: {err}", None)
+            raise
         finally:
             job.cancel()  # a no-op when done; when the await was cancelled it stops the denoising
             self._active -= 1
-            if self._active == 0 and self.state is ModelState.READY:
+            if self._active == 0 and self.state is ModelState.READY and not failed:
                 self.on_status("ready", None, (time.perf_counter() - started) * 1000)
 
     async def _run_urgent(self, item: _Urgent):

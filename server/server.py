@@ -21,6 +21,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcParseError
 from pygls.io_ import run_async
 from pygls.lsp.server import LanguageServer
 
+from difill.engine import secrets
 from difill.server.config import RELOAD_FIELDS, Settings, SettingsLayers
 from difill.server.context.feature import ContextFeature
 from difill.server.documents import UTF16, Documents
@@ -76,6 +77,7 @@ class DifillServer(LanguageServer):
         self.log_handler: LogMessageHandler | None = None
         self.command_tasks: dict[Any, asyncio.Task] = {}  # request id -> the task running the command
         self._pending_problems: list[str] = []
+        self._last_error_shown: str | None = None  # the last error popup, until the status is ready
         self._tasks: set[asyncio.Task] = set()
 
     def settings(self) -> Settings:
@@ -125,28 +127,40 @@ class DifillServer(LanguageServer):
     def send_status(self, state: str, message: str | None = None, latency_ms: float | None = None) -> None:
         """``difill/status`` for status bars: loading | ready | busy | error."""
         params: dict[str, Any] = {"state": state}
-        if message is not None:
-            params["message"] = message
         if latency_ms is not None:
             params["latencyMs"] = round(latency_ms, 1)
+        if message is not None:
+            params["message"] = message = secrets.scrub(message)
         self.protocol.notify(STATUS, params)
-        if state == "error" and message:
+        if state in ("ready", "loading"):  # a new event: its error is shown again
+            self._last_error_shown = None
+        elif state == "error" and message and message != self._last_error_shown:
+            # One popup per event: the same failure again (every keystroke's ghost text against a
+            # remote that answers 503) is in the status, not in another popup.
+            self._last_error_shown = message
             self.window_show_message(
                 types.ShowMessageParams(type=types.MessageType.Error, message=f"difill: {message}")
             )
 
     def lost_sync(self, uris: list[str], why: str) -> None:
-        """Tell the user, once per document, that its copy here may differ from the editor's.
+        """Tell the user, once per event, which documents' copies here may differ from the editor's.
 
-        Nothing is asked of the model for it (``Documents.get`` hides it) until it is reopened or
-        a full-text change arrives: an edit computed on a different copy would corrupt the file."""
-        for uri in uris:
-            name = uri.rsplit("/", 1)[-1]
-            log.warning(
-                "document %s is out of sync (%s): no model work for it until it is reopened", name, why
-            )
-            self.send_status("error", f"{name} is out of sync with the editor ({why}); "
-                                      "close and reopen it to get suggestions and edits again")  # fmt: skip
+        Nothing is asked of the model for them (``Documents.get`` hides them) until each is
+        reopened or a full-text change arrives: an edit computed on a different copy would corrupt
+        the file.  One unreadable message with 40 documents open is one message, not 40 popups."""
+        if not uris:
+            return
+        names = [uri.rsplit("/", 1)[-1] for uri in uris]
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        log.warning("out of sync (%s): %s; no model work for them until reopened", why, ", ".join(names))
+        subject = f"{shown} is" if len(names) == 1 else f"{len(names)} documents ({shown}) are"
+        self.send_status("error", f"{subject} out of sync with the editor ({why}); "
+                                  "close and reopen to get suggestions and edits again")  # fmt: skip
+
+    def window_show_message(self, params: types.ShowMessageParams) -> None:
+        """Every popup passes ``secrets.scrub``: no key, URL password or query string is shown."""
+        params.message = secrets.scrub(params.message)
+        super().window_show_message(params)
 
     def show_problems(self, problems: list[str], what: str) -> None:
         if problems:
@@ -241,6 +255,9 @@ def create_server(base: Settings | None = None) -> DifillServer:
         doc = params.text_document
         ls.documents.open(doc.uri, doc.language_id, doc.version, doc.text)
         ls.context.document_opened(doc.uri)
+        # A second didOpen of an open document (no didClose) replaces its text, maybe at the same
+        # version: a change like any other, so work computed for the old text is cancelled.
+        ls.lifecycle.document_changed(doc.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: DifillServer, params: types.DidChangeTextDocumentParams) -> None:

@@ -77,19 +77,6 @@ def rewrite_chat_body(
     }
 
 
-def first_choice(answer: Any, chat: bool) -> tuple[str, bool, int]:
-    """(text, ended by the model, completion tokens) of the first choice; ValueError if malformed."""
-    if not isinstance(answer, dict) or not isinstance(answer.get("choices"), list) or not answer["choices"]:
-        raise ValueError("the answer has no 'choices'")
-    choice = answer["choices"][0]
-    text = choice.get("message", {}).get("content") if chat else choice.get("text")
-    if not isinstance(text, str):
-        raise ValueError("the first choice has no text")
-    usage = answer.get("usage") or {}
-    tokens = usage.get("completion_tokens", 0) if isinstance(usage, dict) else 0
-    return text, choice.get("finish_reason") != "length", tokens if isinstance(tokens, int) else 0
-
-
 def strip_fences(text: str) -> str:
     """A chat model's answer without the code fence it may wrap around it."""
     match = FENCE.match(text.strip())

@@ -11,7 +11,9 @@
 * ``"auto"`` (default) - ``GET /health`` once: difill answers ``{"server": "difill"}``.
 
 The API key comes from ``DIFILL_API_KEY`` unless one is passed; it is only ever sent in the
-Authorization header.  TLS certificates are verified against the system trust store.
+Authorization header.  TLS certificates are verified against the system trust store.  Every
+answer is checked by engine/backends/answers.py before it is used; messages name the server by
+``secrets.shown_url`` (no password, no query string).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 import httpx2 as httpx
 
+from difill.engine import secrets
 from difill.engine.api import (
     DEFAULT_HOLE_MARKER,
     HOLE_TOKENS,
@@ -33,14 +36,10 @@ from difill.engine.api import (
     RewriteRequest,
     ShouldStop,
 )
-from difill.engine.backends import openai
+from difill.engine.backends import answers, openai
 from difill.engine.backends.transport import HttpStatusError, HttpTransport
 from difill.engine.backends.vllm import SeededCanvasClient
-from difill.engine.backends.wire import (
-    fill_result_from_json,
-    holes_result_from_json,
-    options_to_json,
-)
+from difill.engine.backends.wire import options_to_json
 from difill.engine.text.rules import trim_to_hole, with_middles
 
 API_KEY_ENV = "DIFILL_API_KEY"
@@ -69,7 +68,7 @@ class RemoteBackend:
         if fim not in FIM_MODES:
             raise BackendError(f"unknown fim mode {fim!r}; use one of {', '.join(FIM_MODES)}")
         if not url.startswith(("http://", "https://")):
-            raise BackendError(f"remote URL {url!r} must start with http:// or https://")
+            raise BackendError(f"remote URL {secrets.shown_url(url)!r} must start with http:// or https://")
         key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
         try:
             self.transport = HttpTransport(
@@ -78,7 +77,9 @@ class RemoteBackend:
         except OSError as err:
             raise BackendError(f"cannot read the CA bundle {verify!r}: {err.strerror or err}") from None
         except (ValueError, httpx.InvalidURL) as err:
-            raise BackendError(f"remote URL {url!r} is not a valid URL: {err}") from None
+            raise BackendError(
+                f"remote URL {secrets.shown_url(url)!r} is not a valid URL: {secrets.scrub(str(err))}"
+            ) from None
         self.protocol = protocol
         self.model = model
         self.fim = fim
@@ -114,7 +115,10 @@ class RemoteBackend:
     ) -> FillResult:
         if self._protocol(should_stop) == "difill":
             body = {"prefix": prefix, "suffix": suffix, "options": options_to_json(options)}
-            return self._parse(fill_result_from_json, self._post("/v1/fill", body, should_stop))
+            tokens = (options or FillOptions()).max_hole_tokens
+            return self._parse(
+                lambda a: answers.fill_result(a, tokens), self._post("/v1/fill", body, should_stop)
+            )
         options = options or FillOptions()
         seeded = self.seeded.fill(prefix, suffix, options, should_stop)
         return seeded if seeded is not None else self._openai_fill(prefix, suffix, options, should_stop)
@@ -128,7 +132,9 @@ class RemoteBackend:
     ) -> HolesResult:
         if self._protocol(should_stop) == "difill":
             body = {"holes": text, "marker": marker, "options": options_to_json(options)}
-            return self._parse(holes_result_from_json, self._post("/v1/fill", body, should_stop))
+            tokens = (options or FillOptions(max_hole_tokens=HOLE_TOKENS)).max_hole_tokens
+            answer = self._post("/v1/fill", body, should_stop)
+            return self._parse(lambda a: answers.holes_result(a, tokens), answer)
         options = options or FillOptions(max_hole_tokens=HOLE_TOKENS)
         seeded = self.seeded.fill_holes(text, marker, options, should_stop)
         if seeded is not None:  # every hole in one canvas, the text between them pinned
@@ -157,7 +163,12 @@ class RemoteBackend:
                 "prefix": prefix, "selection": selection, "suffix": suffix, "strength": request.strength,
                 "instruction": request.instruction, "options": options_to_json(options),
             }  # fmt: skip
-            return self._parse(fill_result_from_json, self._post("/v1/fill", body, should_stop))
+            tokens = (options or FillOptions()).max_hole_tokens
+            result = self._parse(
+                lambda a: answers.fill_result(a, None), self._post("/v1/fill", body, should_stop)
+            )
+            self._parse(lambda r: answers.bounded_rewrite(r.text, selection, tokens), result)
+            return result
         options = options or FillOptions()
         seeded = self.seeded.rewrite(
             prefix, selection, suffix, request.strength, request.instruction, options, should_stop
@@ -169,7 +180,8 @@ class RemoteBackend:
             self._model(should_stop), prefix, selection, suffix, request.instruction, options
         )
         answer = self._post("/v1/chat/completions", body, should_stop)
-        text, complete, tokens = self._parse(lambda a: openai.first_choice(a, chat=True), answer)
+        text, complete, tokens = self._parse(lambda a: answers.first_choice(a, True, None), answer)
+        text = self._parse(lambda t: answers.bounded_rewrite(t, selection, body["max_tokens"]), text)
         text = openai.strip_fences(text)
         return openai.result_of(
             text, complete, tokens, len(selection), (time.perf_counter() - started) * 1000
@@ -191,7 +203,8 @@ class RemoteBackend:
                 self.fim = chat = "chat"
                 body = openai.fim_chat_body(model, prefix, suffix, options)
                 answer = self._post("/v1/chat/completions", body, should_stop)
-        text, complete, tokens = self._parse(lambda a: openai.first_choice(a, chat=bool(chat)), answer)
+        limit = options.max_hole_tokens
+        text, complete, tokens = self._parse(lambda a: answers.first_choice(a, bool(chat), limit), answer)
         if chat:
             text = openai.strip_fences(text)
         elapsed = (time.perf_counter() - started) * 1000
@@ -213,7 +226,7 @@ class RemoteBackend:
         """The served model's name: given, or the first one /v1/models lists."""
         if self.model is None:
             listing = self.transport.request("GET", "/v1/models", None, should_stop)
-            self.model = self._parse(lambda a: str(a["data"][0]["id"]), listing)
+            self.model = self._parse(answers.model_id, listing)
         return self.model
 
     # ------------------------------------------------------------------ plumbing

@@ -54,6 +54,7 @@ from difill.engine.backends.wire import (
     holes_result_to_json,
     options_from_json,
 )
+from difill.engine.text.characters import has_lone_surrogate
 from difill.engine.text.context import to_lf
 
 log = logging.getLogger("difill.http")
@@ -276,7 +277,15 @@ def _text(body: dict, key: str, default: str | None = None) -> str:
     value = body.get(key, default)
     if not isinstance(value, str):
         raise RequestError(f"'{key}' must be a string" + ("" if key in body else " (it is missing)"))
-    return to_lf(value)
+    return to_lf(_no_lone_surrogate(value, key))
+
+
+def _no_lone_surrogate(value: str, key: str) -> str:
+    """``value``, or a 400 when it holds half a UTF-16 surrogate pair (JSON allows "\\ud800";
+    the tokenizer refuses it, and it used to fail as a 500 with a traceback)."""
+    if has_lone_surrogate(value):
+        raise RequestError(f"'{key}' holds a lone surrogate (half a UTF-16 pair), which is not text")
+    return value
 
 
 def native_request(backend: InfillBackend, body: dict):
@@ -301,6 +310,8 @@ def native_request(backend: InfillBackend, body: dict):
         instruction = body.get("instruction")
         if instruction is not None and not isinstance(instruction, str):
             raise RequestError("'instruction' must be a string or null")
+        if instruction is not None:
+            _no_lone_surrogate(instruction, "instruction")
         rewrite = RewriteRequest(prefix, selection, suffix, strength, instruction)
         return (lambda stop: backend.rewrite(rewrite, options, stop)), fill_result_to_json
     _only(body, {"prefix", "suffix", "options"})
@@ -325,7 +336,7 @@ def completion_request(backend: InfillBackend, body: dict, model_name: str):
     suffix = body.get("suffix") or ""
     if not isinstance(suffix, str):
         raise RequestError("'suffix' must be a string")
-    prompt, suffix = to_lf(prompt), to_lf(suffix)
+    prompt, suffix = to_lf(_no_lone_surrogate(prompt, "prompt")), to_lf(_no_lone_surrogate(suffix, "suffix"))
     for flag in ("stream", "echo"):
         if body.get(flag):
             raise RequestError(f"'{flag}' is not supported by difill serve-http")
@@ -337,6 +348,8 @@ def completion_request(backend: InfillBackend, body: dict, model_name: str):
     stop = [stop] if isinstance(stop, str) else stop
     if not isinstance(stop, list) or not all(isinstance(s, str) and s for s in stop):
         raise RequestError("'stop' must be a string or a list of strings")
+    for s in stop:
+        _no_lone_surrogate(s, "stop")
     options = FillOptions(max_hole_tokens=max_tokens, seed=seed)
 
     def to_json(result) -> dict[str, Any]:

@@ -10,13 +10,15 @@ with each byte).  An answer is read in pieces and refused past ``MAX_ANSWER_BYTE
 
 Every failure becomes one ``BackendError`` whose message names the server, says what went wrong
 and what to do.  The API key travels only in the Authorization header; it is never put in a
-message, and any message that might echo it (a server's error text) is scrubbed.
+message, and any message that might echo it (a server's error text) is scrubbed (engine/secrets.py).
+The base URL's query string (``?api-key=...``, for proxies that authenticate that way) is sent
+with every request, after the request's own path, and never shown.  A redirect is not followed,
+and its body is not an answer.  The answer's JSON is read by engine/backends/answers.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import ssl
 import threading
@@ -28,7 +30,10 @@ from typing import Any
 
 import httpx2 as httpx
 
+from difill.engine import secrets
 from difill.engine.api import BackendError, Cancelled
+from difill.engine.backends.answers import BadAnswer, parse_json
+from difill.engine.text.characters import without_lone_surrogates
 
 RETRY_STATUSES = {429, 502, 503, 504}  # the server says "not now": worth another try
 MAX_ANSWER_BYTES = 16 * 1024 * 1024  # a fill's JSON is kilobytes; more is a broken or hostile server
@@ -74,9 +79,15 @@ class HttpTransport:
         backoff_s: float = 0.25,
         verify: bool | str | ssl.SSLContext = True,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.shown_url = str(httpx.URL(self.base_url).copy_with(username=None, password=None))
-        self._api_key = api_key or None
+        url = httpx.URL(base_url)  # ValueError or httpx.InvalidURL when it cannot be parsed
+        self._params = url.params  # the query string: sent with every request, never shown
+        self.base_url = str(url.copy_with(query=None, fragment=None)).rstrip("/")
+        self.shown_url = secrets.shown_url(self.base_url)
+        secrets.remember(url.password or "")
+        for secret in (url.query.decode("ascii", "replace"), *url.params.values()):
+            if len(secret) >= secrets.MIN_PARAM_SECRET:  # "v=1" is not a secret: scrubbing it mangles text
+                secrets.remember(secret)
+        self._api_key = secrets.clean_api_key(api_key)
         self.timeout_s = timeout_s
         self.retries = max(0, retries)
         self.backoff_s = backoff_s
@@ -132,8 +143,9 @@ class HttpTransport:
         if self._client is None:
             headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
             self._client = httpx.AsyncClient(
-                base_url=self.base_url, timeout=self._timeout, verify=self._verify, headers=headers
-            )
+                base_url=self.base_url, params=self._params, timeout=self._timeout, verify=self._verify,
+                headers=headers,
+            )  # fmt: skip
         url = f"{self.shown_url}{path}"
         deadline = asyncio.get_running_loop().time() + self.timeout_s
         try:
@@ -208,13 +220,20 @@ class HttpTransport:
         if status >= 400:
             detail = self._server_says(answer)
             raise HttpStatusError(self._status_message(status, url, attempts, detail), status, detail)
+        if not 200 <= status < 300:  # a redirect (not followed: the key must not go elsewhere)
+            where = secrets.shown_url(answer.headers.get("location", "")) or "nowhere"
+            raise HttpStatusError(
+                f"{url} redirected the request (HTTP {status}) to {where!r}; difill does not follow "
+                "redirects. Set the remote URL to the server's own address.",
+                status, f"redirect to {where}",
+            )  # fmt: skip
         try:
-            return json.loads(answer.content)
-        except (json.JSONDecodeError, UnicodeDecodeError):
+            return parse_json(answer.content)
+        except BadAnswer as err:
             start = self._scrub(answer.text[:60])
             raise BackendError(
-                f"{url} answered with something that is not JSON ({start!r}). Is the URL a difill or "
-                "OpenAI-compatible server?"
+                f"{url} answered with something that is not JSON difill can read ({err}: {start!r}). "
+                "Is the URL a difill or OpenAI-compatible server?"
             ) from None
 
     def _status_message(self, status: int, url: str, attempts: int, detail: str) -> str:
@@ -236,11 +255,13 @@ class HttpTransport:
     def _server_says(self, answer: Answer) -> str:
         """The server's own error message, short and without the key."""
         try:
-            raw = json.loads(answer.content)
+            raw = parse_json(answer.content)
             error = raw.get("error", raw.get("detail", raw)) if isinstance(raw, dict) else raw
             text = error.get("message", str(error)) if isinstance(error, dict) else str(error)
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except BadAnswer:
             text = answer.text or answer.reason
+        # A message, not a document: cut before it is scrubbed and shown (a huge body is not shown).
+        text = without_lone_surrogates(text[:2000])
         text = " ".join(self._scrub(text).split())
         return (text[:300] + "...") if len(text) > 300 else (text or "no details")
 
@@ -267,7 +288,7 @@ class HttpTransport:
         )
 
     def _scrub(self, text: str) -> str:
-        return text.replace(self._api_key, "***") if self._api_key else text
+        return secrets.scrub(text)
 
 
 def _causes(err: BaseException) -> list[BaseException]:

@@ -2,8 +2,8 @@
 
 Options travel as FillOptions' own field names; results as the engine's dataclasses turned into
 objects.  Parsing is strict on what a client sends (an unknown option is a typo to report, not to
-ignore) and lenient on what a server answers (an unknown stats field from a newer server is
-dropped, so an older client keeps working).
+ignore); a server's answer is read by engine/backends/answers.py, which checks its shape and
+bounds and drops an unknown stats field from a newer server, so an older client keeps working.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import types
 import typing
 from typing import Any
 
-from difill.engine.api import Candidate, FillOptions, FillResult, FillStats, HolesResult
+from difill.engine.api import FillOptions, FillResult, HolesResult
 
 # Bounds a server enforces so that one request cannot hold the model for minutes.
 OPTION_BOUNDS: dict[str, tuple[float, float]] = {
@@ -97,33 +97,3 @@ def fill_result_to_json(result: FillResult) -> dict[str, Any]:
 
 def holes_result_to_json(result: HolesResult) -> dict[str, Any]:
     return {"text": result.text, "middles": result.middles, "stats": dataclasses.asdict(result.stats)}
-
-
-def fill_result_from_json(raw: Any) -> FillResult:
-    """A FillResult from a server's answer; KeyError/TypeError/ValueError when the shape is wrong."""
-    candidates = [_known(Candidate, c) for c in raw["candidates"]]
-    return FillResult(_string(raw["text"]), [Candidate(**c) for c in candidates], _stats(raw.get("stats")))
-
-
-def holes_result_from_json(raw: Any) -> HolesResult:
-    middles = raw["middles"]
-    if not isinstance(middles, list) or not all(isinstance(m, str) for m in middles):
-        raise ValueError("'middles' must be a list of strings")
-    return HolesResult(middles, _string(raw["text"]), _stats(raw.get("stats")))
-
-
-def _stats(raw: Any) -> FillStats:
-    return FillStats(**_known(FillStats, raw or {}))
-
-
-def _known(cls: type, raw: Any) -> dict[str, Any]:
-    if not isinstance(raw, dict):
-        raise ValueError(f"expected an object for {cls.__name__}, got {type(raw).__name__}")
-    names = {f.name for f in dataclasses.fields(cls)}
-    return {k: v for k, v in raw.items() if k in names}
-
-
-def _string(value: Any) -> str:
-    if not isinstance(value, str):
-        raise ValueError(f"expected a string, got {type(value).__name__}")
-    return value

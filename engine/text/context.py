@@ -1,9 +1,9 @@
 """The text around a cursor: prefix and suffix windows, the suggestion's shape, and the document
 facts the filters need (line endings, indentation style, the string the cursor is in).
 
-Line endings are decided here, once per request: the windows are LF text, ``crlf`` says what the
-document uses, and the last filter (``keep_line_endings``) puts them back.  Every model and
-every filter in between sees LF only.
+Line endings are decided here, once per request: the windows are LF text (a lone CR is a line
+ending too, engine/text/characters.py), ``line_ending`` says what the document uses, and the last
+filter (``keep_line_endings``) puts it back.  Every model and every filter in between sees LF only.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Tree
 
+from difill.engine.text.characters import CRLF, LINE_ENDING, line_ending_of, to_lf
 from difill.engine.text.shape import Shape, decide_shape, string_quote_at
 
 # The engine cuts the prefix to its token budget itself (engine/tokens.py); the caller only has to
@@ -29,9 +30,13 @@ class FillContext:
     suffix: str  # the text after the cursor, cut to SUFFIX_CHARS, LF line endings
     language: str | None  # tree-sitter language id, when the document has one
     shape: Shape
-    crlf: bool  # the document's line endings: suggestions are returned in them
+    line_ending: str  # the document's line ending ("\n", "\r\n" or "\r"): suggestions end lines with it
     indent_unit: str  # one level of the document's indentation: "\t" or some spaces
     string_quote: str | None = None  # the quote of the string the cursor is in, if it is in one
+
+    @property
+    def crlf(self) -> bool:
+        return self.line_ending == CRLF
 
     @property
     def line_before(self) -> str:
@@ -48,13 +53,15 @@ class FillContext:
 def build_context(
     text: str, offset: int, language: str | None, context_tokens: int, max_tokens: int, tree: Tree | None
 ) -> FillContext:
-    """The context of a cursor at ``offset`` in ``text`` (LF or CRLF); ``tree`` parses ``text``."""
+    """The context of a cursor at ``offset`` in ``text`` (any line endings); ``tree`` parses ``text``."""
     return FillContext(
         prefix=to_lf(prefix_window(text, offset, context_tokens)),
         suffix=to_lf(suffix_window(text, offset)),
         language=language,
         shape=decide_shape(text, offset, tree, max_tokens),
-        crlf=uses_crlf(text[max(0, offset - LINE_ENDING_SAMPLE_CHARS) : offset + LINE_ENDING_SAMPLE_CHARS]),
+        line_ending=line_ending_of(
+            text[max(0, offset - LINE_ENDING_SAMPLE_CHARS) : offset + LINE_ENDING_SAMPLE_CHARS]
+        ),
         indent_unit=indent_unit(text),
         string_quote=string_quote_at(text, offset, tree),
     )
@@ -69,20 +76,12 @@ def suffix_window(text: str, offset: int) -> str:
     return text[offset : offset + SUFFIX_CHARS]
 
 
-def uses_crlf(text: str) -> bool:
-    return "\r\n" in text
-
-
-def to_lf(text: str) -> str:
-    return text.replace("\r\n", "\n")
-
-
 def indent_unit(text: str) -> str:
     """The document's indentation step: a tab, or the most common increase in leading spaces."""
     tabs = spaces = 0
     steps: Counter[int] = Counter()
     previous = 0
-    for line in text.split("\n", INDENT_SAMPLE_LINES)[:INDENT_SAMPLE_LINES]:
+    for line in LINE_ENDING.split(text, INDENT_SAMPLE_LINES)[:INDENT_SAMPLE_LINES]:
         if not line.strip():
             continue
         if line.startswith("\t"):

@@ -10,11 +10,11 @@ possibly shorter or empty.  pipeline.py runs them; each has golden-file tests un
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from math import gcd
 
-from difill.engine.text.context import FillContext, to_lf
+from difill.engine.text import characters
+from difill.engine.text.context import FillContext
 from difill.engine.text.rules import OPENERS, trim_suffix_overlap, unmatched_closers, unmatched_openers
 from difill.engine.text.shape import indent_width
 
@@ -22,8 +22,6 @@ Filter = Callable[[str, FillContext], str]
 
 CLOSING = set("\"'`)]}>;,:")  # punctuation that ends something the suffix already ends
 BANNER_CHARS = set("=-*#~_+/")  # "# =======" is a banner, not a model stuck in a loop
-# Control characters but \t and \n, and U+FFFD: the model wrote part of a UTF-8 sequence.
-GARBAGE = re.compile("[\x00-\x08\x0b-\x1f\x7f\ufffd]")
 MAX_REPEAT_UNIT = 30
 NEXT_LINES = 8  # how many of the document's next lines a suggestion is compared with
 OPEN_BRACKET_LINES = 20  # prefix lines scanned for brackets still open at the cursor
@@ -39,16 +37,18 @@ def apply_filters(text: str, ctx: FillContext, pipeline: list[Filter]) -> str:
 
 
 def middle_to_lf(text: str, ctx: FillContext) -> str:
-    """The middle in LF, like the context (a remote model may answer in CRLF);
+    """The middle in LF, like the context (a remote model may answer in CRLF or lone CRs);
     ``keep_line_endings`` gives the suggestion the document's endings at the end."""
-    return to_lf(text)
+    return characters.to_lf(text)
 
 
 def drop_control_characters(text: str, ctx: FillContext) -> str:
-    """Cut at the first control character (NUL, escape, ...) or U+FFFD (half a UTF-8 sequence
-    decoded): an editor shows neither usefully."""
-    found = GARBAGE.search(text)
-    return text[: found.start()] if found else text
+    """Cut at the first unsafe character (engine/text/characters.py): a C0 or C1 control (NUL,
+    escape, CSI, NEL), a bidirectional control or a zero-width character (which can make code
+    read differently from what it does: "Trojan Source"), U+2028/U+2029, or U+FFFD (half a UTF-8
+    sequence decoded).  An editor shows none of them usefully."""
+    found = characters.first_unsafe(text)
+    return text if found is None else text[:found]
 
 
 def stay_inside_string(text: str, ctx: FillContext) -> str:
@@ -226,7 +226,7 @@ def drop_empty(text: str, ctx: FillContext) -> str:
 def keep_line_endings(text: str, ctx: FillContext) -> str:
     """The suggestion in the document's line endings: the last step of every pipeline
     (pipeline.py), after the suggestion is chosen."""
-    return text.replace("\n", "\r\n") if ctx.crlf else text
+    return characters.with_line_ending(text, ctx.line_ending)
 
 
 PIPELINE: list[Filter] = [

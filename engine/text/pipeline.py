@@ -26,11 +26,16 @@ from difill.engine.text.filters import (
 )
 
 PARSE_WINDOW_CHARS = 2000  # context around a fill that the parser sees when ranking candidates
+# Candidates one answer may rank: each is filtered and parsed on the server's event loop, so a
+# remote that sends 40,000 of them must not freeze it (engine/backends/answers.py refuses more
+# from a remote; this holds for every backend).  The local engine makes at most a few.
+MAX_CANDIDATES = 16
 
 
 def shown_texts(candidates: Sequence[Candidate], ctx: FillContext) -> list[str]:
-    """The candidates as the editor shows them: filtered, best first, distinct, non-empty."""
-    filtered = [(apply_filters(c.text, ctx, PIPELINE), c) for c in candidates]
+    """The candidates as the editor shows them: filtered, best first, distinct, non-empty.
+    Only the first ``MAX_CANDIDATES`` are looked at."""
+    filtered = [(apply_filters(c.text, ctx, PIPELINE), c) for c in candidates[:MAX_CANDIDATES]]
     kept = [(text, c) for text, c in filtered if text]
     if len(kept) > 1:  # typing asks for one candidate: no parse to rank it against nothing
         kept.sort(key=lambda tc: (not tc[1].complete, errors_around(ctx, tc[0]) or 0, -tc[1].score))
@@ -76,8 +81,5 @@ def errors_around(ctx: FillContext, text: str) -> int | None:
 
 
 def distinct(texts: Iterable[str]) -> list[str]:
-    out: list[str] = []
-    for text in texts:
-        if text and text not in out:
-            out.append(text)
-    return out
+    """The non-empty texts, each once, in their order."""
+    return [text for text in dict.fromkeys(texts) if text]

@@ -19,6 +19,8 @@ from enum import Enum
 
 from tree_sitter import Node, Tree
 
+from difill.engine.text.characters import LINE_ENDING, line_start
+
 SHORT_TOKENS = 12  # a comment or string continuation: a few words
 BLOCK_LINES = 12  # the most lines an empty block body gets
 SCOPE_LINES = 4  # the most lines a blank line elsewhere gets
@@ -48,10 +50,10 @@ class Shape:
 
 
 def decide_shape(text: str, offset: int, tree: Tree | None, max_tokens: int) -> Shape:
-    """The shape for a suggestion at ``offset`` in ``text`` (LF or CRLF)."""
-    line_start = text.rfind("\n", 0, offset) + 1
+    """The shape for a suggestion at ``offset`` in ``text`` (any line endings)."""
+    start = line_start(text, offset)
     line_end = _line_end(text, offset)
-    before, after = text[line_start:offset], text[offset:line_end]
+    before, after = text[start:offset], text[offset:line_end]
 
     if in_comment_or_string(text, offset, before, tree):
         return Shape(ShapeKind.SHORT, min(max_tokens, SHORT_TOKENS), 1)
@@ -61,7 +63,7 @@ def decide_shape(text: str, offset: int, tree: Tree | None, max_tokens: int) -> 
         # The cursor ends a line: finish it, unless the line opens a block that has no body yet.
         header = before if _opens_block(text, offset, before, tree) else None
     else:
-        header = block_header_before(text, line_start, tree)
+        header = block_header_before(text, start, tree)
     if header is not None and block_body_is_empty(text, line_end, indent_width(header)):
         body_indent = max(indent_width(before) if not before.strip() else 0, indent_width(header) + 1)
         return Shape(ShapeKind.BLOCK, min(2 * max_tokens, 512), BLOCK_LINES, body_indent)
@@ -114,16 +116,17 @@ def string_quote_at(text: str, offset: int, tree: Tree | None) -> str | None:
                 opening = (node.text or b"").decode("utf-8", "replace").lstrip("rRbBuUfF")
                 return opening[:1] if opening[:1] in ('"', "'") else None
             node = node.parent
-    line_start = text.rfind("\n", 0, offset) + 1
-    return _open_quote(text[line_start:offset])
+    return _open_quote(text[line_start(text, offset) : offset])
 
 
-def block_header_before(text: str, line_start: int, tree: Tree | None) -> str | None:
+def block_header_before(text: str, start_of_line: int, tree: Tree | None) -> str | None:
     """The previous non-blank line if it opens a block (ends with ``:`` or ``{``)."""
-    end = line_start - 1
+    end = start_of_line - 1
     while end > 0:
-        start = text.rfind("\n", 0, end) + 1
-        line = text[start:end].rstrip("\r")
+        if text[end] == "\n" and text[end - 1] == "\r":  # a CRLF: the line ends before its CR
+            end -= 1
+        start = line_start(text, end)
+        line = text[start:end]
         if line.strip():
             return line if _opens_block(text, start + len(line), line, tree) else None
         end = start - 1
@@ -144,7 +147,7 @@ def _opens_block(text: str, line_end: int, line: str, tree: Tree | None) -> bool
 
 def block_body_is_empty(text: str, line_end: int, header_indent: int) -> bool:
     """After the cursor line: nothing more indented than the header, or only a stub body."""
-    lines = [ln for ln in text[line_end:].split("\n") if ln.strip()]
+    lines = [ln for ln in LINE_ENDING.split(text[line_end:]) if ln.strip()]
     body = [ln for ln in lines[:2] if indent_width(ln) > header_indent]
     if not lines or not body:
         return True
@@ -158,6 +161,6 @@ def indent_width(line: str) -> int:
 
 
 def _line_end(text: str, offset: int) -> int:
-    end = text.find("\n", offset)
-    end = len(text) if end < 0 else end
-    return end - 1 if end > offset and text[end - 1] == "\r" else end
+    """Offset of the end of the line that holds ``offset`` (before its line ending)."""
+    found = LINE_ENDING.search(text, offset)
+    return found.start() if found else len(text)

@@ -3,7 +3,9 @@
 Document contents never reach a log at the default level.  difill's own messages hold no
 document text.  pygls logs every message it sends or receives at INFO, document text included,
 so its loggers only pass warnings unless the level is DEBUG, and the arguments of its records
-(request parameters, message bodies) are redacted unless the level is DEBUG.
+(request parameters, message bodies) are redacted unless the level is DEBUG.  Every record, at
+every level and on every handler (stderr, ``--log-file``, ``window/logMessage``), passes
+``secrets.scrub`` (engine/secrets.py): no API key, URL password or URL query string is written.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
+
+from difill.engine import secrets
 
 if TYPE_CHECKING:
     from difill.server.server import DifillServer
@@ -43,6 +47,23 @@ class QuietRefusals(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
         return not (record.name.startswith(PYGLS) and getattr(error, "code", None) in self.EXPECTED)
+
+
+class ScrubSecrets(logging.Filter):
+    """The record's message and traceback without secrets (engine/secrets.py); added last, so it
+    sees the message as it will be written."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a record whose arguments do not format: logging reports it
+            return True
+        record.msg, record.args = secrets.scrub(message), None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = secrets.scrub(record.exc_text)
+        return True
 
 
 def _redacted(value: Any) -> Any:
@@ -122,11 +143,13 @@ def configure_logging(
         handler.addFilter(QuietRefusals())
         if not debug:
             handler.addFilter(RedactArguments())
+        handler.addFilter(ScrubSecrets())
         difill_logger.addHandler(handler)
         pygls_logger.addHandler(handler)
 
     to_client = LogMessageHandler(server)
     to_client.setLevel(numeric)
     to_client.setFormatter(logging.Formatter("%(message)s"))
+    to_client.addFilter(ScrubSecrets())
     difill_logger.addHandler(to_client)  # pygls' own records never go to the client
     return to_client

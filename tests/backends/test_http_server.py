@@ -138,3 +138,35 @@ def test_a_client_that_disconnects_cancels_its_fill(serve):
         httpx.post(url + "/v1/fill", json={"prefix": "a"}, timeout=httpx.Timeout(0.3))
     assert backend.stopped.wait(5), "the fill kept running after its client left"
     assert httpx.get(url + "/health").json()["cancelled"] == 1
+
+
+class EncodingBackend(ScriptedBackend):
+    """Encodes its text to UTF-8 as a tokenizer does: a lone surrogate raises there."""
+
+    def fill(self, prefix, suffix, options=None, should_stop=None, on_draft=None):
+        (prefix + suffix).encode("utf-8")
+        return super().fill(prefix, suffix, options, should_stop, on_draft)
+
+    def rewrite(self, request, options=None, should_stop=None, on_draft=None):
+        (request.prefix + request.selection + (request.instruction or "")).encode("utf-8")
+        return super().fill(request.prefix, request.suffix, options, should_stop)
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/v1/fill", '{"prefix": "a\\ud800", "suffix": ""}', "prefix"),
+        ("/v1/fill", '{"prefix": "a", "selection": "b\\udc00", "suffix": ""}', "selection"),
+        ("/v1/fill", '{"prefix": "a", "selection": "b", "instruction": "\\ud800"}', "instruction"),
+        ("/v1/fill", '{"holes": "x = <|hole|>\\ud800"}', "holes"),
+        ("/v1/completions", '{"prompt": "\\ud800"}', "prompt"),
+    ],
+    ids=["prefix", "selection", "instruction", "holes", "prompt"],
+)
+def test_a_lone_surrogate_in_any_text_is_a_400_not_a_500(serve, caplog, path, body, field):
+    # Issue 28, item 13: it reached the tokenizer and came back as HTTP 500 with a traceback logged.
+    url = serve(EncodingBackend())
+    answer = httpx.post(url + path, content=body.encode(), headers={"Content-Type": "application/json"})
+    assert answer.status_code == 400, answer.text
+    assert f"'{field}' holds a lone surrogate" in answer.json()["error"]["message"]
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]

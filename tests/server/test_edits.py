@@ -104,7 +104,7 @@ def test_an_empty_rewrite_is_refused():
     doc = Document("file:///a.py", "python", 1, "x = 1\n")
     request = EditRequest(REWRITE, doc.uri, 1, 0, 5)
     try:
-        new_selection(request, doc, result("\x00junk"), Settings(), SyntaxTrees())
+        new_selection(request, doc, result("\x00\u202e  "), Settings(), SyntaxTrees())
     except EditError:
         return
     raise AssertionError("no EditError")

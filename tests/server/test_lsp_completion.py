@@ -210,8 +210,8 @@ async def test_malformed_requests_get_an_answer(client):
         )
     still = await client.text_document_inline_completion_async(inline_params(uri, 0, 4))
     assert still is not None and len(still.items) == 0
-    told = [m.message for m in client.messages[shown:] if "malformed.py is out of sync" in m.message]
-    assert len(told) == 1, client.messages[shown:]
+    told = [m.message for m in client.messages[shown:] if "out of sync" in m.message]
+    assert len(told) == 1, client.messages[shown:]  # one message for every document it concerns
 
 
 async def test_invalid_settings_are_reported_and_the_server_keeps_working(client):

@@ -14,6 +14,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
+from difill.engine.text.characters import without_lone_surrogates
 from difill.server.features.edits.diff import workspace_edit
 from difill.server.features.edits.plans import (
     COMPLETE_BLOCK,
@@ -97,9 +98,9 @@ def selection_request(server: RequestContext, kind: str, arg: Any) -> EditReques
         raise JsonRpcInvalidParams("the range must be a non-empty selection inside the document")
     if kind == FILL_HOLES and server.settings().hole_marker not in document.text[start:end]:
         raise JsonRpcInvalidParams(f"the selection has no hole marker {server.settings().hole_marker!r}")
-    return EditRequest(
-        kind, uri, version, start, end, instruction=instruction or None, strength=float(strength)
-    )
+    # A lone surrogate ("\ud800" in the JSON) is not text: the tokenizer and UTF-8 refuse it.
+    instruction = without_lone_surrogates(instruction) if instruction else None
+    return EditRequest(kind, uri, version, start, end, instruction=instruction, strength=float(strength))
 
 
 def _offset(document, position: Any, server: RequestContext) -> int | None:

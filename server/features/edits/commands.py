@@ -35,7 +35,7 @@ async def run_edit_command(server: RequestContext, kind: str, arguments: tuple[A
     )
     if not edits:
         return {"applied": False, "edits": 0}
-    server.edits.current(request.uri, request.version)  # still that version, right before sending
+    server.edits.unchanged(document)  # still that version and that text, right before sending
     edit = workspace_edit(document, edits, request.version, server.client_has_document_changes)
     sent = server.workspace_apply_edit_async(
         types.ApplyWorkspaceEditParams(edit=edit, label=f"difill: {TITLES[kind].lower()}")

@@ -26,6 +26,7 @@ from difill.engine.api import (
     ShouldStop,
 )
 from difill.engine.syntax import language_of
+from difill.engine.text.characters import line_start, without_unsafe
 from difill.engine.text.context import FillContext, prefix_window, suffix_window, to_lf
 from difill.engine.text.pipeline import shown_middles, shown_rewrite, shown_texts
 from difill.engine.text.rules import with_middles
@@ -91,8 +92,10 @@ def is_stub_body(document: Document, start: int, end: int, trees: SyntaxTrees) -
     """The selection is blank or ``pass``/``...``, and the line before it opens a block."""
     if document.text[start:end].strip() not in ("", *STUB_BODIES):
         return False
-    line_start = document.text.rfind("\n", 0, start) + 1
-    return block_header_before(document.text, line_start, trees.tree_for(document)) is not None
+    return (
+        block_header_before(document.text, line_start(document.text, start), trees.tree_for(document))
+        is not None
+    )
 
 
 # ---------------------------------------------------------------------------- the model's part
@@ -154,8 +157,11 @@ def new_selection(
     if isinstance(result, HolesResult):
         return fill_markers(document, request, result.middles, settings)
     if request.kind == REWRITE:
+        # Unsafe characters (controls, bidi, zero-width, U+FFFD) are removed, not cut at: cut
+        # there, the rewrite would delete the rest of the selection.
+        answer = without_unsafe(result.text)
         # The rewrite's rules read only the text after the selection and the line endings: no parse.
-        text = shown_rewrite(result.text, _without_selection(document, request, settings, None))
+        text = shown_rewrite(answer, _without_selection(document, request, settings, None))
         if not text.strip():
             raise EditError("the model returned an empty rewrite; the selection is unchanged")
         return keep_edges(selection, text)
@@ -183,7 +189,7 @@ def keep_edges(selection: str, new: str) -> str:
     lead = selection[: len(selection) - len(selection.lstrip(" \t"))]
     if lead and not new[:1].isspace():
         new = lead + new
-    for ending in ("\r\n", "\n"):
+    for ending in ("\r\n", "\n", "\r"):
         if selection.endswith(ending) and not new.endswith(("\n", "\r")):
             return new + ending
     return new

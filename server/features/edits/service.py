@@ -2,7 +2,8 @@
 
 Shared by ``codeAction/resolve`` and the ``difill.*`` commands.  A request names the document
 version its selection belongs to; if the document is at another version (before or after the
-model run) the edit is refused with ContentModified and nothing is sent.
+model run), or holds other text at the same version (a second ``didOpen``), the edit is refused
+with ContentModified and nothing is sent.
 """
 
 from __future__ import annotations
@@ -66,6 +67,18 @@ class EditService(OneJobPerDocument):
             )
         return document
 
+    def unchanged(self, computed_on: Document) -> Document:
+        """The open document if it still holds exactly the text an edit was computed on.
+
+        The version alone is not enough: a client that sends ``didOpen`` again for an open
+        document (no ``didClose``) may keep the version number and change the text."""
+        document = self.current(computed_on.uri, computed_on.version)
+        if document.text != computed_on.text:
+            raise JsonRpcContentModified(
+                f"the document was reopened with other text at version {document.version}; the edit is dropped"
+            )
+        return document
+
     async def compute(
         self, request: EditRequest, draft_token: str | None = None
     ) -> tuple[Document, list[types.TextEdit]]:
@@ -98,7 +111,7 @@ class EditService(OneJobPerDocument):
             self.jobs.finish(job)
             if drafts:
                 drafts.close(cancelled)
-        document = self.current(request.uri, request.version)
+        document = self.unchanged(document)
         try:
             new = new_selection(request, document, result, settings, self.trees)
         except EditError as err:

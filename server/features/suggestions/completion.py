@@ -13,9 +13,13 @@ import re
 
 from lsprotocol import types
 
+from difill.server.features.suggestions.inline_completion import suggestion_texts
 from difill.server.request_context import RequestContext, document_for_request
 
 WORD_BEFORE = re.compile(r"\w*$")
+# The typed word is looked for in this many characters before the cursor: "\w*$" tries every
+# start in its text, so over a whole 30 KB line (a hex literal) it took 7 s on the event loop.
+WORD_CHARS = 200
 LABEL_CHARS = 60
 EMPTY = types.CompletionList(is_incomplete=False, items=[])
 
@@ -31,11 +35,10 @@ async def completion(server: RequestContext, params: types.CompletionParams) -> 
         return EMPTY
     context = params.context
     invoked = context is None or context.trigger_kind == types.CompletionTriggerKind.Invoked
-    suggestions = await server.suggestions.suggest(document, offset, invoked)
+    texts = await suggestion_texts(server, document, offset, invoked)
 
     line_start = document.line_starts[document.position_at(offset, server.encoding).line]
-    word = WORD_BEFORE.search(document.text[line_start:offset])
-    typed = word.group() if word else ""
+    typed = typed_word(document.text[max(line_start, offset - WORD_CHARS) : offset])
     replace = document.range_of(offset - len(typed), offset, server.encoding)
     items = [
         types.CompletionItem(
@@ -48,9 +51,15 @@ async def completion(server: RequestContext, params: types.CompletionParams) -> 
             insert_text_format=types.InsertTextFormat.PlainText,
             text_edit=types.TextEdit(range=replace, new_text=typed + text),
         )
-        for rank, text in enumerate(suggestions.texts)
+        for rank, text in enumerate(texts)
     ]
     return types.CompletionList(is_incomplete=True, items=items)
+
+
+def typed_word(before: str) -> str:
+    """The word that ``before`` (at most ``WORD_CHARS`` of the line before the cursor) ends with."""
+    word = WORD_BEFORE.search(before[-WORD_CHARS:])
+    return word.group() if word else ""
 
 
 def label_for(text: str) -> str:
