@@ -85,6 +85,7 @@ class FillStats:
     reused_prefix_tokens: int = 0  # prefix tokens served by the prefix cache
     candidates: int = 0  # canvas rows, draft-seeded ones included
     draft_rows: int = 0  # rows seeded from FillOptions.drafts
+    draft_verified: bool = False  # a draft row was kept as it stands, and the fill ended there
 
 
 @dataclass

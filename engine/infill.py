@@ -154,6 +154,7 @@ class InfillEngine:
         stats.hole_tokens = len(encode(self.tokenizer, best.text)) if best else 0
         stats.tokens_per_forward = stats.hole_tokens / max(1, result.steps)
         stats.draft_rows = len(seeds)
+        stats.draft_verified = result.done is not None
         stats.total_ms = (time.perf_counter() - started) * 1000
         return FillResult(best.text if best else "", candidates, stats)
 

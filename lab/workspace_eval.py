@@ -33,7 +33,7 @@ from difill.engine.syntax import parses
 from difill.lab.training.corpus import read_jsonl
 from difill.lab.training.evaluate import ShapeScore
 from difill.lab.training.examples import EVAL_SHAPES, InfillExample, sample_eval_example
-from difill.server.served import ServedModel
+from difill.server.served import ServedModel, Shown
 
 ROWS = ("retrieval", "model", "seeded")
 # What another file exports: functions and classes at any depth, module-level assignments.
@@ -135,6 +135,8 @@ def workspace_cases(corpus: Path, per_shape: int, seed: int) -> dict[str, list[W
 @dataclass
 class RowScore(ShapeScore):
     named: int = 0  # answers naming one of the case's cross-file names
+    from_draft: int = 0  # seeded: the engine's best candidate came from a draft row
+    verified: int = 0  # seeded: a draft was kept as it stands and the fill ended there
 
     def add_case(
         self, case: WorkspaceCase, text: str, forwards: int, tpf: float, ms: float, original_parses: bool
@@ -142,8 +144,15 @@ class RowScore(ShapeScore):
         self.add(case.example, text, forwards, tpf, ms, original_parses)
         self.named += any(re.search(rf"\b{re.escape(n)}\b", text) for n in case.names)
 
+    def add_seeded(self, case: WorkspaceCase, shown: Shown, original_parses: bool):
+        self.add_case(case, shown.text, shown.forwards, shown.tokens_per_forward, shown.ms, original_parses)
+        best = shown.result.candidates[0] if shown.result.candidates else None
+        self.from_draft += best is not None and best.source != "model"
+        self.verified += shown.result.stats.draft_verified
+
     def summary(self) -> dict:
-        return {**super().summary(), "names": round(self.named / max(1, self.cases), 4)}
+        share = {"names": self.named, "from_draft": self.from_draft, "verified": self.verified}
+        return {**super().summary(), **{k: round(v / max(1, self.cases), 4) for k, v in share.items()}}
 
 
 def score_workspace(model: ServedModel, seeded: ServedModel, cases: dict[str, list[WorkspaceCase]]) -> dict:
@@ -164,8 +173,7 @@ def score_workspace(model: ServedModel, seeded: ServedModel, cases: dict[str, li
             scores["model"].add_case(
                 case, alone.text, alone.forwards, alone.tokens_per_forward, alone.ms, original
             )
-            scores["seeded"].add_case(case, with_drafts.text, with_drafts.forwards, with_drafts.tokens_per_forward,
-                                      with_drafts.ms, original)  # fmt: skip
+            scores["seeded"].add_seeded(case, with_drafts, original)
         for row in ROWS:
             report[row][shape] = scores[row].summary()
     return report
@@ -257,15 +265,16 @@ def replay_rows(model: ServedModel, seeded: ServedModel, spots: list) -> dict:
 
 
 def format_workspace(report: dict) -> str:
-    rows = ["| shape | row | exact match | edit sim. | names | empty | forwards | tokens/forward | p50 ms |",
-            "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    rows = ["| shape | row | exact match | edit sim. | names | empty | forwards | tokens/forward | p50 ms | "
+            "from a draft | draft verified |", "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     cases = report.get("cases", {})
     for shape in cases:
         for row in ROWS:
             s = cases[shape][row]
             rows.append(f"| {shape} ({s['cases']}) | {row} | {s['exact_match']:.1%} | {s['edit_similarity']:.3f} | "
                         f"{s['names']:.1%} | {s['empty_share']:.1%} | {s['mean_forwards']} | "
-                        f"{s['tokens_per_forward']} | {s['p50_ms']} |")  # fmt: skip
+                        f"{s['tokens_per_forward']} | {s['p50_ms']} | "
+                        + (f"{s['from_draft']:.1%} | {s['verified']:.1%} |" if row == "seeded" else "| |"))  # fmt: skip
     for row, t in report.get("typing", {}).items():
         rows.append(f"\n{row} typing inside files: {t['net_saved_share']:.1%} net of one keystroke per accept "
                     f"({t['saved_share']:.1%} gross) of {t['characters']} characters, {t['accepted']} accepted "

@@ -155,6 +155,7 @@ def test_fill_runs_draft_rows_beside_the_noise_rows(engine):
     options = FillOptions(max_hole_tokens=8, max_steps=4, drafts=("width * height", "height"))
     result = engine.fill(PREFIX, SUFFIX, options)
     assert result.stats.candidates == 3 + 2 and result.stats.draft_rows == 2
+    assert not result.stats.draft_verified  # a random model is sure of nothing
     assert result.stats.decoder_forwards <= 4  # one batch: the draft rows add no forward
     assert {c.source for c in result.candidates} <= {"model", "draft:0", "draft:1"}
 
@@ -174,7 +175,7 @@ def test_fill_returns_a_verified_draft_as_the_candidate_of_its_row(engine, monke
     monkeypatch.setattr(engine, "_decoder", agreeing)
     options = FillOptions(hole_candidates=(len(tokens) + 3,), max_steps=6, drafts=(draft,), heal=False)
     result = engine.fill(PREFIX, SUFFIX, options)
-    assert result.stats.decoder_forwards == 1
+    assert result.stats.decoder_forwards == 1 and result.stats.draft_verified
     assert [(c.text, c.source) for c in result.candidates] == [(draft, "draft:0")]
     assert result.stats.tokens_per_forward == len(tokens)
 
