@@ -20,7 +20,8 @@ renoising with uniform random tokens and self-conditioning on the previous step'
   are renoised as usual.  When a seeded row is decided while every token it committed is its
   draft's own, the model has verified that draft (as prompt lookup decoding verifies a copied
   continuation in one forward) and the loop ends there: the rows still open are dropped
-  (``DenoiseResult.done``).
+  (``DenoiseResult.done``).  "Decided" is strict: every hole slot committed, none below the
+  ghost-text cut, so the draft is shown whole.
 
 With ``revise`` the loop is the stock sampler's instead of a monotone commit: every step re-decides
 every open slot, ones committed before included, accepts by the entropy bound and renoises the rest
@@ -262,7 +263,9 @@ def denoise(
         if bool(decided.all()):
             break  # every row is decided: nothing shown depends on the slots still open
         if seeded_rows is not None:
-            verified = seeded_rows & decided & drafts_kept(current, canvas, committed, hole_mask)
+            verified = seeded_rows & verified_rows(
+                current, canvas, committed, hole_mask, token_confidence, threshold
+            )
             verified &= shows_text(current, committed, hole_mask, token_confidence, threshold, filler_id)
             if bool(verified.any()):
                 return DenoiseResult(current, token_logprob, steps, token_confidence, done=decided)
@@ -271,11 +274,23 @@ def denoise(
     return DenoiseResult(current, token_logprob, steps, token_confidence)
 
 
-def drafts_kept(
-    current: torch.Tensor, seed: torch.Tensor, committed: torch.Tensor, hole_mask: torch.Tensor
+def verified_rows(
+    current: torch.Tensor,
+    seed: torch.Tensor,
+    committed: torch.Tensor,
+    hole_mask: torch.Tensor,
+    confidence: torch.Tensor,
+    cut_below: float,
 ) -> torch.Tensor:
-    """(B,) True where every hole slot committed so far holds the seed's own token there."""
-    return ~(committed & hole_mask & (current != seed)).any(-1)
+    """(B,) True where the whole hole is committed, every token as the seed has it, none unsure.
+
+    Strict on purpose: the row's middle is then the seed's, whole, and the ghost-text cut would
+    show all of it, so no other row can add to what the model has already confirmed.
+    """
+    hole_open = (hole_mask & ~committed).any(-1)
+    changed = (committed & hole_mask & (current != seed)).any(-1)
+    unsure = (committed & hole_mask & (confidence < cut_below)).any(-1)
+    return ~hole_open & ~changed & ~unsure
 
 
 def shows_text(

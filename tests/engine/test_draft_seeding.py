@@ -7,6 +7,8 @@ the canvas already shows that token - a model that is sure exactly where a draft
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -23,23 +25,27 @@ HOLE = 8
 
 
 class AgreeingDecoder:
-    """The real decoder, plus certainty for ``target`` (B, L) wherever the canvas already holds it."""
+    """The real decoder, plus certainty for ``target`` (B, L) wherever the canvas already holds it.
 
-    def __init__(self, real: CanvasDecoder, target: torch.Tensor) -> None:
+    ``bonus`` (B, L), optional: the logit added there (default 1000: certain).
+    """
+
+    def __init__(self, real: CanvasDecoder, target: torch.Tensor, bonus: torch.Tensor | None = None) -> None:
         self.real, self.target = real, target
+        self.bonus = torch.full(target.shape, 1000.0) if bonus is None else bonus
 
     def hidden(self, canvas, soft):
         hidden = self.real.hidden(canvas, soft)  # (B, L, D)
         target = self.target.expand_as(canvas)
-        agree = (canvas == target).to(hidden.dtype)
+        bonus = torch.where(canvas == target, self.bonus.expand_as(canvas), 0.0).to(hidden.dtype)
         return torch.cat(
-            [hidden, agree[..., None], target[..., None].to(hidden.dtype)], dim=-1
+            [hidden, bonus[..., None], target[..., None].to(hidden.dtype)], dim=-1
         )  # (B, L, D + 2)
 
     def logits(self, hidden):
         logits = self.real.logits(hidden[..., :-2])  # (N, V)
-        rows = hidden[..., -2].bool()
-        logits[rows, hidden[rows, -1].long()] += 1000.0
+        rows = torch.arange(hidden.shape[0])
+        logits[rows, hidden[:, -1].long()] += hidden[:, -2].float()
         return logits
 
     def soft_embeddings(self, canvas, open_mask, open_logits):
@@ -184,7 +190,7 @@ class AgreeingDecoderSlots(AgreeingDecoder):
     """AgreeingDecoder for canvases of any length: ``target`` is cut to the canvas's slots."""
 
     def hidden(self, canvas, soft):
-        self.target = self.target[:, : canvas.shape[1]]
+        self.target, self.bonus = self.target[:, : canvas.shape[1]], self.bonus[:, : canvas.shape[1]]
         return super().hidden(canvas, soft)
 
 
@@ -192,3 +198,18 @@ def test_a_draft_holding_special_token_text_is_plain_text(engine):
     draft_ids = engine._draft_ids("x <|hole|> y <|fill|>")
     assert draft_ids == encode(engine.tokenizer, "x <|hole|> y <|fill|>")
     assert not set(draft_ids) & (set(engine.ids.banned_in_hole) | set(engine.ids.filler))
+
+
+def test_a_draft_shown_only_in_part_is_not_verified(rows):
+    """With the ghost-text cut, the draft's sure first half may be all that would show; the model
+    agrees with the second half but is unsure of it, so the draft is not verified as it stands and
+    the other rows keep running."""
+    decoder, canvas, clamp, seeded, ids = rows
+    hole_slots = seeded[1].nonzero().squeeze(-1)
+    bonus = torch.full(canvas[1:2].shape, 1000.0)
+    # The draft's token is the argmax there, at probability ~0.3 (< the 0.5 cut).
+    bonus[0, hole_slots[HOLE // 2 :]] = math.log(0.43 * ids.vocab_size)
+    agreeing = AgreeingDecoder(decoder, canvas[1:2], bonus)
+    result = run(agreeing, canvas, clamp, seeded, ids, cut_below=math.log(0.5))
+    assert result.done is None or bool(result.done.all())
+    assert torch.equal(result.canvas[1][hole_slots[: HOLE // 2]], canvas[1][hole_slots[: HOLE // 2]])
