@@ -59,6 +59,10 @@ class FillOptions:
     min_token_prob: float | None = 0.0
     language: str | None = None  # the file's language (an edit's instruction is a comment in it)
     seed: int = 0
+    # LF texts that may continue the cursor (retrieved: server/context/drafts.py).  Each one seeds
+    # an extra canvas row beside the noise-seeded ones: its tokens start in the hole instead of
+    # noise, and the model keeps what it agrees with (engine/infill.py, engine/sampler.py).
+    drafts: tuple[str, ...] = ()
 
     def cut_probability(self, checkpoint_own: float) -> float:
         """``min_token_prob``, or the checkpoint's own calibrated value when the options leave it open."""
@@ -83,7 +87,9 @@ class FillStats:
     hole_length: int = 0  # slots of the chosen candidate's hole
     prefix_tokens: int = 0
     reused_prefix_tokens: int = 0  # prefix tokens served by the prefix cache
-    candidates: int = 0
+    candidates: int = 0  # canvas rows, draft-seeded ones included
+    draft_rows: int = 0  # rows seeded from FillOptions.drafts
+    draft_verified: bool = False  # a draft row was kept as it stands, and the fill ended there
 
 
 @dataclass
@@ -92,6 +98,7 @@ class Candidate:
     hole_length: int
     score: float  # mean log-prob of the hole's tokens when they were committed
     complete: bool  # the model ended the middle (filler) before the hole ran out
+    source: str = "model"  # the row's starting canvas: "model" (noise) or "draft:<i>" (FillOptions.drafts[i])
 
 
 @dataclass

@@ -65,6 +65,22 @@ def build_canvas(segments: list[Segment], length: int, ids: TokenIds, document_e
     return Canvas(torch.tensor(slots, dtype=torch.long), torch.tensor(clamp), holes)
 
 
+def seeded_canvas(canvas: Canvas, draft: list[int]) -> tuple[Canvas, torch.Tensor]:
+    """A copy of a one-hole ``canvas`` whose hole starts from ``draft`` instead of noise.
+
+    The draft's tokens fill the hole from its start; a draft shorter than the hole is a whole
+    middle, so filler follows it (pad when the vocabulary has no filler).  Returns the canvas and
+    its seeded mask (L,): the hole slots, every one of which starts from the seed.
+    """
+    start, end = canvas.holes[0]
+    seed = draft[: end - start]
+    ids = canvas.ids.clone()  # hole slots hold filler (pad without one): what follows a short draft
+    ids[start : start + len(seed)] = torch.tensor(seed, dtype=torch.long)
+    seeded = torch.zeros_like(canvas.clamp_mask)
+    seeded[start:end] = True
+    return Canvas(ids, canvas.clamp_mask.clone(), list(canvas.holes)), seeded
+
+
 def used_length(segments: list[Segment], document_ends: bool) -> int:
     """Slots the segments need, with the eos slot; a canvas longer than this is only padding."""
     total = sum(s if isinstance(s, int) else len(s) for s in segments)

@@ -31,7 +31,7 @@ from difill.engine.api import (
     ShouldStop,
     TooLarge,
 )
-from difill.engine.canvas import Segment, build_canvas, hole_tokens, used_length
+from difill.engine.canvas import Segment, build_canvas, hole_tokens, seeded_canvas, used_length
 from difill.engine.decoder import CanvasDecoder
 from difill.engine.model import LoadedModel
 from difill.engine.prefix_cache import PrefixCache, expand_cache
@@ -112,6 +112,14 @@ class InfillEngine:
         allowed = self._heal_allowed(heal_text) if heal_text else None
         if heal_text and allowed is None:  # no token extends the partial word: give it back to the prefix
             prefix_ids, heal_text = self._prefix_ids(prefix, budget), ""
+        # Draft rows: the longest hole's canvas, its hole starting from the draft instead of noise.
+        seeds = [seeded_canvas(canvases[-1], self._draft_ids(heal_text + d)) for d in options.drafts]
+        canvases += [canvas for canvas, _ in seeds]
+        seeded = torch.stack(
+            [torch.zeros_like(c.clamp_mask) for c in canvases[: len(lengths)]] + [m for _, m in seeds]
+        )
+        sources = ["model"] * len(lengths) + [f"draft:{i}" for i in range(len(seeds))]
+        holes = list(lengths) + [lengths[-1]] * len(seeds)
 
         min_prob = options.cut_probability(self.loaded.min_token_prob)
         result, stats = self._encode_and_denoise(
@@ -119,10 +127,13 @@ class InfillEngine:
             slot_allowed=(0, allowed) if allowed is not None else None,
             cut_below=math.log(min_prob) if min_prob > 0 else None,
             on_step=self._draft_reporter(on_draft, canvases[-1].holes[0], heal_text, len(lengths) - 1),
+            seeded=seeded if seeds else None,
         )  # fmt: skip
 
         candidates = []
-        for row, (canvas, hole) in enumerate(zip(canvases, lengths, strict=True)):
+        for row, (canvas, hole, source) in enumerate(zip(canvases, holes, sources, strict=True)):
+            if result.done is not None and not result.done[row]:
+                continue  # left open when a draft row was verified
             span = canvas.holes[0]
             tokens = hole_tokens(result.canvas[row], span, self.ids.filler)
             sure = confident_length(result, row, span[0], len(tokens), min_prob)
@@ -135,7 +146,7 @@ class InfillEngine:
                 raw = raw[len(heal_text) :]
             score = result.token_logprob[row, span[0] : span[1]].mean().item()
             complete = not cut and len(tokens) < span[1] - span[0]
-            candidates.append(Candidate(raw, hole, score, complete))
+            candidates.append(Candidate(raw, hole, score, complete, source))
         candidates = model_order(candidates)
 
         best = candidates[0] if candidates else None
@@ -143,6 +154,8 @@ class InfillEngine:
         stats.hole_length = best.hole_length if best else 0
         stats.hole_tokens = len(encode(self.tokenizer, best.text)) if best else 0
         stats.tokens_per_forward = stats.hole_tokens / max(1, result.steps)
+        stats.draft_rows = len(seeds)
+        stats.draft_verified = result.done is not None
         stats.total_ms = (time.perf_counter() - started) * 1000
         return FillResult(best.text if best else "", candidates, stats)
 
@@ -259,6 +272,13 @@ class InfillEngine:
             tokens = encode(self.tokenizer, "\n")
         return tokens
 
+    def _draft_ids(self, draft: str) -> list[int]:
+        """A draft's tokens, up to the first one a hole may never hold (a special token)."""
+        tokens = encode(self.tokenizer, draft)
+        banned = set(self.ids.banned_in_hole) | set(self.ids.filler)
+        cut = next((i for i, token in enumerate(tokens) if token in banned), len(tokens))
+        return tokens[:cut]
+
     def _decode(self, tokens: list[int]) -> str:
         """A middle's text; special tokens never reach the editor, even one the ban list missed."""
         return self.tokenizer.decode(tokens, skip_special_tokens=True)
@@ -282,7 +302,7 @@ class InfillEngine:
     @torch.inference_mode()
     def _denoise(
         self, cache, canvases, options, should_stop, slot_allowed=None, on_step=None, initially_committed=None,
-        cut_below=None,
+        cut_below=None, seeded=None,
     ) -> DenoiseResult:  # fmt: skip
         device = self.loaded.device
         canvas = torch.stack([c.ids for c in canvases]).to(device)  # (B, L)
@@ -297,6 +317,7 @@ class InfillEngine:
             initially_committed=None if initially_committed is None else initially_committed.to(device),
             filler_id=self.ids.filler[0] if self.ids.filler else None,
             cut_below=None if config.revise else cut_below,
+            seeded=None if seeded is None else seeded.to(device),
         )  # fmt: skip
 
     def _decoder(self, batch_cache) -> CanvasDecoder:

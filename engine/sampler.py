@@ -14,7 +14,14 @@ renoising with uniform random tokens and self-conditioning on the previous step'
 * a monotone commit: once a hole slot is accepted it stays, and at least ``ceil(open / steps_left)``
   slots are accepted per step, so a fill always ends within ``max_steps`` forwards;
 * a stop criterion on hole slots only: the loop ends as soon as every hole slot is committed;
-* a cancel check between steps and a draft callback after each step.
+* a cancel check between steps and a draft callback after each step;
+* draft seeding: a row's hole slots may start from a retrieved draft's tokens instead of noise
+  (``seeded``).  The entropy-bound acceptance commits the slots the model is sure of and the rest
+  are renoised as usual.  When a seeded row is decided while every token it committed is its
+  draft's own, the model has verified that draft (as prompt lookup decoding verifies a copied
+  continuation in one forward) and the loop ends there: the rows still open are dropped
+  (``DenoiseResult.done``).  "Decided" is strict: every hole slot committed, none below the
+  ghost-text cut, so the draft is shown whole.
 
 With ``revise`` the loop is the stock sampler's instead of a monotone commit: every step re-decides
 every open slot, ones committed before included, accepts by the entropy bound and renoises the rest
@@ -86,6 +93,8 @@ class DenoiseResult:
     # (B, L) the same at temperature 1: the model's own confidence, not sharpened by the schedule
     # (at t_min = 0.1 almost every tempered log-prob is ~0, so only this one can tell a guess)
     token_confidence: torch.Tensor
+    # (B,) rows whose middle is final; False only for rows left open when a seeded row was verified
+    done: torch.Tensor | None = None
 
 
 def temperature_at(step: int, config: SamplerConfig) -> float:
@@ -141,6 +150,7 @@ def denoise(
     on_step: Callable[[int, torch.Tensor], None] | None = None,
     filler_id: int | None = None,
     cut_below: float | None = None,
+    seeded: torch.Tensor | None = None,
 ) -> DenoiseResult:
     """Denoise the open slots of ``canvas`` (B, L) until each one is committed.
 
@@ -153,6 +163,8 @@ def denoise(
     log-prob; monotone commit only): the middle will be shown only up to its first committed
     token less sure than this (FillOptions.min_token_prob), so a row is done once every hole
     slot before that token is committed; later passes could not change what is shown.
+    ``seeded`` (B, L): hole slots that start from the token ``canvas`` holds there (a draft)
+    instead of noise; when a seeded row is verified the loop ends (see the module docstring).
     """
     device = canvas.device
     batch, length = canvas.shape
@@ -162,7 +174,9 @@ def denoise(
     fixed = committed.clone()  # (B, L) clamped and kept slots: never re-decided, even with revise
     hole_mask = ~fixed  # (B, L) the slots being denoised
     noise = torch.randint(0, vocab_size, canvas.shape, generator=generator, device=device)
-    current = torch.where(committed, canvas, noise)  # (B, L)
+    starts_known = committed if seeded is None else committed | seeded  # (B, L)
+    current = torch.where(starts_known, canvas, noise)  # (B, L)
+    seeded_rows = None if seeded is None else (seeded & hole_mask).any(-1)  # (B,)
     token_logprob = torch.zeros(batch, length, device=device)
     token_confidence = torch.zeros(batch, length, device=device)
     soft: torch.Tensor | None = None  # self-conditioning input; none before the first pass
@@ -210,7 +224,9 @@ def denoise(
             final = torch.where(accept, proposal, argmax)  # what the canvas says if the loop ends now
             best_logprob = logp.gather(-1, final[open_mask].unsqueeze(-1)).squeeze(-1)
             token_logprob[open_mask] = best_logprob
-            token_confidence[open_mask] = raw.gather(-1, final[open_mask].unsqueeze(-1)).squeeze(-1) - raw_norm
+            token_confidence[open_mask] = (
+                raw.gather(-1, final[open_mask].unsqueeze(-1)).squeeze(-1) - raw_norm
+            )
             committed = fixed | accept
             current = torch.where(accept, proposal, current)
             stable = last_argmax is not None and torch.equal(argmax[hole_mask], last_argmax)
@@ -242,11 +258,55 @@ def denoise(
             committed |= fill_rest
         if on_step is not None:
             on_step(step, torch.where(committed, current, proposal))
-        if cut_below is not None and bool(shown_part_decided(committed, hole_mask, token_confidence, cut_below).all()):
-            break  # the slots still open lie after an unsure token: nothing shown depends on them
+        threshold = -math.inf if cut_below is None else cut_below
+        decided = shown_part_decided(committed, hole_mask, token_confidence, threshold)  # (B,)
+        if bool(decided.all()):
+            break  # every row is decided: nothing shown depends on the slots still open
+        if seeded_rows is not None:
+            verified = seeded_rows & verified_rows(
+                current, canvas, committed, hole_mask, token_confidence, threshold
+            )
+            verified &= shows_text(current, committed, hole_mask, token_confidence, threshold, filler_id)
+            if bool(verified.any()):
+                return DenoiseResult(current, token_logprob, steps, token_confidence, done=decided)
         renoise = torch.randint(0, vocab_size, canvas.shape, generator=generator, device=device)
         current = torch.where(committed, current, renoise)
     return DenoiseResult(current, token_logprob, steps, token_confidence)
+
+
+def verified_rows(
+    current: torch.Tensor,
+    seed: torch.Tensor,
+    committed: torch.Tensor,
+    hole_mask: torch.Tensor,
+    confidence: torch.Tensor,
+    cut_below: float,
+) -> torch.Tensor:
+    """(B,) True where the whole hole is committed, every token as the seed has it, none unsure.
+
+    Strict on purpose: the row's middle is then the seed's, whole, and the ghost-text cut would
+    show all of it, so no other row can add to what the model has already confirmed.
+    """
+    hole_open = (hole_mask & ~committed).any(-1)
+    changed = (committed & hole_mask & (current != seed)).any(-1)
+    unsure = (committed & hole_mask & (confidence < cut_below)).any(-1)
+    return ~hole_open & ~changed & ~unsure
+
+
+def shows_text(
+    current: torch.Tensor,
+    committed: torch.Tensor,
+    hole_mask: torch.Tensor,
+    confidence: torch.Tensor,
+    cut_below: float,
+    filler_id: int | None,
+) -> torch.Tensor:
+    """(B,) True where the row's first hole slot is committed, sure and not filler: a middle
+    that would be shown is not empty."""
+    first = hole_mask.long().argmax(-1, keepdim=True)  # (B, 1) first hole slot of each row
+    token = current.gather(-1, first).squeeze(-1)  # (B,)
+    sure = committed.gather(-1, first).squeeze(-1) & (confidence.gather(-1, first).squeeze(-1) >= cut_below)
+    return sure & (token != filler_id) if filler_id is not None else sure
 
 
 def shown_part_decided(

@@ -24,7 +24,7 @@ from pathlib import Path
 from difill.lab.training.corpus import read_jsonl
 from difill.lab.training.evaluate import ShapeScore, default_ar_baseline, eval_cases, format_table
 from difill.server.config import Settings
-from difill.server.served import ServedModel
+from difill.server.served import DRAFTS_PER_REQUEST, ServedModel
 
 EVAL_URI = "file:///heldout/case.py"
 
@@ -115,8 +115,13 @@ def evaluate_served(
     diffusion_dir: str | None, ar_dir: str | None, corpus: Path, per_shape: int, seed: int,
     typing_files: int = 0, typing_lines: int = 4, experiment: dict | None = None,
     filler_policy: str | None = None, settings: Settings | None = None,
+    workspace_cases: int = 0, workspace_typing_files: int = 0,
 ) -> dict:  # fmt: skip
-    """``settings``: the server settings both models are served with (default: the server's own)."""
+    """``settings``: the server settings both models are served with (default: the server's own).
+
+    ``workspace_cases`` per shape and ``workspace_typing_files``: the diffusion model on
+    repository-level cases, retrieval alone vs the model alone vs draft-seeded canvases
+    (lab/workspace_eval.py)."""
     from difill.engine.syntax import parses
 
     cases = eval_cases(corpus, per_shape, seed)
@@ -124,7 +129,9 @@ def evaluate_served(
     report: dict = {
         "cases_per_shape": per_shape,
         "seed": seed,
-        "pipeline": "server (filters, default settings)" if settings is None else f"server (filters, {settings})",
+        "pipeline": "server (filters, default settings)"
+        if settings is None
+        else f"server (filters, {settings})",
         "experiment": {**(experiment or {}), **({"filler": filler_policy} if filler_policy else {})},
     }
     for name, model_dir in (("diffusion", diffusion_dir), ("ar", ar_dir)):
@@ -137,6 +144,14 @@ def evaluate_served(
         report[name] = score_cases(model, cases, original_parses)
         if typing_files:
             report[f"{name}_typing"] = typing_replay(model, corpus, typing_files, typing_lines, seed)
+        if diffusion and (workspace_cases or workspace_typing_files):
+            from difill.lab.workspace_eval import evaluate_workspace
+
+            seeded = ServedModel(
+                model.engine, model.settings, model.experiment, max_drafts=DRAFTS_PER_REQUEST
+            )
+            report["workspace"] = evaluate_workspace(model, seeded, corpus, workspace_cases, seed,
+                                                     workspace_typing_files, typing_lines)  # fmt: skip
     return report
 
 
@@ -148,7 +163,8 @@ def main(args: argparse.Namespace) -> int:
     experiment = {"revise": True} if args.revise else None
     settings = None if args.min_token_prob is None else Settings(min_token_prob=args.min_token_prob)
     report = evaluate_served(args.model, ar_dir, Path(args.corpus), args.cases, args.seed,
-                             args.typing_files, args.typing_lines, experiment, args.filler, settings)  # fmt: skip
+                             args.typing_files, args.typing_lines, experiment, args.filler, settings,
+                             args.workspace_cases, args.workspace_typing_files)  # fmt: skip
     report["eval_seconds"] = round(time.time() - started, 1)
     if args.record:
         from difill.engine.model import DEFAULT_MODEL_DIR
@@ -157,5 +173,12 @@ def main(args: argparse.Namespace) -> int:
         state = json.loads(state_path.read_text()) if state_path.exists() else {}
         state.setdefault("history", []).append({"cpu_hours": state.get("cpu_hours"), "eval": report})
         state_path.write_text(json.dumps(state, indent=1) + "\n")
-    print(json.dumps(report, indent=1) if args.json else format_table(report))
+    if args.json:
+        print(json.dumps(report, indent=1))
+    else:
+        print(format_table(report))
+        if "workspace" in report:
+            from difill.lab.workspace_eval import format_workspace
+
+            print("\nWorkspace (repository-level cases, issue 22):\n" + format_workspace(report["workspace"]))
     return 0

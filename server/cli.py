@@ -174,6 +174,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--typing-files", type=int, default=6, help="held-out files for the typing replay (0: none)"
     )
     p.add_argument("--typing-lines", type=int, default=4, help="last lines of each file that are typed")
+    p.add_argument(
+        "--workspace-cases",
+        type=int,
+        default=0,
+        help="repository-level cases per shape (the package's other held-out files are the workspace): "
+        "retrieval alone, the model alone and draft-seeded canvases side by side (0: none)",
+    )
+    p.add_argument(
+        "--workspace-typing-files",
+        type=int,
+        default=0,
+        help="files for the typing replay inside files, suffix present, for the three rows (0: none)",
+    )
     p.add_argument("--json", action="store_true", help="print the full report as JSON")
     p.add_argument(
         "--revise",

@@ -8,17 +8,29 @@ editor shows.  No torch and no LSP types are imported here: a remote ``difill fi
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 from tree_sitter import Tree
 
-from difill.engine.api import HOLE_TOKENS, FillOptions, FillResult, HolesResult, InfillBackend, ShouldStop
+from difill.engine.api import (
+    HOLE_TOKENS,
+    Candidate,
+    FillOptions,
+    FillResult,
+    HolesResult,
+    InfillBackend,
+    ShouldStop,
+)
 from difill.engine.syntax import language_of
 from difill.engine.text.context import FillContext, build_context, to_lf
 from difill.engine.text.pipeline import shown_middles, shown_texts
 from difill.engine.text.rules import with_middles
 from difill.server.config import Settings
+from difill.server.context.drafts import Draft, find_drafts
 from difill.server.trees import SyntaxTrees
+
+DRAFTS_PER_REQUEST = 3  # drafts that seed canvas rows when drafts are on (find_drafts' default)
 
 
 @dataclass
@@ -30,6 +42,9 @@ class Shown:
     tokens_per_forward: float
     ms: float
     result: FillResult  # the engine's, before the pipeline
+    drafts: list[Draft] = field(default_factory=list)  # retrieved drafts, shaped, that seeded rows
+    retrieved: str = ""  # the best draft alone as the filters show it (retrieval without a model)
+    retrieval_ms: float = 0.0  # finding the drafts (part of ``ms``)
 
 
 @dataclass
@@ -49,11 +64,16 @@ class ServedModel:
     """
 
     def __init__(
-        self, engine: InfillBackend, settings: Settings | None = None, experiment: dict | None = None
+        self,
+        engine: InfillBackend,
+        settings: Settings | None = None,
+        experiment: dict | None = None,
+        max_drafts: int = 0,
     ) -> None:
         self.engine = engine
         self.settings = settings or Settings()
         self.experiment = experiment or {}  # FillOptions fields to override (`difill eval --revise`)
+        self.max_drafts = max_drafts  # drafts retrieved per request to seed canvas rows; 0: none
         self.trees = SyntaxTrees()
         self._version = 0
 
@@ -64,18 +84,44 @@ class ServedModel:
         uri: str = "file:///untitled.py",
         language_id: str = "python",
         invoked: bool = False,
+        sources: Sequence[tuple[str, str]] = (),
     ) -> Shown:
         """The first suggestion a request at ``offset`` would show ("" for none): an automatic one
-        (ghost text while typing, the default) or, with ``invoked``, one the user asked for."""
-        self._version += 1
-        tree = self.trees.tree(uri, language_id, self._version, text)
-        ctx = context_for(text, offset, language_id, uri, self.settings, tree)
+        (ghost text while typing, the default) or, with ``invoked``, one the user asked for.
+
+        With ``max_drafts``, drafts retrieved from the document (before the cursor, then after it)
+        and then ``sources`` ((path, text) pairs: open documents, workspace files) seed canvas rows;
+        their retrieval time counts in ``ms``."""
+        ctx = self.context(text, offset, uri, language_id)
         started = time.perf_counter()
-        result = fill_for_editor(self.engine, ctx, self.settings, invoked, experiment=self.experiment)
+        drafts, retrieved = self.retrieve(text, offset, ctx, sources) if self.max_drafts > 0 else ([], "")
+        retrieval_ms = (time.perf_counter() - started) * 1000
+        result = fill_for_editor(self.engine, ctx, self.settings, invoked, experiment=self.experiment,
+                                 drafts=[d.text for d in drafts])  # fmt: skip
         ms = (time.perf_counter() - started) * 1000
         texts = shown_texts(result.candidates, ctx)
         first = texts[0] if texts else ""
-        return Shown(first, result.stats.decoder_forwards, result.stats.tokens_per_forward, ms, result)
+        return Shown(first, result.stats.decoder_forwards, result.stats.tokens_per_forward, ms, result, drafts,
+                     retrieved, retrieval_ms)  # fmt: skip
+
+    def context(
+        self, text: str, offset: int, uri: str = "file:///untitled.py", language_id: str = "python"
+    ) -> FillContext:
+        """The FillContext of a request at ``offset``, with this document's syntax tree."""
+        self._version += 1
+        tree = self.trees.tree(uri, language_id, self._version, text)
+        return context_for(text, offset, language_id, uri, self.settings, tree)
+
+    def retrieve(
+        self, text: str, offset: int, ctx: FillContext, sources: Sequence[tuple[str, str]] = ()
+    ) -> tuple[list[Draft], str]:
+        """The shaped drafts for a cursor (the document before it, after it, then ``sources``),
+        and the best one alone as the filters show it: retrieval without a model."""
+        after = ("current", to_lf(text[offset:]))
+        found = find_drafts(to_lf(text[:offset]), [after, *sources], max_drafts=max(1, self.max_drafts))
+        drafts = shaped_drafts(found, ctx)
+        shown = shown_texts([Candidate(drafts[0].text, 0, 0.0, True, "draft:0")], ctx) if drafts else []
+        return drafts, shown[0] if shown else ""
 
     def fill_holes(
         self, text: str, marker: str, language: str | None, max_hole_tokens: int | None = None
@@ -98,6 +144,22 @@ def context_for(
     return build_context(text, offset, language, settings.context_tokens, settings.max_tokens, tree)
 
 
+def shaped_drafts(drafts: Sequence[Draft], ctx: FillContext) -> list[Draft]:
+    """The drafts cut to the request's shape: at most its lines, without the last line's ending.
+
+    A draft runs on past what the hole should hold; cut where the shape ends, it is a whole
+    middle, and the filler written after it in its row says so.  Distinct, non-blank ones only.
+    """
+    out: list[Draft] = []
+    seen: set[str] = set()
+    for draft in drafts:
+        text = "\n".join(draft.text.split("\n")[: ctx.shape.max_lines]).rstrip()
+        if text.strip() and text not in seen:
+            seen.add(text)
+            out.append(Draft(text, draft.source))
+    return out
+
+
 def edit_options(settings: Settings, language: str | None, max_hole_tokens: int = HOLE_TOKENS) -> FillOptions:
     """The engine options of an edit (fill holes, rewrite, complete block) with the editor's settings."""
     return FillOptions(
@@ -115,11 +177,13 @@ def fill_for_editor(
     invoked: bool,
     should_stop: ShouldStop = lambda: False,
     experiment: dict | None = None,
+    drafts: Sequence[str] = (),
 ) -> FillResult:
     """The engine call behind a suggestion, with the request's shape and the editor's settings.
 
     ``difill eval`` calls this and ``shown_texts`` too, so it scores exactly what the editor shows;
     ``experiment`` overrides FillOptions fields there, to measure an option before it ships.
+    ``drafts`` (LF texts continuing the cursor, shaped: ``shaped_drafts``) seed extra canvas rows.
     """
     options = FillOptions(
         max_hole_tokens=ctx.shape.max_tokens,
@@ -133,6 +197,7 @@ def fill_for_editor(
         prefix_tokens=settings.context_tokens,
         # Ghost text shows only what the model is sure of; an explicit request gets whole middles.
         min_token_prob=0.0 if invoked else settings.min_token_prob,
+        drafts=tuple(drafts),
     )
     if experiment:
         options = replace(options, **experiment)

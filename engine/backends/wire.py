@@ -26,6 +26,8 @@ OPTION_BOUNDS: dict[str, tuple[float, float]] = {
     "seed": (0, 2**63 - 1),
 }
 MAX_HOLE_CANDIDATES = 4
+MAX_DRAFTS = 8  # draft rows one request may add to the batch (FillOptions.drafts)
+MAX_DRAFT_CHARS = 4096
 _HINTS = typing.get_type_hints(FillOptions)
 
 
@@ -64,6 +66,14 @@ def _checked(name: str, value: Any) -> Any:
     if value is None and optional:
         return None
     base = next(a for a in typing.get_args(hint) if a is not type(None)) if optional else hint
+    if name == "drafts":
+        ok = isinstance(value, list) and len(value) <= MAX_DRAFTS
+        ok = ok and all(isinstance(v, str) and len(v) <= MAX_DRAFT_CHARS for v in value)
+        if not ok:
+            raise ValueError(
+                f"option drafts must be a list of at most {MAX_DRAFTS} strings of <= {MAX_DRAFT_CHARS} chars"
+            )
+        return tuple(value)
     if typing.get_origin(base) is tuple:
         ok = isinstance(value, list) and len(value) <= MAX_HOLE_CANDIDATES
         ok = ok and all(isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 512 for v in value)

@@ -83,6 +83,8 @@ def format_table(report: dict) -> str:
             "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for model in ("diffusion", "ar"):
         for shape, s in report.get(model, {}).items():
+            if not s["cases"]:  # `--cases 0`: the workspace cases alone
+                continue
             rows.append(f"| {model} | {shape} | {s['exact_match']:.1%} | {s['edit_similarity']:.3f} | "
                         f"{s['parse_rate']:.1%} | {s['empty_share']:.1%} | {s['mean_forwards']} | "
                         f"{s['tokens_per_forward']} | {s['p50_ms']} |")  # fmt: skip

@@ -15,6 +15,7 @@ from difill.engine.backends.wire import options_from_json, options_to_json
         FillOptions(max_hole_tokens=8, hole_candidates=(4, 8), seed=3),
         FillOptions(min_token_prob=None, revise=True, entropy_bound=0.5, language="python"),
         FillOptions(min_token_prob=0.25, heal=False, prefix_tokens=64, max_steps=2),
+        FillOptions(drafts=("x + 1\n", "y")),
     ],
 )
 def test_options_survive_the_wire(options):
@@ -30,3 +31,12 @@ def test_a_client_sends_only_the_options_it_changed():
         "hole_candidates": [8],
     }
     assert options_to_json(None) is None
+
+
+def test_drafts_travel_as_a_bounded_list_of_strings():
+    from difill.engine.backends.wire import MAX_DRAFT_CHARS, MAX_DRAFTS
+
+    assert options_from_json({"drafts": ["a", "b"]}) == FillOptions(drafts=("a", "b"))
+    for bad in ([1], "abc", ["a"] * (MAX_DRAFTS + 1), ["x" * (MAX_DRAFT_CHARS + 1)]):
+        with pytest.raises(ValueError, match="drafts"):
+            options_from_json({"drafts": bad})

@@ -1,0 +1,292 @@
+"""`difill eval` on a workspace: repository-level cases and a typing replay inside files (issue 22).
+
+The held-out split's files are grouped by package (the ``name==version`` part of their path); a
+package's other held-out files are the workspace, passed to the suggestion path as sources (the
+same directory first, then the rest, by path).  A repository-level case is an eval case
+(lab/training/examples.py) whose expected text names something defined (``def``, ``class``, a
+module-level assignment) in another file of the package and not in its own file.  The cases are
+drawn with the eval's fixed seed and never chosen by how any row does on them.
+
+Each case is scored three ways through the server's path and filters (server/served.py):
+``retrieval`` is the best draft alone (the draft finder, no model), ``model`` the model without
+drafts, ``seeded`` the model with draft-seeded canvas rows beside the noise-seeded ones.
+``names`` is the share of answers that name one of the case's cross-file names.
+
+The typing replay edits inside files: it types ``lines`` lines starting at a random line in the
+middle of a file, with the rest of the file below the cursor, and charges one keystroke per
+accepted suggestion (``net_saved_share``).
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import random
+import re
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from difill.engine.syntax import parses
+from difill.lab.training.corpus import read_jsonl
+from difill.lab.training.evaluate import ShapeScore
+from difill.lab.training.examples import EVAL_SHAPES, InfillExample, sample_eval_example
+from difill.server.served import ServedModel, Shown
+
+ROWS = ("retrieval", "model", "seeded")
+# What another file exports: functions and classes at any depth, module-level assignments.
+DEFINITION = re.compile(
+    r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w*)|^([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=)", re.M
+)
+# What the case's own file binds, anywhere: a name bound there is not a cross-file reference.
+LOCAL_BINDING = re.compile(
+    r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w*)"  # def / class
+    r"|^[ \t]*([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=)"  # assignment
+    r"|(?:\bfor|,)[ \t]*([A-Za-z_]\w*)[ \t]*(?=\bin\b|,)"  # loop target
+    r"|\bas[ \t]+([A-Za-z_]\w*)",  # with / except / import ... as
+    re.M,
+)
+PARAMETERS = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+\w+[ \t]*\(([^)]*)\)", re.M)
+IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+COMMON = set(dir(builtins)) | set(keyword.kwlist) | {"self", "cls", "args", "kwargs"}
+COMMON |= {name for kind in (str, bytes, list, dict, set, int, float, object) for name in dir(kind)}
+MIN_NAME = 4  # a cross-file name at least this long: "x" or "df" defined elsewhere says little
+# Strings and comments: their words are prose, not references (an f-string's fields are lost too).
+PROSE = re.compile(r"#[^\n]*|\"\"\"[\s\S]*?(?:\"\"\"|$)|'\'\'[\s\S]*?(?:'\'\'|$)|\"[^\"\n]*\"?|'[^'\n]*'?")
+
+
+@dataclass
+class WorkspaceCase:
+    example: InfillExample
+    path: str
+    sources: list[tuple[str, str]]  # the package's other files, as (path, text)
+    names: set[str]  # names in the expected text defined in another file of the package
+
+
+def package_of(path: str) -> str:
+    return path.split("/", 1)[0]
+
+
+def definitions(text: str) -> set[str]:
+    return {m.group(1) or m.group(2) for m in DEFINITION.finditer(text)}
+
+
+def in_prose(prefix: str) -> bool:
+    """The cursor is in a docstring (an odd number of triple quotes before it) or a comment."""
+    line = prefix[prefix.rfind("\n") + 1 :]
+    return (prefix.count('"""') + prefix.count("'''")) % 2 == 1 or "#" in line
+
+
+def local_bindings(text: str) -> set[str]:
+    """Names the file binds itself (definitions, assignments, loop targets, ``as`` names, parameters)."""
+    names = {next(g for g in m.groups() if g) for m in LOCAL_BINDING.finditer(text)}
+    for params in PARAMETERS.finditer(text):
+        names.update(IDENTIFIER.findall(re.sub(r"[:=][^,]*", "", params.group(1))))
+    return names
+
+
+def load_packages(corpus: Path) -> dict[str, list[tuple[str, str]]]:
+    """Held-out files by package, (path, text) sorted by path; packages of one file are left out."""
+    packages: dict[str, list[tuple[str, str]]] = {}
+    for doc in read_jsonl(corpus / "heldout.jsonl"):
+        packages.setdefault(package_of(doc["path"]), []).append((doc["path"], doc["text"]))
+    return {name: sorted(files) for name, files in sorted(packages.items()) if len(files) >= 2}
+
+
+def workspace_of(path: str, files: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The package's other files: the same directory first, then the rest, each by path."""
+    folder = path.rsplit("/", 1)[0]
+    others = [(p, t) for p, t in files if p != path]
+    return sorted(others, key=lambda pt: (pt[0].rsplit("/", 1)[0] != folder, pt[0]))
+
+
+def workspace_cases(corpus: Path, per_shape: int, seed: int) -> dict[str, list[WorkspaceCase]]:
+    packages = load_packages(corpus)
+    defined = {name: [(p, definitions(t)) for p, t in files] for name, files in packages.items()}
+    files = [
+        (name, path, text) for name, pkg in packages.items() for path, text in pkg if text.count("\n") >= 10
+    ]
+    rng = random.Random(seed)
+    own_bindings: dict[str, set[str]] = {}
+    cases: dict[str, list[WorkspaceCase]] = {}
+    for shape in EVAL_SHAPES:
+        out: list[WorkspaceCase] = []
+        attempts = 0
+        while len(out) < per_shape and attempts < per_shape * 400 and files:
+            attempts += 1
+            package, path, text = rng.choice(files)
+            ex = sample_eval_example(text, rng, shape)
+            if ex is None or not ex.middles[0].strip() or in_prose(ex.prefix):
+                continue
+            if path not in own_bindings:
+                own_bindings[path] = local_bindings(text)
+            own = own_bindings[path]
+            elsewhere = set().union(*(d for p, d in defined[package] if p != path))
+            used = set(IDENTIFIER.findall(PROSE.sub(" ", ex.middles[0])))
+            names = {n for n in used & elsewhere - own - COMMON if len(n) >= MIN_NAME}
+            if names:
+                out.append(WorkspaceCase(ex, path, workspace_of(path, packages[package]), names))
+        cases[shape] = out
+    return cases
+
+
+@dataclass
+class RowScore(ShapeScore):
+    named: int = 0  # answers naming one of the case's cross-file names
+    from_draft: int = 0  # seeded: the engine's best candidate came from a draft row
+    verified: int = 0  # seeded: a draft was kept as it stands and the fill ended there
+
+    def add_case(
+        self, case: WorkspaceCase, text: str, forwards: int, tpf: float, ms: float, original_parses: bool
+    ):
+        self.add(case.example, text, forwards, tpf, ms, original_parses)
+        self.named += any(re.search(rf"\b{re.escape(n)}\b", text) for n in case.names)
+
+    def add_seeded(self, case: WorkspaceCase, shown: Shown, original_parses: bool):
+        self.add_case(case, shown.text, shown.forwards, shown.tokens_per_forward, shown.ms, original_parses)
+        best = shown.result.candidates[0] if shown.result.candidates else None
+        self.from_draft += best is not None and best.source != "model"
+        self.verified += shown.result.stats.draft_verified
+
+    def summary(self) -> dict:
+        share = {"names": self.named, "from_draft": self.from_draft, "verified": self.verified}
+        return {**super().summary(), **{k: round(v / max(1, self.cases), 4) for k, v in share.items()}}
+
+
+def score_workspace(model: ServedModel, seeded: ServedModel, cases: dict[str, list[WorkspaceCase]]) -> dict:
+    """Per shape, the three rows on the same cases; also the draft rows' share of the answers."""
+    report: dict = {row: {} for row in ROWS}
+    for shape, shape_cases in cases.items():
+        scores = {row: RowScore() for row in ROWS}
+        for case in shape_cases:
+            ex = case.example
+            text, offset = ex.prefix + ex.suffix, len(ex.prefix)
+            uri = f"file:///workspace/{case.path}"
+            original = bool(parses(ex.document, "python"))
+            alone = model.suggest(text, offset, uri, sources=case.sources)
+            with_drafts = seeded.suggest(text, offset, uri, sources=case.sources)
+            scores["retrieval"].add_case(
+                case, with_drafts.retrieved, 0, 0.0, with_drafts.retrieval_ms, original
+            )
+            scores["model"].add_case(
+                case, alone.text, alone.forwards, alone.tokens_per_forward, alone.ms, original
+            )
+            scores["seeded"].add_seeded(case, with_drafts, original)
+        for row in ROWS:
+            report[row][shape] = scores[row].summary()
+    return report
+
+
+@dataclass
+class Replay:
+    files: int = 0
+    characters: int = 0
+    saved: int = 0
+    accepted: int = 0
+    requests: int = 0
+    ms: list[float] = field(default_factory=list)
+
+    def summary(self) -> dict:
+        return {
+            "files": self.files,
+            "characters": self.characters,
+            "saved_share": round(self.saved / max(1, self.characters), 4),
+            "net_saved_share": round((self.saved - self.accepted) / max(1, self.characters), 4),
+            "accepted": self.accepted,
+            "requests": self.requests,
+            "p50_ms": round(statistics.median(self.ms or [0]), 1),
+        }
+
+
+Suggest = Callable[[str, int, str, list[tuple[str, str]]], tuple[str, float]]  # -> (text, ms)
+
+
+def replay_spots(
+    corpus: Path, files: int, lines: int, seed: int
+) -> list[tuple[str, str, str, list[tuple[str, str]]]]:
+    """(path, text before, text to type, rest of the file) for ``files`` files, with their workspaces."""
+    packages = load_packages(corpus)
+    candidates = [
+        (path, text, pkg) for pkg in packages.values() for path, text in pkg if text.count("\n") >= 40
+    ]
+    rng = random.Random(seed)
+    spots = []
+    for path, text, pkg in rng.sample(candidates, min(files, len(candidates))):
+        starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+        first = rng.randrange(len(starts) // 4, 3 * len(starts) // 4)
+        last = min(first + lines, len(starts) - 1)
+        spots.append((path, text[: starts[first]], text[starts[first] : starts[last]], text[starts[last] :],
+                      workspace_of(path, pkg)))  # fmt: skip
+    return spots
+
+
+def typing_replay_inside(suggest: Suggest, spots: list) -> dict:
+    """Type each spot's lines with the rest of its file below; Tab when the suggestion matches."""
+    replay = Replay()
+    for path, before, target, after, sources in spots:
+        replay.files += 1
+        replay.characters += len(target)
+        typed, position = before, 0
+        while position < len(target):
+            shown, ms = suggest(typed + after, len(typed), f"file:///workspace/{path}", sources)
+            replay.requests += 1
+            replay.ms.append(ms)
+            if shown and target.startswith(shown, position):
+                replay.accepted += 1
+                replay.saved += len(shown)
+                typed += shown
+                position += len(shown)
+            else:
+                typed += target[position]
+                position += 1
+    return replay.summary()
+
+
+def replay_rows(model: ServedModel, seeded: ServedModel, spots: list) -> dict:
+    def retrieval(text, offset, uri, sources):
+        started = time.perf_counter()
+        _, shown = seeded.retrieve(text, offset, seeded.context(text, offset, uri), sources)
+        return shown, (time.perf_counter() - started) * 1000
+
+    def served(which: ServedModel) -> Suggest:
+        def suggest(text, offset, uri, sources):
+            shown = which.suggest(text, offset, uri, sources=sources)
+            return shown.text, shown.ms
+
+        return suggest
+
+    return {
+        "retrieval": typing_replay_inside(retrieval, spots),
+        "model": typing_replay_inside(served(model), spots),
+        "seeded": typing_replay_inside(served(seeded), spots),
+    }
+
+
+def format_workspace(report: dict) -> str:
+    rows = ["| shape | row | exact match | edit sim. | names | empty | forwards | tokens/forward | p50 ms | "
+            "from a draft | draft verified |", "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    cases = report.get("cases", {})
+    for shape in cases:
+        for row in ROWS:
+            s = cases[shape][row]
+            rows.append(f"| {shape} ({s['cases']}) | {row} | {s['exact_match']:.1%} | {s['edit_similarity']:.3f} | "
+                        f"{s['names']:.1%} | {s['empty_share']:.1%} | {s['mean_forwards']} | "
+                        f"{s['tokens_per_forward']} | {s['p50_ms']} | "
+                        + (f"{s['from_draft']:.1%} | {s['verified']:.1%} |" if row == "seeded" else "| |"))  # fmt: skip
+    for row, t in report.get("typing", {}).items():
+        rows.append(f"\n{row} typing inside files: {t['net_saved_share']:.1%} net of one keystroke per accept "
+                    f"({t['saved_share']:.1%} gross) of {t['characters']} characters, {t['accepted']} accepted "
+                    f"of {t['requests']} requests, {t['files']} files, p50 {t['p50_ms']} ms")  # fmt: skip
+    return "\n".join(rows)
+
+
+def evaluate_workspace(model: ServedModel, seeded: ServedModel, corpus: Path, per_shape: int, seed: int,
+                       typing_files: int, typing_lines: int) -> dict:  # fmt: skip
+    cases = workspace_cases(corpus, per_shape, seed)
+    scored = score_workspace(model, seeded, cases)
+    report: dict = {"cases": {shape: {row: scored[row][shape] for row in ROWS} for shape in cases}}
+    if typing_files:
+        report["typing"] = replay_rows(model, seeded, replay_spots(corpus, typing_files, typing_lines, seed))
+    return report

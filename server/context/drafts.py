@@ -1,0 +1,162 @@
+"""Drafts for a cursor: what followed the same tokens elsewhere, as prompt lookup decoding does.
+
+The tokens are the text's own (identifiers, numbers, single punctuation marks), not the model's:
+the finder is torch-free and runs on plain strings.  The longest run of tokens that ends at the
+cursor is looked up in each source, and the text after an earlier occurrence is a draft of what
+comes next.  A longer match is a better draft, so matches are taken longest first; at one length
+the sources keep the caller's order (the current document first, then open documents, then the
+workspace), and in the current document the occurrence nearest the cursor comes first.
+
+Work is bounded whatever the input: at most ``MAX_QUERY_TOKENS`` lengths are tried, each one
+regex scan per source, over at most ``max_source_chars`` characters of sources in all, and at most
+``MAX_MATCHES`` occurrences of one pattern in one source are looked at (the current document is
+scanned whole, to find the occurrences nearest the cursor).
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+TOKEN = re.compile(r"\w+|[^\w\s]")
+MAX_QUERY_TOKENS = 8  # the longest match tried; prompt-lookup implementations use a few tokens
+QUERY_WINDOW = 400  # characters before the cursor that the query tokens come from
+MAX_MATCHES = 512  # occurrences of one pattern looked at in one source
+MIN_WORD_MATCH = 3  # a one-token match must be an identifier at least this long: "(" says nothing
+
+
+@dataclass(frozen=True)
+class Draft:
+    text: str  # LF text that continues the cursor
+    source: str  # "current" | "open" | a workspace path: where the continuation was found
+
+
+def find_drafts(
+    before_cursor: str,
+    sources: Sequence[tuple[str, str]],
+    max_drafts: int = 3,
+    max_chars: int = 256,
+    max_source_chars: int = 8_000_000,
+) -> list[Draft]:
+    """Up to ``max_drafts`` distinct continuations of ``before_cursor``, best first.
+
+    ``sources`` are (source, text) pairs searched after the current document's own text before
+    the cursor (source "current"), where the occurrence at the cursor itself does not count.
+    Each draft is at most ``max_chars`` characters.
+    """
+    if max_drafts <= 0:
+        return []
+    window = before_cursor[-QUERY_WINDOW:]
+    tokens = list(TOKEN.finditer(window))[-MAX_QUERY_TOKENS:]
+    if not tokens:
+        return []
+    trailing = window[tokens[-1].end() :]  # whitespace between the last token and the cursor
+    query = [m.group() for m in tokens]
+    min_count = 1 if _is_word(query[-1]) and len(query[-1]) >= MIN_WORD_MATCH else 2
+    searched = _within_budget([("current", before_cursor), *sources], max_source_chars)
+    patterns = {
+        count: re.compile(_pattern(query[-count:], trailing)) for count in range(min_count, len(query) + 1)
+    }
+    longest = [
+        _longest_match(patterns, query, min_count, text, source == "current") for source, text in searched
+    ]
+    drafts: list[Draft] = []
+    seen: set[str] = set()
+    for count in range(max(longest, default=0), min_count - 1, -1):
+        for (source, text), source_longest in zip(searched, longest, strict=True):
+            if source_longest < count:
+                continue
+            current = source == "current"
+            for end in _match_ends(patterns[count], text, exclude_end=len(text) if current else None):
+                continuation = text[end : end + max_chars]
+                if not continuation.strip() or continuation in seen:
+                    continue
+                seen.add(continuation)
+                drafts.append(Draft(continuation, source))
+                if len(drafts) >= max_drafts:
+                    return drafts
+    return drafts
+
+
+def _longest_match(
+    patterns: dict[int, re.Pattern[str]], query: list[str], min_count: int, text: str, current: bool
+) -> int:
+    """The most query tokens (from the cursor back) that occur together in ``text``; 0 for none.
+
+    A source lacking one of the tokens cannot match past it (a substring test, fast); the rest is a
+    binary search, as a run of k tokens that matches contains a matching run of k - 1.  The
+    current document holds the query itself at its end: a match must also occur earlier, which a
+    search that skips the end's own occurrence tests.
+    """
+    upper = 0
+    for token in reversed(query):
+        if token not in text:
+            break
+        upper += 1
+    low, high = min_count - 1, upper  # invariant: low matches (or is below min_count), high + 1 does not
+    while low < high:
+        middle = (low + high + 1) // 2
+        if _search(patterns[middle], text, current):
+            low = middle
+        else:
+            high = middle - 1
+    return low if low >= min_count else 0
+
+
+def _search(pattern: re.Pattern[str], text: str, current: bool) -> bool:
+    """Whether ``pattern`` matches at a word start; in the current document, before its end."""
+    starting = (m.end() for m in pattern.finditer(text) if _starts_word(text, m.start()))
+    return any(end != len(text) or not current for end in itertools.islice(starting, 2))
+
+
+def _within_budget(sources: Sequence[tuple[str, str]], budget: int) -> list[tuple[str, str]]:
+    """The sources in order until their sizes add up to ``budget``; a larger one is cut to fit."""
+    out = []
+    for source, text in sources:
+        if budget <= 0:
+            break
+        out.append((source, text[:budget]))
+        budget -= len(text)
+    return out
+
+
+def _pattern(query: list[str], trailing: str) -> str:
+    """A regex for the query tokens with any whitespace between them, then the cursor's own.
+
+    Two identifiers had whitespace between them (else they would be one token); the last one may
+    be a word still being typed (no boundary after it).  That the first one starts a word is
+    tested on each match (``_starts_word``): a lookbehind in the pattern would make the scan
+    several times slower (no literal-prefix search).
+    """
+    parts = []
+    for i, token in enumerate(query):
+        if i:
+            parts.append(r"\s+" if _is_word(query[i - 1]) and _is_word(token) else r"\s*")
+        parts.append(re.escape(token))
+    if trailing:  # the cursor stands after whitespace: the draft starts at the next text
+        parts.append(r"\s*" if "\n" in trailing else r"[ \t]*")
+    return "".join(parts)
+
+
+def _is_word(token: str) -> bool:
+    return token[0].isalnum() or token[0] == "_"
+
+
+def _match_ends(
+    pattern: re.Pattern[str], text: str, exclude_end: int | None, limit: int = MAX_MATCHES
+) -> list[int]:
+    """Where the matches that start a word end: the first ``limit`` ones, or in the current
+    document (``exclude_end`` set) the last ones, nearest the cursor first."""
+    starting = (m for m in pattern.finditer(text) if _starts_word(text, m.start()))
+    if exclude_end is None:
+        return [m.end() for m in itertools.islice(starting, limit)]
+    last = collections.deque((m.end() for m in starting), maxlen=limit + 1)
+    return [end for end in reversed(last) if end != exclude_end][:limit]
+
+
+def _starts_word(text: str, start: int) -> bool:
+    """A match starts at a token start: not in the middle of an identifier."""
+    return start == 0 or not (_is_word(text[start]) and _is_word(text[start - 1]))

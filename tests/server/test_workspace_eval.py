@@ -1,0 +1,116 @@
+"""`difill eval --workspace-cases`: repository-level cases, the three rows, the replay inside files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from difill.engine.api import Candidate, FillResult, FillStats
+from difill.lab.workspace_eval import (
+    definitions,
+    evaluate_workspace,
+    format_workspace,
+    local_bindings,
+    replay_spots,
+    typing_replay_inside,
+    workspace_cases,
+    workspace_of,
+)
+from difill.server.served import ServedModel
+
+UTIL = "".join(f"def helper_{i}(x):\n    return x + {i}\n\n\n" for i in range(6)) + "RATE = 3\n"
+MAIN = "from pkg.util import helper_1, helper_2\n\n\n" + "".join(
+    f"def run_{i}(value):\n    scaled = value * 2\n    return helper_{i % 3}(scaled)\n\n\n" for i in range(14)
+)
+
+
+def write_corpus(tmp_path: Path) -> Path:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    docs = [
+        {"path": "pkg==1/pkg/util.py", "text": UTIL},
+        {"path": "pkg==1/pkg/main.py", "text": MAIN},
+        {"path": "pkg==1/docs/conf.py", "text": "project = 'pkg'\n"},
+        {"path": "lonely==2/lonely.py", "text": MAIN},  # a package of one file: no workspace
+    ]
+    (corpus / "heldout.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    return corpus
+
+
+def test_definitions_and_local_bindings():
+    assert {"helper_0", "helper_5", "RATE"} <= definitions(UTIL)
+    assert {"run_0", "value", "scaled", "helper_2"} <= local_bindings(MAIN + "import os as helper_2\n")
+    # A name imported from the package's other file is a cross-file reference, not a local one.
+    assert not {"helper_0", "helper_1", "helper_2"} & local_bindings(MAIN)
+
+
+def test_cases_name_something_defined_in_another_file_of_the_package(tmp_path):
+    cases = workspace_cases(write_corpus(tmp_path), per_shape=4, seed=0)
+    assert set(cases) == {"rest_of_line", "whole_line", "multi_line_2_5"}
+    assert any(cases.values())
+    for shape_cases in cases.values():
+        for case in shape_cases:
+            assert case.path == "pkg==1/pkg/main.py"  # util.py names nothing from main.py
+            assert case.names and case.names <= {"helper_0", "helper_1", "helper_2"}
+            assert all(name in case.example.middles[0] for name in case.names)
+            # The workspace is the package's other files, the same folder first.
+            assert [p for p, _ in case.sources] == ["pkg==1/pkg/util.py", "pkg==1/docs/conf.py"]
+
+
+def test_workspace_order_puts_the_same_folder_first():
+    files = [("p/a/x.py", ""), ("p/b/y.py", ""), ("p/a/z.py", ""), ("p/a/w.py", "")]
+    assert [p for p, _ in workspace_of("p/a/x.py", files)] == ["p/a/w.py", "p/a/z.py", "p/b/y.py"]
+
+
+class TruthEngine:
+    """Answers every fill with the document's true rest of line: the scoring must give it full marks."""
+
+    def __init__(self, documents: list[str]) -> None:
+        self.documents = documents
+
+    def fill(self, prefix, suffix, options=None, should_stop=None, on_draft=None):
+        document = next(d for d in self.documents if d.startswith(prefix) and d.endswith(suffix))
+        middle = document[len(prefix) : len(document) - len(suffix)]
+        text = middle.split("\n")[0] if options.single_line else middle
+        return FillResult(
+            text, [Candidate(text, 8, 0.0, True)], FillStats(decoder_forwards=2, tokens_per_forward=1.5)
+        )
+
+
+def test_three_rows_on_the_same_cases_and_the_replay(tmp_path):
+    corpus = write_corpus(tmp_path)
+    engine = TruthEngine([MAIN, UTIL])
+    model, seeded = ServedModel(engine), ServedModel(engine, max_drafts=3)
+    report = evaluate_workspace(model, seeded, corpus, per_shape=3, seed=0, typing_files=1, typing_lines=2)
+    for shape, rows in report["cases"].items():
+        assert set(rows) == {"retrieval", "model", "seeded"}
+        assert rows["model"]["cases"] == rows["seeded"]["cases"] == rows["retrieval"]["cases"]
+        assert rows["retrieval"]["mean_forwards"] == 0  # no model
+        if shape != "multi_line_2_5":  # one line: the truth, whole
+            assert rows["model"]["exact_match"] == 1.0 and rows["model"]["names"] == 1.0
+    typing = report["typing"]
+    assert set(typing) == {"retrieval", "model", "seeded"}
+    assert typing["model"]["accepted"] > 0
+    assert typing["model"]["net_saved_share"] < typing["model"]["saved_share"]
+    assert "| rest_of_line (3) | seeded |" in format_workspace(report)
+
+
+def test_the_replay_types_inside_a_file_with_the_rest_below(tmp_path):
+    spots = replay_spots(write_corpus(tmp_path), files=1, lines=2, seed=0)
+    (path, before, target, after, sources) = spots[0]
+    assert path == "pkg==1/pkg/main.py" and before and after and target.count("\n") == 2
+    assert before + target + after == MAIN
+    seen = []
+
+    def perfect(text, offset, uri, sources):
+        seen.append(text[offset:])
+        position = offset - len(before)
+        rest = target[position:]
+        return rest.split("\n")[0], 1.0
+
+    result = typing_replay_inside(perfect, spots)
+    assert all(s.endswith(after) for s in seen)  # the suffix is always there
+    assert result["characters"] == len(target)
+    assert result["net_saved_share"] == round(
+        (result["saved_share"] * len(target) - result["accepted"]) / len(target), 4
+    )
