@@ -116,7 +116,13 @@ def stats(raw: Any) -> FillStats:
     given = _object(raw, "stats")
     out = FillStats()
     for name, default in vars(FillStats()).items():
-        if name in given:
+        if name not in given:
+            continue
+        if isinstance(default, bool):
+            if not isinstance(given[name], bool):
+                raise BadAnswer(f"stats.{name} must be true or false, got {_kind(given[name])}")
+            setattr(out, name, given[name])
+        else:
             setattr(out, name, _number(given[name], f"stats.{name}", type(default)))
     return out
 
@@ -141,7 +147,10 @@ def _candidate(raw: Any, max_tokens: int | None) -> Candidate:
     hole = _number(given.get("hole_length"), "a candidate's hole_length", int)
     score = _number(given.get("score"), "a candidate's score", float, finite=False)
     score = -math.inf if math.isnan(score) else score  # ranks last, like the worst score
-    return Candidate(text, hole, score, complete and not cut)
+    source = given.get("source", "model")  # the row it came from (an older server sends none)
+    if not isinstance(source, str) or len(source) > 64:
+        raise BadAnswer(f"a candidate's 'source' must be a short string, got {_kind(source)}")
+    return Candidate(text, hole, score, complete and not cut, source)
 
 
 def _cut(text: str, max_tokens: int | None) -> tuple[str, bool]:
