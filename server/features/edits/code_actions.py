@@ -75,8 +75,10 @@ async def resolve_code_action(server: DifillServer, action: types.CodeAction) ->
     if not isinstance(data, dict) or data.get("difill") not in COMMANDS:
         return action  # not one of ours, or already complete
     request = selection_request(server, data["difill"], data)
-    document, edits = await server.edits.compute(request)
-    action.edit = workspace_edit(document, edits, request.version, server.client_has_document_changes)
+    computed = await server.edits.compute(request)
+    action.edit = workspace_edit(
+        computed.document, computed.edits, request.version, server.client_has_document_changes
+    )
     return action
 
 
