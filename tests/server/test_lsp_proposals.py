@@ -18,7 +18,7 @@ from pygls.exceptions import (
     JsonRpcRequestCancelled,
 )
 from pytest_lsp import client_capabilities
-from test_lsp_edits import FUNCTION, apply_text_edits, command, selection
+from test_lsp_edits import FUNCTION, actions_for, apply_text_edits, command, selection
 
 from difill.server.features.edits.proposals import MAX_PENDING_PER_DOCUMENT
 
@@ -206,3 +206,10 @@ async def test_reject_while_denoising_stops_it(reviewer):
     assert len(reviewer.drafts) == seen, "drafts kept coming after the reject"
     mine = [d for d in reviewer.drafts[before:] if d.get("id") == proposal_id]
     assert mine[-1]["done"] and mine[-1]["cancelled"]
+
+
+async def test_code_actions_are_commands_so_they_become_proposals(reviewer):
+    uri = uri_for(reviewer, "actions")
+    open_document(reviewer, uri, FUNCTION, version=1)
+    actions = await actions_for(reviewer, uri, selection(1, 4, 2, 31))
+    assert actions and all("data" not in a and a["command"]["command"].startswith("difill.") for a in actions)

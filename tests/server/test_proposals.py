@@ -77,14 +77,26 @@ async def test_drafts_are_at_least_50_ms_apart_and_the_newest_wins():
     sent: list[tuple[float, dict]] = []
     loop = asyncio.get_running_loop()
     drafts = Drafts(lambda _method, params: sent.append((loop.time(), params)), Job(URI), "t", {"id": "p1"})
-    for step in range(20):  # 20 steps in ~100 ms
+    for step in range(20):  # steps close together and ones just past the interval, mixed
         drafts._offer(f"text {step}", step)
-        await asyncio.sleep(0.005)
+        await asyncio.sleep(0.005 if step % 3 else DRAFT_INTERVAL_S)
     await asyncio.sleep(DRAFT_INTERVAL_S * 2)
     drafts.close(cancelled=False)
     times = [t for t, p in sent if not p.get("done")]
     assert len(times) < 20
     assert all(b - a >= DRAFT_INTERVAL_S * 0.99 for a, b in zip(times, times[1:], strict=False))
     shown = [p for _, p in sent if not p.get("done")]
+    assert [p["step"] for p in shown] == sorted({p["step"] for p in shown})  # in order, no repeats
     assert shown[0]["step"] == 0 and shown[-1]["step"] == 19  # the last step is not lost
     assert all(p["id"] == "p1" for _, p in sent) and sent[-1][1]["done"]
+
+
+async def test_a_draft_due_before_the_waiting_one_is_sent_does_not_overtake_it():
+    sent: list[int] = []
+    drafts = Drafts(lambda _method, params: sent.append(params["step"]), Job(URI), "t")
+    drafts._offer("a", 0)  # sent at once
+    drafts._offer("b", 1)  # held back: the timer will send it
+    drafts.last_sent -= 1.0  # the interval is over, but the timer has not run yet
+    drafts._offer("c", 2)
+    await asyncio.sleep(DRAFT_INTERVAL_S * 2)
+    assert sent == [0, 2]  # the newest replaced the waiting one; nothing out of order

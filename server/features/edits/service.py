@@ -178,10 +178,10 @@ class Drafts:
             return
         self.last_step = step
         wait = self.last_sent + DRAFT_INTERVAL_S - self.loop.time()
-        if wait <= 0:
+        if wait <= 0 and self.timer is None:
             self._send(text, step)
             return
-        self.waiting = (text, step)
+        self.waiting = (text, step)  # replaces an older one: the timer sends the newest
         if self.timer is None:
             self.timer = self.loop.call_later(wait, self._send_waiting)
 
