@@ -44,7 +44,9 @@ export PATH="$NODE_BIN:$PATH"
 # 3. The extension and a model.
 if [ ! -f "$EXT/difill.vsix" ]; then
   step "building the .vsix"
-  "$EXT/build.sh" >/dev/null
+  # Quiet when it works; its whole output when it fails (a fresh clone's first run used to
+  # exit 1 here with nothing shown).
+  "$EXT/build.sh" >"$RUN/build.log" 2>&1 || { cat "$RUN/build.log"; step "the .vsix build failed (above)"; exit 1; }
 fi
 MODEL=${DIFILL_MODEL:-}
 if [ -z "$MODEL" ]; then

@@ -23,11 +23,14 @@ import {
   workspaceOverride,
 } from "./settings";
 import { draftText, StatusParams, statusView } from "./status";
+import { Proposals, proposalsCapability } from "./proposals";
+import { Draft, proposalOf } from "./proposalView";
 
 let client: LanguageClient | undefined;
 let output: vscode.LogOutputChannel;
 let statusItem: vscode.StatusBarItem;
 let lastLatencyMs: number | undefined;
+let proposals: Proposals; // edits shown for review before they land (proposals.ts)
 
 let answers: vscode.Memento | undefined; // the user's answers about workspace values, per workspace
 
@@ -67,6 +70,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   statusItem.command = "difill.showOutput";
   context.subscriptions.push(output, statusItem);
   answers = context.workspaceState;
+  proposals = new Proposals(() => client);
+  context.subscriptions.push(proposals);
 
   context.subscriptions.push(
     vscode.commands.registerCommand("difill.editSelectionWithInstruction", editSelectionWithInstruction),
@@ -111,15 +116,17 @@ function createClient(): LanguageClient {
     middleware: {
       // The "Edit selection with instruction..." code action carries difill.editSelection
       // without an instruction: ask for one before it reaches the server.
+      // Either way the answer may be a proposal to show for review.
       executeCommand: async (cmd, args, next) => {
-        if (!needsInstruction(cmd, args)) return next(cmd, args);
+        if (!needsInstruction(cmd, args)) return showProposal(await next(cmd, args));
         const instruction = await askInstruction();
         if (!instruction) return undefined;
-        return next(cmd, [{ ...(args[0] as object), instruction }, ...args.slice(1)]);
+        return showProposal(await next(cmd, [{ ...(args[0] as object), instruction }, ...args.slice(1)]));
       },
     },
   };
   const c = new LanguageClient("difill", "difill", serverOptions, clientOptions);
+  c.registerFeature(proposalsCapability);
   c.onDidChangeState((e) => {
     if (e.newState === State.Starting) showStatus({ state: "starting" });
     if (e.newState === State.Stopped) showStatus({ state: "stopped" });
@@ -132,8 +139,9 @@ async function start(): Promise<void> {
   showStatus({ state: "starting" });
   // Registered before start so the first "loading" is not missed.
   client.onNotification("difill/status", (params: StatusParams) => showStatus(params));
-  client.onNotification("difill/draft", (params: { text?: string; step?: number }) => {
+  client.onNotification("difill/draft", (params: Draft) => {
     statusItem.text = draftText(params);
+    proposals.onDraft(params);
   });
   try {
     await client.start();
@@ -155,6 +163,13 @@ async function restart(): Promise<void> {
     output.warn(`stopping the old server: ${err}`);
   }
   await start();
+}
+
+/** Show an edit command's answer for review when it is a proposal; returns the answer. */
+function showProposal<T>(answer: T): T {
+  const proposal = proposalOf(answer);
+  if (proposal) proposals.show(proposal);
+  return answer;
 }
 
 function showStatus(params: StatusParams): void {
@@ -196,8 +211,9 @@ function selectionArgs(editor: vscode.TextEditor, wholeDocumentIfEmpty = false):
 
 async function runServerCommand(command: string, args: SelectionArgs): Promise<void> {
   try {
-    // The server answers with workspace/applyEdit, which vscode-languageclient applies.
-    await client!.sendRequest(ExecuteCommandRequest.type, { command, arguments: [args] });
+    // The server answers with a proposal to review (this client declares editProposals); an
+    // older server sends workspace/applyEdit, which vscode-languageclient applies.
+    showProposal(await client!.sendRequest(ExecuteCommandRequest.type, { command, arguments: [args] }));
   } catch (err) {
     void vscode.window.showErrorMessage(`difill: ${err instanceof Error ? err.message : String(err)}`);
   }
