@@ -70,7 +70,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   statusItem.command = "difill.showOutput";
   context.subscriptions.push(output, statusItem);
   answers = context.workspaceState;
-  proposals = new Proposals(() => client);
+  proposals = new Proposals(() => client, (message) => output.info(message));
   context.subscriptions.push(proposals);
 
   context.subscriptions.push(

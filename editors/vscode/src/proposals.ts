@@ -51,7 +51,10 @@ export class Proposals implements vscode.CodeLensProvider, vscode.Disposable {
   readonly onDidChangeCodeLenses = this.lensChanged.event;
   private subscriptions: vscode.Disposable[] = [];
 
-  constructor(private client: () => LanguageClient | undefined) {
+  constructor(
+    private client: () => LanguageClient | undefined,
+    private log: (message: string) => void,
+  ) {
     this.subscriptions.push(
       vscode.languages.registerCodeLensProvider({ scheme: "file" }, this),
       vscode.languages.registerCodeLensProvider({ scheme: "untitled" }, this),
@@ -79,6 +82,8 @@ export class Proposals implements vscode.CodeLensProvider, vscode.Disposable {
 
   /** An edit command's answer: show the proposal for review. */
   show(proposal: Proposal): void {
+    const { id, uri, version, range, newText } = proposal;
+    this.log(`proposal ${JSON.stringify({ id, uri, version, range, newText })}`);
     this.drafts.delete(proposal.id);
     this.book.add(proposal);
     void this.setContext();
@@ -110,8 +115,10 @@ export class Proposals implements vscode.CodeLensProvider, vscode.Disposable {
     void this.setContext();
     const command = how === "accept" ? "difill.acceptEdit" : "difill.rejectEdit";
     try {
-      await this.client()?.sendRequest(ExecuteCommandRequest.type, { command, arguments: [{ id }] });
+      const answer = await this.client()?.sendRequest(ExecuteCommandRequest.type, { command, arguments: [{ id }] });
+      this.log(`${command} ${id}: ${JSON.stringify(answer)}`);
     } catch (err) {
+      this.log(`${command} ${id} refused: ${err instanceof Error ? err.message : String(err)}`);
       // A document that moved since the proposal was made is refused (ContentModified).
       void vscode.window.showWarningMessage(`difill: ${err instanceof Error ? err.message : String(err)}`);
     }
