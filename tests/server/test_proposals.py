@@ -19,11 +19,12 @@ URI = "file:///tmp/p.py"
 TEXT = "a = 1\nb = 2\nc = 3\n"
 
 
-@given(old=st.text("ab\n", max_size=30), new=st.text("ab\n", max_size=30))
-def test_changed_span_is_the_whole_difference(old, new):
-    start, old_end, new_end = changed_span(old, new)
+@given(old=st.text("ab\n", max_size=30), new=st.text("ab\n", max_size=30), leftmost=st.booleans())
+def test_changed_span_is_the_whole_difference(old, new, leftmost):
+    start, old_end, new_end = changed_span(old, new, leftmost)
     assert old[:start] == new[:start] and old[old_end:] == new[new_end:]
     assert start <= old_end and start <= new_end
+    assert old_end - start == len(old) - len(new) + new_end - start  # one span, lengths agree
 
 
 def test_a_long_common_head_is_found_past_the_block_size():
@@ -57,13 +58,28 @@ def change(documents: Documents, version: int, offset: int, old_len: int, text: 
     ],
 )
 def test_a_change_in_the_range_expires_it_and_one_elsewhere_does_not(offset, old_len, text, expires):
-    documents, proposals, proposal = proposals_with(6, 12)  # "b = 2\n"
-    change(documents, 2, offset, old_len, text)
+    _check_change(TEXT, 6, 12, offset, old_len, text, expires)
+
+
+def test_deleting_one_of_several_blank_lines_above_keeps_it():
+    # "\n\n\n" -> "\n\n": the deleted newline could be the one that touches the range; it need not.
+    text = "a = 1\n\n\n\nb = 2\n"
+    _check_change(text, 9, 15, 6, 1, "", False)
+
+
+def _check_change(text, start, end, offset, old_len, new_text, expires):
+    documents = Documents()
+    documents.open(URI, "python", 1, text)
+    proposals = Proposals(documents)
+    proposal = Proposal("p1", URI, 1, start, end, "B = 2\n", [], "difill: rewrite selection", text)
+    proposals.add(proposal)
+    replaced = text[start:end]
+    change(documents, 2, offset, old_len, new_text)
     proposals.document_changed(URI)
     assert (proposals.take("p1") is None) == expires
     if not expires:
-        moved = documents.get(URI).text[proposal.start : proposal.end]
-        assert moved == "b = 2\n" and proposal.version == 1  # still pinned to its version
+        assert documents.get(URI).text[proposal.start : proposal.end] == replaced  # it moved with the text
+        assert proposal.version == 1  # still pinned to the version it was computed for
 
 
 def test_close_expires_and_the_count_includes_running_edits():

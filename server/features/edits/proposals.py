@@ -90,13 +90,15 @@ class Proposals(Feature):
             old, new = proposal.seen_text, document.text
             if old == new:  # a version bump with the same text
                 continue
-            first, old_end, new_end = changed_span(old, new)
-            if first <= proposal.end and old_end >= proposal.start:  # overlaps or touches the range
-                del self.pending[proposal.id]
-                continue
+            # Where a change landed is ambiguous in repeated text (deleting one of three blank
+            # lines): the proposal is kept when some placement of it misses the range.
+            first, old_end, new_end = changed_span(old, new, leftmost=True)
             if old_end < proposal.start:  # before the range: the range moves with the text
                 shift = new_end - old_end
                 proposal.start, proposal.end = proposal.start + shift, proposal.end + shift
+            elif changed_span(old, new)[0] <= proposal.end:  # overlaps or touches the range
+                del self.pending[proposal.id]
+                continue
             proposal.seen_text = new
 
     def document_closed(self, uri: str) -> None:
@@ -107,11 +109,16 @@ class Proposals(Feature):
         self.pending.clear()
 
 
-def changed_span(old: str, new: str) -> tuple[int, int, int]:
+def changed_span(old: str, new: str, leftmost: bool = False) -> tuple[int, int, int]:
     """``(start, old_end, new_end)``: ``old[start:old_end]`` became ``new[start:new_end]``, the
-    smallest such span (common head and tail left out)."""
-    head = _common_prefix_len(old, new)
-    tail = _common_prefix_len(old[head:][::-1], new[head:][::-1])
+    smallest such span (common head and tail left out).  In repeated text it could sit in several
+    places: the rightmost by default, the leftmost with ``leftmost``."""
+    if leftmost:
+        tail = _common_prefix_len(old[::-1], new[::-1])
+        head = _common_prefix_len(old[: len(old) - tail], new[: len(new) - tail])
+    else:
+        head = _common_prefix_len(old, new)
+        tail = _common_prefix_len(old[head:][::-1], new[head:][::-1])
     return head, len(old) - tail, len(new) - tail
 
 
