@@ -168,11 +168,9 @@ try {
     await page.keyboard.press("Enter");
     // The canvas, drawn in place while it denoises (no Accept lens yet).
     const canvas = await page.waitForFunction(
-      (acceptLens) => {
-        const decorated = [...document.querySelectorAll(".monaco-editor .view-lines span")].some((e) => {
-          const c = getComputedStyle(e, "::after").content;
-          return c && c !== "none" && c !== "normal";
-        });
+      () => {
+        // The canvas fades the selection (opacity 0.45, proposals.ts) and writes its lines after it.
+        const decorated = [...document.querySelectorAll(".monaco-editor .view-lines span")].some((e) => getComputedStyle(e).opacity === "0.45");
         if (document.querySelector(".monaco-editor .codelens-decoration a")?.textContent?.includes("Accept")) return "proposal came first";
         return decorated ? "canvas" : false;
       },

@@ -140,7 +140,8 @@ async function start(): Promise<void> {
   // Registered before start so the first "loading" is not missed.
   client.onNotification("difill/status", (params: StatusParams) => showStatus(params));
   client.onNotification("difill/draft", (params: Draft) => {
-    statusItem.text = draftText(params);
+    // The last draft (done) comes after the server's "ready": it must not hide it.
+    if (!params.done) statusItem.text = draftText(params);
     proposals.onDraft(params);
   });
   try {
@@ -206,6 +207,9 @@ function selectionArgs(editor: vscode.TextEditor, wholeDocumentIfEmpty = false):
   } else {
     range = effectiveRange(range, (line) => doc.lineAt(line).text.length);
   }
+  // The selection is collapsed to its start, so the canvas and the proposal drawn over it are
+  // not hidden under the selection's colour (and Tab accepts rather than indents).
+  editor.selection = new vscode.Selection(sel.start, sel.start);
   return { uri: c.code2ProtocolConverter.asUri(doc.uri), range, version: doc.version };
 }
 
