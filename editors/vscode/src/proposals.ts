@@ -133,6 +133,12 @@ export class Proposals implements vscode.CodeLensProvider, vscode.Disposable {
       start: { line: c.range.start.line, character: c.range.start.character },
       end: { line: c.range.end.line, character: c.range.end.character },
     })));
+    for (const id of touched) {
+      // The server has expired it already, unless the change only shared a line with its range.
+      void this.client()
+        ?.sendRequest(ExecuteCommandRequest.type, { command: "difill.rejectEdit", arguments: [{ id }] })
+        .catch(() => undefined);
+    }
     if (touched.length) {
       this.redraw();
       this.lensChanged.fire();
