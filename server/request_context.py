@@ -55,6 +55,7 @@ class RequestContext(Protocol):
     client_has_inline_completion: bool
     client_resolves_code_action_edits: bool
     client_has_document_changes: bool
+    client_reviews_edits: bool
 
     @property
     def protocol(self) -> LanguageServerProtocol: ...

@@ -27,7 +27,13 @@ from difill.server.context.feature import ContextFeature
 from difill.server.documents import UTF16, Documents
 from difill.server.engine_host import EngineHost, LoadProgress
 from difill.server.features.edits.code_actions import COMMANDS, code_actions, resolve_code_action
-from difill.server.features.edits.commands import run_edit_command
+from difill.server.features.edits.commands import (
+    ACCEPT_EDIT,
+    REJECT_EDIT,
+    accept_edit,
+    reject_edit,
+    run_edit_command,
+)
 from difill.server.features.edits.service import EditService
 from difill.server.features.suggestions.completion import completion
 from difill.server.features.suggestions.inline_completion import inline_completion
@@ -74,6 +80,7 @@ class DifillServer(LanguageServer):
         self.client_has_progress = False
         self.client_resolves_code_action_edits = False
         self.client_has_document_changes = False
+        self.client_reviews_edits = False  # edits become proposals (issue 24)
         self.log_handler: LogMessageHandler | None = None
         self.command_tasks: dict[Any, asyncio.Task] = {}  # request id -> the task running the command
         self._pending_problems: list[str] = []
@@ -214,6 +221,7 @@ def create_server(base: Settings | None = None) -> DifillServer:
         ls.client_resolves_code_action_edits = "edit" in resolvable
         workspace_edit = capabilities.workspace.workspace_edit if capabilities.workspace else None
         ls.client_has_document_changes = bool(workspace_edit and workspace_edit.document_changes)
+        ls.client_reviews_edits = reviews_edits(capabilities.experimental)
         ls._pending_problems = ls.layers.set_initialization(params.initialization_options)
         ls._refresh_settings()
         ls.context.initialize(params)
@@ -305,6 +313,14 @@ def create_server(base: Settings | None = None) -> DifillServer:
     for kind, command in COMMANDS.items():  # difill.editSelection, difill.fillHoles, difill.completeBlock
         server.command(command)(edit_command(kind))
 
+    @server.command(ACCEPT_EDIT)
+    async def on_accept_edit(ls: DifillServer, *arguments: Any):
+        return await ls.run_command(accept_edit(ls, arguments))
+
+    @server.command(REJECT_EDIT)
+    def on_reject_edit(ls: DifillServer, *arguments: Any):
+        return reject_edit(ls, arguments)
+
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: DifillServer, params: None) -> None:
         ls.lifecycle.shutdown()
@@ -326,6 +342,13 @@ def edit_command(kind: str):
         return await ls.run_command(run_edit_command(ls, kind, arguments))
 
     return run
+
+
+def reviews_edits(experimental: Any) -> bool:
+    """``capabilities.experimental = {"difill": {"editProposals": true}}``: the client shows each
+    edit for review and accepts or rejects it (difill.acceptEdit / difill.rejectEdit)."""
+    difill = experimental.get("difill") if isinstance(experimental, dict) else None
+    return isinstance(difill, dict) and difill.get("editProposals") is True
 
 
 def run_server(args: Any) -> int:

@@ -264,3 +264,63 @@ vim.cmd("qa!")
     assert "difill-not-on-this-path" in result["status"]
     # Adaptive debounce: none while the server is idle and fast, half its latency when busy or slow.
     assert result["debounce"] == [0, 0, 200, 40, 250]
+
+
+# ---- proposed edits (review_edits, issue 24) ------------------------------------------------
+
+
+def _replaced(lines: list[str], proposal: dict) -> str:
+    """The buffer with the proposal's range replaced by its new text (ASCII: columns are bytes)."""
+    text = "\n".join(lines)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    rng = proposal["range"]
+    start = starts[rng["start"]["line"]] + rng["start"]["character"]
+    end = starts[rng["end"]["line"]] + rng["end"]["character"]
+    return text[:start] + proposal["newText"] + text[end:]
+
+
+def _as_drawn(line: str) -> str:
+    """A line as Neovim keeps it in virtual text: control characters as ^X, empty as one space."""
+    return "".join(f"^{chr(ord(c) + 64)}" if ord(c) < 32 and c != "\t" else c for c in line) or " "
+
+
+def test_the_canvas_is_drawn_in_place_while_the_buffer_stays_as_it_was(nvim_results):
+    record = scenario(nvim_results, "proposal_accept")
+    assert record["drafts"], "no draft was drawn"
+    before = "\n".join(record["before"])
+    for draft in record["drafts"]:
+        assert draft["text"] == before  # drafts never touch the buffer
+        (highlight,) = [m for m in draft["marks"] if m.get("hl") == "DifillReplaced"]
+        assert (highlight["row"], highlight["end_row"]) == (3, 5)  # lines 4-6
+        (virtual,) = [m for m in draft["marks"] if m.get("lines")]
+        assert virtual["row"] == 5 and "denoising" in virtual["lines"][0]
+        shown = draft["params"]["text"].removesuffix("\n").split("\n")
+        assert virtual["lines"][1:] == [_as_drawn(line) for line in shown]
+
+
+def test_the_proposal_is_shown_as_a_diff_and_accept_applies_exactly_it(nvim_results):
+    record = scenario(nvim_results, "proposal_accept")
+    proposal = record["proposal"]
+    assert record["lines_while_shown"] == record["before"]  # only Accept changes the buffer
+    (highlight,) = [m for m in record["marks"] if m.get("hl") == "DifillReplaced"]
+    assert highlight["row"] == proposal["range"]["start"]["line"]
+    (virtual,) = [m for m in record["marks"] if m.get("lines")]
+    new_lines = [_as_drawn(line) for line in proposal["newText"].removesuffix("\n").split("\n")]
+    assert virtual["lines"][1:] == new_lines
+    assert "\n".join(record["after"]) == _replaced(record["before"], proposal)
+    assert record["marks_after"] == []
+
+
+def test_reject_leaves_the_buffer_byte_identical(nvim_results):
+    record = scenario(nvim_results, "proposal_reject")
+    assert record["bytes_after"] == record["bytes_before"]
+    assert record["tick_after"] == record["tick_before"]
+    assert record["marks_after"] == []
+
+
+def test_a_proposal_on_a_changed_buffer_is_refused(nvim_results):
+    record = scenario(nvim_results, "proposal_on_changed_buffer_refused")
+    assert "refused" in record["refusal"] and "changed" in record["refusal"]
+    assert record["after"] == record["changed"]

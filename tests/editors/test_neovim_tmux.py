@@ -181,12 +181,13 @@ def test_accept_key_inserts_the_drawn_suggestion(screen):
     screen.keys("Escape")
 
 
-def test_difill_edit_on_a_visual_selection_changes_the_screen(screen, shots):
+def test_difill_edit_on_a_visual_selection_is_proposed_then_accepted(screen, shots):
     offered = screen.lua(
         "vim.list_contains(vim.tbl_get(vim.lsp.get_clients({name='difill'})[1].server_capabilities, 'executeCommandProvider', 'commands') or {}, 'difill.editSelection')"
     )
     assert offered == "true", "the server does not offer the difill.editSelection command"
     text = "table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')"
+    proposed = "require('difill.proposals').at_cursor(0, false) ~= nil"
     screen.keys("Escape")
     # The tiny random model may answer with nothing (the server then refuses and the text stays):
     # try another selection, as a user would.
@@ -200,14 +201,21 @@ def test_difill_edit_on_a_visual_selection_changes_the_screen(screen, shots):
         screen_before = screen.text()
         screen.keys("Enter")
         try:
-            screen.wait(text, lambda v, b=before: v != b, 30, "the edit")
+            screen.wait(proposed, lambda v: v == "true", 30, "the proposal")
             break
         except AssertionError:
             screen.keys("Escape")
     else:
-        pytest.fail("no selection was edited: " + screen.lua("vim.fn.execute('messages')"))
-    edited = screen.shot(
-        shots / "neovim-edit-after.png", "Neovim: the selection, rewritten by the server", cursor=False
+        pytest.fail("no selection got a proposal: " + screen.lua("vim.fn.execute('messages')"))
+    # The proposal is on screen (struck-through range, new text as virtual lines), not in the buffer.
+    diff = screen.shot(
+        shots / "neovim-proposal-diff.png", "Neovim: the proposed edit, before :DifillAccept", cursor=False
     )
-    side_by_side(selected, edited, shots / "neovim-edit.png")
+    assert screen.lua(text) == before
     assert screen.text() != screen_before
+    screen.keys(":DifillAccept", literal=True)
+    screen.keys("Enter")
+    screen.wait(text, lambda v, b=before: v != b, 30, "the accepted edit")
+    screen.shot(shots / "neovim-proposal-accepted.png", "Neovim: after :DifillAccept", cursor=False)
+    side_by_side(selected, diff, shots / "neovim-edit.png")  # the selection, then the proposal
+    assert screen.lua(proposed) == "false"

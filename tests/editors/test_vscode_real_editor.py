@@ -14,14 +14,28 @@ SCRIPT = Path(__file__).resolve().parents[2] / "editors" / "vscode" / "scripts" 
 
 
 @pytest.mark.slow
-def test_vsix_in_code_server_shows_ghost_text_accepts_and_edits(tmp_path):
+def test_vsix_in_code_server_shows_ghost_text_and_reviews_edits(tmp_path):
     if os.environ.get("DIFILL_REAL_EDITOR") != "1":
         pytest.skip("opt-in: set DIFILL_REAL_EDITOR=1 (installs code-server + Chromium on first run)")
     env = dict(os.environ)
     env.setdefault("DIFILL_SCREENSHOT_DIR", str(tmp_path))
     proc = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=1500)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    for line in ("ghost text shown", "Tab accepted", "the edit arrived", "Rewrite Selection changed"):
+    for line in (
+        "ghost text shown",
+        "Tab accepted",
+        "the diff is shown",
+        "Esc rejected the proposal: the document is unchanged",
+        "Accept applied exactly the proposal",
+        "one Undo took the accepted edit back",
+        "a proposal on a changed document was refused, nothing applied",
+    ):
         assert line in proc.stdout
     shots = Path(env["DIFILL_SCREENSHOT_DIR"])
-    assert (shots / "vscode-ghost-text.png").exists() and (shots / "vscode-edit.png").exists()
+    for name in (
+        "vscode-ghost-text.png",
+        "vscode-edit.png",
+        "vscode-proposal-diff.png",
+        "vscode-proposal-accepted.png",
+    ):
+        assert (shots / name).exists(), name

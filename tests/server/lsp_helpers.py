@@ -50,9 +50,15 @@ def make_client() -> LanguageClient:
     return client
 
 
-def _plain(params: Any) -> dict:
-    """pygls hands a custom notification's params over as a namedtuple."""
-    return params if isinstance(params, dict) else params._asdict()
+def _plain(params: Any) -> Any:
+    """pygls hands a custom notification's params over as namedtuples, nested ones included."""
+    if hasattr(params, "_asdict"):
+        params = params._asdict()
+    if isinstance(params, dict):
+        return {key: _plain(value) for key, value in params.items()}
+    if isinstance(params, list):
+        return [_plain(value) for value in params]
+    return params
 
 
 @contextlib.asynccontextmanager

@@ -1,5 +1,7 @@
 // Drives code-server in Chromium (playwright-core) like a user; see real-editor-test.sh.
-// Usage: node real-editor-test.mjs URL SHOTS_DIR   (env DIFILL_NODE_MODULES: where playwright-core is)
+// Usage: node real-editor-test.mjs URL SHOTS_DIR   (env DIFILL_NODE_MODULES: where playwright-core is,
+// DIFILL_LOG_DIR: code-server's logs, where the extension's output channel logs each proposal)
+import { execFileSync } from "node:child_process";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 
@@ -105,49 +107,144 @@ try {
   }
   log("Tab accepted the suggestion");
 
-  // 2. Edit Selection with Instruction on lines 6-8 (mean()).
-  await page.keyboard.press("Escape");
-  await page.keyboard.press("Control+G");
-  await page.keyboard.type("6");
-  await page.keyboard.press("Enter");
-  await page.keyboard.press("Home");
-  for (let i = 0; i < 3; i++) await page.keyboard.press("Shift+ArrowDown");
-  await page.keyboard.press("F1");
-  await page.keyboard.type("difill: Edit Selection with Instruction");
-  await page.waitForSelector(".quick-input-list .monaco-list-row:has-text('Edit Selection with Instruction')", { timeout: 30_000 });
-  await page.waitForTimeout(300);
-  await page.keyboard.press("Enter");
-  // Our input box (not the palette that is closing): typing earlier would go into the editor.
-  await page.waitForSelector(".quick-input-widget:has-text('How should the selection change')", { timeout: 10_000 });
-  await page.keyboard.type("add a docstring");
-  await page.waitForTimeout(300);
-  await page.screenshot({ path: join(shots, "vscode-edit-before.png") });
-  const beforeEdit = await editorText();
-  if (!beforeEdit.includes("def mean(")) throw new Error("the selection changed before the edit was asked for");
-  await page.keyboard.press("Enter");
-  await page.waitForFunction((b) => document.querySelector(".monaco-editor .view-lines")?.textContent?.replace(/\u00a0/g, " ") !== b, beforeEdit, {
-    timeout: 120_000,
-  });
-  log("the edit arrived (workspace/applyEdit)");
-  await page.waitForTimeout(500);
-  await page.screenshot({ path: join(shots, "vscode-edit-after.png") });
+  // 2. Edit Selection with Instruction on lines 6-8 (mean()), reviewed as a proposal (issue 24):
+  //    the canvas in place while it denoises, then the diff; Reject leaves the text as it was,
+  //    Accept applies exactly the proposal, and a proposal on a changed document is refused.
+  // The document's lines in order (Monaco positions them by `top`; `after` decorations are CSS
+  // ::after content, so they are not in the text).
+  const docLines = () =>
+    page.evaluate(() =>
+      [...document.querySelectorAll(".monaco-editor .view-lines .view-line")]
+        .map((e) => {
+          const line = e.cloneNode(true); // without ghost text, should one show up
+          line.querySelectorAll("[class*='ghost-text']").forEach((g) => g.remove());
+          return [parseFloat(e.style.top), (line.textContent ?? "").replace(/\u00a0/g, " ")];
+        })
+        .sort((a, b) => a[0] - b[0])
+        .map((x) => x[1]),
+    );
+  const waitUntil = async (check, ms, what) => {
+    for (const end = Date.now() + ms; Date.now() < end; await page.waitForTimeout(100)) if (await check()) return;
+    throw new Error(`timed out waiting for ${what}`);
+  };
+  const lens = (title) => `.monaco-editor .codelens-decoration a:has-text('${title}')`;
+  // The text our decorations add after lines (the canvas, or the diff's new text).
+  const decorationText = () =>
+    page.evaluate(() =>
+      [...document.querySelectorAll(".monaco-editor .view-lines span")]
+        .map((e) => getComputedStyle(e, "::after").content)
+        .filter((c) => c && c !== "none" && c !== "normal")
+        .join(" "),
+    );
+  const struck = () =>
+    page.evaluate(
+      () => [...document.querySelectorAll(".monaco-editor .view-lines span")].filter((e) => getComputedStyle(e).textDecorationLine.includes("line-through")).length,
+    );
+  const proposals = () =>
+    execFileSync("grep", ["-rh", "proposal {", process.env.DIFILL_LOG_DIR], { encoding: "utf8" })
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l.slice(l.indexOf("proposal {") + "proposal ".length)));
 
-  // 3. Rewrite Selection: the server's refactor.rewrite code action, resolved lazily.
+  const propose = async (shot) => {
+    await page.keyboard.press("Escape");
+    await page.keyboard.press("Control+G");
+    await page.keyboard.type("6");
+    await page.keyboard.press("Enter");
+    await page.keyboard.press("Home");
+    for (let i = 0; i < 3; i++) await page.keyboard.press("Shift+ArrowDown");
+    await page.keyboard.press("F1");
+    await page.keyboard.type("difill: Edit Selection with Instruction");
+    await page.waitForSelector(".quick-input-list .monaco-list-row:has-text('Edit Selection with Instruction')", { timeout: 30_000 });
+    await page.waitForTimeout(300);
+    await page.keyboard.press("Enter");
+    // Our input box (not the palette that is closing): typing earlier would go into the editor.
+    await page.waitForSelector(".quick-input-widget:has-text('How should the selection change')", { timeout: 10_000 });
+    await page.keyboard.type("add a docstring");
+    await page.waitForTimeout(300);
+    if (shot) await page.screenshot({ path: join(shots, "vscode-edit-before.png") });
+    const before = await docLines();
+    if (!before.join("\n").includes("def mean(")) throw new Error("the selection changed before the edit was asked for");
+    await page.keyboard.press("Enter");
+    // The canvas, drawn in place while it denoises (no Accept lens yet).
+    const canvas = await page.waitForFunction(
+      () => {
+        // The canvas fades the selection (opacity 0.45, proposals.ts) and writes its lines after it.
+        const decorated = [...document.querySelectorAll(".monaco-editor .view-lines span")].some((e) => getComputedStyle(e).opacity === "0.45");
+        if (document.querySelector(".monaco-editor .codelens-decoration a")?.textContent?.includes("Accept")) return "proposal came first";
+        return decorated ? "canvas" : false;
+      },
+      null,
+      { timeout: 120_000, polling: "raf" },
+    );
+    const seen = await canvas.jsonValue();
+    if (shot && seen === "canvas") await page.screenshot({ path: join(shots, "vscode-proposal-canvas.png") });
+    if (seen === "canvas" && JSON.stringify(await docLines()) !== JSON.stringify(before)) throw new Error("a draft changed the document");
+    log(seen === "canvas" ? "the canvas was drawn in place, the document untouched" : "the proposal arrived before a draft could be seen");
+    await page.waitForSelector(lens("Accept"), { timeout: 120_000 });
+    await page.waitForTimeout(300);
+    if (JSON.stringify(await docLines()) !== JSON.stringify(before)) throw new Error("the proposal changed the document before Accept");
+    if (!(await decorationText()) && !(await struck())) throw new Error("no diff is drawn");
+    log(`the diff is shown: ${await struck()} struck-through span(s), added ${JSON.stringify((await decorationText()).slice(0, 60))}`);
+    return { before, seen };
+  };
+
+  // 2a. Reject (Esc) leaves the document exactly as it was.
+  const first = await propose(true);
+  await page.screenshot({ path: join(shots, "vscode-edit-after.png") }); // vscode-edit.png: instruction | diff
+  await page.screenshot({ path: join(shots, "vscode-proposal-diff.png") });
+  await page.keyboard.press("Escape");
+  await page.waitForSelector(lens("Accept"), { state: "detached", timeout: 10_000 });
+  await page.waitForTimeout(500);
+  if (JSON.stringify(await docLines()) !== JSON.stringify(first.before)) throw new Error("Reject changed the document");
+  if (await struck()) throw new Error("the diff is still drawn after Reject");
+  log("Esc rejected the proposal: the document is unchanged");
+
+  // 2b. Accept (the CodeLens) applies exactly the proposal's new text over its range.
+  const second = await propose(false);
+  let proposal;
+  await waitUntil(() => {
+    try {
+      const all = proposals(); // the output channel's log is written a moment later
+      proposal = all.at(-1);
+      return all.length >= 2;
+    } catch {
+      return false;
+    }
+  }, 15_000, "the second proposal in the extension's log");
+  const text = second.before.join("\n");
+  const starts = [0];
+  for (const l of second.before) starts.push(starts.at(-1) + l.length + 1);
+  const at = (p) => starts[p.line] + p.character;
+  const expected = text.slice(0, at(proposal.range.start)) + proposal.newText + text.slice(at(proposal.range.end));
+  await page.click(lens("Accept"));
+  await waitUntil(async () => (await docLines()).join("\n") !== text, 30_000, "the accepted edit");
+  await page.waitForTimeout(500);
+  const afterAccept = (await docLines()).join("\n");
+  if (afterAccept !== expected) throw new Error(`Accept did not apply exactly the proposal:\n${JSON.stringify(afterAccept)}\n!=\n${JSON.stringify(expected)}`);
+  log("Accept applied exactly the proposal");
+  await page.screenshot({ path: join(shots, "vscode-proposal-accepted.png") });
+
+  // 2c. A proposal on a document changed since is refused, and nothing is applied.
+  await page.keyboard.press("Control+Z"); // undo takes the accepted edit back in one step
+  await page.waitForTimeout(500);
+  if ((await docLines()).join("\n") !== text) throw new Error("one undo did not take the accepted edit back");
+  log("one Undo took the accepted edit back");
+  const third = await propose(false);
+  // Delete an empty line above the proposal: outside its range, but a new document version.
   await page.keyboard.press("Control+G");
-  await page.keyboard.type("3");
+  await page.keyboard.type("4");
   await page.keyboard.press("Enter");
   await page.keyboard.press("Home");
-  await page.keyboard.press("Shift+End");
-  const beforeRewrite = await editorText();
-  await page.keyboard.press("F1");
-  await page.keyboard.type("difill: Rewrite Selection");
-  await page.waitForSelector(".quick-input-list .monaco-list-row:has-text('Rewrite Selection')", { timeout: 30_000 });
-  await page.waitForTimeout(300);
-  await page.keyboard.press("Enter");
-  await page.waitForFunction((b) => document.querySelector(".monaco-editor .view-lines")?.textContent?.replace(/\u00a0/g, " ") !== b, beforeRewrite, {
-    timeout: 120_000,
-  });
-  log("Rewrite Selection changed the line");
+  await page.keyboard.press("Delete");
+  await page.waitForTimeout(1000);
+  const changed = await docLines();
+  await page.keyboard.press("Control+Enter");
+  await page.waitForSelector(".notifications-toasts:has-text('changed')", { timeout: 30_000 });
+  await page.waitForTimeout(500);
+  if (JSON.stringify(await docLines()) !== JSON.stringify(changed)) throw new Error("the refused proposal changed the document");
+  if (changed.length !== third.before.length - 1) throw new Error("the empty line was not deleted");
+  log("a proposal on a changed document was refused, nothing applied");
   log(`status bar: "${await status()}"`);
 } catch (err) {
   failed = true;

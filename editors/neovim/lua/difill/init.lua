@@ -3,6 +3,7 @@
 -- extmarks on 0.11), edits from workspace/executeCommand, code actions are plain LSP.
 local util = require("difill.util")
 local ghost = require("difill.ghost")
+local proposals = require("difill.proposals")
 
 local api = vim.api
 local M = {}
@@ -129,9 +130,11 @@ function M.execute(bufnr, command, args, on_done)
   end
   -- Straight to the server: client:exec_cmd would route difill.editSelection back to the
   -- client-side handler below that asks for an instruction.
-  client:request("workspace/executeCommand", { command = command, arguments = { args } }, function(err)
+  client:request("workspace/executeCommand", { command = command, arguments = { args } }, function(err, result)
     if err then
       vim.notify(("difill: %s failed: %s"):format(command, err.message), vim.log.levels.ERROR)
+    else
+      proposals.show(bufnr, client, result) -- with review_edits the answer is a proposal
     end
     if on_done then
       on_done(err)
@@ -232,6 +235,8 @@ local function set_keymaps(bufnr)
   map("i", km.trigger, M.trigger, "suggest now")
   map("i", km.dismiss, M.dismiss, "dismiss suggestion")
   map("x", km.edit, ":DifillEdit<CR>", "edit selection with instruction")
+  map("n", km.accept_edit, "<Cmd>DifillAccept<CR>", "accept the proposed edit")
+  map("n", km.reject_edit, "<Cmd>DifillReject<CR>", "reject the proposed edit (or stop it)")
 end
 
 local function create_commands()
@@ -256,6 +261,14 @@ local function create_commands()
       version = vim.lsp.util.buf_versions[bufnr],
     })
   end, { range = true, desc = "difill: fill the hole markers in the selection (or buffer)" })
+
+  api.nvim_create_user_command("DifillAccept", function()
+    proposals.settle("accept", buf())
+  end, { desc = "difill: apply the proposed edit at the cursor" })
+
+  api.nvim_create_user_command("DifillReject", function()
+    proposals.settle("reject", buf())
+  end, { desc = "difill: drop the proposed edit at the cursor, or stop the running one" })
 
   api.nvim_create_user_command("DifillStatus", function()
     local lines = { M.status() }
@@ -313,6 +326,7 @@ function M.setup(opts)
   if M.start_error then
     vim.notify("difill: " .. M.start_error, vim.log.levels.ERROR)
   end
+  proposals.highlights()
 
   vim.lsp.config("difill", {
     cmd = cfg.cmd,
@@ -324,7 +338,11 @@ function M.setup(opts)
     init_options = json_object(cfg.settings),
     settings = { difill = json_object(cfg.settings) },
     -- 0.11 does not announce inline completion itself.
-    capabilities = { textDocument = { inlineCompletion = { dynamicRegistration = false } } },
+    capabilities = {
+      textDocument = { inlineCompletion = { dynamicRegistration = false } },
+      -- Edits come back as proposals to review (proposals.lua) instead of being applied at once.
+      experimental = cfg.review_edits and { difill = { editProposals = true } } or nil,
+    },
     handlers = {
       ["difill/status"] = function(_, params, ctx)
         M.statuses[ctx.client_id] = params
@@ -334,8 +352,19 @@ function M.setup(opts)
         vim.cmd.redrawstatus() -- statuslines showing status() would otherwise lag a keystroke
         api.nvim_exec_autocmds("User", { pattern = "DifillStatus", modeline = false, data = params })
       end,
-      -- Drafts are the denoiser's intermediate text; nothing to do with them in Neovim yet.
-      ["difill/draft"] = function() end,
+      -- The denoiser's canvas while an edit runs: drawn in place when edits are reviewed.
+      ["difill/draft"] = function(...)
+        return proposals.on_draft(...)
+      end,
+      -- Code actions run difill.fillHoles / completeBlock here: their answer may be a proposal.
+      ["workspace/executeCommand"] = function(err, result, ctx)
+        local client = vim.lsp.get_client_by_id(ctx.client_id)
+        if err then
+          vim.notify(("difill: %s"):format(err.message), vim.log.levels.ERROR)
+        elseif client then
+          proposals.show(ctx.bufnr, client, result)
+        end
+      end,
     },
     commands = {
       -- The "Edit selection with instruction..." code action carries no instruction: ask.
