@@ -12,7 +12,15 @@ from dataclasses import dataclass, replace
 
 from tree_sitter import Tree
 
-from difill.engine.api import HOLE_TOKENS, FillOptions, FillResult, HolesResult, InfillBackend, ShouldStop
+from difill.engine.api import (
+    HOLE_TOKENS,
+    DraftCallback,
+    FillOptions,
+    FillResult,
+    HolesResult,
+    InfillBackend,
+    ShouldStop,
+)
 from difill.engine.syntax import language_of
 from difill.engine.text.context import FillContext, build_context, to_lf
 from difill.engine.text.pipeline import shown_middles, shown_texts
@@ -115,11 +123,14 @@ def fill_for_editor(
     invoked: bool,
     should_stop: ShouldStop = lambda: False,
     experiment: dict | None = None,
+    on_draft: DraftCallback | None = None,
 ) -> FillResult:
     """The engine call behind a suggestion, with the request's shape and the editor's settings.
 
     ``difill eval`` calls this and ``shown_texts`` too, so it scores exactly what the editor shows;
     ``experiment`` overrides FillOptions fields there, to measure an option before it ships.
+    ``on_draft`` gets the hole's best text after each step (the server compares it with what the
+    user types meanwhile).
     """
     options = FillOptions(
         max_hole_tokens=ctx.shape.max_tokens,
@@ -136,4 +147,4 @@ def fill_for_editor(
     )
     if experiment:
         options = replace(options, **experiment)
-    return engine.fill(ctx.prefix, ctx.suffix, options, should_stop=should_stop)
+    return engine.fill(ctx.prefix, ctx.suffix, options, should_stop=should_stop, on_draft=on_draft)

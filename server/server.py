@@ -128,12 +128,16 @@ class DifillServer(LanguageServer):
         return pinned.get(uri) if pinned is not None else self.documents.get(uri)
 
     def send_status(self, state: str, message: str | None = None, latency_ms: float | None = None) -> None:
-        """``difill/status`` for status bars: loading | ready | busy | error."""
+        """``difill/status`` for status bars: loading | ready | busy | error; ``recentLatencyMs`` is
+        the median request-to-answer time of the last suggestions the model answered."""
         params: dict[str, Any] = {"state": state}
         if message is not None:
             params["message"] = message
         if latency_ms is not None:
             params["latencyMs"] = round(latency_ms, 1)
+        recent = self.suggestions.recent_latency_ms()
+        if recent is not None:  # for clients' adaptive debounce: what a suggestion costs lately
+            params["recentLatencyMs"] = round(recent, 1)
         self.protocol.notify(STATUS, params)
         if state == "error" and message:
             self.window_show_message(
