@@ -242,18 +242,23 @@ class EngineHost(Feature):
                 return None
         return self.engine if self.state is ModelState.READY else None
 
-    async def run(self, job: Job, work: Callable[[InfillBackend], T], urgent: bool = False) -> T:
+    async def run(
+        self, job: Job, work: Callable[[InfillBackend], T], urgent: bool = False, background: bool = False
+    ) -> T:
         """``work(engine)`` on the worker thread; raises JobCancelled if the job is cancelled.
 
         An ``urgent`` job (ghost text) does not queue behind a running job: that job runs it
-        between two of its steps.  Urgent jobs never run inside each other."""
+        between two of its steps.  Urgent jobs never run inside each other.  A ``background``
+        job (a speculative fill: nobody asked yet) is not reported in the status."""
         loop = asyncio.get_running_loop()
         engine = self.engine
         if engine is None:  # unloaded by a reload since the caller waited for it
             raise JobCancelled()
-        self._active += 1
-        if self._active == 1:
-            self.on_status("busy", None, None)
+        counted = not background
+        if counted:
+            self._active += 1
+            if self._active == 1:
+                self.on_status("busy", None, None)
         started = time.perf_counter()
         try:
             if urgent:
@@ -262,9 +267,10 @@ class EngineHost(Feature):
             return await loop.run_in_executor(self._executor, _run_job, engine, job, work)
         finally:
             job.cancel()  # a no-op when done; when the await was cancelled it stops the denoising
-            self._active -= 1
-            if self._active == 0 and self.state is ModelState.READY:
-                self.on_status("ready", None, (time.perf_counter() - started) * 1000)
+            if counted:
+                self._active -= 1
+                if self._active == 0 and self.state is ModelState.READY:
+                    self.on_status("ready", None, (time.perf_counter() - started) * 1000)
 
     async def _run_urgent(self, item: _Urgent):
         with self._urgent_lock:

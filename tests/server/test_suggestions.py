@@ -65,7 +65,7 @@ class FakeHost:
     async def wait_ready(self, timeout_s):
         return self.engine
 
-    async def run(self, job: Job, work, urgent: bool = False):
+    async def run(self, job: Job, work, urgent: bool = False, background: bool = False):
         self.started.set()
         await self.release.wait()
         if job.cancelled:

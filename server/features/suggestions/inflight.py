@@ -13,6 +13,7 @@ import asyncio
 from dataclasses import dataclass, field
 
 from difill.engine.text.context import FillContext, to_lf
+from difill.server.config import Settings
 from difill.server.engine_host import Job
 from difill.server.features.suggestions.cache import MAX_TYPED_AHEAD, Asked
 
@@ -37,6 +38,7 @@ class RunningFill:
     offset: int  # the cursor in ``text``
     ctx: FillContext
     asked: Asked
+    settings: Settings  # the editor's settings it runs with (steps, maxTokens, ...)
     job: Job
     task: asyncio.Future[list[str]] | None = None  # the shown texts; also stored in the cache
     # The hole's best text so far (LF line endings): written by the worker after each denoising
@@ -61,10 +63,11 @@ class RunningFill:
         draft = self.draft
         return not draft or draft.startswith(to_lf(typed))
 
-    def serves(self, text: str, offset: int, asked: Asked) -> bool:
-        """Whether a request at ``offset`` in ``text``, asking ``asked``, should wait for this fill
-        rather than start its own: same ask, cursor at the end of a typed run that agrees."""
-        if asked != self.asked or self.job.cancelled:
+    def serves(self, text: str, offset: int, asked: Asked, settings: Settings) -> bool:
+        """Whether a request at ``offset`` in ``text``, asking ``asked`` with ``settings``, should
+        wait for this fill rather than start its own: same ask and settings, cursor at the end of
+        a typed run that agrees."""
+        if asked != self.asked or settings != self.settings or self.job.cancelled:
             return False
         typed = self.typed_since(text)
         return typed is not None and offset == self.offset + len(typed) and self.agrees(typed)
@@ -80,16 +83,24 @@ class RunningFill:
         return typed is not None and self.agrees(typed)
 
 
+MAX_KEPT_FILLS = 2  # fills nobody waits for that may still run, over all documents
+MAX_KEPT_STEPS = 64  # a fill with a larger step budget is cancelled when nobody waits for it
+
+
 @dataclass
 class KeptWork:
-    """How much work no request waits for may still run, to fill the cache."""
+    """The bound on work nobody waits for: a fill whose requests were all cancelled may finish to
+    fill the cache only if it is short (``MAX_KEPT_STEPS``) and among the ``MAX_KEPT_FILLS``
+    newest such fills."""
 
-    max_kept: int = 2
     kept: list[RunningFill] = field(default_factory=list)
 
     def keep(self, fill: RunningFill) -> None:
-        """``fill`` lost its last waiter: keep it, cancelling the oldest kept beyond the bound."""
+        """``fill`` lost its last waiter: keep it, or cancel it (or an older kept one)."""
+        if fill.settings.steps > MAX_KEPT_STEPS:
+            fill.job.cancel()
+            return
         self.kept = [f for f in self.kept if not (f.task and f.task.done()) and not f.job.cancelled]
         self.kept.append(fill)
-        while len(self.kept) > self.max_kept:
+        while len(self.kept) > MAX_KEPT_FILLS:
             self.kept.pop(0).job.cancel()

@@ -93,7 +93,7 @@ class SuggestionService(OneJobPerDocument):
             return Suggestions(hit.suggestions[:count], "cache")
 
         running = self.running.get(document.uri)
-        if running is not None and running.serves(document.text, offset, asked):
+        if running is not None and running.serves(document.text, offset, asked, settings):
             log.info("waiting for the fill in flight (%d characters typed into it)", offset - running.offset)
             try:
                 await self._wait(running)
@@ -117,7 +117,6 @@ class SuggestionService(OneJobPerDocument):
         try:
             texts = await self._wait(fill)
         except JobCancelled:
-            log.info("fill cancelled after %d denoising steps", fill.job.steps_done)
             return Suggestions([], "cancelled")
         if (stale := self._stale(document)) is not None:
             return stale
@@ -138,7 +137,7 @@ class SuggestionService(OneJobPerDocument):
         """A fill for ``ctx`` on the worker; it cancels the document's fill in flight.  With a
         ``path`` it is speculative: ``text`` is the document after typing ``path`` at the cursor."""
         job = self.jobs.start(uri)
-        fill = RunningFill(uri, text, offset, ctx, asked, job, speculative=bool(path), path=path)
+        fill = RunningFill(uri, text, offset, ctx, asked, settings, job, speculative=bool(path), path=path)
         self.running[uri] = fill
         fill.task = asyncio.ensure_future(self._run(fill, settings))
         fill.task.add_done_callback(lambda task: self._ended(fill, task))
@@ -155,6 +154,7 @@ class SuggestionService(OneJobPerDocument):
                 ),
                 # Speculation runs as a long job: an urgent (real) fill runs between its steps.
                 urgent=not fill.speculative,
+                background=fill.speculative,
             )
         finally:
             self.jobs.finish(fill.job)
@@ -182,7 +182,10 @@ class SuggestionService(OneJobPerDocument):
         if task.cancelled():
             return
         error = task.exception()  # retrieved here, so a fill nobody waits for does not warn
-        if error is not None and not isinstance(error, JobCancelled) and fill.waiting == 0:
+        if isinstance(error, JobCancelled):
+            log.info("%sfill cancelled after %d denoising steps",
+                     "speculative " if fill.speculative else "", fill.job.steps_done)  # fmt: skip
+        elif error is not None and fill.waiting == 0:
             log.warning("a %s fill nobody waited for failed: %s",
                         "speculative" if fill.speculative else "cancelled request's", error)  # fmt: skip
         elif error is None and fill.speculative:
