@@ -132,7 +132,14 @@ class SuggestionService(OneJobPerDocument):
     # ------------------------------------------------------------------ fills
 
     def _start(
-        self, uri: str, text: str, offset: int, ctx: FillContext, asked: Asked, settings: Settings, path: str = ""
+        self,
+        uri: str,
+        text: str,
+        offset: int,
+        ctx: FillContext,
+        asked: Asked,
+        settings: Settings,
+        path: str = "",
     ) -> RunningFill:
         """A fill for ``ctx`` on the worker; it cancels the document's fill in flight.  With a
         ``path`` it is speculative: ``text`` is the document after typing ``path`` at the cursor."""
@@ -150,7 +157,12 @@ class SuggestionService(OneJobPerDocument):
             result = await self.host.run(
                 fill.job,
                 lambda engine: fill_for_editor(
-                    engine, fill.ctx, settings, fill.asked.invoked, fill.job.should_stop, on_draft=fill.on_draft
+                    engine,
+                    fill.ctx,
+                    settings,
+                    fill.asked.invoked,
+                    fill.job.should_stop,
+                    on_draft=fill.on_draft,
                 ),
                 # Speculation runs as a long job: an urgent (real) fill runs between its steps.
                 urgent=not fill.speculative,
