@@ -273,7 +273,7 @@ class SteppingEngine:
         self.speculating = threading.Event()
 
     def fill(self, prefix, suffix, options, should_stop=None, on_draft=None):
-        long = prefix.endswith(self.text)  # the position after the suggestion: the speculative fill
+        long = self.text in prefix  # after the suggestion: the speculative fill
         if long:
             self.speculating.set()
         for _ in range(self.steps if long else 1):
@@ -310,14 +310,29 @@ async def test_speculation_never_delays_a_real_request():
         host.shutdown()
 
 
-async def test_accepting_a_suggestion_is_served_by_the_speculative_fill():
+async def test_the_next_line_after_an_accepted_suggestion_is_served_by_the_speculative_fill():
     svc, documents, engine = service(["total"], speculate=True)
     shown = await svc.suggest(documents.get(URI), OFFSET, invoked=False)
-    speculation = svc.running[URI]
-    accepted = insert(documents, OFFSET, "total")  # the user accepts: one change inserting it
+    speculation = svc.running[URI]  # "total" ends the line: the fill for the next line
+    insert(documents, OFFSET, "total")  # the user accepts: one change inserting it
+    svc.document_changed(URI)
+    entered = insert(documents, OFFSET + len("total"), "\n")  # and presses Enter
     svc.document_changed(URI)
     assert not speculation.job.cancelled
     await speculation.task
-    after = await svc.suggest(accepted, OFFSET + len("total"), invoked=False)
+    after = await svc.suggest(entered, OFFSET + len("total\n"), invoked=False)
     assert shown.texts == ["total"] and after.source == "cache" and engine.calls == 2
-    assert engine.prefixes[1].endswith("return x + total")
+    assert engine.prefixes[1].endswith("return x + total\n")
+
+
+async def test_mid_line_speculation_is_after_the_suggestion_and_typing_elsewhere_cancels_it():
+    svc, documents, engine = service(["total"], text="def f(x):\n    return x +  + 1\n", speculate=True)
+    await svc.suggest(documents.get(URI), OFFSET, invoked=False)
+    speculation = svc.running[URI]
+    assert speculation.path == "total" and speculation.text.endswith("return x + total + 1\n")
+    insert(documents, OFFSET, "tot")  # typing the suggestion keeps it
+    svc.document_changed(URI)
+    assert not speculation.job.cancelled
+    insert(documents, OFFSET + 3, "x")  # leaving it cancels it
+    svc.document_changed(URI)
+    assert speculation.job.cancelled

@@ -46,7 +46,9 @@ class RunningFill:
     draft: str = ""
     waiting: int = 0  # requests awaiting this fill; 0 once $/cancelRequest took them all
     speculative: bool = False  # computed before anyone asked (see service.py)
-    path: str = ""  # speculative only: the text whose typing leads to ``text`` (the suggestion)
+    # Speculative only: what the user would type from where ghost text was shown to reach this
+    # fill's cursor (the suggestion, and a line break when it ends the line)
+    path: str = ""
 
     def on_draft(self, text: str, step: int) -> None:  # noqa: ARG002 - the engine's DraftCallback
         self.draft = text
@@ -77,8 +79,12 @@ class RunningFill:
         if self.speculative:  # useful while the user is on the way to its position, or there
             start = self.offset - len(self.path)  # where the suggestion was shown
             shown_at = self.text[:start] + self.text[self.offset :]  # the text it was shown in
-            typed = typed_run(shown_at, start, text, max_chars=len(self.path))
-            return typed is not None and self.path.startswith(typed)
+            typed = typed_run(shown_at, start, text, max_chars=len(self.path) + MAX_TYPED_AHEAD)
+            if typed is None:
+                return False
+            if len(typed) <= len(self.path):
+                return self.path.startswith(typed)
+            return typed.startswith(self.path) and self.agrees(typed[len(self.path) :])
         typed = self.typed_since(text)
         return typed is not None and self.agrees(typed)
 

@@ -104,6 +104,8 @@ class SuggestionService(OneJobPerDocument):
             hit = self.cache.lookup(asked, ctx.prefix, ctx.suffix)
             if hit is not None:
                 self._answered(started)
+                if not invoked:
+                    self._speculate(document, offset, hit.suggestions[0], asked, settings)
                 return Suggestions(hit.suggestions[:count], "in flight")
             log.info("the fill in flight wrote something other than what was typed: a new fill")
 
@@ -125,8 +127,8 @@ class SuggestionService(OneJobPerDocument):
             "%d suggestion(s) in %.0f ms (shape %s)",
             len(texts), (time.perf_counter() - started) * 1000, ctx.shape.kind.value,
         )  # fmt: skip
-        if texts and not invoked:
-            self._speculate(document, offset, texts[0], settings)
+        if not invoked:
+            self._speculate(document, offset, texts[0] if texts else "", asked, settings)
         return Suggestions(texts[:count], "model")
 
     # ------------------------------------------------------------------ fills
@@ -203,17 +205,26 @@ class SuggestionService(OneJobPerDocument):
         elif error is None and fill.speculative:
             log.info("speculative fill ready after %d steps", fill.job.steps_done)
 
-    def _speculate(self, document: Document, offset: int, shown: str, settings: Settings) -> None:
-        """While the user reads ``shown``: the fill for the position after accepting it."""
+    def _speculate(
+        self, document: Document, offset: int, shown: str, asked: Asked, settings: Settings
+    ) -> None:
+        """While the user reads ``shown`` (ghost text, possibly none): the fill for where they go
+        next.  That is after accepting it or, when that leaves the cursor at the end of a line, the
+        start of the next line (the first request on a new line is the slowest: nothing typed
+        there before can serve it; an editor's auto-indent is typed ahead into the answer)."""
         if not self.speculate or document.uri in self.running:
             return
-        text = document.text[:offset] + shown + document.text[offset:]
-        at = offset + len(shown)
+        text = document.text
+        after = text[:offset] + shown + text[offset:]
+        path = shown + (asked.newline if ends_a_line(after, offset + len(shown)) else "")
+        if not path:
+            return
+        text = text[:offset] + path + text[offset:]
+        at = offset + len(path)
         tree = self.trees.tree(document.uri, document.language_id, SPECULATIVE_VERSION, text)
         ctx = context_for(text, at, document.language_id, document.uri, settings, tree)
-        asked = asked_for(ctx, invoked=False)
         if self.cache.lookup(asked, ctx.prefix, ctx.suffix) is None:
-            self._start(document.uri, text, at, ctx, asked, settings, path=shown)
+            self._start(document.uri, text, at, ctx, asked, settings, path=path)
 
     def _stale(self, document: Document) -> Suggestions | None:
         current = self.documents.get(document.uri)
@@ -235,6 +246,13 @@ class SuggestionService(OneJobPerDocument):
         if fill is not None and document is not None and fill.still_useful(document.text):
             return
         self.jobs.cancel(uri)
+
+
+def ends_a_line(text: str, offset: int) -> bool:
+    """Whether ``offset`` is at the end of a non-blank line: where the user presses Enter next."""
+    line_start = text.rfind("\n", 0, offset) + 1
+    rest = text[offset : offset + 2]
+    return bool(text[line_start:offset].strip()) and (rest == "" or rest[0] == "\n" or rest == "\r\n")
 
 
 def asked_for(ctx: FillContext, invoked: bool) -> Asked:
