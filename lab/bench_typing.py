@@ -52,6 +52,7 @@ class Replay:
     on_screen: int = 0  # keystrokes whose answer arrived, non-empty, before the next key
     answered: int = 0  # keystrokes whose answer (empty or not) arrived before the next key
     latencies: list[float] = field(default_factory=list)  # ms, answers that arrived
+    new_line: list[float] = field(default_factory=list)  # ms, of those: the first on a new line
 
     def summary(self) -> dict:
         return {
@@ -63,6 +64,9 @@ class Replay:
             "answered_in_time": self.answered,
             "p50_ms": round(percentile(self.latencies, 50), 1),
             "p95_ms": round(percentile(self.latencies, 95), 1),
+            "new_line_answers": len(self.new_line),
+            "new_line_p50_ms": round(percentile(self.new_line, 50), 1),
+            "new_line_p95_ms": round(percentile(self.new_line, 95), 1),
         }
 
 
@@ -161,6 +165,7 @@ class _Asked:
     msg_id: str
     future: asyncio.Future
     sent: float
+    new_line: bool  # the key before it was Enter: the first request on a new line
     answer: str | None = None  # once arrived ("" for none)
     ms: float | None = None
 
@@ -196,6 +201,8 @@ async def replay_case(bench: TypingClient, case: TypingCase, rate: float | None,
             if asked.answer is not None:
                 out.answered += 1
                 out.latencies.append(asked.ms or 0.0)
+                if asked.new_line:
+                    out.new_line.append(asked.ms or 0.0)
                 if asked.answer:
                     out.on_screen += 1
                     shown = asked.answer
@@ -213,7 +220,7 @@ async def replay_case(bench: TypingClient, case: TypingCase, rate: float | None,
         done += len(insert)
         out.keystrokes += 1
         msg_id, future = bench.ask(text, offset)
-        asked = _Asked(msg_id, future, time.perf_counter())
+        asked = _Asked(msg_id, future, time.perf_counter(), insert.endswith("\n"))
         waiter = asyncio.ensure_future(_answer_of(asked))
     bench.close()
     await asyncio.sleep(0.3)  # let the server drop the closed document's work
@@ -261,8 +268,9 @@ def bench_typing(
 def format_typing(report: dict) -> str:
     rows = [
         f"typing replay: 3 lines inside each of {report['files']} files ({report['source']}), through `difill serve`",
-        "| typing | net keystrokes saved | suggestion on screen before the next key | answers in time | p50 ms | p95 ms |",
-        "|---|---|---|---|---|---|",
+        "| typing | net keystrokes saved | suggestion on screen before the next key | answers in time | p50 ms | p95 ms "
+        "| first on a new line: p50 / p95 ms (answers) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for key, label in [("waited", "every request waited for")] + [
         (k, f"{k.split('_')[0]} chars/s") for k in report if k.endswith("_chars_per_s")
@@ -271,6 +279,6 @@ def format_typing(report: dict) -> str:
         on_screen = "-" if key == "waited" else f"{s['on_screen_share']:.0%}"
         rows.append(
             f"| {label} | {s['net_saved']:.1%} | {on_screen} | {s['answered_in_time']} of {s['keystrokes']} | "
-            f"{s['p50_ms']} | {s['p95_ms']} |"
+            f"{s['p50_ms']} | {s['p95_ms']} | {s['new_line_p50_ms']} / {s['new_line_p95_ms']} ({s['new_line_answers']}) |"
         )
     return "\n".join(rows)
