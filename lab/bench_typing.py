@@ -282,3 +282,46 @@ def format_typing(report: dict) -> str:
             f"{s['p50_ms']} | {s['p95_ms']} | {s['new_line_p50_ms']} / {s['new_line_p95_ms']} ({s['new_line_answers']}) |"
         )
     return "\n".join(rows)
+
+
+async def _new_line_latency(
+    model_dir: str | None, cases: list[TypingCase], pause_s: float, python: str
+) -> dict:
+    """The first request on a new line after the user paused at the end of the line before
+    (``pause_s``, reading the ghost text): end of line, pause, Enter, request."""
+    bench = TypingClient()
+    await bench.start_with(python, model_dir)
+    bench.open(cases[0].before + cases[0].after)
+    await asyncio.wait_for(bench.ready.wait(), 300)
+    bench.close()
+    latencies: list[float] = []
+    for case in cases:
+        first_line = case.target.split("\n")[0]
+        text = case.before + first_line + case.after
+        offset = len(case.before) + len(first_line)
+        bench.open(text)
+        _, answer = bench.ask(text, offset)  # the line end, as the typist reaches it
+        await answer
+        await asyncio.sleep(pause_s)
+        text = bench.insert(text, offset, "\n")
+        sent = time.perf_counter()
+        _, answer = bench.ask(text, offset + 1)
+        await answer
+        latencies.append((time.perf_counter() - sent) * 1000)
+        bench.close()
+        await asyncio.sleep(0.3)
+    await bench.stop()
+    return {
+        "files": len(cases),
+        "pause_s": pause_s,
+        "p50_ms": round(percentile(latencies, 50), 1),
+        "p95_ms": round(percentile(latencies, 95), 1),
+        "python": python,
+    }
+
+
+if __name__ == "__main__":  # the first request on a new line: python -m difill.lab.bench_typing N [PYTHON]
+    source, rows = typing_sources()
+    cases = typing_cases(rows, int(sys.argv[1]) if len(sys.argv) > 1 else 20, seed=3)
+    python = sys.argv[2] if len(sys.argv) > 2 else sys.executable
+    print(json.dumps({"source": source, **asyncio.run(_new_line_latency(None, cases, 1.0, python))}))

@@ -57,3 +57,11 @@ def test_least_recently_used_entries_are_evicted():
     cache.store(GHOST, "c", "", ["3"])
     assert cache.lookup(GHOST, "b", "") is None
     assert cache.lookup(GHOST, "a", "") is not None and cache.lookup(GHOST, "c", "") is not None
+
+
+def test_an_empty_answer_is_remembered_for_its_own_context_only():
+    cache = SuggestionCache()
+    cache.store(GHOST, "x = ", "\n", [])
+    hit = cache.lookup(GHOST, "x = ", "\n")
+    assert hit is not None and hit.suggestions == []
+    assert cache.lookup(GHOST, "x = 1", "\n") is None  # nothing to type ahead into

@@ -54,9 +54,7 @@ class SuggestionCache:
 
     def store(self, asked: Asked, prefix: str, suffix: str, suggestions: list[str]) -> None:
         """``prefix`` and ``suffix`` in LF line endings (a FillContext's), ``suggestions`` in
-        ``asked.newline``."""
-        if not suggestions:
-            return
+        ``asked.newline``; none is an answer too (the model had nothing to show there)."""
         key = (asked, _digest(prefix[-KEY_CHARS:]), _digest(suffix[:KEY_CHARS]))
         self._entries[key] = list(suggestions)
         self._entries.move_to_end(key)
@@ -71,6 +69,9 @@ class SuggestionCache:
             entry = self._entries.get(key)
             if entry is None:
                 continue
+            if not entry and typed == 0:  # the model had nothing to suggest here: no need to ask again
+                self._entries.move_to_end(key)
+                return CacheHit([], 0)
             # The typed characters come from the LF prefix; the suggestions are in the document's
             # line endings.
             chars = prefix[len(prefix) - typed :].replace("\n", asked.newline)
