@@ -211,6 +211,17 @@ async def test_typing_what_the_fill_writes_is_served_from_that_fill_when_it_fini
     assert engine.calls == 1 and engine.prefixes[0].endswith("return x + ")
 
 
+async def test_a_request_again_at_the_same_spot_waits_for_the_fill_even_when_it_finds_nothing():
+    svc, documents, engine = service(["   "])  # nothing survives the filters
+    first, fill = await start_ghost_request(svc, documents)
+    first.cancel()
+    again = asyncio.ensure_future(svc.suggest(documents.get(URI), OFFSET, invoked=False))
+    await asyncio.sleep(0)
+    svc.host.release.set()
+    result = await again
+    assert result.texts == [] and result.source == "in flight" and engine.calls == 1
+
+
 async def test_typing_something_else_cancels_the_fill_and_starts_one_for_the_new_text():
     svc, documents, engine = service(["compute(1)"])
     first, fill = await start_ghost_request(svc, documents)

@@ -105,7 +105,7 @@ class SuggestionService(OneJobPerDocument):
             if hit is not None:
                 self._answered(started)
                 if not invoked:
-                    self._speculate(document, offset, hit.suggestions[0], asked, settings)
+                    self._speculate(document, offset, (hit.suggestions or [""])[0], asked, settings)
                 return Suggestions(hit.suggestions[:count], "in flight")
             log.info("the fill in flight wrote something other than what was typed: a new fill")
 
