@@ -117,11 +117,30 @@ def plot(report: dict, path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def typing_section(args: argparse.Namespace) -> int:
+    """`difill bench --typing N`: only the typing replay at 4, 6 and 8 characters a second
+    (lab/bench_typing.py), printed as a table and written as JSON beside the plot path."""
+    from difill.lab.bench_typing import bench_typing, format_typing
+
+    report = bench_typing(args.model, args.typing, python=getattr(args, "server_python", None))
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0
+    path = Path(args.plot or ("runs/bench-typing-quick.png" if args.quick else "docs/bench-typing.png"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
+    print(format_typing(report))
+    print(f"\nfigures: {path.with_suffix('.json')}")
+    return 0
+
+
 def main(args: argparse.Namespace) -> int:
     if getattr(args, "team", False):  # the team path's wire costs alone (lab/bench_team.py)
         from difill.lab.bench_team import main as team_main
 
         return team_main(args)
+    if getattr(args, "typing", None):
+        return typing_section(args)
     per_shape = 4 if args.quick else 40
     cases = load_cases(Path("data/corpus"), per_shape, seed=99)
     report: dict = {"cases_per_shape": per_shape}

@@ -216,6 +216,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="a small run that finishes in under a minute")
     p.add_argument("--json", action="store_true", help="print the full report as JSON (no plot)")
     p.add_argument(
+        "--typing",
+        type=int,
+        metavar="N",
+        help="only the typing replay: 3 lines typed inside each of N held-out files at 4, 6 and 8 "
+        "characters a second with editor-like cancellation, and with every answer waited for",
+    )
+    p.add_argument(
+        "--server-python",
+        help="the Python that runs `difill serve` for --typing (default: this one): another "
+        "checkout's venv gives a before/after",
+    )
+    p.add_argument(
         "--plot",
         help="where the plot goes, its figures beside it as JSON "
         "(default: docs/bench.png; with --quick runs/bench-quick.png, so CI leaves docs/ alone)",

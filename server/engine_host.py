@@ -256,21 +256,26 @@ class EngineHost(Feature):
                 return None
         return self.engine if self.state is ModelState.READY else None
 
-    async def run(self, job: Job, work: Callable[[InfillBackend], T], urgent: bool = False) -> T:
+    async def run(
+        self, job: Job, work: Callable[[InfillBackend], T], urgent: bool = False, background: bool = False
+    ) -> T:
         """``work(engine)`` on the worker thread; raises JobCancelled if the job is cancelled.
 
         A BackendError (a remote server failed) is raised too, after the status says what the
         server said; the status stays so until a job succeeds ("ready").
 
         An ``urgent`` job (ghost text) does not queue behind a running job: that job runs it
-        between two of its steps.  Urgent jobs never run inside each other."""
+        between two of its steps.  Urgent jobs never run inside each other.  A ``background``
+        job (a speculative fill: nobody asked yet) is not reported in the status."""
         loop = asyncio.get_running_loop()
         engine = self.engine
         if engine is None:  # unloaded by a reload since the caller waited for it
             raise JobCancelled()
-        self._active += 1
-        if self._active == 1:
-            self.on_status("busy", None, None)
+        counted = not background
+        if counted:
+            self._active += 1
+            if self._active == 1:
+                self.on_status("busy", None, None)
         started = time.perf_counter()
         failed = False
         try:
@@ -285,9 +290,10 @@ class EngineHost(Feature):
             raise
         finally:
             job.cancel()  # a no-op when done; when the await was cancelled it stops the denoising
-            self._active -= 1
-            if self._active == 0 and self.state is ModelState.READY and not failed:
-                self.on_status("ready", None, (time.perf_counter() - started) * 1000)
+            if counted:
+                self._active -= 1
+                if self._active == 0 and self.state is ModelState.READY and not failed:
+                    self.on_status("ready", None, (time.perf_counter() - started) * 1000)
 
     async def _run_urgent(self, item: _Urgent):
         with self._urgent_lock:

@@ -16,6 +16,7 @@ from tree_sitter import Tree
 from difill.engine.api import (
     HOLE_TOKENS,
     Candidate,
+    DraftCallback,
     FillOptions,
     FillResult,
     HolesResult,
@@ -178,12 +179,15 @@ def fill_for_editor(
     should_stop: ShouldStop = lambda: False,
     experiment: dict | None = None,
     drafts: Sequence[str] = (),
+    on_draft: DraftCallback | None = None,
 ) -> FillResult:
     """The engine call behind a suggestion, with the request's shape and the editor's settings.
 
     ``difill eval`` calls this and ``shown_texts`` too, so it scores exactly what the editor shows;
     ``experiment`` overrides FillOptions fields there, to measure an option before it ships.
     ``drafts`` (LF texts continuing the cursor, shaped: ``shaped_drafts``) seed extra canvas rows.
+    ``on_draft`` gets the hole's best text after each step (the server compares it with what the
+    user types meanwhile).
     """
     options = FillOptions(
         max_hole_tokens=ctx.shape.max_tokens,
@@ -201,4 +205,4 @@ def fill_for_editor(
     )
     if experiment:
         options = replace(options, **experiment)
-    return engine.fill(ctx.prefix, ctx.suffix, options, should_stop=should_stop)
+    return engine.fill(ctx.prefix, ctx.suffix, options, should_stop=should_stop, on_draft=on_draft)

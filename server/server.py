@@ -132,12 +132,16 @@ class DifillServer(LanguageServer):
         self._current_settings = self.layers.settings()
 
     def send_status(self, state: str, message: str | None = None, latency_ms: float | None = None) -> None:
-        """``difill/status`` for status bars: loading | ready | busy | error."""
+        """``difill/status`` for status bars: loading | ready | busy | error; ``recentLatencyMs`` is
+        the median request-to-answer time of the last suggestions the model answered."""
         params: dict[str, Any] = {"state": state}
         if latency_ms is not None:
             params["latencyMs"] = round(latency_ms, 1)
         if message is not None:
             params["message"] = message = secrets.scrub(message)
+        recent = self.suggestions.recent_latency_ms()
+        if recent is not None:  # for clients' adaptive debounce: what a suggestion costs lately
+            params["recentLatencyMs"] = round(recent, 1)
         self.protocol.notify(STATUS, params)
         if state in ("ready", "loading"):  # a new event: its error is shown again
             self._last_error_shown = None

@@ -1,42 +1,67 @@
-"""The suggestion cache: exact hits, typed-ahead reuse, and LRU eviction."""
+"""The suggestion cache: exact hits, typed-ahead reuse, what was asked, and LRU eviction."""
 
 from __future__ import annotations
 
-from difill.server.features.suggestions.cache import SuggestionCache
+from difill.server.features.suggestions.cache import Asked, SuggestionCache
+
+GHOST = Asked(invoked=False, newline="\n")
 
 
 def test_exact_context_returns_the_stored_suggestions():
     cache = SuggestionCache()
-    cache.store("x = ", "\n", ["compute(1)", "0"])
-    hit = cache.lookup("x = ", "\n")
+    cache.store(GHOST, "x = ", "\n", ["compute(1)", "0"])
+    hit = cache.lookup(GHOST, "x = ", "\n")
     assert hit.suggestions == ["compute(1)", "0"] and hit.typed == 0
 
 
 def test_typing_the_start_of_a_suggestion_returns_its_rest():
     cache = SuggestionCache()
-    cache.store("x = ", "\n", ["compute(1)", "0"])
-    hit = cache.lookup("x = comp", "\n")
+    cache.store(GHOST, "x = ", "\n", ["compute(1)", "0"])
+    hit = cache.lookup(GHOST, "x = comp", "\n")
     assert hit.suggestions == ["ute(1)"] and hit.typed == 4
 
 
 def test_typing_something_else_misses():
     cache = SuggestionCache()
-    cache.store("x = ", "\n", ["compute(1)"])
-    assert cache.lookup("x = cum", "\n") is None
-    assert cache.lookup("x = comp", "\nother") is None  # the suffix changed
+    cache.store(GHOST, "x = ", "\n", ["compute(1)"])
+    assert cache.lookup(GHOST, "x = cum", "\n") is None
+    assert cache.lookup(GHOST, "x = comp", "\nother") is None  # the suffix changed
 
 
 def test_typing_a_whole_suggestion_leaves_nothing_to_suggest():
     cache = SuggestionCache()
-    cache.store("x = ", "\n", ["0"])
-    assert cache.lookup("x = 0", "\n") is None
+    cache.store(GHOST, "x = ", "\n", ["0"])
+    assert cache.lookup(GHOST, "x = 0", "\n") is None
+
+
+def test_another_ask_or_line_ending_misses():
+    cache = SuggestionCache()
+    cache.store(GHOST, "x = ", "\n", ["compute"])
+    assert cache.lookup(Asked(invoked=True, newline="\n"), "x = ", "\n") is None
+    assert cache.lookup(Asked(invoked=False, newline="\r\n"), "x = ", "\n") is None
+
+
+def test_typing_a_line_break_into_a_crlf_suggestion_returns_its_rest():
+    crlf = Asked(invoked=False, newline="\r\n")
+    cache = SuggestionCache()
+    cache.store(crlf, "if x:", "\n", [":\r\n    pass"])  # contexts are LF, suggestions the document's
+    hit = cache.lookup(crlf, "if x::\n  ", "\n")
+    assert hit.suggestions == ["  pass"] and hit.typed == 4
 
 
 def test_least_recently_used_entries_are_evicted():
     cache = SuggestionCache(max_entries=2)
-    cache.store("a", "", ["1"])
-    cache.store("b", "", ["2"])
-    cache.lookup("a", "")  # a is now the most recent
-    cache.store("c", "", ["3"])
-    assert cache.lookup("b", "") is None
-    assert cache.lookup("a", "") is not None and cache.lookup("c", "") is not None
+    cache.store(GHOST, "a", "", ["1"])
+    cache.store(GHOST, "b", "", ["2"])
+    cache.lookup(GHOST, "a", "")  # a is now the most recent
+    cache.store(GHOST, "c", "", ["3"])
+    assert cache.lookup(GHOST, "b", "") is None
+    assert cache.lookup(GHOST, "a", "") is not None and cache.lookup(GHOST, "c", "") is not None
+
+
+def test_an_empty_answer_is_remembered_for_its_own_context_only():
+    cache = SuggestionCache()
+    cache.store(GHOST, "x = ", "\n", [])
+    hit = cache.lookup(GHOST, "x = ", "\n")
+    assert hit is not None and hit.suggestions == []
+    assert cache.lookup(GHOST, "x = 1", "\n") is None  # nothing to type ahead into

@@ -3,32 +3,50 @@
 document -> FillContext (engine/text/context.py) -> cache or engine (off the event loop) ->
 the text pipeline (engine/text/pipeline.py) -> distinct texts, best first.  A result computed
 for a document version that is no longer current is dropped, never returned.
+
+A typist sends a change and a request on every key, so a fill is not thrown away when the user
+types into it (inflight.py): a change that only adds characters at the fill's cursor, agreeing
+with what it writes, leaves it running, and the next request waits for it and is served the rest
+of its suggestion from the typed-ahead cache.  A request the client cancels ($/cancelRequest)
+leaves its fill running too, to fill the cache, within ``KeptWork``'s bound.  After ghost text is
+shown, the fill for the position after accepting it is computed while the user reads
+(*speculation*); it runs as a long job, so a real request runs between two of its steps and is
+never queued behind it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import statistics
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from difill.engine.text.context import FillContext
+from difill.engine.text.filters import keep_line_endings
 from difill.engine.text.pipeline import shown_texts
 from difill.server.config import Settings
 from difill.server.documents import Document, Documents
 from difill.server.engine_host import EngineHost, JobCancelled, Jobs, OneJobPerDocument
-from difill.server.features.suggestions.cache import SuggestionCache
+from difill.server.features.suggestions.cache import Asked, SuggestionCache
+from difill.server.features.suggestions.inflight import KeptWork, RunningFill
 from difill.server.served import context_for, fill_for_editor
 from difill.server.trees import SyntaxTrees
 
 log = logging.getLogger("difill.server.suggestions")
 
+RECENT_ANSWERS = 16  # model answers that the recent latency in difill/status is the median of
+SPECULATIVE_VERSION = -1  # the syntax tree of a text the document does not have (yet)
+
 
 @dataclass(frozen=True)
 class Suggestions:
     texts: list[str]  # best first, distinct, non-empty, in the document's line endings
-    source: str  # "model", "cache", or why there are none ("stale", "cancelled", "loading", ...)
+    # "model", "cache", "in flight" (a fill started for an earlier keystroke), or why there are
+    # none ("stale", "cancelled", "loading", ...)
+    source: str
 
 
 class SuggestionService(OneJobPerDocument):
@@ -38,6 +56,7 @@ class SuggestionService(OneJobPerDocument):
         host: EngineHost,
         settings: Callable[[], Settings],
         trees: SyntaxTrees | None = None,
+        speculate: bool = True,
     ) -> None:
         self.documents = documents
         self.host = host
@@ -45,10 +64,18 @@ class SuggestionService(OneJobPerDocument):
         self.trees = trees or SyntaxTrees()
         self.cache = SuggestionCache()
         self.jobs = Jobs()
+        self.running: dict[str, RunningFill] = {}  # uri -> its fill in flight (Jobs: one at most)
+        self.kept = KeptWork()
+        self.speculate = speculate
+        self.recent_ms: deque[float] = deque(maxlen=RECENT_ANSWERS)  # request to answer, model answers
 
     def context_at(self, document: Document, offset: int) -> FillContext:
         tree = self.trees.tree_for(document)
         return context_for(document.text, offset, document.language_id, document.uri, self.settings(), tree)
+
+    def recent_latency_ms(self) -> float | None:
+        """The median time from request to answer of the last model answers (None before one)."""
+        return statistics.median(self.recent_ms) if self.recent_ms else None
 
     async def suggest(self, document: Document, offset: int, invoked: bool) -> Suggestions:
         """Up to ``candidates`` suggestions when invoked, one when automatic."""
@@ -56,41 +83,178 @@ class SuggestionService(OneJobPerDocument):
         if not settings.enabled_for(document.language_id):
             return Suggestions([], "language disabled")
         count = settings.candidates if invoked else 1
+        started = time.perf_counter()
         ctx = self.context_at(document, offset)
+        asked = asked_for(ctx, invoked)
 
-        hit = self.cache.lookup(ctx.prefix, ctx.suffix)
+        hit = self.cache.lookup(asked, ctx.prefix, ctx.suffix)
         if hit is not None:
             log.info("suggestion from the cache (typed ahead %d characters)", hit.typed)
             return Suggestions(hit.suggestions[:count], "cache")
 
-        job = self.jobs.start(document.uri)
-        started = time.perf_counter()
-        try:
-            if settings.debounce_ms:
-                await asyncio.sleep(settings.debounce_ms / 1000)
-            engine = await self.host.wait_ready(settings.load_wait_ms / 1000)
-            if engine is None:
-                return Suggestions([], self.host.state.value)
-            result = await self.host.run(
-                job,
-                lambda engine: fill_for_editor(engine, ctx, settings, invoked, job.should_stop),
-                urgent=True,
-            )
-        except JobCancelled:
-            log.info("fill cancelled after %d denoising steps", job.steps_done)
-            return Suggestions([], "cancelled")
-        finally:
-            self.jobs.finish(job)
+        running = self.running.get(document.uri)
+        if running is not None and running.serves(document.text, offset, asked, settings):
+            log.info("waiting for the fill in flight (%d characters typed into it)", offset - running.offset)
+            try:
+                await self._wait(running)
+            except JobCancelled:
+                return Suggestions([], "cancelled")
+            if (stale := self._stale(document)) is not None:
+                return stale
+            hit = self.cache.lookup(asked, ctx.prefix, ctx.suffix)
+            if hit is not None:
+                self._answered(started)
+                if not invoked:
+                    self._speculate(document, offset, (hit.suggestions or [""])[0], asked, settings)
+                return Suggestions(hit.suggestions[:count], "in flight")
+            log.info("the fill in flight wrote something other than what was typed: a new fill")
 
-        current = self.documents.get(document.uri)
-        if current is None or current.version != document.version:
-            now = current.version if current else "closed"
-            log.info("result for version %s dropped: the document is at %s", document.version, now)
-            return Suggestions([], "stale")
-        texts = shown_texts(result.candidates, ctx)
-        self.cache.store(ctx.prefix, ctx.suffix, texts)
+        if settings.debounce_ms:
+            await asyncio.sleep(settings.debounce_ms / 1000)
+        if await self.host.wait_ready(settings.load_wait_ms / 1000) is None:
+            return Suggestions([], self.host.state.value)
+        if (stale := self._stale(document)) is not None:  # changed while this waited: not worth a fill
+            return stale
+        fill = self._start(document.uri, document.text, offset, ctx, asked, settings)
+        try:
+            texts = await self._wait(fill)
+        except JobCancelled:
+            return Suggestions([], "cancelled")
+        if (stale := self._stale(document)) is not None:
+            return stale
+        self._answered(started)
         log.info(
-            "%d suggestion(s) in %.0f ms (%d steps, shape %s)",
-            len(texts), (time.perf_counter() - started) * 1000, result.stats.steps, ctx.shape.kind.value,
+            "%d suggestion(s) in %.0f ms (shape %s)",
+            len(texts), (time.perf_counter() - started) * 1000, ctx.shape.kind.value,
         )  # fmt: skip
+        if not invoked:
+            self._speculate(document, offset, texts[0] if texts else "", asked, settings)
         return Suggestions(texts[:count], "model")
+
+    # ------------------------------------------------------------------ fills
+
+    def _start(
+        self,
+        uri: str,
+        text: str,
+        offset: int,
+        ctx: FillContext,
+        asked: Asked,
+        settings: Settings,
+        path: str = "",
+    ) -> RunningFill:
+        """A fill for ``ctx`` on the worker; it cancels the document's fill in flight.  With a
+        ``path`` it is speculative: ``text`` is the document after typing ``path`` at the cursor."""
+        job = self.jobs.start(uri)
+        fill = RunningFill(uri, text, offset, ctx, asked, settings, job, speculative=bool(path), path=path)
+        self.running[uri] = fill
+        fill.task = asyncio.ensure_future(self._run(fill, settings))
+        fill.task.add_done_callback(lambda task: self._ended(fill, task))
+        return fill
+
+    async def _run(self, fill: RunningFill, settings: Settings) -> list[str]:
+        """The fill on the worker; its shown texts go to the cache for the text it was computed for
+        (the cache is keyed on that text, so this holds even if the document moved on)."""
+        try:
+            result = await self.host.run(
+                fill.job,
+                lambda engine: fill_for_editor(
+                    engine,
+                    fill.ctx,
+                    settings,
+                    fill.asked.invoked,
+                    fill.job.should_stop,
+                    on_draft=fill.on_draft,
+                ),
+                # Speculation runs as a long job: an urgent (real) fill runs between its steps.
+                urgent=not fill.speculative,
+                background=fill.speculative,
+            )
+        finally:
+            self.jobs.finish(fill.job)
+            if self.running.get(fill.uri) is fill:
+                del self.running[fill.uri]
+        texts = shown_texts(result.candidates, fill.ctx)
+        self.cache.store(fill.asked, fill.ctx.prefix, fill.ctx.suffix, texts)
+        return texts
+
+    async def _wait(self, fill: RunningFill) -> list[str]:
+        """The fill's texts.  If this request is cancelled ($/cancelRequest), the fill is not: it
+        may finish to fill the cache (bounded by ``KeptWork``)."""
+        assert fill.task is not None
+        fill.waiting += 1
+        try:
+            return await asyncio.shield(fill.task)
+        except asyncio.CancelledError:
+            if fill.waiting == 1 and not fill.task.done():
+                self.kept.keep(fill)
+            raise
+        finally:
+            fill.waiting -= 1
+
+    def _ended(self, fill: RunningFill, task: asyncio.Future) -> None:
+        if task.cancelled():
+            return
+        error = task.exception()  # retrieved here, so a fill nobody waits for does not warn
+        if isinstance(error, JobCancelled):
+            log.info("%sfill cancelled after %d denoising steps",
+                     "speculative " if fill.speculative else "", fill.job.steps_done)  # fmt: skip
+        elif error is not None and fill.waiting == 0:
+            log.warning("a %s fill nobody waited for failed: %s",
+                        "speculative" if fill.speculative else "cancelled request's", error)  # fmt: skip
+        elif error is None and fill.speculative:
+            log.info("speculative fill ready after %d steps", fill.job.steps_done)
+
+    def _speculate(
+        self, document: Document, offset: int, shown: str, asked: Asked, settings: Settings
+    ) -> None:
+        """While the user reads ``shown`` (ghost text, possibly none): the fill for where they go
+        next.  That is after accepting it or, when that leaves the cursor at the end of a line, the
+        start of the next line (the first request on a new line is the slowest: nothing typed
+        there before can serve it; an editor's auto-indent is typed ahead into the answer)."""
+        if not self.speculate or document.uri in self.running:
+            return
+        text = document.text
+        after = text[:offset] + shown + text[offset:]
+        path = shown + (asked.newline if ends_a_line(after, offset + len(shown)) else "")
+        if not path:
+            return
+        text = text[:offset] + path + text[offset:]
+        at = offset + len(path)
+        tree = self.trees.tree(document.uri, document.language_id, SPECULATIVE_VERSION, text)
+        ctx = context_for(text, at, document.language_id, document.uri, settings, tree)
+        if self.cache.lookup(asked, ctx.prefix, ctx.suffix) is None:
+            self._start(document.uri, text, at, ctx, asked, settings, path=path)
+
+    def _stale(self, document: Document) -> Suggestions | None:
+        current = self.documents.get(document.uri)
+        if current is not None and current.version == document.version:
+            return None
+        now = current.version if current else "closed"
+        log.info("result for version %s dropped: the document is at %s", document.version, now)
+        return Suggestions([], "stale")
+
+    def _answered(self, started: float) -> None:
+        self.recent_ms.append((time.perf_counter() - started) * 1000)
+
+    # ------------------------------------------------------------------ document events
+
+    def document_changed(self, uri: str) -> None:
+        """Cancel the document's fill in flight, unless the change only typed into it (inflight.py)."""
+        fill = self.running.get(uri)
+        document = self.documents.get(uri)  # None when the document lost sync
+        if fill is not None and document is not None and fill.still_useful(document.text):
+            return
+        self.jobs.cancel(uri)
+
+
+def ends_a_line(text: str, offset: int) -> bool:
+    """Whether ``offset`` is at the end of a non-blank line: where the user presses Enter next."""
+    line_start = text.rfind("\n", 0, offset) + 1
+    rest = text[offset : offset + 2]
+    return bool(text[line_start:offset].strip()) and (rest == "" or rest[0] == "\n" or rest == "\r\n")
+
+
+def asked_for(ctx: FillContext, invoked: bool) -> Asked:
+    """What a request asks, beyond its context (the cache keys on it)."""
+    return Asked(invoked, keep_line_endings("\n", ctx))

@@ -1,0 +1,327 @@
+"""`difill bench --typing`: what a typist gets from `difill serve` at a fixed typing rate.
+
+Three lines inside each of N real files (held-out corpus files), with the rest of the file below,
+are typed key by key into `difill serve` over stdio, as an editor drives it: on every key a
+``didChange`` and a new Automatic inline-completion request, and ``$/cancelRequest`` for the
+request still in flight.  A suggestion is *on screen* for a key when the answer to that key's
+request arrived, non-empty, before the next key.  When the text still to type starts with the
+suggestion on screen, the typist accepts it (Tab, one keystroke) instead of typing on.
+
+Reported per rate (4, 6 and 8 characters a second), and for the waited-for replay (each answer
+awaited before the next key, no time pressure) for comparison:
+
+* net keystrokes saved: (characters accepted - one keystroke per accept) / characters to type;
+* the share of keystrokes with a suggestion on screen before the next key;
+* how many answers arrived in time, and the answers' latency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lsprotocol import types
+
+from difill.lab.bench import percentile
+from difill.lab.bench_server import URI, BenchClient, position_of
+
+HELDOUT = Path("data/corpus/heldout.jsonl")
+TYPED_LINES = 3
+RATES = (4.0, 6.0, 8.0)  # characters a second
+
+
+@dataclass(frozen=True)
+class TypingCase:
+    path: str
+    before: str  # the file above the typed lines
+    target: str  # the lines to type (without the last line break)
+    after: str  # the rest of the file below, from the typed lines' last line break
+
+
+@dataclass
+class Replay:
+    chars: int = 0  # characters to type
+    keystrokes: int = 0  # characters typed + accepts
+    accepts: int = 0
+    accepted_chars: int = 0
+    on_screen: int = 0  # keystrokes whose answer arrived, non-empty, before the next key
+    answered: int = 0  # keystrokes whose answer (empty or not) arrived before the next key
+    latencies: list[float] = field(default_factory=list)  # ms, answers that arrived
+    new_line: list[float] = field(default_factory=list)  # ms, of those: the first on a new line
+
+    def summary(self) -> dict:
+        return {
+            "chars": self.chars,
+            "keystrokes": self.keystrokes,
+            "accepts": self.accepts,
+            "net_saved": round((self.accepted_chars - self.accepts) / max(1, self.chars), 4),
+            "on_screen_share": round(self.on_screen / max(1, self.keystrokes), 4),
+            "answered_in_time": self.answered,
+            "p50_ms": round(percentile(self.latencies, 50), 1),
+            "p95_ms": round(percentile(self.latencies, 95), 1),
+            "new_line_answers": len(self.new_line),
+            "new_line_p50_ms": round(percentile(self.new_line, 50), 1),
+            "new_line_p95_ms": round(percentile(self.new_line, 95), 1),
+        }
+
+
+def typing_sources(heldout: Path = HELDOUT) -> tuple[str, list[dict]]:
+    """The files to type into, as {"path", "text"} rows, and where they come from: the corpus's
+    held-out files, or (a fresh clone, CI) the installed pygls package, which no corpus holds."""
+    if heldout.exists():
+        return str(heldout), [json.loads(line) for line in heldout.read_text().splitlines()]
+    import pygls
+
+    package = Path(pygls.__file__).parent
+    rows = [
+        {"path": str(p.relative_to(package.parent)), "text": p.read_text()}
+        for p in sorted(package.rglob("*.py"))
+    ]
+    return f"{package} (no {heldout})", rows
+
+
+def typing_cases(rows: list[dict], files: int, seed: int = 7) -> list[TypingCase]:
+    """``files`` Python files from ``rows``, one run of three non-blank lines of 20-240
+    characters in each, picked at random (seeded)."""
+    rows = [r for r in rows if r["path"].endswith(".py") and r["text"].count("\n") >= 40]
+    rng = random.Random(seed)
+    rng.shuffle(rows)
+    cases: list[TypingCase] = []
+    for row in rows:
+        lines = row["text"].splitlines(keepends=True)
+        starts = list(range(10, len(lines) - TYPED_LINES - 5))
+        rng.shuffle(starts)
+        for start in starts[:50]:
+            chunk = lines[start : start + TYPED_LINES]
+            target = "".join(chunk)[:-1]
+            if all(ln.strip() for ln in chunk) and 20 <= len(target) <= 240 and "\r" not in target:
+                cases.append(
+                    TypingCase(
+                        row["path"],
+                        "".join(lines[:start]),
+                        target,
+                        "\n" + "".join(lines[start + TYPED_LINES :]),
+                    )
+                )
+                break
+        if len(cases) == files:
+            break
+    return cases
+
+
+class TypingClient(BenchClient):
+    """The bench's client, started with any Python (another checkout's, for a before/after)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._ids = 0
+
+    async def start_with(self, python: str, model_dir: str | None) -> int:
+        args = ["-m", "difill.server", "serve"] + (["--model", model_dir] if model_dir else [])
+        await self.client.start_io(python, *args)
+        capabilities = types.ClientCapabilities(
+            text_document=types.TextDocumentClientCapabilities(
+                inline_completion=types.InlineCompletionClientCapabilities(),
+                synchronization=types.TextDocumentSyncClientCapabilities(),
+            )
+        )
+        await self.client.initialize_async(types.InitializeParams(capabilities=capabilities, process_id=None))
+        self.client.initialized(types.InitializedParams())
+        return self.client._server.pid
+
+    def ask(self, text: str, offset: int) -> tuple[str, asyncio.Future]:
+        """An Automatic inline-completion request; its id and the future of its answer."""
+        self._ids += 1
+        msg_id = f"typing-{self._ids}"
+        params = types.InlineCompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=URI),
+            position=position_of(text, offset),
+            context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Automatic),
+        )
+        future = self.client.protocol.send_request_async(
+            types.TEXT_DOCUMENT_INLINE_COMPLETION, params, msg_id=msg_id
+        )
+        return msg_id, asyncio.ensure_future(future)
+
+    def cancel(self, msg_id: str) -> None:
+        self.client.cancel_request(types.CancelParams(id=msg_id))
+
+
+def first_text(answer: object) -> str:
+    items = answer.items if isinstance(answer, types.InlineCompletionList) else (answer or [])
+    if not items:
+        return ""
+    text = items[0].insert_text
+    return text if isinstance(text, str) else text.value
+
+
+@dataclass
+class _Asked:
+    msg_id: str
+    future: asyncio.Future
+    sent: float
+    new_line: bool  # the key before it was Enter: the first request on a new line
+    answer: str | None = None  # once arrived ("" for none)
+    ms: float | None = None
+
+
+async def _answer_of(asked: _Asked) -> None:
+    try:
+        result = await asked.future
+    except Exception:  # noqa: BLE001 - cancelled by us ($/cancelRequest) or failed: no answer
+        return
+    asked.ms = (time.perf_counter() - asked.sent) * 1000
+    asked.answer = first_text(result)
+
+
+async def replay_case(bench: TypingClient, case: TypingCase, rate: float | None, out: Replay) -> None:
+    """Type ``case.target`` at ``rate`` characters a second (None: wait for every answer)."""
+    text = case.before + case.after
+    offset = len(case.before)
+    bench.open(text)
+    done = 0
+    out.chars += len(case.target)
+    loop = asyncio.get_running_loop()
+    asked: _Asked | None = None
+    waiter: asyncio.Task | None = None
+    next_key = loop.time()
+    while True:
+        if rate is None and waiter is not None:
+            await waiter
+        elif rate is not None:
+            next_key += 1 / rate
+            await asyncio.sleep(max(0.0, next_key - loop.time()))
+        shown = ""
+        if asked is not None:  # the previous key's answer, if it came before this key
+            if asked.answer is not None:
+                out.answered += 1
+                out.latencies.append(asked.ms or 0.0)
+                if asked.new_line:
+                    out.new_line.append(asked.ms or 0.0)
+                if asked.answer:
+                    out.on_screen += 1
+                    shown = asked.answer
+            elif waiter is not None:
+                bench.cancel(asked.msg_id)  # the editor drops the request a key made stale
+        if done >= len(case.target):
+            break
+        rest = case.target[done:]
+        if shown and rest.startswith(shown):  # Tab
+            insert, out.accepts, out.accepted_chars = shown, out.accepts + 1, out.accepted_chars + len(shown)
+        else:
+            insert = rest[0]
+        text = bench.insert(text, offset, insert)
+        offset += len(insert)
+        done += len(insert)
+        out.keystrokes += 1
+        msg_id, future = bench.ask(text, offset)
+        asked = _Asked(msg_id, future, time.perf_counter(), insert.endswith("\n"))
+        waiter = asyncio.ensure_future(_answer_of(asked))
+    bench.close()
+    await asyncio.sleep(0.3)  # let the server drop the closed document's work
+
+
+async def _replay_on_a_fresh_server(
+    model_dir: str | None, cases: list[TypingCase], rate: float | None, python: str
+) -> Replay:
+    """One replay over every case, on a server of its own: its cache starts empty."""
+    bench = TypingClient()
+    await bench.start_with(python, model_dir)
+    bench.open(cases[0].before + cases[0].after)
+    await asyncio.wait_for(bench.ready.wait(), 300)
+    bench.close()
+    replay = Replay()
+    for case in cases:
+        await replay_case(bench, case, rate, replay)
+    await bench.stop()
+    return replay
+
+
+async def _bench_typing(
+    model_dir: str | None, cases: list[TypingCase], rates: tuple[float, ...], python: str
+) -> dict:
+    report: dict = {"files": len(cases), "paths": [c.path for c in cases], "python": python}
+    for rate in (None, *rates):
+        name = "waited" if rate is None else f"{rate:g}_chars_per_s"
+        report[name] = (await _replay_on_a_fresh_server(model_dir, cases, rate, python)).summary()
+        print(f"typing replay {name}: {report[name]}", file=sys.stderr, flush=True)
+    return report
+
+
+def bench_typing(
+    model_dir: str | None, files: int, rates: tuple[float, ...] = RATES, python: str | None = None
+) -> dict:
+    source, rows = typing_sources()
+    cases = typing_cases(rows, files)
+    if not cases:
+        raise SystemExit(f"no Python files with 40+ lines in {source}")
+    print(f"typing into {len(cases)} files from {source}", file=sys.stderr, flush=True)
+    report = asyncio.run(_bench_typing(model_dir, cases, rates, python or sys.executable))
+    return {"source": source, **report}
+
+
+def format_typing(report: dict) -> str:
+    rows = [
+        f"typing replay: 3 lines inside each of {report['files']} files ({report['source']}), through `difill serve`",
+        "| typing | net keystrokes saved | suggestion on screen before the next key | answers in time | p50 ms | p95 ms "
+        "| first on a new line: p50 / p95 ms (answers) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for key, label in [("waited", "every request waited for")] + [
+        (k, f"{k.split('_')[0]} chars/s") for k in report if k.endswith("_chars_per_s")
+    ]:
+        s = report[key]
+        on_screen = "-" if key == "waited" else f"{s['on_screen_share']:.0%}"
+        rows.append(
+            f"| {label} | {s['net_saved']:.1%} | {on_screen} | {s['answered_in_time']} of {s['keystrokes']} | "
+            f"{s['p50_ms']} | {s['p95_ms']} | {s['new_line_p50_ms']} / {s['new_line_p95_ms']} ({s['new_line_answers']}) |"
+        )
+    return "\n".join(rows)
+
+
+async def _new_line_latency(
+    model_dir: str | None, cases: list[TypingCase], pause_s: float, python: str
+) -> dict:
+    """The first request on a new line after the user paused at the end of the line before
+    (``pause_s``, reading the ghost text): end of line, pause, Enter, request."""
+    bench = TypingClient()
+    await bench.start_with(python, model_dir)
+    bench.open(cases[0].before + cases[0].after)
+    await asyncio.wait_for(bench.ready.wait(), 300)
+    bench.close()
+    latencies: list[float] = []
+    for case in cases:
+        first_line = case.target.split("\n")[0]
+        text = case.before + first_line + case.after
+        offset = len(case.before) + len(first_line)
+        bench.open(text)
+        _, answer = bench.ask(text, offset)  # the line end, as the typist reaches it
+        await answer
+        await asyncio.sleep(pause_s)
+        text = bench.insert(text, offset, "\n")
+        sent = time.perf_counter()
+        _, answer = bench.ask(text, offset + 1)
+        await answer
+        latencies.append((time.perf_counter() - sent) * 1000)
+        bench.close()
+        await asyncio.sleep(0.3)
+    await bench.stop()
+    return {
+        "files": len(cases),
+        "pause_s": pause_s,
+        "p50_ms": round(percentile(latencies, 50), 1),
+        "p95_ms": round(percentile(latencies, 95), 1),
+        "python": python,
+    }
+
+
+if __name__ == "__main__":  # the first request on a new line: python -m difill.lab.bench_typing N [PYTHON]
+    source, rows = typing_sources()
+    cases = typing_cases(rows, int(sys.argv[1]) if len(sys.argv) > 1 else 20, seed=3)
+    python = sys.argv[2] if len(sys.argv) > 2 else sys.executable
+    print(json.dumps({"source": source, **asyncio.run(_new_line_latency(None, cases, 1.0, python))}))

@@ -1,0 +1,76 @@
+"""The typing replay's bookkeeping (lab/bench_typing.py), against a fake server whose answers come
+after a set delay: what counts as on screen, accepted, and saved."""
+
+from __future__ import annotations
+
+import asyncio
+
+from lsprotocol import types
+
+from difill.lab.bench_typing import Replay, TypingCase, replay_case, typing_cases
+
+CASE = TypingCase("a.py", "x = 1\n", "def f(a):\n    return a", "\nprint(f(2))\n")
+
+
+class OracleServer:
+    """Suggests the rest of the current line of the target, ``delay`` seconds after each request;
+    a cancelled request gets no answer."""
+
+    def __init__(self, delay: float):
+        self.delay = delay
+        self.cancelled: list[str] = []
+        self._ids = 0
+
+    def open(self, text: str) -> None:
+        self.text = text
+
+    def close(self) -> None:
+        pass
+
+    def insert(self, text: str, offset: int, new: str) -> str:
+        return text[:offset] + new + text[offset:]
+
+    def ask(self, text: str, offset: int):
+        self._ids += 1
+        done = offset - len(CASE.before)
+        rest = CASE.target[done:].split("\n")[0]
+        answer = types.InlineCompletionList(
+            items=[types.InlineCompletionItem(insert_text=rest)] if rest else []
+        )
+        future = asyncio.ensure_future(self._later(answer))
+        return str(self._ids), future
+
+    async def _later(self, answer):
+        await asyncio.sleep(self.delay)
+        return answer
+
+    def cancel(self, msg_id: str) -> None:
+        self.cancelled.append(msg_id)
+
+
+async def test_a_fast_exact_server_is_accepted_wherever_it_suggests():
+    out = Replay()
+    await replay_case(OracleServer(delay=0.0), CASE, None, out)
+    # "d" typed, "ef f(a):" accepted, the line break typed, the whole next line accepted
+    assert out.accepts == 2 and out.accepted_chars == len("ef f(a):") + len("    return a")
+    assert out.keystrokes == 4 and out.on_screen == 2
+    summary = out.summary()
+    assert summary["net_saved"] == round((out.accepted_chars - 2) / len(CASE.target), 4)
+    assert summary["new_line_answers"] == 1
+
+
+async def test_answers_slower_than_the_typist_are_cancelled_and_never_on_screen():
+    server = OracleServer(delay=0.5)
+    out = Replay()
+    await replay_case(server, CASE, 50.0, out)  # a key every 20 ms
+    assert out.accepts == 0 and out.on_screen == 0 and out.keystrokes == len(CASE.target)
+    # each key cancels the request before it, and the end the last one
+    assert len(server.cancelled) == len(CASE.target)
+
+
+def test_cases_are_three_lines_cut_out_of_the_file():
+    body = "".join(f"line_{i} = {i}\n" for i in range(60))
+    cases = typing_cases([{"path": "m.py", "text": body}], files=1)
+    assert len(cases) == 1
+    case = cases[0]
+    assert case.before + case.target + case.after == body and case.target.count("\n") == 2
