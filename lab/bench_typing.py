@@ -27,8 +27,8 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from difill.lab.bench import percentile
 from difill.lab.bench_server import URI, BenchClient, position_of
+from difill.lab.bench_timing import percentile
 
 HELDOUT = Path("data/corpus/heldout.jsonl")
 TYPED_LINES = 3
