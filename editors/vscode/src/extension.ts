@@ -182,7 +182,9 @@ function showProposal<T>(answer: T): T {
 }
 
 function showStatus(params: StatusParams): void {
-  if (params.latencyMs !== undefined) lastLatencyMs = pacer.latencyMs = params.latencyMs;
+  if (params.latencyMs !== undefined) lastLatencyMs = params.latencyMs;
+  // The median of the last answers paces requests; one answer's latency is the fallback.
+  pacer.latencyMs = params.recentLatencyMs ?? params.latencyMs ?? pacer.latencyMs;
   const view = statusView(params, lastLatencyMs);
   statusItem.text = view.text;
   statusItem.tooltip = view.tooltip;

@@ -6,6 +6,7 @@ export interface StatusParams {
   state: ServerState | string;
   message?: string;
   latencyMs?: number;
+  recentLatencyMs?: number; // median of the server's last answers (its adaptive-debounce signal)
 }
 
 export interface StatusView {

@@ -346,8 +346,10 @@ function M.setup(opts)
     handlers = {
       ["difill/status"] = function(_, params, ctx)
         M.statuses[ctx.client_id] = params
-        if params.latencyMs then
-          ghost.server_latency_ms = params.latencyMs
+        -- recentLatencyMs: the median of the last answers, steadier than one answer's latencyMs.
+        local latency = params.recentLatencyMs or params.latencyMs
+        if latency then
+          ghost.server_latency_ms = latency
         end
         vim.cmd.redrawstatus() -- statuslines showing status() would otherwise lag a keystroke
         api.nvim_exec_autocmds("User", { pattern = "DifillStatus", modeline = false, data = params })
