@@ -24,7 +24,7 @@ from pathlib import Path
 from difill.lab.training.corpus import read_jsonl
 from difill.lab.training.evaluate import ShapeScore, default_ar_baseline, eval_cases, format_table
 from difill.server.config import Settings
-from difill.server.served import DRAFTS_PER_REQUEST, ServedModel
+from difill.server.served import ServedModel
 
 EVAL_URI = "file:///heldout/case.py"
 
@@ -147,10 +147,7 @@ def evaluate_served(
         if diffusion and (workspace_cases or workspace_typing_files):
             from difill.lab.workspace_eval import evaluate_workspace
 
-            seeded = ServedModel(
-                model.engine, model.settings, model.experiment, max_drafts=DRAFTS_PER_REQUEST
-            )
-            report["workspace"] = evaluate_workspace(model, seeded, corpus, workspace_cases, seed,
+            report["workspace"] = evaluate_workspace(model, corpus, workspace_cases, seed,
                                                      workspace_typing_files, typing_lines)  # fmt: skip
     return report
 

@@ -7,9 +7,10 @@ same directory first, then the rest, by path).  A repository-level case is an ev
 module-level assignment) in another file of the package and not in its own file.  The cases are
 drawn with the eval's fixed seed and never chosen by how any row does on them.
 
-Each case is scored three ways through the server's path and filters (server/served.py):
+Each case is scored four ways through the server's path and filters (server/served.py):
 ``retrieval`` is the best draft alone (the draft finder, no model), ``model`` the model without
-drafts, ``seeded`` the model with draft-seeded canvas rows beside the noise-seeded ones.
+drafts, ``seeded`` the model with draft-seeded canvas rows beside the noise-seeded ones, and
+``served`` what the editor shows by default (``contextDrafts`` auto: the checkpoint's own mode).
 ``names`` is the share of answers that name one of the case's cross-file names.
 
 The typing replay edits inside files: it types ``lines`` lines starting at a random line in the
@@ -26,7 +27,7 @@ import re
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from difill.engine.syntax import parses
@@ -35,7 +36,9 @@ from difill.lab.training.evaluate import ShapeScore
 from difill.lab.training.examples import EVAL_SHAPES, InfillExample, sample_eval_example
 from difill.server.served import ServedModel, Shown
 
-ROWS = ("retrieval", "model", "seeded")
+ROWS = ("retrieval", "model", "seeded", "served")
+# The contextDrafts mode of each row that runs a model; "served" is the editor's default (auto).
+ROW_MODES = {"model": "off", "seeded": "seed", "served": "auto"}
 # What another file exports: functions and classes at any depth, module-level assignments.
 DEFINITION = re.compile(
     r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w*)|^([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=)", re.M
@@ -155,8 +158,16 @@ class RowScore(ShapeScore):
         return {**super().summary(), **{k: round(v / max(1, self.cases), 4) for k, v in share.items()}}
 
 
-def score_workspace(model: ServedModel, seeded: ServedModel, cases: dict[str, list[WorkspaceCase]]) -> dict:
-    """Per shape, the three rows on the same cases; also the draft rows' share of the answers."""
+def row_models(model: ServedModel) -> dict[str, ServedModel]:
+    """One ServedModel per row that runs a model, sharing ``model``'s engine and settings."""
+    return {
+        row: ServedModel(model.engine, replace(model.settings, context_drafts=mode), model.experiment)
+        for row, mode in ROW_MODES.items()
+    }
+
+
+def score_workspace(models: dict[str, ServedModel], cases: dict[str, list[WorkspaceCase]]) -> dict:
+    """Per shape, every row on the same cases; also the draft rows' share of the answers."""
     report: dict = {row: {} for row in ROWS}
     for shape, shape_cases in cases.items():
         scores = {row: RowScore() for row in ROWS}
@@ -165,15 +176,11 @@ def score_workspace(model: ServedModel, seeded: ServedModel, cases: dict[str, li
             text, offset = ex.prefix + ex.suffix, len(ex.prefix)
             uri = f"file:///workspace/{case.path}"
             original = bool(parses(ex.document, "python"))
-            alone = model.suggest(text, offset, uri, sources=case.sources)
-            with_drafts = seeded.suggest(text, offset, uri, sources=case.sources)
-            scores["retrieval"].add_case(
-                case, with_drafts.retrieved, 0, 0.0, with_drafts.retrieval_ms, original
-            )
-            scores["model"].add_case(
-                case, alone.text, alone.forwards, alone.tokens_per_forward, alone.ms, original
-            )
-            scores["seeded"].add_seeded(case, with_drafts, original)
+            for row, served in models.items():
+                shown = served.suggest(text, offset, uri, sources=case.sources)
+                scores[row].add_seeded(case, shown, original)
+                if row == "model":  # retrieval alone: the best draft as the filters show it
+                    scores["retrieval"].add_case(case, shown.retrieved, 0, 0.0, shown.retrieval_ms, original)
         for row in ROWS:
             report[row][shape] = scores[row].summary()
     return report
@@ -244,10 +251,12 @@ def typing_replay_inside(suggest: Suggest, spots: list) -> dict:
     return replay.summary()
 
 
-def replay_rows(model: ServedModel, seeded: ServedModel, spots: list) -> dict:
+def replay_rows(models: dict[str, ServedModel], spots: list) -> dict:
+    any_model = next(iter(models.values()))
+
     def retrieval(text, offset, uri, sources):
         started = time.perf_counter()
-        _, shown = seeded.retrieve(text, offset, seeded.context(text, offset, uri), sources)
+        _, shown = any_model.retrieve(text, offset, any_model.context(text, offset, uri), sources)
         return shown, (time.perf_counter() - started) * 1000
 
     def served(which: ServedModel) -> Suggest:
@@ -257,11 +266,8 @@ def replay_rows(model: ServedModel, seeded: ServedModel, spots: list) -> dict:
 
         return suggest
 
-    return {
-        "retrieval": typing_replay_inside(retrieval, spots),
-        "model": typing_replay_inside(served(model), spots),
-        "seeded": typing_replay_inside(served(seeded), spots),
-    }
+    return {"retrieval": typing_replay_inside(retrieval, spots),
+            **{row: typing_replay_inside(served(m), spots) for row, m in models.items()}}  # fmt: skip
 
 
 def format_workspace(report: dict) -> str:
@@ -274,7 +280,7 @@ def format_workspace(report: dict) -> str:
             rows.append(f"| {shape} ({s['cases']}) | {row} | {s['exact_match']:.1%} | {s['edit_similarity']:.3f} | "
                         f"{s['names']:.1%} | {s['empty_share']:.1%} | {s['mean_forwards']} | "
                         f"{s['tokens_per_forward']} | {s['p50_ms']} | "
-                        + (f"{s['from_draft']:.1%} | {s['verified']:.1%} |" if row == "seeded" else "| |"))  # fmt: skip
+                        + (f"{s['from_draft']:.1%} | {s['verified']:.1%} |" if row != "retrieval" else "| |"))  # fmt: skip
     for row, t in report.get("typing", {}).items():
         rows.append(f"\n{row} typing inside files: {t['net_saved_share']:.1%} net of one keystroke per accept "
                     f"({t['saved_share']:.1%} gross) of {t['characters']} characters, {t['accepted']} accepted "
@@ -282,11 +288,13 @@ def format_workspace(report: dict) -> str:
     return "\n".join(rows)
 
 
-def evaluate_workspace(model: ServedModel, seeded: ServedModel, corpus: Path, per_shape: int, seed: int,
-                       typing_files: int, typing_lines: int) -> dict:  # fmt: skip
+def evaluate_workspace(model: ServedModel, corpus: Path, per_shape: int, seed: int, typing_files: int,
+                       typing_lines: int) -> dict:  # fmt: skip
+    """The rows of ``ROWS`` on repository-level cases, with ``model``'s engine and settings."""
+    models = row_models(model)
     cases = workspace_cases(corpus, per_shape, seed)
-    scored = score_workspace(model, seeded, cases)
+    scored = score_workspace(models, cases)
     report: dict = {"cases": {shape: {row: scored[row][shape] for row in ROWS} for shape in cases}}
     if typing_files:
-        report["typing"] = replay_rows(model, seeded, replay_spots(corpus, typing_files, typing_lines, seed))
+        report["typing"] = replay_rows(models, replay_spots(corpus, typing_files, typing_lines, seed))
     return report

@@ -62,6 +62,12 @@ class Settings:
     # Prefix budget in tokens; the model's own limit (from its checkpoint) caps it.
     context_tokens: int = field(default=1024, metadata={"key": "contextTokens", "min": 16, "max": 32768})
 
+    # How drafts from the context (what followed the same text elsewhere: server/context/drafts.py)
+    # reach a suggestion: "show" (the best draft is the ghost text, no model run; explicit requests
+    # get it first, then the model's), "seed" (they seed canvas rows beside noise-seeded ones),
+    # "off", or "auto": the checkpoint's own choice ("show" for difill's shipped model, "seed" else).
+    context_drafts: str = field(default="auto", metadata={"key": "contextDrafts"})
+
     # Send `difill/draft` notifications while an edit (code action, command) is denoised.
     drafts: bool = field(default=False, metadata={"key": "drafts"})
 
@@ -153,6 +159,9 @@ def _convert(spec: dataclasses.Field, value: Any) -> tuple[Any, str | None]:
     if name == "remote_canvas":
         ok = value in ("auto", "seeded", "plain")
         return (value, None) if ok else (None, "must be one of auto, seeded, plain")
+    if name == "context_drafts":
+        ok = value in ("auto", "show", "seed", "off")
+        return (value, None) if ok else (None, "must be one of auto, show, seed, off")
     if name == "device":
         ok = isinstance(value, str) and (
             value in ("auto", "cpu", "cuda", "mps") or (value.startswith("cuda:") and value[5:].isdigit())

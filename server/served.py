@@ -19,6 +19,7 @@ from difill.engine.api import (
     DraftCallback,
     FillOptions,
     FillResult,
+    FillStats,
     HolesResult,
     InfillBackend,
     ShouldStop,
@@ -69,12 +70,10 @@ class ServedModel:
         engine: InfillBackend,
         settings: Settings | None = None,
         experiment: dict | None = None,
-        max_drafts: int = 0,
     ) -> None:
         self.engine = engine
         self.settings = settings or Settings()
         self.experiment = experiment or {}  # FillOptions fields to override (`difill eval --revise`)
-        self.max_drafts = max_drafts  # drafts retrieved per request to seed canvas rows; 0: none
         self.trees = SyntaxTrees()
         self._version = 0
 
@@ -90,15 +89,15 @@ class ServedModel:
         """The first suggestion a request at ``offset`` would show ("" for none): an automatic one
         (ghost text while typing, the default) or, with ``invoked``, one the user asked for.
 
-        With ``max_drafts``, drafts retrieved from the document (before the cursor, then after it)
-        and then ``sources`` ((path, text) pairs: open documents, workspace files) seed canvas rows;
-        their retrieval time counts in ``ms``."""
+        Drafts are retrieved from the document (before the cursor, then after it) and then
+        ``sources`` ((path, text) pairs: open documents, workspace files), and used as the
+        ``contextDrafts`` setting says (``suggestion_fill``); their retrieval time counts in ``ms``."""
         ctx = self.context(text, offset, uri, language_id)
         started = time.perf_counter()
-        drafts, retrieved = self.retrieve(text, offset, ctx, sources) if self.max_drafts > 0 else ([], "")
+        drafts, retrieved = self.retrieve(text, offset, ctx, sources)
         retrieval_ms = (time.perf_counter() - started) * 1000
-        result = fill_for_editor(self.engine, ctx, self.settings, invoked, experiment=self.experiment,
-                                 drafts=[d.text for d in drafts])  # fmt: skip
+        result = suggestion_fill(self.engine, ctx, self.settings, invoked, drafts, language_id,
+                                 experiment=self.experiment)  # fmt: skip
         ms = (time.perf_counter() - started) * 1000
         texts = shown_texts(result.candidates, ctx)
         first = texts[0] if texts else ""
@@ -118,8 +117,7 @@ class ServedModel:
     ) -> tuple[list[Draft], str]:
         """The shaped drafts for a cursor (the document before it, after it, then ``sources``),
         and the best one alone as the filters show it: retrieval without a model."""
-        after = ("current", to_lf(text[offset:]))
-        found = find_drafts(to_lf(text[:offset]), [after, *sources], max_drafts=max(1, self.max_drafts))
+        found = drafts_at(text, offset, sources)
         drafts = shaped_drafts(found, ctx)
         shown = shown_texts([Candidate(drafts[0].text, 0, 0.0, True, "draft:0")], ctx) if drafts else []
         return drafts, shown[0] if shown else ""
@@ -159,6 +157,76 @@ def shaped_drafts(drafts: Sequence[Draft], ctx: FillContext) -> list[Draft]:
             seen.add(text)
             out.append(Draft(text, draft.source))
     return out
+
+
+def drafts_at(text: str, offset: int, sources: Sequence[tuple[str, str]] = ()) -> list[Draft]:
+    """The drafts for a cursor: the document before it first, then after it, then ``sources``."""
+    after = ("current", to_lf(text[offset:]))
+    return find_drafts(to_lf(text[:offset]), [after, *sources], max_drafts=DRAFTS_PER_REQUEST)
+
+
+def draft_mode(engine: object, settings: Settings) -> str:
+    """How drafts reach a suggestion with this backend: "show", "seed" or "off".
+
+    The ``contextDrafts`` setting decides; with "auto" the checkpoint does (config
+    ``difill.drafts``).  A checkpoint difill trained that names no mode gets "show": measured on
+    the shipped weights (docs/drafts.md), retrieval alone was right far more often than the model,
+    and canvases seeded with the drafts less often than either (the model rewrites a right draft
+    more often than it keeps it).  Any other backend (a real checkpoint, a remote) gets "seed".
+    """
+    if settings.context_drafts != "auto":
+        return settings.context_drafts
+    config = getattr(getattr(getattr(engine, "loaded", None), "model", None), "config", None)
+    meta = getattr(config, "difill", None)
+    if isinstance(meta, dict) and meta:
+        return meta["drafts"] if meta.get("drafts") in ("show", "seed", "off") else "show"
+    return "seed"
+
+
+def drafts_result(drafts: Sequence[Draft]) -> FillResult:
+    """Drafts as a fill's answer, when no model writes it: each a whole middle, as it was found."""
+    candidates = [Candidate(d.text, 0, 0.0, True, f"draft:{d.source}") for d in drafts]
+    stats = FillStats(candidates=len(candidates))
+    return FillResult(candidates[0].text if candidates else "", candidates, stats)
+
+
+def suggestion_fill(
+    engine: InfillBackend,
+    ctx: FillContext,
+    settings: Settings,
+    invoked: bool,
+    drafts: Sequence[Draft],
+    language_id: str = "",
+    should_stop: ShouldStop = lambda: False,
+    on_draft: DraftCallback | None = None,
+    experiment: dict | None = None,
+) -> FillResult:
+    """The one call behind a suggestion, for the LSP service and ``ServedModel`` alike: the
+    context's drafts (shaped: ``shaped_drafts``) as ``draft_mode`` says, then the model.
+
+    * "show": ghost text is the best draft as it stands when there is one, with no model run; an
+      explicit request gets it first, then the model's middles;
+    * "seed": the drafts seed canvas rows beside the noise-seeded ones (engine/sampler.py);
+    * "off": the model alone.
+
+    Where the model declines the language (``model_declines``), only drafts are shown, or nothing.
+    """
+    mode = draft_mode(engine, settings)
+    usable = list(drafts) if mode != "off" else []
+    declined = model_declines(engine, ctx.language, language_id)
+    if declined is not None or (mode == "show" and usable and not invoked):
+        return drafts_result(usable)
+    seeds = [d.text for d in usable] if mode == "seed" else []
+    result = fill_for_editor(engine, ctx, settings, invoked, should_stop, experiment, seeds, on_draft)
+    if mode == "show" and usable:
+        result.candidates = drafts_result(usable).candidates + result.candidates
+        result.text = result.candidates[0].text
+    return result
+
+
+def model_declines(engine: object, language: str | None, language_id: str) -> str | None:
+    """Why ``engine``'s model must show nothing in this language; None when it serves it."""
+    return None
 
 
 def edit_options(settings: Settings, language: str | None, max_hole_tokens: int = HOLE_TOKENS) -> FillOptions:

@@ -59,7 +59,9 @@ class DifillServer(LanguageServer):
         self._current_settings = self.layers.settings()
         self.documents = Documents()
         self.host = EngineHost(self.send_status)
-        self.suggestions = SuggestionService(self.documents, self.host, self.settings)
+        self.suggestions = SuggestionService(
+            self.documents, self.host, self.settings, draft_sources=self.draft_sources
+        )
         self.edits = EditService(
             self.documents,
             self.host,
@@ -130,6 +132,12 @@ class DifillServer(LanguageServer):
 
     def _refresh_settings(self) -> None:
         self._current_settings = self.layers.settings()
+
+    def draft_sources(self, uri: str, text: str, offset: int, language_id: str) -> list[tuple[str, str]]:
+        """Where drafts are looked for after the document itself: the workspace index's open
+        documents and most similar workspace files (none while the index is off)."""
+        retrieval = self.context.retrieve(uri, text, offset, language_id)
+        return retrieval.sources if retrieval is not None else []
 
     def send_status(self, state: str, message: str | None = None, latency_ms: float | None = None) -> None:
         """``difill/status`` for status bars: loading | ready | busy | error; ``recentLatencyMs`` is

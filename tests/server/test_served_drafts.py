@@ -1,4 +1,6 @@
-"""The suggestion path retrieves drafts (server/context/drafts.py) and seeds canvas rows with them."""
+"""The suggestion path retrieves drafts (server/context/drafts.py) and uses them as ``contextDrafts``
+says: shown as they stand, seeded into canvas rows, or not at all; only drafts where the model
+declines the language."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ class RecordingEngine:
 
 def test_drafts_come_from_the_document_then_the_sources_cut_to_the_shape():
     engine = RecordingEngine()
-    served = ServedModel(engine, Settings(max_tokens=16), max_drafts=3)
+    served = ServedModel(engine, Settings(max_tokens=16, context_drafts="seed"))
     sources = [("pkg/util.py", "x = compute_mean(values)\n"), ("pkg/other.py", "compute_sum(a, b)\n")]
     shown = served.suggest(DOC, len(DOC), sources=sources)
     # The current document first; a rest-of-line request gets each draft's first line only.
@@ -40,14 +42,61 @@ def test_text_after_the_cursor_is_searched_after_the_text_before_it():
     engine = RecordingEngine()
     text = "a = 1\nresult = run_job(\n\nresult = run_job(config)\n"
     offset = text.index("(\n") + 1
-    shown = ServedModel(engine, max_drafts=3).suggest(text, offset)
+    shown = ServedModel(engine, Settings(context_drafts="seed")).suggest(text, offset)
     assert [(d.text, d.source) for d in shown.drafts] == [("config)", "current")]
 
 
-def test_no_drafts_unless_asked():
+def test_off_asks_the_model_alone():
     engine = RecordingEngine()
-    shown = ServedModel(engine).suggest(DOC, len(DOC), sources=[("a.py", "compute_x()\n")])
-    assert engine.options[-1].drafts == () and shown.drafts == [] and shown.retrieved == ""
+    shown = ServedModel(engine, Settings(context_drafts="off")).suggest(
+        DOC, len(DOC), sources=[("a.py", "compute_x()\n")]
+    )
+    assert engine.options[-1].drafts == () and shown.text == ""
+
+
+def test_show_makes_the_best_draft_the_ghost_text_without_a_model_run():
+    engine = RecordingEngine()
+    shown = ServedModel(engine, Settings(context_drafts="show")).suggest(DOC, len(DOC))
+    assert engine.options == []  # typing: the draft stands, no fill
+    assert shown.text == "total(items, tax)" and shown.forwards == 0
+    assert shown.result.candidates[0].source == "draft:current"
+
+
+def test_show_puts_the_draft_first_when_the_user_asks_then_the_model():
+    class Answering(RecordingEngine):
+        def fill(self, prefix, suffix, options=None, should_stop=None, on_draft=None):
+            self.options.append(options)
+            return FillResult(
+                "x", [Candidate("mean_of(items)", 8, -0.5, True)], FillStats(decoder_forwards=3)
+            )
+
+    engine = Answering()
+    shown = ServedModel(engine, Settings(context_drafts="show")).suggest(DOC, len(DOC), invoked=True)
+    assert engine.options[-1].drafts == ()  # the model is asked without seeds
+    assert [c.source for c in shown.result.candidates] == ["draft:current", "model"]
+
+
+def test_auto_shows_drafts_for_difill_trained_checkpoints_and_seeds_for_others():
+    class Config:
+        difill = {"min_token_prob": 0.25}
+
+    class Loaded:
+        class model:  # noqa: N801 - the shape of LoadedModel.model.config
+            config = Config()
+
+    trained = RecordingEngine()
+    trained.loaded = Loaded()
+    assert ServedModel(trained).suggest(DOC, len(DOC)).text == "total(items, tax)"
+    assert trained.options == []
+    other = RecordingEngine()  # a real checkpoint or a remote: no difill record
+    ServedModel(other).suggest(DOC, len(DOC))
+    assert other.options[-1].drafts == ("total(items, tax)",)
+
+
+def test_no_draft_found_falls_back_to_the_model():
+    engine = RecordingEngine()
+    ServedModel(engine, Settings(context_drafts="show")).suggest("zzz = ", 6)
+    assert len(engine.options) == 1 and engine.options[0].drafts == ()
 
 
 def test_a_verified_draft_is_shown_like_any_candidate():
@@ -59,5 +108,5 @@ def test_a_verified_draft_is_shown_like_any_candidate():
                 text, [Candidate(text, 16, -0.1, True, "draft:0")], FillStats(decoder_forwards=1)
             )
 
-    shown = ServedModel(DraftEngine(), max_drafts=2).suggest(DOC, len(DOC))
+    shown = ServedModel(DraftEngine(), Settings(context_drafts="seed")).suggest(DOC, len(DOC))
     assert shown.text == "total(items, tax)" and shown.forwards == 1

@@ -77,19 +77,20 @@ class TruthEngine:
         )
 
 
-def test_three_rows_on_the_same_cases_and_the_replay(tmp_path):
+def test_every_row_on_the_same_cases_and_the_replay(tmp_path):
     corpus = write_corpus(tmp_path)
     engine = TruthEngine([MAIN, UTIL])
-    model, seeded = ServedModel(engine), ServedModel(engine, max_drafts=3)
-    report = evaluate_workspace(model, seeded, corpus, per_shape=3, seed=0, typing_files=1, typing_lines=2)
+    report = evaluate_workspace(
+        ServedModel(engine), corpus, per_shape=3, seed=0, typing_files=1, typing_lines=2
+    )
     for shape, rows in report["cases"].items():
-        assert set(rows) == {"retrieval", "model", "seeded"}
+        assert set(rows) == {"retrieval", "model", "seeded", "served"}
         assert rows["model"]["cases"] == rows["seeded"]["cases"] == rows["retrieval"]["cases"]
         assert rows["retrieval"]["mean_forwards"] == 0  # no model
         if shape != "multi_line_2_5":  # one line: the truth, whole
             assert rows["model"]["exact_match"] == 1.0 and rows["model"]["names"] == 1.0
     typing = report["typing"]
-    assert set(typing) == {"retrieval", "model", "seeded"}
+    assert set(typing) == {"retrieval", "model", "seeded", "served"}
     assert typing["model"]["accepted"] > 0
     assert typing["model"]["net_saved_share"] < typing["model"]["saved_share"]
     assert "| rest_of_line (3) | seeded |" in format_workspace(report)

@@ -49,6 +49,7 @@ class RunningFill:
     # Speculative only: what the user would type from where ghost text was shown to reach this
     # fill's cursor (the suggestion, and a line break when it ends the line)
     path: str = ""
+    language_id: str = ""  # the editor's name of the document's language
 
     def on_draft(self, text: str, step: int) -> None:  # noqa: ARG002 - the engine's DraftCallback
         self.draft = text

@@ -21,24 +21,29 @@ import logging
 import statistics
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from difill.engine.text.context import FillContext
 from difill.engine.text.filters import keep_line_endings
 from difill.engine.text.pipeline import shown_texts
 from difill.server.config import Settings
+from difill.server.context.drafts import Draft
 from difill.server.documents import Document, Documents
 from difill.server.engine_host import EngineHost, JobCancelled, Jobs, OneJobPerDocument
 from difill.server.features.suggestions.cache import Asked, SuggestionCache
 from difill.server.features.suggestions.inflight import KeptWork, RunningFill
-from difill.server.served import context_for, fill_for_editor
+from difill.server.served import context_for, drafts_at, shaped_drafts, suggestion_fill
 from difill.server.trees import SyntaxTrees
 
 log = logging.getLogger("difill.server.suggestions")
 
 RECENT_ANSWERS = 16  # model answers that the recent latency in difill/status is the median of
 SPECULATIVE_VERSION = -1  # the syntax tree of a text the document does not have (yet)
+
+# (uri, text, offset, language id) -> (source, LF text) pairs where drafts are looked for after the
+# document itself: open documents, then workspace files (server/context, the workspace index).
+DraftSources = Callable[[str, str, int, str], Sequence[tuple[str, str]]]
 
 
 @dataclass(frozen=True)
@@ -57,8 +62,10 @@ class SuggestionService(OneJobPerDocument):
         settings: Callable[[], Settings],
         trees: SyntaxTrees | None = None,
         speculate: bool = True,
+        draft_sources: DraftSources | None = None,
     ) -> None:
         self.documents = documents
+        self.draft_sources = draft_sources
         self.host = host
         self.settings = settings
         self.trees = trees or SyntaxTrees()
@@ -115,7 +122,8 @@ class SuggestionService(OneJobPerDocument):
             return Suggestions([], self.host.state.value)
         if (stale := self._stale(document)) is not None:  # changed while this waited: not worth a fill
             return stale
-        fill = self._start(document.uri, document.text, offset, ctx, asked, settings)
+        fill = self._start(document.uri, document.text, offset, ctx, asked, settings,
+                           language_id=document.language_id)  # fmt: skip
         try:
             texts = await self._wait(fill)
         except JobCancelled:
@@ -142,11 +150,13 @@ class SuggestionService(OneJobPerDocument):
         asked: Asked,
         settings: Settings,
         path: str = "",
+        language_id: str = "",
     ) -> RunningFill:
         """A fill for ``ctx`` on the worker; it cancels the document's fill in flight.  With a
         ``path`` it is speculative: ``text`` is the document after typing ``path`` at the cursor."""
         job = self.jobs.start(uri)
-        fill = RunningFill(uri, text, offset, ctx, asked, settings, job, speculative=bool(path), path=path)
+        fill = RunningFill(uri, text, offset, ctx, asked, settings, job, speculative=bool(path), path=path,
+                           language_id=language_id)  # fmt: skip
         self.running[uri] = fill
         fill.task = asyncio.ensure_future(self._run(fill, settings))
         fill.task.add_done_callback(lambda task: self._ended(fill, task))
@@ -158,11 +168,13 @@ class SuggestionService(OneJobPerDocument):
         try:
             result = await self.host.run(
                 fill.job,
-                lambda engine: fill_for_editor(
+                lambda engine: suggestion_fill(
                     engine,
                     fill.ctx,
                     settings,
                     fill.asked.invoked,
+                    self._drafts(fill),
+                    fill.language_id,
                     fill.job.should_stop,
                     on_draft=fill.on_draft,
                 ),
@@ -177,6 +189,18 @@ class SuggestionService(OneJobPerDocument):
         texts = shown_texts(result.candidates, fill.ctx)
         self.cache.store(fill.asked, fill.ctx.prefix, fill.ctx.suffix, texts)
         return texts
+
+    def _drafts(self, fill: RunningFill) -> list[Draft]:
+        """The context's drafts for the fill's cursor, shaped; on the worker (the sources may be
+        megabytes: find_drafts bounds the work)."""
+        if fill.settings.context_drafts == "off":
+            return []
+        sources = (
+            self.draft_sources(fill.uri, fill.text, fill.offset, fill.language_id)
+            if self.draft_sources
+            else ()
+        )
+        return shaped_drafts(drafts_at(fill.text, fill.offset, sources), fill.ctx)
 
     async def _wait(self, fill: RunningFill) -> list[str]:
         """The fill's texts.  If this request is cancelled ($/cancelRequest), the fill is not: it
@@ -224,7 +248,9 @@ class SuggestionService(OneJobPerDocument):
         tree = self.trees.tree(document.uri, document.language_id, SPECULATIVE_VERSION, text)
         ctx = context_for(text, at, document.language_id, document.uri, settings, tree)
         if self.cache.lookup(asked, ctx.prefix, ctx.suffix) is None:
-            self._start(document.uri, text, at, ctx, asked, settings, path=path)
+            self._start(
+                document.uri, text, at, ctx, asked, settings, path=path, language_id=document.language_id
+            )
 
     def _stale(self, document: Document) -> Suggestions | None:
         current = self.documents.get(document.uri)

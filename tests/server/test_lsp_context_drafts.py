@@ -1,0 +1,41 @@
+"""Drafts from the workspace reach ghost text through the real server: another file's text after
+the same tokens is what a typist is shown (``contextDrafts`` "show"), or it seeds the canvas."""
+
+from __future__ import annotations
+
+import pytest
+from lsp_helpers import inline_params, open_document, running_server
+from lsprotocol import types
+
+pytestmark = pytest.mark.slow
+
+UTIL = (
+    "def compute_total(items, tax):\n    return sum(items) * (1 + tax)\n\ntotal = compute_total(items, tax)\n"
+)
+
+
+async def test_a_workspace_file_drafts_the_ghost_text(tiny_model_dir, tmp_path):
+    (tmp_path / "util.py").write_text(UTIL)
+    options = {"workspaceIndex": True, "contextDrafts": "show"}
+    async with running_server(tiny_model_dir, init_options=options, root_uri=tmp_path.as_uri()) as client:
+        uri = (tmp_path / "main.py").as_uri()
+        open_document(client, uri, "from util import compute_total\n\nvalue = compute_")
+        for _ in range(100):  # the index builds in the background; the server answers meanwhile
+            result = await client.text_document_inline_completion_async(
+                inline_params(uri, 2, 16, invoked=False)
+            )
+            if result.items:
+                break
+        assert [item.insert_text for item in result.items] == ["total(items, tax)"]
+        cursor = types.Position(line=2, character=16)
+        assert result.items[0].range == types.Range(start=cursor, end=cursor)
+
+
+async def test_off_shows_the_model_alone(tiny_model_dir, tmp_path):
+    (tmp_path / "util.py").write_text(UTIL)
+    options = {"workspaceIndex": True, "contextDrafts": "off", "minTokenProb": 1.0}  # no model text shows
+    async with running_server(tiny_model_dir, init_options=options, root_uri=tmp_path.as_uri()) as client:
+        uri = (tmp_path / "main.py").as_uri()
+        open_document(client, uri, "from util import compute_total\n\nvalue = compute_")
+        result = await client.text_document_inline_completion_async(inline_params(uri, 2, 16, invoked=False))
+        assert not result.items
