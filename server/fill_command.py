@@ -45,7 +45,7 @@ def split_at(text: str, line: int, col: int) -> tuple[str, str]:
 def main(args: argparse.Namespace) -> int:
     from difill.engine.api import BackendError, ModelLoadError
     from difill.engine.backends import make_backend
-    from difill.engine.syntax import language_for_path
+    from difill.engine.languages import language_for_path
     from difill.server.config import Settings
     from difill.server.served import ServedModel
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from tree_sitter import Tree
 
 from difill.engine.api import HOLE_TOKENS, FillOptions, FillResult, HolesResult, InfillBackend, ShouldStop
-from difill.engine.syntax import language_of
+from difill.engine.languages import language_of
 from difill.engine.text.context import FillContext, build_context, to_lf
 from difill.engine.text.pipeline import shown_middles, shown_texts
 from difill.engine.text.rules import with_middles

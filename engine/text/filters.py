@@ -15,7 +15,16 @@ from collections.abc import Callable
 from math import gcd
 
 from difill.engine.text.context import FillContext
-from difill.engine.text.rules import OPENERS, trim_suffix_overlap, unmatched_closers, unmatched_openers
+from difill.engine.languages import BlockStyle, spec_of
+from difill.engine.text.rules import (
+    OPENERS,
+    closers_fit,
+    code_only,
+    trim_suffix_overlap,
+    unmatched_closers,
+    unmatched_openers,
+)
+from difill.engine.text.shape import only_closers, opens_block
 
 Filter = Callable[[str, FillContext], str]
 
@@ -61,8 +70,12 @@ def stay_inside_string(text: str, ctx: FillContext) -> str:
 
 def limit_to_scope(text: str, ctx: FillContext) -> str:
     """One line for one-line shapes; otherwise stop at a line that leaves the cursor's scope
-    (less indented than it) and after the shape's line bound."""
+    (less indented than it) and after the shape's line bound.  Where the shape allows it
+    (``open_block_lines``), a block the suggestion opens is kept to its end instead."""
     lines = text.split("\n")
+    block = _own_block(lines, ctx)
+    if block:
+        return "\n".join(block)
     if ctx.shape.single_line:
         return lines[0]
     kept = [lines[0]]
@@ -71,6 +84,35 @@ def limit_to_scope(text: str, ctx: FillContext) -> str:
             break
         kept.append(line)
     return "\n".join(kept)
+
+
+def _own_block(lines: list[str], ctx: FillContext) -> list[str]:
+    """The suggestion's lines up to the end of a block it opens within the shape's line bound
+    (``get█`` -> ``ter() {`` ... ``}``); [] when it opens none, or does not close it in time."""
+    spec = spec_of(ctx.language)
+    bound = ctx.shape.open_block_lines
+    if not bound or spec is None or len(lines) < 2:
+        return []
+    # The block opens on the suggestion's first line, or, on a blank line, on a line of the scope.
+    for start in range(min(len(lines), ctx.shape.max_lines)):
+        line = (ctx.line_before if start == 0 else "") + lines[start]
+        if opens_block(line, spec):
+            break
+    else:
+        return []
+    base = _indent(ctx.line_before + lines[0]) if start == 0 else _indent(lines[start])
+    depth = 0
+    for end in range(start, min(len(lines), start + bound)):
+        line = lines[end]
+        if spec.block_style is BlockStyle.BRACES:
+            code = code_only(line, ctx.language)
+            depth += code.count("{") - code.count("}")
+            closed = end > start and depth <= 0
+        else:
+            closed = end > start and _indent(line) <= base and re.match(spec.block_close, line.strip()) is not None
+        if closed:
+            return lines[: end + 1]
+    return []
 
 
 def drop_repetition(text: str, ctx: FillContext) -> str:
@@ -112,7 +154,7 @@ def drop_existing_closers(text: str, ctx: FillContext) -> str:
     the closers after the cursor (on the rest of the line, or leading the next line for a
     multi-line suggestion).  A suggestion's closer beyond what is open is a duplicate: cut there.
     """
-    pending = unmatched_closers(ctx.line_after)
+    pending = unmatched_closers(code_only(ctx.line_after, ctx.language))
     if not ctx.shape.single_line:
         following = _next_lines(ctx)[:1]
         if following:
@@ -121,18 +163,29 @@ def drop_existing_closers(text: str, ctx: FillContext) -> str:
     if not pending:
         return text
     tail = "\n".join(ctx.prefix.split("\n")[-OPEN_BRACKET_LINES:])
-    allowed = len(unmatched_openers(tail)) - len(pending)
+    open_brackets = unmatched_openers(code_only(tail, ctx.language))
+    # Bracket kinds count: the suggestion may close an open bracket only if the closers after the
+    # cursor still close what is left open (an open "{" around "foo(█)" lends no ")").  Where the
+    # document is unbalanced already, only the counts are compared, as before.
+    kinds_known = closers_fit(pending, open_brackets)
+    allowed = len(open_brackets) - len(pending)
     stack: list[str] = []
+    outer = list(open_brackets)
     for index, ch in enumerate(text):
         if ch in "([{":
             stack.append(ch)
         elif ch in OPENERS:
             if stack and stack[-1] == OPENERS[ch]:
                 stack.pop()
-            elif allowed > 0:
-                allowed -= 1
-            else:
+                continue
+            fits = allowed > 0
+            if kinds_known:
+                fits = fits and bool(outer) and outer[-1] == OPENERS[ch] and closers_fit(pending, outer[:-1])
+            if not fits:
                 return text[:index]
+            allowed -= 1
+            if outer:
+                outer.pop()
     return text
 
 

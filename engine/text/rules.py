@@ -6,10 +6,42 @@ another (the next hole's prefix must hold the previous middle as it will be show
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+
+from difill.engine.languages import spec_of
 
 OPENERS = {")": "(", "]": "[", "}": "{"}
 CLOSERS = set(OPENERS)
+
+
+def code_only(text: str, language: str | None) -> str:
+    """``text`` with its one-line strings and line comments blanked out, so that a bracket in
+    ``"("`` or ``// )`` is not counted.  The language says what a quote is: a Rust lifetime
+    ``'a`` is none, a Go or JavaScript backquote is one; unknown languages use ``"`` and ``'``."""
+    spec = spec_of(language)
+    quotes = '"\'' if spec is None else spec.quotes + ("`" if spec.backquote_strings else "")
+    comments = ("#",) if spec is None else spec.line_comment
+    text = re.sub(r"\\.", "", text)
+    if spec is not None and spec.lifetimes:
+        text = re.sub(r"'(?:\w+)(?!')", "", text)
+    strings = re.compile("|".join(f"{re.escape(q)}[^{re.escape(q)}\n]*{re.escape(q)}" for q in quotes))
+    lines = []
+    for line in strings.sub('""', text).split("\n"):
+        cut = min((i for i in (line.find(c) for c in comments) if i >= 0), default=len(line))
+        lines.append(line[:cut])
+    return "\n".join(lines)
+
+
+def closers_fit(closers: Sequence[str], stack: Sequence[str]) -> bool:
+    """Do ``closers``, in order, close the top of ``stack`` (open brackets, innermost last)?
+    Openers beyond the stack (outside the text scanned) are assumed to fit."""
+    depth = len(stack)
+    for ch in closers:
+        depth -= 1
+        if depth >= 0 and stack[depth] != OPENERS[ch]:
+            return False
+    return True
 
 
 def unmatched_closers(text: str) -> list[str]:

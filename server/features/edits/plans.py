@@ -25,7 +25,7 @@ from difill.engine.api import (
     RewriteRequest,
     ShouldStop,
 )
-from difill.engine.syntax import language_of
+from difill.engine.languages import language_of
 from difill.engine.text.context import FillContext, prefix_window, suffix_window, to_lf
 from difill.engine.text.pipeline import shown_middles, shown_rewrite, shown_texts
 from difill.engine.text.rules import with_middles
