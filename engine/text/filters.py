@@ -14,12 +14,13 @@ import re
 from collections.abc import Callable
 from math import gcd
 
-from difill.engine.text.context import FillContext
 from difill.engine.languages import BlockStyle, spec_of
+from difill.engine.text.context import FillContext
 from difill.engine.text.rules import (
     OPENERS,
     closers_fit,
     code_only,
+    line_key,
     trim_suffix_overlap,
     unmatched_closers,
     unmatched_openers,
@@ -198,11 +199,16 @@ def trim_suffix_duplicate(text: str, ctx: FillContext) -> str:
     """Drop the end of the suggestion that the text after the cursor already starts with: the
     engine's rule (closing brackets, repeated lines) and, on one line, an overlap with the rest of
     the line that is three characters or more, the whole rest, or only closing punctuation
-    (a string's closing quote, ``")``)."""
+    (a string's closing quote, ``")``).  A space the text around already has is not doubled
+    (``foo(a,█ b)`` + `` c, `` -> ``foo(a, c, b)``)."""
     text = end_where_suffix_begins(text, ctx)
     rest = ctx.line_after
     if "\n" in text or not rest.strip():
         return text
+    if rest[:1] in (" ", "\t"):
+        text = text.rstrip(" \t")
+    if ctx.line_before.strip() and ctx.line_before[-1:] in (" ", "\t"):
+        text = text.lstrip(" \t")
     for size in range(min(len(text), len(rest)), 0, -1):
         overlap = rest[:size]
         if (size >= 3 or size == len(rest) or set(overlap) <= CLOSING) and text.endswith(overlap):
@@ -216,12 +222,12 @@ def drop_next_lines_duplicate(text: str, ctx: FillContext) -> str:
     following = _next_lines(ctx)
     if not following:
         return text
-    target = following[0].strip()
+    target = line_key(following[0])
     lines = text.split("\n")
     for i, line in enumerate(lines):
         # The first line completes the cursor line (and, alone, the rest of it).
         whole = ctx.line_before + line + (ctx.line_after if len(lines) == 1 else "") if i == 0 else line
-        if whole.strip() and whole.strip() == target:
+        if whole.strip() and line_key(whole) == target:
             return "\n".join(lines[:i])
     return text
 
@@ -238,6 +244,8 @@ def normalise_indentation(text: str, ctx: FillContext) -> str:
     unit = ctx.indent_unit
     base = _indent_text(ctx.line_before)
     rest = lines[1:]
+    if not unit:  # neither the document nor the language decides: the model's own indentation
+        return "\n".join(lines)
     if unit == "\t":
         own = _space_step([len(base.expandtabs(4))] + [_indent(ln) for ln in rest if ln.strip()]) or 4
         rest = [_retab(ln, own) for ln in rest]
@@ -261,6 +269,11 @@ def tidy_end(text: str, ctx: FillContext) -> str:
         text = text.rstrip(" \t")
     if ctx.line_before == "" and ctx.line_after.strip() and text.strip():
         text += "\n"
+    elif "\n" in text.rstrip("\n") and only_closers(ctx.line_after) and not text.endswith("\n"):
+        # Editors auto-close brackets: a block filled before ``})`` leaves them on a line of
+        # their own, at the cursor line's indentation (the LSP item replaces them, see
+        # server/features/suggestions/inline_completion.py).
+        text = text.rstrip(" \t") + "\n" + _indent_text(ctx.line_before)
     return text
 
 

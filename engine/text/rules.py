@@ -85,13 +85,21 @@ def trim_suffix_overlap(middle: str, suffix: str) -> str:
             middle = body[:-k]
             break
     middle_lines = middle.rstrip("\n").split("\n")
-    suffix_lines = [ln.strip() for ln in suffix.split("\n") if ln.strip()][:4]
+    suffix_lines = [line_key(ln) for ln in suffix.split("\n") if ln.strip()][:4]
     for count in range(min(len(middle_lines) - 1, len(suffix_lines)), 0, -1):
-        tail = [ln.strip() for ln in middle_lines[-count:]]
+        tail = [line_key(ln) for ln in middle_lines[-count:]]
         if all(tail) and tail == suffix_lines[:count]:
             middle = "\n".join(middle_lines[:-count]) + "\n"
             break
     return middle
+
+
+def line_key(line: str) -> str:
+    """A line as compared with the suffix's: its text, and for a line of only closers its
+    indentation too (a ``}`` closing an inner block is not the outer ``}`` after it)."""
+    stripped = line.strip()
+    closer_only = bool(stripped) and (set(stripped) <= set(")]};,") or stripped in ("end", "fi", "done", "esac"))
+    return line.rstrip() if closer_only else stripped
 
 
 def trim_to_hole(middle: str, after: str) -> str:
