@@ -12,7 +12,16 @@ from dataclasses import dataclass, replace
 
 from tree_sitter import Tree
 
-from difill.engine.api import HOLE_TOKENS, FillOptions, FillResult, HolesResult, InfillBackend, ShouldStop
+from difill.engine.api import (
+    HOLE_TOKENS,
+    FillOptions,
+    FillResult,
+    FillStats,
+    HolesResult,
+    InfillBackend,
+    ShouldStop,
+    backend_languages,
+)
 from difill.engine.languages import language_of
 from difill.engine.text.context import FillContext, build_context, to_lf
 from difill.engine.text.pipeline import shown_middles, shown_texts
@@ -30,6 +39,7 @@ class Shown:
     tokens_per_forward: float
     ms: float
     result: FillResult  # the engine's, before the pipeline
+    declined: str | None = None  # why the model was not asked (``model_declines``), if it was not
 
 
 @dataclass
@@ -70,6 +80,9 @@ class ServedModel:
         self._version += 1
         tree = self.trees.tree(uri, language_id, self._version, text)
         ctx = context_for(text, offset, language_id, uri, self.settings, tree)
+        declined = model_declines(self.engine, ctx.language, language_id)
+        if declined is not None:
+            return Shown("", 0, 0.0, 0.0, FillResult("", [], FillStats()), declined)
         started = time.perf_counter()
         result = fill_for_editor(self.engine, ctx, self.settings, invoked, experiment=self.experiment)
         ms = (time.perf_counter() - started) * 1000
@@ -96,6 +109,25 @@ def context_for(
     """The FillContext of a cursor in a document, with the editor's budgets."""
     language = language_of(language_id, uri)
     return build_context(text, offset, language, settings.context_tokens, settings.max_tokens, tree)
+
+
+def model_declines(engine: object, language: str | None, language_id: str) -> str | None:
+    """Why ``engine``'s model must show nothing in a document of ``language`` (as
+    engine/languages.py names it; ``language_id`` as the editor does); None when it serves it.
+
+    A checkpoint names the languages it was trained on (config ``difill.languages``; the shipped
+    model: Python).  In any other language it writes noise, so suggestions and edits show none of
+    its text there; one that names no language serves all.  Every model call for an editor
+    (``fill_for_editor``'s callers, the edits) asks this first.
+    """
+    languages = backend_languages(engine)
+    if not languages or language in languages:
+        return None
+    return (
+        f"the model was trained on {', '.join(languages)} only, so it writes nothing in "
+        f"{language or language_id or 'this language'}; set difill.modelPath or difill.remote to a "
+        "model trained on it"
+    )
 
 
 def edit_options(settings: Settings, language: str | None, max_hole_tokens: int = HOLE_TOKENS) -> FillOptions:

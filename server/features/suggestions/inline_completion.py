@@ -1,7 +1,9 @@
 """``textDocument/inlineCompletion``: ghost text at the cursor.
 
 ``Invoked`` (the user asked) -> up to ``candidates`` distinct suggestions; ``Automatic`` (typing)
--> one.  Each item inserts its text at the cursor (an empty range there).
+-> one.  Each item inserts its text at the cursor (an empty range there), except a block filled
+before closers the editor auto-closed (``=> {█})``): that item replaces them, and its text ends
+with them on a line of their own.
 """
 
 from __future__ import annotations
@@ -28,9 +30,13 @@ async def inline_completion(
     invoked = params.context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
     suggestions = await server.suggestions.suggest(document, offset, invoked)
     cursor = document.position_at(offset, server.encoding)
-    return types.InlineCompletionList(
-        items=[
-            types.InlineCompletionItem(insert_text=text, range=types.Range(start=cursor, end=cursor))
-            for text in suggestions.texts
-        ]
-    )
+    closers = suggestions.closers
+    after_closers = document.position_at(offset + len(closers), server.encoding) if closers else cursor
+    items = []
+    for text in suggestions.texts:
+        if closers and "\n" in text:
+            # The text ends with a newline and the cursor line's indentation: the closers follow it.
+            items.append(types.InlineCompletionItem(text + closers, types.Range(cursor, after_closers)))
+        else:
+            items.append(types.InlineCompletionItem(text, types.Range(cursor, cursor)))
+    return types.InlineCompletionList(items=items)

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 
 from difill.engine.text.context import FillContext
 from difill.engine.text.pipeline import shown_texts
+from difill.engine.text.shape import only_closers
 from difill.server.config import Settings
 from difill.server.documents import Document, Documents
 from difill.server.engine_host import EngineHost, JobCancelled, Jobs, OneJobPerDocument
 from difill.server.features.suggestions.cache import SuggestionCache
-from difill.server.served import context_for, fill_for_editor
+from difill.server.served import context_for, fill_for_editor, model_declines
 from difill.server.trees import SyntaxTrees
 
 log = logging.getLogger("difill.server.suggestions")
@@ -29,6 +30,14 @@ log = logging.getLogger("difill.server.suggestions")
 class Suggestions:
     texts: list[str]  # best first, distinct, non-empty, in the document's line endings
     source: str  # "model", "cache", or why there are none ("stale", "cancelled", "loading", ...)
+    # What an editor auto-closed after the cursor (``})``) when the rest of the line is only that;
+    # a text of several lines ends on a line of its own for them, and its item may replace them.
+    closers: str = ""
+
+
+def auto_closed(ctx: FillContext) -> str:
+    """The rest of the cursor's line when it is only closers an editor typed for the user."""
+    return ctx.line_after if only_closers(ctx.line_after) else ""
 
 
 class SuggestionService(OneJobPerDocument):
@@ -45,6 +54,13 @@ class SuggestionService(OneJobPerDocument):
         self.trees = trees or SyntaxTrees()
         self.cache = SuggestionCache()
         self.jobs = Jobs()
+        self._declined: dict[str, str] = {}  # uri -> why its language gets no model text (logged once)
+
+    def _say_once(self, uri: str, why: str) -> None:
+        """Log (the editor's output panel) why a document gets no suggestions, once per document."""
+        if self._declined.get(uri) != why:
+            self._declined[uri] = why
+            log.info("no suggestions in %s: %s", uri, why)
 
     def context_at(self, document: Document, offset: int) -> FillContext:
         tree = self.trees.tree_for(document)
@@ -61,7 +77,7 @@ class SuggestionService(OneJobPerDocument):
         hit = self.cache.lookup(ctx.prefix, ctx.suffix)
         if hit is not None:
             log.info("suggestion from the cache (typed ahead %d characters)", hit.typed)
-            return Suggestions(hit.suggestions[:count], "cache")
+            return Suggestions(hit.suggestions[:count], "cache", auto_closed(ctx))
 
         job = self.jobs.start(document.uri)
         started = time.perf_counter()
@@ -71,6 +87,10 @@ class SuggestionService(OneJobPerDocument):
             engine = await self.host.wait_ready(settings.load_wait_ms / 1000)
             if engine is None:
                 return Suggestions([], self.host.state.value)
+            declined = model_declines(engine, ctx.language, document.language_id)
+            if declined is not None:
+                self._say_once(document.uri, declined)
+                return Suggestions([], "language not served")
             result = await self.host.run(
                 job,
                 lambda engine: fill_for_editor(engine, ctx, settings, invoked, job.should_stop),
@@ -93,4 +113,4 @@ class SuggestionService(OneJobPerDocument):
             "%d suggestion(s) in %.0f ms (%d steps, shape %s)",
             len(texts), (time.perf_counter() - started) * 1000, result.stats.steps, ctx.shape.kind.value,
         )  # fmt: skip
-        return Suggestions(texts[:count], "model")
+        return Suggestions(texts[:count], "model", auto_closed(ctx))
