@@ -184,3 +184,20 @@ def test_instruction_code_action_asks_for_the_instruction_then_edits(nvim_result
 def test_difill_status_command_reports_state(nvim_results):
     record = scenario(nvim_results, "status_command")
     assert any(m.startswith("difill: ready") for m in record["messages"])
+
+
+def test_the_plugin_attaches_to_every_language_the_server_has_a_grammar_for():
+    """config.lua's filetypes, as Neovim sends them for languageId: each one is a language of
+    engine/languages.py, and every one of those languages has a filetype in the list."""
+    import re
+
+    from difill.engine.languages import LANGUAGES, language_of
+
+    config = (PLUGIN / "lua" / "difill" / "config.lua").read_text()
+    block = re.search(r"filetypes = \{(.*?)\}", config, re.S)
+    assert block is not None
+    filetypes = re.findall(r'"([\w-]+)"', block.group(1))
+    assert all(language_of(ft) is not None for ft in filetypes), filetypes
+    covered = {language_of(ft) for ft in filetypes}
+    missing = {spec.name for spec in LANGUAGES} - covered
+    assert not missing, f"no Neovim filetype attaches to {sorted(missing)}"
