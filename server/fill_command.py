@@ -97,7 +97,10 @@ def main(args: argparse.Namespace) -> int:
         print(json.dumps({
             "text": shown.text, "steps": result.stats.steps, "ms": round(shown.ms, 1), "model_text": result.text,
             "candidates": [asdict(c) for c in result.candidates], "stats": asdict(result.stats),
+            "declined": shown.declined,
         }))  # fmt: skip
     else:
+        if shown.declined:
+            print(f"difill: {shown.declined}", file=sys.stderr)
         print(shown.text)
     return 0

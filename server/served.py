@@ -14,6 +14,7 @@ from tree_sitter import Tree
 
 from difill.engine.api import (
     HOLE_TOKENS,
+    BackendError,
     FillOptions,
     FillResult,
     FillStats,
@@ -93,7 +94,11 @@ class ServedModel:
     def fill_holes(
         self, text: str, marker: str, language: str | None, max_hole_tokens: int | None = None
     ) -> ShownHoles:
-        """Every ``marker`` in ``text`` filled in one canvas, each middle fitted where it sits."""
+        """Every ``marker`` in ``text`` filled in one canvas, each middle fitted where it sits.
+        Raises BackendError in a language the model declines (``model_declines``)."""
+        declined = model_declines(self.engine, language, language or "")
+        if declined is not None:
+            raise BackendError(declined)
         started = time.perf_counter()
         options = edit_options(self.settings, language, max_hole_tokens or HOLE_TOKENS)
         result = self.engine.fill_holes(to_lf(text), marker, options)

@@ -36,7 +36,7 @@ async def inline_completion(
     for text in suggestions.texts:
         if closers and "\n" in text:
             # The text ends with a newline and the cursor line's indentation: the closers follow it.
-            items.append(types.InlineCompletionItem(text + closers, types.Range(cursor, after_closers)))
+            items.append(types.InlineCompletionItem(text + closers.strip(), types.Range(cursor, after_closers)))
         else:
             items.append(types.InlineCompletionItem(text, types.Range(cursor, cursor)))
     return types.InlineCompletionList(items=items)
