@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from math import gcd
 
-from difill.engine.languages import BlockStyle, spec_of
+from difill.engine.languages import BlockStyle, is_stub, spec_of
 from difill.engine.text.context import FillContext
 from difill.engine.text.rules import (
     OPENERS,
@@ -25,7 +25,7 @@ from difill.engine.text.rules import (
     unmatched_closers,
     unmatched_openers,
 )
-from difill.engine.text.shape import only_closers, opens_block
+from difill.engine.text.shape import ShapeKind, only_closers, opens_block
 
 Filter = Callable[[str, FillContext], str]
 
@@ -82,9 +82,25 @@ def limit_to_scope(text: str, ctx: FillContext) -> str:
     kept = [lines[0]]
     for line in lines[1 : ctx.shape.max_lines]:
         if line.strip() and ctx.shape.scope_indent is not None and _indent(line) < ctx.shape.scope_indent:
+            if _closes_unclosed_block(line, ctx):
+                kept.append(line)
             break
         kept.append(line)
     return "\n".join(kept)
+
+
+def _closes_unclosed_block(line: str, ctx: FillContext) -> bool:
+    """Is ``line`` the end (``}``, ``end``) of the empty block being filled, in a document that
+    does not close that block itself?  Then the fill must close it (``for x {█`` at the end of
+    the typed code); where the next line closes it already, the fill stops before its own."""
+    spec = spec_of(ctx.language)
+    if ctx.shape.kind is not ShapeKind.BLOCK or spec is None or spec.block_style is BlockStyle.INDENT:
+        return False
+    if not re.match(spec.block_close, line.strip()):
+        return False
+    following = [ln for ln in _next_lines(ctx) if not is_stub(ln, ctx.language)][:1]
+    scope = ctx.shape.scope_indent or 0
+    return not (following and _indent(following[0]) < scope and re.match(spec.block_close, following[0].strip()))
 
 
 def _own_block(lines: list[str], ctx: FillContext) -> list[str]:
@@ -209,10 +225,12 @@ def trim_suffix_duplicate(text: str, ctx: FillContext) -> str:
         text = text.rstrip(" \t")
     if ctx.line_before.strip() and ctx.line_before[-1:] in (" ", "\t"):
         text = text.lstrip(" \t")
-    for size in range(min(len(text), len(rest)), 0, -1):
-        overlap = rest[:size]
-        if (size >= 3 or size == len(rest) or set(overlap) <= CLOSING) and text.endswith(overlap):
-            return text[:-size]
+    # The model's space before what the line already has goes too (``a < b; `` + ``; });``).
+    for body in dict.fromkeys((text, text.rstrip(" \t"))):
+        for size in range(min(len(body), len(rest)), 0, -1):
+            overlap = rest[:size]
+            if (size >= 3 or size == len(rest) or set(overlap) <= CLOSING) and body.endswith(overlap):
+                return body[:-size]
     return text
 
 

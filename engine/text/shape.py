@@ -105,6 +105,8 @@ def in_comment_or_string(
         at = len(text[:offset].encode("utf-8"))
         if _inside_syntax(tree, at, offset > 0 and text[offset - 1] not in "\r\n", spec):
             return True
+        if _in_code_in_string(tree, at, spec):
+            return False  # ``${user.█}``: code, whatever the quotes on the line say
     elif before.lstrip().startswith(spec.line_comment if spec else COMMENT_STARTS):
         return True  # no grammar: a line comment by its look
     # Also with a grammar: it parses an unclosed string being typed as an error, not a string.
@@ -126,6 +128,15 @@ def _inside_syntax(tree: Tree, byte: int, check_previous: bool, spec: LanguageSp
             if node.type in STRING_TYPES and node.start_byte < byte < node.end_byte:
                 return True
             node = node.parent
+    return False
+
+
+def _in_code_in_string(tree: Tree, byte: int, spec: LanguageSpec | None) -> bool:
+    node: Node | None = tree.root_node.descendant_for_byte_range(byte, byte)
+    while node is not None:
+        if _is_code_in_string(node, spec):
+            return True
+        node = node.parent
     return False
 
 

@@ -36,7 +36,13 @@ async def inline_completion(
     for text in suggestions.texts:
         if closers and "\n" in text:
             # The text ends with a newline and the cursor line's indentation: the closers follow it.
-            items.append(types.InlineCompletionItem(text + closers.strip(), types.Range(cursor, after_closers)))
+            items.append(
+                types.InlineCompletionItem(
+                    insert_text=text + closers.strip(), range=types.Range(start=cursor, end=after_closers)
+                )
+            )
         else:
-            items.append(types.InlineCompletionItem(text, types.Range(cursor, cursor)))
+            items.append(
+                types.InlineCompletionItem(insert_text=text, range=types.Range(start=cursor, end=cursor))
+            )
     return types.InlineCompletionList(items=items)
