@@ -100,7 +100,9 @@ def _closes_unclosed_block(line: str, ctx: FillContext) -> bool:
         return False
     following = [ln for ln in _next_lines(ctx) if not is_stub(ln, ctx.language)][:1]
     scope = ctx.shape.scope_indent or 0
-    return not (following and _indent(following[0]) < scope and re.match(spec.block_close, following[0].strip()))
+    return not (
+        following and _indent(following[0]) < scope and re.match(spec.block_close, following[0].strip())
+    )
 
 
 def _own_block(lines: list[str], ctx: FillContext) -> list[str]:
@@ -126,7 +128,9 @@ def _own_block(lines: list[str], ctx: FillContext) -> list[str]:
             depth += code.count("{") - code.count("}")
             closed = end > start and depth <= 0
         else:
-            closed = end > start and _indent(line) <= base and re.match(spec.block_close, line.strip()) is not None
+            closed = (
+                end > start and _indent(line) <= base and re.match(spec.block_close, line.strip()) is not None
+            )
         if closed:
             return lines[: end + 1]
     return []

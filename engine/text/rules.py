@@ -20,7 +20,7 @@ def code_only(text: str, language: str | None) -> str:
     ``"("`` or ``// )`` is not counted.  The language says what a quote is: a Rust lifetime
     ``'a`` is none, a Go or JavaScript backquote is one; unknown languages use ``"`` and ``'``."""
     spec = spec_of(language)
-    quotes = '"\'' if spec is None else spec.quotes + ("`" if spec.backquote_strings else "")
+    quotes = "\"'" if spec is None else spec.quotes + ("`" if spec.backquote_strings else "")
     comments = ("#",) if spec is None else spec.line_comment
     text = re.sub(r"\\.", "", text)
     if spec is not None and spec.lifetimes:
@@ -98,7 +98,9 @@ def line_key(line: str) -> str:
     """A line as compared with the suffix's: its text, and for a line of only closers its
     indentation too (a ``}`` closing an inner block is not the outer ``}`` after it)."""
     stripped = line.strip()
-    closer_only = bool(stripped) and (set(stripped) <= set(")]};,") or stripped in ("end", "fi", "done", "esac"))
+    closer_only = bool(stripped) and (
+        set(stripped) <= set(")]};,") or stripped in ("end", "fi", "done", "esac")
+    )
     return line.rstrip() if closer_only else stripped
 
 

@@ -39,7 +39,13 @@ STRING_TYPES = {
     "raw_string", "encapsed_string", "multiline_string_literal", "verbatim_string_literal",
     "interpolated_string_expression", "char_literal", "rune_literal", "character_literal",
 }  # fmt: skip
-CODE_IN_STRING = {"template_substitution", "interpolation", "expansion", "simple_expansion", "command_substitution"}
+CODE_IN_STRING = {
+    "template_substitution",
+    "interpolation",
+    "expansion",
+    "simple_expansion",
+    "command_substitution",
+}
 
 
 class ShapeKind(Enum):
@@ -66,7 +72,9 @@ class Shape:
         return self.max_lines == 1
 
 
-def decide_shape(text: str, offset: int, tree: Tree | None, max_tokens: int, language: str | None = None) -> Shape:
+def decide_shape(
+    text: str, offset: int, tree: Tree | None, max_tokens: int, language: str | None = None
+) -> Shape:
     """The shape for a suggestion at ``offset`` in ``text`` (LF or CRLF) in ``language``."""
     spec = spec_of(language)
     line_start = text.rfind("\n", 0, offset) + 1
@@ -201,7 +209,9 @@ def opens_block(line: str, spec: LanguageSpec | None) -> bool:
     return re.search(spec.block_open, stripped) is not None
 
 
-def _opens_block(text: str, line_end: int, line: str, tree: Tree | None, spec: LanguageSpec | None = None) -> bool:
+def _opens_block(
+    text: str, line_end: int, line: str, tree: Tree | None, spec: LanguageSpec | None = None
+) -> bool:
     """Does ``line`` (ending at ``line_end`` in ``text``) open a block, with an opener that is code?"""
     if not opens_block(line, spec):
         return False
