@@ -132,6 +132,14 @@ class RewriteRequest:
     instruction: str | None = None
 
 
+def backend_languages(engine: object) -> tuple[str, ...]:
+    """The languages a backend's model was trained on; () when it names none (every language).
+    The in-process backends read the checkpoint's config (``difill.languages``); a remote model
+    names none."""
+    loaded = getattr(engine, "loaded", None)
+    return tuple(getattr(loaded, "languages", ()) or ())
+
+
 @runtime_checkable
 class InfillBackend(Protocol):
     def fill(

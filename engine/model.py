@@ -48,6 +48,8 @@ class LoadedModel:
     sampler: SamplerConfig = field(default_factory=SamplerConfig)  # from the checkpoint's generation_config
     # The ghost-text cut chosen for these weights (FillOptions.min_token_prob None); 0: none chosen.
     min_token_prob: float = 0.0
+    # The languages the weights were trained on (config ``difill.languages``); (): every language.
+    languages: tuple[str, ...] = ()
 
     _token_texts: list[str] | None = None
 
@@ -70,6 +72,12 @@ def difill_meta(config) -> dict:
 def checkpoint_min_token_prob(config) -> float:
     """The ghost-text cut chosen for a checkpoint's weights (``difill.min_token_prob``); 0: none."""
     return float(difill_meta(config).get("min_token_prob", 0.0))
+
+
+def checkpoint_languages(config) -> tuple[str, ...]:
+    """The languages a checkpoint was trained on (``difill.languages``, named as
+    engine/languages.py names them); (): it names none and serves every language."""
+    return tuple(str(name) for name in difill_meta(config).get("languages", ()))
 
 
 def pick_device(requested: str = "auto") -> torch.device:
@@ -165,7 +173,8 @@ def load_model(
     max_prefix = int(meta.get("max_prefix_tokens", min(text_config.max_position_embeddings // 2, 4096)))
     sampler = SamplerConfig.from_checkpoint(getattr(model, "generation_config", None), bool(meta))
     min_token_prob = checkpoint_min_token_prob(model.config)
-    return LoadedModel(model, tokenizer, ids, path, target, max_prefix, sampler, min_token_prob)
+    languages = checkpoint_languages(model.config)
+    return LoadedModel(model, tokenizer, ids, path, target, max_prefix, sampler, min_token_prob, languages)
 
 
 def build_config(

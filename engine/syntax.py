@@ -13,26 +13,23 @@ from importlib import import_module
 
 from tree_sitter import Language, Node, Parser
 
-# language id (as LSP names it) -> python module that ships the grammar
-GRAMMAR_MODULES = {"python": "tree_sitter_python"}
-EXTENSIONS = {".py": "python", ".pyi": "python"}
-
+from difill.engine.languages import spec_of
 
 _per_thread = threading.local()
 
 
 @functools.cache
 def grammar_for(language: str | None) -> Language | None:
-    """The tree-sitter grammar of ``language``; None when none is installed.  Languages are
-    immutable and safe to share between threads."""
-    module_name = GRAMMAR_MODULES.get(language or "")
-    if module_name is None:
+    """The tree-sitter grammar of ``language`` (as engine/languages.py names it); None when it has
+    none or it is not installed.  Languages are immutable and safe to share between threads."""
+    spec = spec_of(language)
+    if spec is None:
         return None
     try:
-        module = import_module(module_name)
+        module = import_module(spec.grammar_module)
     except ImportError:
         return None
-    return Language(module.language())
+    return Language(getattr(module, spec.grammar_function)())
 
 
 def parser_for(language: str | None) -> Parser | None:
@@ -44,20 +41,6 @@ def parser_for(language: str | None) -> Parser | None:
     if language not in parsers:
         parsers[language] = Parser(grammar)
     return parsers[language]
-
-
-def language_for_path(path: str) -> str | None:
-    for ext, language in EXTENSIONS.items():
-        if path.endswith(ext):
-            return language
-    return None
-
-
-def language_of(language_id: str, path: str) -> str | None:
-    """The tree-sitter language of a document: its LSP language id, or else its file extension."""
-    if language_id in GRAMMAR_MODULES:
-        return language_id
-    return language_for_path(path)
 
 
 def count_errors(node: Node) -> int:

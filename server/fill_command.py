@@ -45,7 +45,7 @@ def split_at(text: str, line: int, col: int) -> tuple[str, str]:
 def main(args: argparse.Namespace) -> int:
     from difill.engine.api import BackendError, ModelLoadError
     from difill.engine.backends import make_backend
-    from difill.engine.syntax import language_for_path
+    from difill.engine.languages import language_for_path
     from difill.server.config import Settings
     from difill.server.served import ServedModel
 
@@ -97,7 +97,10 @@ def main(args: argparse.Namespace) -> int:
         print(json.dumps({
             "text": shown.text, "steps": result.stats.steps, "ms": round(shown.ms, 1), "model_text": result.text,
             "candidates": [asdict(c) for c in result.candidates], "stats": asdict(result.stats),
+            "declined": shown.declined,
         }))  # fmt: skip
     else:
+        if shown.declined:
+            print(f"difill: {shown.declined}", file=sys.stderr)
         print(shown.text)
     return 0

@@ -7,6 +7,7 @@ editor shows.  No torch and no LSP types are imported here: a remote ``difill fi
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -15,6 +16,7 @@ from tree_sitter import Tree
 
 from difill.engine.api import (
     HOLE_TOKENS,
+    BackendError,
     Candidate,
     DraftCallback,
     FillOptions,
@@ -23,14 +25,18 @@ from difill.engine.api import (
     HolesResult,
     InfillBackend,
     ShouldStop,
+    backend_languages,
 )
-from difill.engine.syntax import language_of
+from difill.engine.languages import language_of
 from difill.engine.text.context import FillContext, build_context, to_lf
 from difill.engine.text.pipeline import shown_middles, shown_texts
 from difill.engine.text.rules import with_middles
 from difill.server.config import Settings
 from difill.server.context.drafts import Draft, find_drafts
 from difill.server.trees import SyntaxTrees
+
+log = logging.getLogger("difill.server")
+_SAID: set[str] = set()  # why a language got no model text, each logged once
 
 DRAFTS_PER_REQUEST = 3  # drafts that seed canvas rows when drafts are on (find_drafts' default)
 
@@ -47,6 +53,7 @@ class Shown:
     drafts: list[Draft] = field(default_factory=list)  # retrieved drafts, shaped, that seeded rows
     retrieved: str = ""  # the best draft alone as the filters show it (retrieval without a model)
     retrieval_ms: float = 0.0  # finding the drafts (part of ``ms``)
+    declined: str | None = None  # why the model was not asked (``model_declines``), if it was not
 
 
 @dataclass
@@ -101,8 +108,9 @@ class ServedModel:
         ms = (time.perf_counter() - started) * 1000
         texts = shown_texts(result.candidates, ctx)
         first = texts[0] if texts else ""
+        declined = model_declines(self.engine, ctx.language, language_id)
         return Shown(first, result.stats.decoder_forwards, result.stats.tokens_per_forward, ms, result, drafts,
-                     retrieved, retrieval_ms)  # fmt: skip
+                     retrieved, retrieval_ms, declined)  # fmt: skip
 
     def context(
         self, text: str, offset: int, uri: str = "file:///untitled.py", language_id: str = "python"
@@ -125,7 +133,11 @@ class ServedModel:
     def fill_holes(
         self, text: str, marker: str, language: str | None, max_hole_tokens: int | None = None
     ) -> ShownHoles:
-        """Every ``marker`` in ``text`` filled in one canvas, each middle fitted where it sits."""
+        """Every ``marker`` in ``text`` filled in one canvas, each middle fitted where it sits.
+        Raises BackendError in a language the model declines (``model_declines``)."""
+        declined = model_declines(self.engine, language, language or "")
+        if declined is not None:
+            raise BackendError(declined)
         started = time.perf_counter()
         options = edit_options(self.settings, language, max_hole_tokens or HOLE_TOKENS)
         result = self.engine.fill_holes(to_lf(text), marker, options)
@@ -214,6 +226,9 @@ def suggestion_fill(
     mode = draft_mode(engine, settings)
     usable = list(drafts) if mode != "off" else []
     declined = model_declines(engine, ctx.language, language_id)
+    if declined is not None and declined not in _SAID:
+        _SAID.add(declined)
+        log.info("no model text in %s: %s (workspace drafts only)", language_id or ctx.language, declined)
     if declined is not None or (mode == "show" and usable and not invoked):
         return drafts_result(usable)
     seeds = [d.text for d in usable] if mode == "seed" else []
@@ -225,8 +240,22 @@ def suggestion_fill(
 
 
 def model_declines(engine: object, language: str | None, language_id: str) -> str | None:
-    """Why ``engine``'s model must show nothing in this language; None when it serves it."""
-    return None
+    """Why ``engine``'s model must show nothing in a document of ``language`` (as
+    engine/languages.py names it; ``language_id`` as the editor does); None when it serves it.
+
+    A checkpoint names the languages it was trained on (config ``difill.languages``; the shipped
+    model: Python).  In any other language it writes noise, so suggestions and edits show none of
+    its text there; one that names no language serves all.  Every model call for an editor
+    (``fill_for_editor``'s callers, the edits) asks this first.
+    """
+    languages = backend_languages(engine)
+    if not languages or language in languages:
+        return None
+    return (
+        f"the model was trained on {', '.join(languages)} only, so it writes nothing in "
+        f"{language or language_id or 'this language'}; set difill.modelPath or difill.remote to a "
+        "model trained on it"
+    )
 
 
 def edit_options(settings: Settings, language: str | None, max_hole_tokens: int = HOLE_TOKENS) -> FillOptions:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from tree_sitter import Tree
 
+from difill.engine.languages import language_of
 from difill.engine.syntax import parser_for
 from difill.server.lifecycle import Feature
 
@@ -43,7 +44,7 @@ class SyntaxTrees(Feature):
 
     def tree(self, uri: str, language_id: str, version: int, text: str) -> Tree | None:
         """The tree of ``text``, version ``version`` of ``uri``; None without a grammar."""
-        parser = parser_for(language_id)
+        parser = parser_for(language_of(language_id, uri))
         if parser is None or len(text) > MAX_TREE_BYTES:  # characters <= bytes: cheap to check first
             self._parsed.pop(uri, None)
             return None
@@ -66,7 +67,7 @@ class SyntaxTrees(Feature):
 
     def parse_once(self, document: Document) -> Tree | None:
         """A tree for a throwaway text (nothing to reuse incrementally, nothing kept)."""
-        parser = parser_for(document.language_id)
+        parser = parser_for(language_of(document.language_id, document.uri))
         source = document.text.encode("utf-8")
         return parser.parse(source) if parser is not None and len(source) <= MAX_TREE_BYTES else None
 

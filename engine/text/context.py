@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Tree
 
+from difill.engine.languages import spec_of
 from difill.engine.text.characters import CRLF, LINE_ENDING, line_ending_of, to_lf
 from difill.engine.text.shape import Shape, decide_shape, string_quote_at
 
@@ -31,7 +32,9 @@ class FillContext:
     language: str | None  # tree-sitter language id, when the document has one
     shape: Shape
     line_ending: str  # the document's line ending ("\n", "\r\n" or "\r"): suggestions end lines with it
-    indent_unit: str  # one level of the document's indentation: "\t" or some spaces
+    # One level of the document's indentation: "\t" or some spaces; "" when neither the document
+    # (no indented line) nor the language (engine/languages.py) decides it: the model's own stays.
+    indent_unit: str
     string_quote: str | None = None  # the quote of the string the cursor is in, if it is in one
 
     @property
@@ -58,12 +61,12 @@ def build_context(
         prefix=to_lf(prefix_window(text, offset, context_tokens)),
         suffix=to_lf(suffix_window(text, offset)),
         language=language,
-        shape=decide_shape(text, offset, tree, max_tokens),
+        shape=decide_shape(text, offset, tree, max_tokens, language),
         line_ending=line_ending_of(
             text[max(0, offset - LINE_ENDING_SAMPLE_CHARS) : offset + LINE_ENDING_SAMPLE_CHARS]
         ),
-        indent_unit=indent_unit(text),
-        string_quote=string_quote_at(text, offset, tree),
+        indent_unit=indent_unit(text, language),
+        string_quote=string_quote_at(text, offset, tree, language),
     )
 
 
@@ -76,8 +79,10 @@ def suffix_window(text: str, offset: int) -> str:
     return text[offset : offset + SUFFIX_CHARS]
 
 
-def indent_unit(text: str) -> str:
-    """The document's indentation step: a tab, or the most common increase in leading spaces."""
+def indent_unit(text: str, language: str | None = None) -> str:
+    """The document's indentation step: a tab, or the most common increase in leading spaces.
+    Without an indented line: the language's convention (Go: a tab; Python: 4 spaces; unknown
+    languages: 4 spaces, as before) or "" where it has none (JavaScript: 2 and 4 are both common)."""
     tabs = spaces = 0
     steps: Counter[int] = Counter()
     previous = 0
@@ -96,5 +101,6 @@ def indent_unit(text: str) -> str:
     if tabs > spaces:
         return "\t"
     if not steps:
-        return "    "
+        spec = spec_of(language)
+        return spec.indent if spec is not None else "    "
     return " " * steps.most_common(1)[0][0]

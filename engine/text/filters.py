@@ -10,13 +10,23 @@ possibly shorter or empty.  pipeline.py runs them; each has golden-file tests un
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from math import gcd
 
+from difill.engine.languages import BlockStyle, is_stub, spec_of
 from difill.engine.text import characters
 from difill.engine.text.context import FillContext
-from difill.engine.text.rules import OPENERS, trim_suffix_overlap, unmatched_closers, unmatched_openers
-from difill.engine.text.shape import indent_width
+from difill.engine.text.rules import (
+    OPENERS,
+    closers_fit,
+    code_only,
+    line_key,
+    trim_suffix_overlap,
+    unmatched_closers,
+    unmatched_openers,
+)
+from difill.engine.text.shape import ShapeKind, indent_width, only_closers, opens_block
 
 Filter = Callable[[str, FillContext], str]
 
@@ -62,20 +72,69 @@ def stay_inside_string(text: str, ctx: FillContext) -> str:
 
 def limit_to_scope(text: str, ctx: FillContext) -> str:
     """One line for one-line shapes; otherwise stop at a line that leaves the cursor's scope
-    (less indented than it) and after the shape's line bound."""
+    (less indented than it) and after the shape's line bound.  Where the shape allows it
+    (``open_block_lines``), a block the suggestion opens is kept to its end instead."""
     lines = text.split("\n")
+    block = _own_block(lines, ctx)
+    if block:
+        return "\n".join(block)
     if ctx.shape.single_line:
         return lines[0]
     kept = [lines[0]]
     for line in lines[1 : ctx.shape.max_lines]:
-        if (
-            line.strip()
-            and ctx.shape.scope_indent is not None
-            and indent_width(line) < ctx.shape.scope_indent
-        ):
+        if line.strip() and ctx.shape.scope_indent is not None and indent_width(line) < ctx.shape.scope_indent:
+            if _closes_unclosed_block(line, ctx):
+                kept.append(line)
             break
         kept.append(line)
     return "\n".join(kept)
+
+
+def _closes_unclosed_block(line: str, ctx: FillContext) -> bool:
+    """Is ``line`` the end (``}``, ``end``) of the empty block being filled, in a document that
+    does not close that block itself?  Then the fill must close it (``for x {█`` at the end of
+    the typed code); where the next line closes it already, the fill stops before its own."""
+    spec = spec_of(ctx.language)
+    if ctx.shape.kind is not ShapeKind.BLOCK or spec is None or spec.block_style is BlockStyle.INDENT:
+        return False
+    if not re.match(spec.block_close, line.strip()):
+        return False
+    following = [ln for ln in _next_lines(ctx) if not is_stub(ln, ctx.language)][:1]
+    scope = ctx.shape.scope_indent or 0
+    return not (
+        following and indent_width(following[0]) < scope and re.match(spec.block_close, following[0].strip())
+    )
+
+
+def _own_block(lines: list[str], ctx: FillContext) -> list[str]:
+    """The suggestion's lines up to the end of a block it opens within the shape's line bound
+    (``get█`` -> ``ter() {`` ... ``}``); [] when it opens none, or does not close it in time."""
+    spec = spec_of(ctx.language)
+    bound = ctx.shape.open_block_lines
+    if not bound or spec is None or len(lines) < 2:
+        return []
+    # The block opens on the suggestion's first line, or, on a blank line, on a line of the scope.
+    for start in range(min(len(lines), ctx.shape.max_lines)):
+        line = (ctx.line_before if start == 0 else "") + lines[start]
+        if opens_block(line, spec):
+            break
+    else:
+        return []
+    base = indent_width(ctx.line_before + lines[0]) if start == 0 else indent_width(lines[start])
+    depth = 0
+    for end in range(start, min(len(lines), start + bound)):
+        line = lines[end]
+        if spec.block_style is BlockStyle.BRACES:
+            code = code_only(line, ctx.language)
+            depth += code.count("{") - code.count("}")
+            closed = end > start and depth <= 0
+        else:
+            closed = (
+                end > start and indent_width(line) <= base and re.match(spec.block_close, line.strip()) is not None
+            )
+        if closed:
+            return lines[: end + 1]
+    return []
 
 
 def drop_repetition(text: str, ctx: FillContext) -> str:
@@ -117,7 +176,7 @@ def drop_existing_closers(text: str, ctx: FillContext) -> str:
     the closers after the cursor (on the rest of the line, or leading the next line for a
     multi-line suggestion).  A suggestion's closer beyond what is open is a duplicate: cut there.
     """
-    pending = unmatched_closers(ctx.line_after)
+    pending = unmatched_closers(code_only(ctx.line_after, ctx.language))
     if not ctx.shape.single_line:
         following = _next_lines(ctx)[:1]
         if following:
@@ -126,18 +185,29 @@ def drop_existing_closers(text: str, ctx: FillContext) -> str:
     if not pending:
         return text
     tail = "\n".join(ctx.prefix.split("\n")[-OPEN_BRACKET_LINES:])
-    allowed = len(unmatched_openers(tail)) - len(pending)
+    open_brackets = unmatched_openers(code_only(tail, ctx.language))
+    # Bracket kinds count: the suggestion may close an open bracket only if the closers after the
+    # cursor still close what is left open (an open "{" around "foo(█)" lends no ")").  Where the
+    # document is unbalanced already, only the counts are compared, as before.
+    kinds_known = closers_fit(pending, open_brackets)
+    allowed = len(open_brackets) - len(pending)
     stack: list[str] = []
+    outer = list(open_brackets)
     for index, ch in enumerate(text):
         if ch in "([{":
             stack.append(ch)
         elif ch in OPENERS:
             if stack and stack[-1] == OPENERS[ch]:
                 stack.pop()
-            elif allowed > 0:
-                allowed -= 1
-            else:
+                continue
+            fits = allowed > 0
+            if kinds_known:
+                fits = fits and bool(outer) and outer[-1] == OPENERS[ch] and closers_fit(pending, outer[:-1])
+            if not fits:
                 return text[:index]
+            allowed -= 1
+            if outer:
+                outer.pop()
     return text
 
 
@@ -150,15 +220,22 @@ def trim_suffix_duplicate(text: str, ctx: FillContext) -> str:
     """Drop the end of the suggestion that the text after the cursor already starts with: the
     engine's rule (closing brackets, repeated lines) and, on one line, an overlap with the rest of
     the line that is three characters or more, the whole rest, or only closing punctuation
-    (a string's closing quote, ``")``)."""
+    (a string's closing quote, ``")``).  A space the text around already has is not doubled
+    (``foo(a,█ b)`` + `` c, `` -> ``foo(a, c, b)``)."""
     text = end_where_suffix_begins(text, ctx)
     rest = ctx.line_after
     if "\n" in text or not rest.strip():
         return text
-    for size in range(min(len(text), len(rest)), 0, -1):
-        overlap = rest[:size]
-        if (size >= 3 or size == len(rest) or set(overlap) <= CLOSING) and text.endswith(overlap):
-            return text[:-size]
+    if rest[:1] in (" ", "\t"):
+        text = text.rstrip(" \t")
+    if ctx.line_before.strip() and ctx.line_before[-1:] in (" ", "\t"):
+        text = text.lstrip(" \t")
+    # The model's space before what the line already has goes too (``a < b; `` + ``; });``).
+    for body in dict.fromkeys((text, text.rstrip(" \t"))):
+        for size in range(min(len(body), len(rest)), 0, -1):
+            overlap = rest[:size]
+            if (size >= 3 or size == len(rest) or set(overlap) <= CLOSING) and body.endswith(overlap):
+                return body[:-size]
     return text
 
 
@@ -168,12 +245,12 @@ def drop_next_lines_duplicate(text: str, ctx: FillContext) -> str:
     following = _next_lines(ctx)
     if not following:
         return text
-    target = following[0].strip()
+    target = line_key(following[0])
     lines = text.split("\n")
     for i, line in enumerate(lines):
         # The first line completes the cursor line (and, alone, the rest of it).
         whole = ctx.line_before + line + (ctx.line_after if len(lines) == 1 else "") if i == 0 else line
-        if whole.strip() and whole.strip() == target:
+        if whole.strip() and line_key(whole) == target:
             return "\n".join(lines[:i])
     return text
 
@@ -190,6 +267,8 @@ def normalise_indentation(text: str, ctx: FillContext) -> str:
     unit = ctx.indent_unit
     base = _indent_text(ctx.line_before)
     rest = lines[1:]
+    if not unit:  # neither the document nor the language decides: the model's own indentation
+        return "\n".join(lines)
     if unit == "\t":
         own = _space_step([len(base.expandtabs(4))] + [indent_width(ln) for ln in rest if ln.strip()]) or 4
         rest = [_retab(ln, own) for ln in rest]
@@ -215,6 +294,11 @@ def tidy_end(text: str, ctx: FillContext) -> str:
         text = text.rstrip(" \t")
     if ctx.line_before == "" and ctx.line_after.strip() and text.strip():
         text += "\n"
+    elif "\n" in text.rstrip("\n") and only_closers(ctx.line_after) and not text.endswith("\n"):
+        # Editors auto-close brackets: a block filled before ``})`` leaves them on a line of
+        # their own, at the cursor line's indentation (the LSP item replaces them, see
+        # server/features/suggestions/inline_completion.py).
+        text = text.rstrip(" \t") + "\n" + _indent_text(ctx.line_before)
     return text
 
 

@@ -6,10 +6,42 @@ another (the next hole's prefix must hold the previous middle as it will be show
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+
+from difill.engine.languages import spec_of
 
 OPENERS = {")": "(", "]": "[", "}": "{"}
 CLOSERS = set(OPENERS)
+
+
+def code_only(text: str, language: str | None) -> str:
+    """``text`` with its one-line strings and line comments blanked out, so that a bracket in
+    ``"("`` or ``// )`` is not counted.  The language says what a quote is: a Rust lifetime
+    ``'a`` is none, a Go or JavaScript backquote is one; unknown languages use ``"`` and ``'``."""
+    spec = spec_of(language)
+    quotes = "\"'" if spec is None else spec.quotes + ("`" if spec.backquote_strings else "")
+    comments = ("#",) if spec is None else spec.line_comment
+    text = re.sub(r"\\.", "", text)
+    if spec is not None and spec.lifetimes:
+        text = re.sub(r"'(?:\w+)(?!')", "", text)
+    strings = re.compile("|".join(f"{re.escape(q)}[^{re.escape(q)}\n]*{re.escape(q)}" for q in quotes))
+    lines = []
+    for line in strings.sub('""', text).split("\n"):
+        cut = min((i for i in (line.find(c) for c in comments) if i >= 0), default=len(line))
+        lines.append(line[:cut])
+    return "\n".join(lines)
+
+
+def closers_fit(closers: Sequence[str], stack: Sequence[str]) -> bool:
+    """Do ``closers``, in order, close the top of ``stack`` (open brackets, innermost last)?
+    Openers beyond the stack (outside the text scanned) are assumed to fit."""
+    depth = len(stack)
+    for ch in closers:
+        depth -= 1
+        if depth >= 0 and stack[depth] != OPENERS[ch]:
+            return False
+    return True
 
 
 def unmatched_closers(text: str) -> list[str]:
@@ -53,13 +85,23 @@ def trim_suffix_overlap(middle: str, suffix: str) -> str:
             middle = body[:-k]
             break
     middle_lines = middle.rstrip("\n").split("\n")
-    suffix_lines = [ln.strip() for ln in suffix.split("\n") if ln.strip()][:4]
+    suffix_lines = [line_key(ln) for ln in suffix.split("\n") if ln.strip()][:4]
     for count in range(min(len(middle_lines) - 1, len(suffix_lines)), 0, -1):
-        tail = [ln.strip() for ln in middle_lines[-count:]]
+        tail = [line_key(ln) for ln in middle_lines[-count:]]
         if all(tail) and tail == suffix_lines[:count]:
             middle = "\n".join(middle_lines[:-count]) + "\n"
             break
     return middle
+
+
+def line_key(line: str) -> str:
+    """A line as compared with the suffix's: its text, and for a line of only closers its
+    indentation too (a ``}`` closing an inner block is not the outer ``}`` after it)."""
+    stripped = line.strip()
+    closer_only = bool(stripped) and (
+        set(stripped) <= set(")]};,") or stripped in ("end", "fi", "done", "esac")
+    )
+    return line.rstrip() if closer_only else stripped
 
 
 def trim_to_hole(middle: str, after: str) -> str:

@@ -278,6 +278,9 @@ def train(cfg: TrainConfig) -> TrainState:
             config = build_config(len(tok), hidden_size=cfg.hidden_size, num_layers=cfg.num_layers,
                                   pad_id=ids0.pad, eos_id=ids0.eos, bos_id=ids0.bos)  # fmt: skip
             config.difill = {
+                # The corpus is Python (corpus.py): the server shows this model's text in no other
+                # language (server/served.py model_declines).
+                "languages": ["python"],
                 "max_prefix_tokens": MAX_PREFIX_TOKENS,
                 "trained_canvas_lengths": list(CANVAS_LENGTHS),
             }

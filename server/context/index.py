@@ -28,7 +28,7 @@ from typing import Protocol
 
 from pygls.uris import to_fs_path
 
-from difill.engine.syntax import language_for_path
+from difill.engine.languages import language_for_path
 from difill.server.context import files
 from difill.server.context.definitions import definition_at
 from difill.server.context.similarity import Window, identifiers, jaccard, query_text, window_around, windows

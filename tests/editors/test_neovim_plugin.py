@@ -324,3 +324,18 @@ def test_a_proposal_on_a_changed_buffer_is_refused(nvim_results):
     record = scenario(nvim_results, "proposal_on_changed_buffer_refused")
     assert "refused" in record["refusal"] and "changed" in record["refusal"]
     assert record["after"] == record["changed"]
+def test_the_plugin_attaches_to_every_language_the_server_has_a_grammar_for():
+    """config.lua's filetypes, as Neovim sends them for languageId: each one is a language of
+    engine/languages.py, and every one of those languages has a filetype in the list."""
+    import re
+
+    from difill.engine.languages import LANGUAGES, language_of
+
+    config = (PLUGIN / "lua" / "difill" / "config.lua").read_text()
+    block = re.search(r"filetypes = \{(.*?)\}", config, re.S)
+    assert block is not None
+    filetypes = re.findall(r'"([\w-]+)"', block.group(1))
+    assert all(language_of(ft) is not None for ft in filetypes), filetypes
+    covered = {language_of(ft) for ft in filetypes}
+    missing = {spec.name for spec in LANGUAGES} - covered
+    assert not missing, f"no Neovim filetype attaches to {sorted(missing)}"

@@ -44,3 +44,16 @@ def test_contributed_defaults_match_the_servers():
         if theirs is None and PROPERTIES[f"difill.{key}"]["type"] == "string":
             theirs = ""  # modelPath, remote: an empty string means the server's default
         assert ours == theirs, f"difill.{key}: package.json says {ours!r}, the server {theirs!r}"
+
+
+def test_the_extension_attaches_to_every_language_the_server_has_a_grammar_for():
+    """The client's documentSelector filters by scheme only: every file of every language
+    (engine/languages.py) reaches the server, which decides what it serves."""
+    import re
+
+    source = (EXT / "src" / "extension.ts").read_text()
+    selector = re.search(r"documentSelector: \[(.*?)\],", source, re.S)
+    assert selector is not None
+    entries = re.findall(r"\{([^}]*)\}", selector.group(1))
+    assert {e.strip() for e in entries} == {'scheme: "file"', 'scheme: "untitled"'}
+    assert "language" not in selector.group(1) and "pattern" not in selector.group(1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from difill.engine.languages import language_of
 from difill.engine.syntax import parser_for
 from difill.engine.text.shape import ShapeKind, decide_shape
 from difill.server.documents import Document
@@ -16,7 +17,7 @@ def shape_at(marked: str, language: str = "python"):
     offset = marked.index(CURSOR)
     text = marked.replace(CURSOR, "")
     tree = SyntaxTrees().tree_for(Document("file:///a", language, 1, text))
-    return decide_shape(text, offset, tree, max_tokens=32)
+    return decide_shape(text, offset, tree, max_tokens=32, language=language_of(language))
 
 
 @pytest.mark.parametrize(
@@ -49,9 +50,13 @@ def test_one_line_shapes_and_block_bounds():
 
 
 def test_languages_without_a_grammar_use_text_rules():
-    assert shape_at("fn main() {\n    █\n}\n", "rust").kind is ShapeKind.BLOCK
-    assert shape_at("let x = 1; // the █\n", "rust").kind is ShapeKind.LINE_REST
-    assert shape_at("// the █\n", "rust").kind is ShapeKind.SHORT
+    assert shape_at("fn main() {\n    █\n}\n", "zig").kind is ShapeKind.BLOCK
+    assert shape_at("const x = 1; // the █\n", "zig").kind is ShapeKind.LINE_REST  # no grammar: by its look
+    assert shape_at("// the █\n", "zig").kind is ShapeKind.SHORT
+
+
+def test_a_grammar_finds_a_comment_after_code():
+    assert shape_at("let x = 1; // the █\n", "rust").kind is ShapeKind.SHORT
 
 
 EDITS = [

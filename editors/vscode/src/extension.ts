@@ -110,7 +110,9 @@ function createClient(): LanguageClient {
   // without it the client still talks over the process's stdin/stdout.
   const serverOptions: ServerOptions = { command, args };
   const clientOptions: LanguageClientOptions = {
-    // Every file: the server decides by its `languages` setting, which may change at run time.
+    // Every file, so every language with a grammar (docs/languages.md) and the rest: the server
+    // decides by its `languages` setting, which may change at run time, and by the languages the
+    // model was trained on.  No `language` filter here (tests/editors/test_vscode_extension.py).
     documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
     // Flat in initializationOptions, nested under `difill` in didChangeConfiguration.
     initializationOptions: serverSettings(serverConfig()).difill,

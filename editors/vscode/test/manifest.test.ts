@@ -51,3 +51,11 @@ test("a workspace cannot choose the program the extension runs, nor where code g
   assert.equal(untrusted.supported, "limited");
   assert.deepEqual([...untrusted.restrictedConfigurations].sort(), ["difill.modelPath", "difill.remote"]);
 });
+
+test("the client attaches to every language: its document selector filters by scheme only", () => {
+  // Go, Rust, TypeScript, Ruby, ... (docs/languages.md): the server decides what it serves.
+  const selector = /documentSelector: \[(.*?)\],/s.exec(source);
+  assert.ok(selector, "documentSelector not found in src/extension.ts");
+  assert.ok(!/language|pattern/.test(selector[1]), `documentSelector narrows the files: ${selector[1]}`);
+  assert.match(selector[1], /scheme: "file"/);
+});

@@ -4,7 +4,8 @@
   after an instruction written into the prefix as a comment;
 * fill holes: every hole marker in the selection is filled in one canvas (``engine.fill_holes``);
   markers outside the selection are context, not holes, so they are left out of what the model sees;
-* complete block: an empty or stub body (``pass``, ``...``) is replaced by a fill in the block's shape.
+* complete block: an empty or stub body (``pass``, ``...``, ``todo!()``, ``throw new Error(...)``; each
+  language's, engine/languages.py) is replaced by a fill in the block's shape.
 
 The engine runs on the model thread; parsing and the text pipeline (engine/text) run on the
 event loop.  Text goes to the engine in LF and comes back through the pipeline, which gives it the
@@ -18,22 +19,24 @@ from dataclasses import dataclass
 
 from difill.engine.api import (
     HOLE_TOKENS,
+    BackendError,
     DraftCallback,
+    FillOptions,
     FillResult,
     HolesResult,
     InfillBackend,
     RewriteRequest,
     ShouldStop,
 )
-from difill.engine.syntax import language_of
+from difill.engine.languages import is_stub, language_of, spec_of
 from difill.engine.text.characters import line_start, without_unsafe
 from difill.engine.text.context import FillContext, prefix_window, suffix_window, to_lf
 from difill.engine.text.pipeline import shown_middles, shown_rewrite, shown_texts
 from difill.engine.text.rules import with_middles
-from difill.engine.text.shape import STUB_BODIES, block_header_before
+from difill.engine.text.shape import block_header_before
 from difill.server.config import Settings
 from difill.server.documents import Document
-from difill.server.served import context_for, edit_options
+from difill.server.served import context_for, edit_options, model_declines
 from difill.server.trees import SyntaxTrees
 
 REWRITE, FILL_HOLES, COMPLETE_BLOCK = "rewrite", "fillHoles", "completeBlock"
@@ -89,13 +92,16 @@ def available_edits(document: Document, start: int, end: int, marker: str, trees
 
 
 def is_stub_body(document: Document, start: int, end: int, trees: SyntaxTrees) -> bool:
-    """The selection is blank or ``pass``/``...``, and the line before it opens a block."""
-    if document.text[start:end].strip() not in ("", *STUB_BODIES):
+    """The selection is blank (``{`` then ``}``) or the language's stub body (``pass``,
+    ``todo!()``, ``throw new Error(...)``...), and the line before it opens a block."""
+    selection = document.text[start:end].strip()
+    language = language_of(document.language_id, document.uri)
+    if selection and not is_stub(selection, language):
         return False
-    return (
-        block_header_before(document.text, line_start(document.text, start), trees.tree_for(document))
-        is not None
+    header = block_header_before(
+        document.text, line_start(document.text, start), trees.tree_for(document), spec_of(language)
     )
+    return header is not None
 
 
 # ---------------------------------------------------------------------------- the model's part
@@ -112,11 +118,33 @@ def engine_work(
     should_stop: ShouldStop,
     on_draft: DraftCallback | None,
 ) -> EngineWork:
-    """What the model thread runs for ``request``: ``work(engine) -> engine result``."""
+    """What the model thread runs for ``request``: ``work(engine) -> engine result``; in a
+    language the model was not trained on it raises BackendError with why (``model_declines``)."""
+    language = language_of(document.language_id, document.uri)
+    options = edit_options(settings, language)
+    work = _engine_work(request, document, settings, trees, should_stop, on_draft, options)
+
+    def checked(engine: InfillBackend) -> FillResult | HolesResult:
+        declined = model_declines(engine, language, document.language_id)
+        if declined is not None:
+            raise BackendError(f"{declined}; the selection is unchanged")
+        return work(engine)
+
+    return checked
+
+
+def _engine_work(
+    request: EditRequest,
+    document: Document,
+    settings: Settings,
+    trees: SyntaxTrees,
+    should_stop: ShouldStop,
+    on_draft: DraftCallback | None,
+    options: FillOptions,
+) -> EngineWork:
     text, start, end = document.text, request.start, request.end
     prefix = to_lf(prefix_window(text, start, settings.context_tokens))
     suffix = to_lf(suffix_window(text, end))
-    options = edit_options(settings, language_of(document.language_id, document.uri))
 
     if request.kind == REWRITE:
         rewrite = RewriteRequest(

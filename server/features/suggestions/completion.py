@@ -13,7 +13,7 @@ import re
 
 from lsprotocol import types
 
-from difill.server.features.suggestions.inline_completion import suggestion_texts
+from difill.server.features.suggestions.inline_completion import suggestions_at
 from difill.server.request_context import RequestContext, document_for_request
 
 WORD_BEFORE = re.compile(r"\w*$")
@@ -35,7 +35,7 @@ async def completion(server: RequestContext, params: types.CompletionParams) -> 
         return EMPTY
     context = params.context
     invoked = context is None or context.trigger_kind == types.CompletionTriggerKind.Invoked
-    texts = await suggestion_texts(server, document, offset, invoked)
+    texts = (await suggestions_at(server, document, offset, invoked)).texts
 
     line_start = document.line_starts[document.position_at(offset, server.encoding).line]
     typed = typed_word(document.text[max(line_start, offset - WORD_CHARS) : offset])

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from difill.engine.text.context import FillContext
 from difill.engine.text.filters import keep_line_endings
 from difill.engine.text.pipeline import shown_texts
+from difill.engine.text.shape import only_closers
 from difill.server.config import Settings
 from difill.server.context.drafts import Draft
 from difill.server.documents import Document, Documents
@@ -52,6 +53,14 @@ class Suggestions:
     # "model", "cache", "in flight" (a fill started for an earlier keystroke), or why there are
     # none ("stale", "cancelled", "loading", ...)
     source: str
+    # What an editor auto-closed after the cursor (``})``) when the rest of the line is only that;
+    # a text of several lines ends on a line of its own for them, and its item may replace them.
+    closers: str = ""
+
+
+def auto_closed(ctx: FillContext) -> str:
+    """The rest of the cursor's line when it is only closers an editor typed for the user."""
+    return ctx.line_after if only_closers(ctx.line_after) else ""
 
 
 class SuggestionService(OneJobPerDocument):
@@ -97,7 +106,7 @@ class SuggestionService(OneJobPerDocument):
         hit = self.cache.lookup(asked, ctx.prefix, ctx.suffix)
         if hit is not None:
             log.info("suggestion from the cache (typed ahead %d characters)", hit.typed)
-            return Suggestions(hit.suggestions[:count], "cache")
+            return Suggestions(hit.suggestions[:count], "cache", auto_closed(ctx))
 
         running = self.running.get(document.uri)
         if running is not None and running.serves(document.text, offset, asked, settings):
@@ -113,7 +122,7 @@ class SuggestionService(OneJobPerDocument):
                 self._answered(started)
                 if not invoked:
                     self._speculate(document, offset, (hit.suggestions or [""])[0], asked, settings)
-                return Suggestions(hit.suggestions[:count], "in flight")
+                return Suggestions(hit.suggestions[:count], "in flight", auto_closed(ctx))
             log.info("the fill in flight wrote something other than what was typed: a new fill")
 
         if settings.debounce_ms:
@@ -137,7 +146,7 @@ class SuggestionService(OneJobPerDocument):
         )  # fmt: skip
         if not invoked:
             self._speculate(document, offset, texts[0] if texts else "", asked, settings)
-        return Suggestions(texts[:count], "model")
+        return Suggestions(texts[:count], "model", auto_closed(ctx))
 
     # ------------------------------------------------------------------ fills
 

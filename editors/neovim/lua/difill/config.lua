@@ -50,11 +50,15 @@
 ---@field review_edits boolean         show each edit for review (:DifillAccept / :DifillReject) before it lands
 local defaults = {
   cmd = { "difill", "serve" },
+  -- Every language the server has a grammar for (engine/languages.py, docs/languages.md).
   filetypes = {
-    "python", "lua", "javascript", "typescript", "javascriptreact", "typescriptreact",
-    "rust", "go", "c", "cpp", "java", "sh", "bash",
+    "python", "javascript", "javascriptreact", "typescript", "typescriptreact",
+    "go", "rust", "java", "kotlin", "c", "cpp", "cs", "ruby", "php", "lua", "sh", "bash",
   },
-  root_markers = { "pyproject.toml", "setup.py", "package.json", "Cargo.toml", "go.mod", ".git" },
+  root_markers = {
+    "pyproject.toml", "setup.py", "package.json", "Cargo.toml", "go.mod", "pom.xml", "build.gradle",
+    "build.gradle.kts", "Gemfile", "composer.json", "CMakeLists.txt", ".git",
+  },
   settings = {},
   auto_trigger = true,
   debounce_ms = "auto",
