@@ -6,6 +6,7 @@ export const SERVER_SETTING_KEYS = [
   "modelPath",
   "remote",
   "remoteCanvas",
+  "contextDrafts",
   "device",
   "maxTokens",
   "minTokenProb",

@@ -6,6 +6,7 @@
 --- workspace/didChangeConfiguration `{ difill = ... }`. Unset keys take the server's defaults.
 ---@field modelPath? string        model directory (default: the model shipped with difill)
 ---@field remote? string           URL of a difill serve-http / OpenAI-compatible server to use instead
+---@field contextDrafts? "auto"|"show"|"seed"|"off"  drafts from the context: shown as ghost text, seeded into the canvas, or not used
 ---@field remoteCanvas? "auto"|"seeded"|"plain"  how fills reach a vLLM remote: seeded canvas (vLLM #57250), chat prompt, or auto
 ---@field device? "auto"|"cpu"|"cuda"
 ---@field maxTokens? integer       longest completion, in tokens
