@@ -77,6 +77,8 @@ class TypingReplay:
             "files": self.files,
             "characters": self.characters,
             "saved_share": round(self.saved / max(1, self.characters), 4),
+            # one keystroke charged per accepted suggestion (Tab): what the typist really saves
+            "net_saved_share": round((self.saved - self.accepted) / max(1, self.characters), 4),
             "accepted": self.accepted,
             "requests": self.requests,
             "p50_ms": round(statistics.median(self.ms or [0]), 1),

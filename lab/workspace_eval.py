@@ -24,13 +24,13 @@ import builtins
 import keyword
 import random
 import re
-import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from difill.engine.syntax import parses
+from difill.lab.quality import TypingReplay
 from difill.lab.training.corpus import read_jsonl
 from difill.lab.training.evaluate import ShapeScore
 from difill.lab.training.examples import EVAL_SHAPES, InfillExample, sample_eval_example
@@ -186,27 +186,6 @@ def score_workspace(models: dict[str, ServedModel], cases: dict[str, list[Worksp
     return report
 
 
-@dataclass
-class Replay:
-    files: int = 0
-    characters: int = 0
-    saved: int = 0
-    accepted: int = 0
-    requests: int = 0
-    ms: list[float] = field(default_factory=list)
-
-    def summary(self) -> dict:
-        return {
-            "files": self.files,
-            "characters": self.characters,
-            "saved_share": round(self.saved / max(1, self.characters), 4),
-            "net_saved_share": round((self.saved - self.accepted) / max(1, self.characters), 4),
-            "accepted": self.accepted,
-            "requests": self.requests,
-            "p50_ms": round(statistics.median(self.ms or [0]), 1),
-        }
-
-
 Suggest = Callable[[str, int, str, list[tuple[str, str]]], tuple[str, float]]  # -> (text, ms)
 
 
@@ -231,7 +210,7 @@ def replay_spots(
 
 def typing_replay_inside(suggest: Suggest, spots: list) -> dict:
     """Type each spot's lines with the rest of its file below; Tab when the suggestion matches."""
-    replay = Replay()
+    replay = TypingReplay()
     for path, before, target, after, sources in spots:
         replay.files += 1
         replay.characters += len(target)
