@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from lsp_helpers import inline_params, open_document
+from lsp_helpers import inline_params, open_document, running_server
 
 from difill.engine.languages import LANGUAGES
 
@@ -117,3 +117,28 @@ def shipped_model():
     from difill.server.served import ServedModel
 
     return ServedModel(InfillEngine(load_model(DEFAULT_MODEL_DIR, device="cpu")))
+
+
+GO_LOOP = "package main\n\nfunc sum(xs []int) int {\n\ttotal := 0\n\tfor _, x := range xs {\n\t\ttotal += "
+TS_REPEAT = "const a = users.find((u) => u.id === 1);\nconst b = users.find((u) => u."
+
+
+async def test_through_the_lsp_the_shipped_model_shows_go_and_typescript_only_workspace_drafts():
+    """The real server on the shipped model: a Go cursor with nothing to copy gets no ghost text
+    (never the model's noise); a TypeScript cursor whose text occurred earlier gets that draft."""
+    async with running_server(None) as client:  # no --model: the shipped one, Python only
+        go = "file:///tmp/shipped-lsp/main.go"
+        open_document(client, go, GO_LOOP, language="go")
+        lines = GO_LOOP.split("\n")
+        for invoked in (False, True):
+            answer = await client.text_document_inline_completion_async(
+                inline_params(go, len(lines) - 1, len(lines[-1]), invoked=invoked)
+            )
+            assert not answer.items
+        ts = "file:///tmp/shipped-lsp/users.ts"
+        open_document(client, ts, TS_REPEAT, language="typescript")
+        lines = TS_REPEAT.split("\n")
+        answer = await client.text_document_inline_completion_async(
+            inline_params(ts, len(lines) - 1, len(lines[-1]), invoked=False)
+        )
+        assert [item.insert_text for item in answer.items] == ["id === 1);"]
