@@ -160,7 +160,7 @@ def main(args: argparse.Namespace) -> int:
         ar_dir = None
     started = time.time()
     experiment = {"revise": True} if args.revise else None
-    settings = None if args.min_token_prob is None else Settings(min_token_prob=args.min_token_prob)
+    settings = Settings(min_token_prob=args.min_token_prob, context_drafts=args.context_drafts)
     report = evaluate_served(args.model, ar_dir, Path(args.corpus), args.cases, args.seed,
                              args.typing_files, args.typing_lines, experiment, args.filler, settings,
                              args.workspace_cases, args.workspace_typing_files)  # fmt: skip

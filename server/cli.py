@@ -199,6 +199,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve both models with this minTokenProb setting instead of the server's default",
     )
     p.add_argument(
+        "--context-drafts",
+        choices=("auto", "show", "seed", "off"),
+        default="auto",
+        help="serve with this contextDrafts setting (off: the model alone, as before drafts existed)",
+    )
+    p.add_argument(
         "--filler",
         choices=("eos", "pad", "none"),
         help="experiment: end middles as a checkpoint without <|fill|> does (engine/vocab.py)",
