@@ -83,6 +83,7 @@ class TrainConfig:
     lm_loss_weight: float = 1.0  # next-token loss on the encoder's prefix outputs
     canvas_share: float = 1.0  # share of canvas steps at the start; the rest are packed causal-LM steps
     canvas_share_end: float | None = None  # share at the end (linear in progress); None: constant
+    draft_share: float = 0.0  # share of one-hole canvas examples whose hole starts from a draft
     lm_length: int = 256  # packed window length of a causal-LM step
     min_lr_ratio: float = 0.1  # cosine decay to this share of lr over --cpu-hours (GPU: over --minutes)
     save_every_minutes: float = 10.0
@@ -133,6 +134,11 @@ def diffusion_loss(
 
     # 2. Decoder: corrupted canvas, bidirectional over prefix cache + canvas.
     noisy, corrupted = corrupt(batch.canvas, batch.clamp_mask, vocab, gen)
+    if batch.seeded is not None:
+        # Draft-seeded rows start as the engine's seeded rows do (the draft, then filler, in every
+        # hole slot) and every hole slot carries the loss: keep the right tokens, mend the rest.
+        noisy = torch.where(batch.seeded, batch.seed, noisy)
+        corrupted = torch.where(batch.seeded.any(-1, keepdim=True), batch.seeded, corrupted)
     canvas_mask = torch.ones_like(batch.clamp_mask, dtype=torch.long)
     decoder_mask = torch.cat([batch.prefix_mask, canvas_mask], dim=1)  # (B, P + C)
     cache = output_cache(enc)
@@ -160,7 +166,12 @@ def diffusion_loss(
     diff_loss = (token_loss * weights[corrupted]).sum() / weights.sum().clamp_min(1.0)
     loss = diff_loss + cfg.lm_loss_weight * lm_loss
     supervised = int(corrupted.sum()) + int(batch.prefix_mask[:, 1:].sum())
-    return loss, {"diff_loss": diff_loss.item(), "lm_loss": lm_loss.item(), "supervised": supervised}
+    info = {"diff_loss": diff_loss.item(), "lm_loss": lm_loss.item(), "supervised": supervised}
+    if batch.seeded is not None:  # the seeded rows' own loss, to watch them learn apart
+        on_seeded = batch.seeded[corrupted]  # (N,)
+        seeded_weights = weights[corrupted][on_seeded]
+        info["draft_loss"] = ((token_loss[on_seeded] * seeded_weights).sum() / seeded_weights.sum()).item()
+    return loss, info
 
 
 @torch.no_grad()
@@ -252,6 +263,8 @@ def canvas_share_at(progress: float, cfg: TrainConfig) -> float:
 
 
 def train(cfg: TrainConfig) -> TrainState:
+    if not 0.0 <= cfg.draft_share <= 1.0:
+        raise ValueError(f"draft_share must be between 0 and 1, got {cfg.draft_share}")
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
     rng = random.Random(cfg.seed)
@@ -337,7 +350,8 @@ def train(cfg: TrainConfig) -> TrainState:
                 info = {"packed_lm_loss": loss.item(), "supervised": windows.numel() - cfg.batch_size}
                 tokens = windows.numel()
             elif cfg.arch == "diffusion":
-                batch = diffusion_batch(texts, tok, ids, cfg.batch_size, prefix_length, canvas_length, rng)
+                batch = diffusion_batch(texts, tok, ids, cfg.batch_size, prefix_length, canvas_length, rng,
+                                        draft_share=cfg.draft_share)  # fmt: skip
                 loss, info = diffusion_loss(model, batch.to(device), ids, cfg, gen)
                 tokens = batch.prefix.numel() + batch.canvas.numel()
             else:
