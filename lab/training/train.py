@@ -167,11 +167,25 @@ def diffusion_loss(
     loss = diff_loss + cfg.lm_loss_weight * lm_loss
     supervised = int(corrupted.sum()) + int(batch.prefix_mask[:, 1:].sum())
     info = {"diff_loss": diff_loss.item(), "lm_loss": lm_loss.item(), "supervised": supervised}
-    if batch.seeded is not None:  # the seeded rows' own loss, to watch them learn apart
-        on_seeded = batch.seeded[corrupted]  # (N,)
-        seeded_weights = weights[corrupted][on_seeded]
-        info["draft_loss"] = ((token_loss[on_seeded] * seeded_weights).sum() / seeded_weights.sum()).item()
+    if batch.seeded is not None:  # the seeded rows' own figures, to watch them learn apart
+        info.update(_draft_figures(batch, noisy, corrupted, logits, token_loss, weights))
     return loss, info
+
+
+@torch.no_grad()
+def _draft_figures(batch, noisy, corrupted, logits, token_loss, weights) -> dict[str, float]:
+    """Seeded slots' loss, and how often the argmax keeps a right draft token or mends a wrong one."""
+    on_seeded = batch.seeded[corrupted]  # (N,)
+    seeded_weights = weights[corrupted][on_seeded]  # (S,)
+    target = batch.canvas[corrupted][on_seeded]  # (S,)
+    right = noisy[corrupted][on_seeded] == target  # (S,) the draft already holds the answer
+    hit = logits[on_seeded].argmax(-1) == target  # (S,)
+    figures = {"draft_loss": ((token_loss[on_seeded] * seeded_weights).sum() / seeded_weights.sum()).item()}
+    if right.any():
+        figures["draft_kept"] = hit[right].float().mean().item()
+    if (~right).any():
+        figures["draft_mended"] = hit[~right].float().mean().item()
+    return figures
 
 
 @torch.no_grad()
@@ -182,13 +196,35 @@ def heldout_canvas_loss(
     ids: TokenIds,
     rows: int = 32,
     seed: int = 0,
+    draft_share: float = 0.0,
 ) -> float:
     """The canvas objective (the task the engine serves) on fixed held-out examples and fixed noise.
 
     The held-out LM loss measures only the causal encoder; this is the decoder's own loss, with the
     same examples, noise rates and noise tokens for every checkpoint that shares the tokenizer, so
     two checkpoints compare directly.  No self-conditioning: the first pass of the engine's loop.
+    With ``draft_share`` the one-hole examples are draft-seeded (``heldout_draft_figures``).
     """
+    return _heldout_canvas(model, texts, tok, ids, rows, seed, draft_share)["diff_loss"]
+
+
+@torch.no_grad()
+def heldout_draft_figures(
+    model: DiffusionGemmaForBlockDiffusion,
+    texts: list[str],
+    tok,
+    ids: TokenIds,
+    rows: int = 32,
+    seed: int = 0,
+) -> dict[str, float]:
+    """The draft-seeded objective on fixed held-out examples: every one-hole example seeded, the
+    seeded slots' loss and the share of right draft tokens kept and wrong ones mended (argmax)."""
+    figures = _heldout_canvas(model, texts, tok, ids, rows, seed, draft_share=1.0)
+    return {k: v for k, v in figures.items() if k.startswith("draft_")}
+
+
+def _heldout_canvas(model, texts, tok, ids, rows, seed, draft_share) -> dict[str, float]:
+    """Mean over ``HELDOUT_CANVAS_LAYOUTS`` of each figure ``diffusion_loss`` reports."""
     texts = canvas_loss_texts(texts)
     if not texts:
         raise ValueError("no held-out document has 10 lines or more")
@@ -198,13 +234,14 @@ def heldout_canvas_loss(
     rng = random.Random(seed)
     gen = torch.Generator(device=device).manual_seed(seed)
     cfg = TrainConfig(self_conditioning_rate=0.0)
-    losses = []
+    seen: dict[str, list[float]] = {}
     for prefix_length, canvas_length in HELDOUT_CANVAS_LAYOUTS:
-        batch = diffusion_batch(texts, tok, ids, rows, prefix_length, canvas_length, rng)
+        batch = diffusion_batch(texts, tok, ids, rows, prefix_length, canvas_length, rng, draft_share)
         _, info = diffusion_loss(model, batch.to(device), ids, cfg, gen)
-        losses.append(info["diff_loss"])
+        for key, value in info.items():
+            seen.setdefault(key, []).append(value)
     model.train(was_training)
-    return sum(losses) / len(losses)
+    return {key: sum(values) / len(values) for key, values in seen.items()}
 
 
 def ar_loss(model: LlamaForCausalLM, batch) -> tuple[torch.Tensor, dict]:
@@ -413,6 +450,8 @@ def _log_heldout(
     }
     if canvas_loss_texts(heldout_texts):
         record["heldout_canvas_loss"] = round(heldout_canvas_loss(model, heldout_texts, tok, ids), 4)
+        drafts = heldout_draft_figures(model, heldout_texts, tok, ids)
+        record.update({f"heldout_{k}": round(v, 4) for k, v in drafts.items()})
     model.load_state_dict(live)
     record["cpu_hours"] = round(state.cpu_hours + (_cpu_seconds() - cpu_start) / 3600, 4)
     with open(log_path, "a") as f:

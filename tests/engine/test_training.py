@@ -353,3 +353,15 @@ def test_the_loss_of_a_draft_seeded_row_covers_every_hole_slot(tiny_model_dir, l
     # Seeded rows: all their hole slots; plain rows: at least one corrupted slot each.
     assert info["supervised"] - prefix_targets >= seeded_slots + int(plain.sum())
     assert info["draft_loss"] > 0
+
+
+def test_heldout_draft_figures_are_fixed_and_say_what_was_kept_and_mended(tiny_model_dir, loaded):
+    from difill.lab.training.train import heldout_draft_figures
+
+    model = DiffusionGemmaForBlockDiffusion.from_pretrained(tiny_model_dir)
+    model.config._experts_implementation = "eager"
+    held = [SOURCE] * 3
+    figures = heldout_draft_figures(model, held, loaded.tokenizer, loaded.ids, rows=4)
+    assert set(figures) == {"draft_loss", "draft_kept", "draft_mended"}
+    assert 0.0 <= figures["draft_kept"] <= 1.0 and 0.0 <= figures["draft_mended"] <= 1.0
+    assert heldout_draft_figures(model, held, loaded.tokenizer, loaded.ids, rows=4) == figures
