@@ -38,7 +38,7 @@ from difill.engine.prefix_cache import PrefixCache, expand_cache
 from difill.engine.sampler import DenoiseResult, SamplerConfig, denoise
 from difill.engine.text.instruction import with_instruction_comment
 from difill.engine.text.rules import with_middles
-from difill.engine.tokens import encode, encode_prefix_window, encode_suffix_window
+from difill.engine.tokens import draft_tokens, encode, encode_prefix_window, encode_suffix_window
 
 WORD_END = re.compile(r"[A-Za-z0-9_]$")
 
@@ -274,10 +274,7 @@ class InfillEngine:
 
     def _draft_ids(self, draft: str) -> list[int]:
         """A draft's tokens, up to the first one a hole may never hold (a special token)."""
-        tokens = encode(self.tokenizer, draft)
-        banned = set(self.ids.banned_in_hole) | set(self.ids.filler)
-        cut = next((i for i, token in enumerate(tokens) if token in banned), len(tokens))
-        return tokens[:cut]
+        return draft_tokens(self.tokenizer, self.ids, draft)
 
     def _decode(self, tokens: list[int]) -> str:
         """A middle's text; special tokens never reach the editor, even one the ban list missed."""

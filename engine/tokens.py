@@ -50,3 +50,15 @@ def encode_suffix_window(tok: PreTrainedTokenizerBase, suffix: str, budget: int)
     tokens = encode(tok, window)
     complete = len(window) == len(suffix) and len(tokens) <= budget
     return tokens[:budget], complete
+
+
+def draft_tokens(tok: PreTrainedTokenizerBase, ids: TokenIds, draft: str) -> list[int]:
+    """A draft's tokens, up to the first one a hole may never hold (a special token or the filler).
+
+    The engine seeds canvas rows with these and the trainer builds its draft-seeded canvases with
+    them, so both cut a draft the same way.
+    """
+    tokens = encode(tok, draft)
+    banned = set(ids.banned_in_hole) | set(ids.filler)
+    cut = next((i for i, token in enumerate(tokens) if token in banned), len(tokens))
+    return tokens[:cut]

@@ -39,7 +39,7 @@ def train_model(args: argparse.Namespace) -> int:
     state = train(TrainConfig(
         arch=args.arch, out=args.out, corpus=args.corpus, tokenizer=args.tokenizer, init=init,
         minutes=args.minutes, cpu_hours=args.cpu_hours, threads=args.threads, seed=args.seed, lr=args.lr,
-        canvas_share=args.canvas_share, canvas_share_end=args.canvas_share_end,
+        canvas_share=args.canvas_share, canvas_share_end=args.canvas_share_end, draft_share=args.draft_share,
         hidden_size=args.hidden_size, num_layers=args.num_layers, save_every_minutes=args.save_every_minutes,
         batch_size=args.batch_size, device=args.device, bf16=args.bf16,
     ))  # fmt: skip

@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/heldout_losses.py runs/snapshots/* runs/s4/latest engine/default_model
 
-The same two figures the trainer logs at every save (lab/training/train.py ``_log_heldout``), for
+The same figures the trainer logs at every save (lab/training/train.py ``_log_heldout``), for
 checkpoints saved before it logged the canvas loss: the model card's flatness check.  One JSON
 line per checkpoint, in CPU-hour order.
 """
@@ -19,7 +19,7 @@ from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
 from difill.engine.vocab import TokenIds
 from difill.lab.training.corpus import read_jsonl
 from difill.lab.training.packed import heldout_lm_loss, token_stream
-from difill.lab.training.train import heldout_canvas_loss
+from difill.lab.training.train import heldout_canvas_loss, heldout_draft_figures
 
 
 def main() -> None:
@@ -47,6 +47,8 @@ def main() -> None:
             "heldout_lm_loss": round(heldout_lm_loss(model, stream), 4),
             "heldout_canvas_loss": round(heldout_canvas_loss(model, texts, tok, ids), 4),
         }
+        drafts = heldout_draft_figures(model, texts, tok, ids)  # the draft-seeded objective (drafts.py)
+        row.update({f"heldout_{k}": round(v, 4) for k, v in drafts.items()})
         print(json.dumps(row), flush=True)
 
 

@@ -136,6 +136,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="share of canvas (diffusion) steps; the rest are packed causal-LM steps",
     )
     p.add_argument("--canvas-share-end", type=float, help="canvas share at the end of the run (linear ramp)")
+    p.add_argument(
+        "--draft-share",
+        type=float,
+        default=0.0,
+        help="share of one-hole canvas examples whose hole starts from a draft (prompt lookup on the "
+        "document, else the true middle spoiled) instead of noise, as the engine's draft-seeded rows",
+    )
     p.add_argument("--hidden-size", type=int, default=192, help="model width when training from scratch")
     p.add_argument("--num-layers", type=int, default=4, help="model depth when training from scratch")
     p.add_argument("--save-every-minutes", type=float, default=10.0, help="checkpoint interval")

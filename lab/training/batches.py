@@ -4,7 +4,9 @@ Diffusion batch: the prefix goes to the encoder (with a next-token loss, so ever
 teaches the shared weights), the canvas is built by ``engine.canvas.build_canvas`` exactly as at
 inference, hole slots are corrupted with uniform random tokens at a random rate, and the loss is
 taken on corrupted hole slots only (loss on clean slots teaches the model to copy its input, the
-failure research.md section 7 recorded).
+failure research.md section 7 recorded).  Draft-seeded rows (``draft_share``) are the exception
+the engine's seeded rows call for: every hole slot starts from a draft and carries the loss, so
+the model learns to keep a draft's right tokens and mend its wrong ones (``drafts.py``).
 
 AR batch: the same examples in PSM order (prefix, suffix, middle), loss on every token.
 """
@@ -17,9 +19,10 @@ from dataclasses import dataclass, replace
 import torch
 from transformers import PreTrainedTokenizerBase
 
-from difill.engine.canvas import Segment, build_canvas
+from difill.engine.canvas import Segment, build_canvas, seeded_canvas
 from difill.engine.tokens import encode, encode_prefix_window, encode_suffix_window
 from difill.engine.vocab import SpecialTokens, TokenIds
+from difill.lab.training.drafts import training_draft
 from difill.lab.training.examples import InfillExample, sample_example
 
 FILLER_WEIGHT = 0.3  # filler targets are easy and many; they should not dominate the loss
@@ -32,10 +35,18 @@ class DiffusionBatch:
     canvas: torch.Tensor  # (B, C) target ids
     clamp_mask: torch.Tensor  # (B, C) True at clamped slots
     target_tokens: int  # hole slots in the batch (what the denoiser is asked to predict)
+    # Draft-seeded rows (None: none in the batch): the canvas the engine's seeded row starts from
+    # (engine.canvas.seeded_canvas: the draft, then filler, in the hole) and its seeded slots.
+    seed: torch.Tensor | None = None  # (B, C) input ids at seeded slots
+    seeded: torch.Tensor | None = None  # (B, C) True at the hole slots of draft-seeded rows
 
     def to(self, device: torch.device) -> DiffusionBatch:
+        def move(t: torch.Tensor | None) -> torch.Tensor | None:
+            return None if t is None else t.to(device)
+
         return replace(self, prefix=self.prefix.to(device), prefix_mask=self.prefix_mask.to(device),
-                       canvas=self.canvas.to(device), clamp_mask=self.clamp_mask.to(device))  # fmt: skip
+                       canvas=self.canvas.to(device), clamp_mask=self.clamp_mask.to(device),
+                       seed=move(self.seed), seeded=move(self.seeded))  # fmt: skip
 
 
 @dataclass
@@ -78,8 +89,12 @@ def diffusion_batch(
     prefix_length: int,
     canvas_length: int,
     rng: random.Random,
+    draft_share: float = 0.0,
 ) -> DiffusionBatch:
-    prefixes, canvases, clamps = [], [], []
+    """``batch_size`` canvas examples; a ``draft_share`` of the one-hole ones are draft-seeded:
+    their hole starts from a draft (``drafts.training_draft``) exactly as the engine's seeded rows
+    do, and their targets are the true middle as everywhere."""
+    prefixes, canvases, clamps, seeds, seeded_masks = [], [], [], [], []
     target_tokens = 0
     while len(canvases) < batch_size:
         ex = sample_example(rng.choice(texts), rng)
@@ -90,9 +105,18 @@ def diffusion_batch(
             continue
         segments, middles, doc_ends = laid
         canvas = build_canvas(segments, canvas_length, ids, doc_ends)
+        prefix_ids = encode_prefix_window(tok, ids, ex.prefix, prefix_length)
+        seed, seeded = canvas.ids.clone(), torch.zeros_like(canvas.clamp_mask)  # (C,), (C,): no draft
+        if draft_share > 0 and len(middles) == 1 and rng.random() < draft_share:
+            donor = prefix_ids + segments[-1]  # the prefix window and the suffix: elsewhere in the file
+            draft = training_draft(ex, middles[0], donor, tok, ids, rng)
+            seeded_row, seeded = seeded_canvas(canvas, draft)  # before the middle is written in
+            seed = seeded_row.ids
         for (start, _end), middle in zip(canvas.holes, middles, strict=True):
             canvas.ids[start : start + len(middle)] = torch.tensor(middle)
-        prefixes.append(encode_prefix_window(tok, ids, ex.prefix, prefix_length))
+        seeds.append(seed)
+        seeded_masks.append(seeded)
+        prefixes.append(prefix_ids)
         canvases.append(canvas.ids)
         clamps.append(canvas.clamp_mask)
         target_tokens += int((~canvas.clamp_mask).sum())
@@ -104,7 +128,11 @@ def diffusion_batch(
             prefix[row, width - len(p) :] = torch.tensor(p)
             prefix_mask[row, width - len(p) :] = 1
     # An empty prefix (cursor at the start of a file) still needs one cached token: a masked pad.
-    return DiffusionBatch(prefix, prefix_mask, torch.stack(canvases), torch.stack(clamps), target_tokens)
+    seeded = torch.stack(seeded_masks)  # (B, C)
+    return DiffusionBatch(
+        prefix, prefix_mask, torch.stack(canvases), torch.stack(clamps), target_tokens,
+        seed=torch.stack(seeds) if seeded.any() else None, seeded=seeded if seeded.any() else None,
+    )  # fmt: skip
 
 
 def corrupt(

@@ -83,6 +83,7 @@ class TrainConfig:
     lm_loss_weight: float = 1.0  # next-token loss on the encoder's prefix outputs
     canvas_share: float = 1.0  # share of canvas steps at the start; the rest are packed causal-LM steps
     canvas_share_end: float | None = None  # share at the end (linear in progress); None: constant
+    draft_share: float = 0.0  # share of one-hole canvas examples whose hole starts from a draft
     lm_length: int = 256  # packed window length of a causal-LM step
     min_lr_ratio: float = 0.1  # cosine decay to this share of lr over --cpu-hours (GPU: over --minutes)
     save_every_minutes: float = 10.0
@@ -133,6 +134,11 @@ def diffusion_loss(
 
     # 2. Decoder: corrupted canvas, bidirectional over prefix cache + canvas.
     noisy, corrupted = corrupt(batch.canvas, batch.clamp_mask, vocab, gen)
+    if batch.seeded is not None:
+        # Draft-seeded rows start as the engine's seeded rows do (the draft, then filler, in every
+        # hole slot) and every hole slot carries the loss: keep the right tokens, mend the rest.
+        noisy = torch.where(batch.seeded, batch.seed, noisy)
+        corrupted = torch.where(batch.seeded.any(-1, keepdim=True), batch.seeded, corrupted)
     canvas_mask = torch.ones_like(batch.clamp_mask, dtype=torch.long)
     decoder_mask = torch.cat([batch.prefix_mask, canvas_mask], dim=1)  # (B, P + C)
     cache = output_cache(enc)
@@ -160,7 +166,26 @@ def diffusion_loss(
     diff_loss = (token_loss * weights[corrupted]).sum() / weights.sum().clamp_min(1.0)
     loss = diff_loss + cfg.lm_loss_weight * lm_loss
     supervised = int(corrupted.sum()) + int(batch.prefix_mask[:, 1:].sum())
-    return loss, {"diff_loss": diff_loss.item(), "lm_loss": lm_loss.item(), "supervised": supervised}
+    info = {"diff_loss": diff_loss.item(), "lm_loss": lm_loss.item(), "supervised": supervised}
+    if batch.seeded is not None:  # the seeded rows' own figures, to watch them learn apart
+        info.update(_draft_figures(batch, noisy, corrupted, logits, token_loss, weights))
+    return loss, info
+
+
+@torch.no_grad()
+def _draft_figures(batch, noisy, corrupted, logits, token_loss, weights) -> dict[str, float]:
+    """Seeded slots' loss, and how often the argmax keeps a right draft token or mends a wrong one."""
+    on_seeded = batch.seeded[corrupted]  # (N,)
+    seeded_weights = weights[corrupted][on_seeded]  # (S,)
+    target = batch.canvas[corrupted][on_seeded]  # (S,)
+    right = noisy[corrupted][on_seeded] == target  # (S,) the draft already holds the answer
+    hit = logits[on_seeded].argmax(-1) == target  # (S,)
+    figures = {"draft_loss": ((token_loss[on_seeded] * seeded_weights).sum() / seeded_weights.sum()).item()}
+    if right.any():
+        figures["draft_kept"] = hit[right].float().mean().item()
+    if (~right).any():
+        figures["draft_mended"] = hit[~right].float().mean().item()
+    return figures
 
 
 @torch.no_grad()
@@ -171,13 +196,35 @@ def heldout_canvas_loss(
     ids: TokenIds,
     rows: int = 32,
     seed: int = 0,
+    draft_share: float = 0.0,
 ) -> float:
     """The canvas objective (the task the engine serves) on fixed held-out examples and fixed noise.
 
     The held-out LM loss measures only the causal encoder; this is the decoder's own loss, with the
     same examples, noise rates and noise tokens for every checkpoint that shares the tokenizer, so
     two checkpoints compare directly.  No self-conditioning: the first pass of the engine's loop.
+    With ``draft_share`` the one-hole examples are draft-seeded (``heldout_draft_figures``).
     """
+    return _heldout_canvas(model, texts, tok, ids, rows, seed, draft_share)["diff_loss"]
+
+
+@torch.no_grad()
+def heldout_draft_figures(
+    model: DiffusionGemmaForBlockDiffusion,
+    texts: list[str],
+    tok,
+    ids: TokenIds,
+    rows: int = 32,
+    seed: int = 0,
+) -> dict[str, float]:
+    """The draft-seeded objective on fixed held-out examples: every one-hole example seeded, the
+    seeded slots' loss and the share of right draft tokens kept and wrong ones mended (argmax)."""
+    figures = _heldout_canvas(model, texts, tok, ids, rows, seed, draft_share=1.0)
+    return {k: v for k, v in figures.items() if k.startswith("draft_")}
+
+
+def _heldout_canvas(model, texts, tok, ids, rows, seed, draft_share) -> dict[str, float]:
+    """Mean over ``HELDOUT_CANVAS_LAYOUTS`` of each figure ``diffusion_loss`` reports."""
     texts = canvas_loss_texts(texts)
     if not texts:
         raise ValueError("no held-out document has 10 lines or more")
@@ -187,13 +234,14 @@ def heldout_canvas_loss(
     rng = random.Random(seed)
     gen = torch.Generator(device=device).manual_seed(seed)
     cfg = TrainConfig(self_conditioning_rate=0.0)
-    losses = []
+    seen: dict[str, list[float]] = {}
     for prefix_length, canvas_length in HELDOUT_CANVAS_LAYOUTS:
-        batch = diffusion_batch(texts, tok, ids, rows, prefix_length, canvas_length, rng)
+        batch = diffusion_batch(texts, tok, ids, rows, prefix_length, canvas_length, rng, draft_share)
         _, info = diffusion_loss(model, batch.to(device), ids, cfg, gen)
-        losses.append(info["diff_loss"])
+        for key, value in info.items():
+            seen.setdefault(key, []).append(value)
     model.train(was_training)
-    return sum(losses) / len(losses)
+    return {key: sum(values) / len(values) for key, values in seen.items()}
 
 
 def ar_loss(model: LlamaForCausalLM, batch) -> tuple[torch.Tensor, dict]:
@@ -252,6 +300,8 @@ def canvas_share_at(progress: float, cfg: TrainConfig) -> float:
 
 
 def train(cfg: TrainConfig) -> TrainState:
+    if not 0.0 <= cfg.draft_share <= 1.0:
+        raise ValueError(f"draft_share must be between 0 and 1, got {cfg.draft_share}")
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
     rng = random.Random(cfg.seed)
@@ -340,7 +390,8 @@ def train(cfg: TrainConfig) -> TrainState:
                 info = {"packed_lm_loss": loss.item(), "supervised": windows.numel() - cfg.batch_size}
                 tokens = windows.numel()
             elif cfg.arch == "diffusion":
-                batch = diffusion_batch(texts, tok, ids, cfg.batch_size, prefix_length, canvas_length, rng)
+                batch = diffusion_batch(texts, tok, ids, cfg.batch_size, prefix_length, canvas_length, rng,
+                                        draft_share=cfg.draft_share)  # fmt: skip
                 loss, info = diffusion_loss(model, batch.to(device), ids, cfg, gen)
                 tokens = batch.prefix.numel() + batch.canvas.numel()
             else:
@@ -402,6 +453,8 @@ def _log_heldout(
     }
     if canvas_loss_texts(heldout_texts):
         record["heldout_canvas_loss"] = round(heldout_canvas_loss(model, heldout_texts, tok, ids), 4)
+        drafts = heldout_draft_figures(model, heldout_texts, tok, ids)
+        record.update({f"heldout_{k}": round(v, 4) for k, v in drafts.items()})
     model.load_state_dict(live)
     record["cpu_hours"] = round(state.cpu_hours + (_cpu_seconds() - cpu_start) / 3600, 4)
     with open(log_path, "a") as f:

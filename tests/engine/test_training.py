@@ -273,3 +273,95 @@ def test_sigterm_ends_a_run_with_a_save(tmp_path, tiny_model_dir, loaded):
     assert state["step"] >= 20 and state["cpu_hours"] > 0
     held = [json.loads(r) for r in log.read_text().splitlines() if "heldout_lm_loss" in r]
     assert held and "heldout_canvas_loss" in held[-1], "the final save logs both held-out losses"
+
+
+def test_draft_seeded_rows_start_from_the_draft_and_target_the_true_middle(loaded, monkeypatch):
+    """A seeded row's input is the engine's seeded canvas (draft, then filler, in the hole); its
+    targets are the true middle, and every hole slot is seeded."""
+    from difill.engine.tokens import draft_tokens, encode
+    from difill.lab.training import batches
+
+    tok, ids = loaded.tokenizer, loaded.ids
+    drafts = []
+
+    def fixed_draft(ex, middle, donor, tok_, ids_, rng):
+        draft = draft_tokens(tok, ids, "wrong_name(1)")
+        drafts.append((ex, draft))
+        return draft
+
+    monkeypatch.setattr(batches, "training_draft", fixed_draft)
+    batch = diffusion_batch([SOURCE], tok, ids, 8, 32, 32, random.Random(7), draft_share=1.0)
+    seeded_rows = batch.seeded.any(-1).nonzero().flatten().tolist()
+    assert len(seeded_rows) == len(drafts) > 0
+    for row, (ex, draft) in zip(seeded_rows, drafts, strict=True):
+        hole = (~batch.clamp_mask[row]).nonzero().flatten()
+        assert torch.equal(batch.seeded[row], ~batch.clamp_mask[row])  # every hole slot, nothing else
+        start, size = int(hole[0]), len(hole)
+        seed = batch.seed[row, start : start + size].tolist()
+        assert seed == (draft + [ids.filler[0]] * size)[:size]
+        middle = encode(tok, ex.middles[0])
+        assert batch.canvas[row, start : start + len(middle)].tolist() == middle
+        assert torch.equal(batch.seed[row][batch.clamp_mask[row]], batch.canvas[row][batch.clamp_mask[row]])
+
+
+def test_draft_seeded_batches_mix_exact_retrieved_and_spoiled_drafts(loaded):
+    tok, ids = loaded.tokenizer, loaded.ids
+    batch = diffusion_batch([SOURCE], tok, ids, 64, 64, 48, random.Random(8), draft_share=1.0)
+    rows = batch.seeded.any(-1)
+    assert rows.float().mean() > 0.5  # every one-hole example (most shapes) is seeded
+    same = [
+        torch.equal(batch.seed[r][batch.seeded[r]], batch.canvas[r][batch.seeded[r]])
+        for r in range(64)
+        if rows[r]
+    ]
+    assert any(same) and not all(same)
+    banned = torch.tensor(ids.banned_in_hole)
+    assert not torch.isin(batch.seed[batch.seeded], banned).any()
+
+
+def test_prompt_lookup_drafts_come_from_the_training_document():
+    from difill.lab.training.drafts import retrieved_draft
+    from difill.lab.training.examples import InfillExample
+
+    prefix = "total = compute(width, height)\nprint(total)\ntotal = compute("
+    ex = InfillExample(prefix, ["width, height)"], [], "\nprint(total)\n", "rest_of_line")
+    assert retrieved_draft(ex, random.Random(0)) == "width, height)"
+
+
+def test_a_spoiled_middle_differs_and_holds_no_special_token(loaded):
+    from difill.lab.training.drafts import spoiled_middle
+
+    rng = random.Random(9)
+    middle = list(range(100, 130))
+    spoiled = [spoiled_middle(middle, [5, 6, 7, 8], loaded.ids, rng) for _ in range(50)]
+    assert all(s != middle for s in spoiled)
+    banned = set(loaded.ids.banned_in_hole) | set(loaded.ids.filler)
+    assert not any(banned & set(s) for s in spoiled)
+
+
+def test_the_loss_of_a_draft_seeded_row_covers_every_hole_slot(tiny_model_dir, loaded):
+    model = DiffusionGemmaForBlockDiffusion.from_pretrained(tiny_model_dir)
+    model.config._experts_implementation = "eager"
+    batch = diffusion_batch(
+        [SOURCE], loaded.tokenizer, loaded.ids, 8, 32, 32, random.Random(10), draft_share=1.0
+    )
+    cfg = TrainConfig(self_conditioning_rate=0.0)
+    plain = batch.seeded.any(-1).logical_not()
+    _, info = diffusion_loss(model, batch, loaded.ids, cfg, torch.Generator().manual_seed(0))
+    prefix_targets = int(batch.prefix_mask[:, 1:].sum())
+    seeded_slots = int(batch.seeded.sum())
+    # Seeded rows: all their hole slots; plain rows: at least one corrupted slot each.
+    assert info["supervised"] - prefix_targets >= seeded_slots + int(plain.sum())
+    assert info["draft_loss"] > 0
+
+
+def test_heldout_draft_figures_are_fixed_and_say_what_was_kept_and_mended(tiny_model_dir, loaded):
+    from difill.lab.training.train import heldout_draft_figures
+
+    model = DiffusionGemmaForBlockDiffusion.from_pretrained(tiny_model_dir)
+    model.config._experts_implementation = "eager"
+    held = [SOURCE] * 3
+    figures = heldout_draft_figures(model, held, loaded.tokenizer, loaded.ids, rows=4)
+    assert set(figures) == {"draft_loss", "draft_kept", "draft_mended"}
+    assert 0.0 <= figures["draft_kept"] <= 1.0 and 0.0 <= figures["draft_mended"] <= 1.0
+    assert heldout_draft_figures(model, held, loaded.tokenizer, loaded.ids, rows=4) == figures
