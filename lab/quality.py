@@ -16,13 +16,17 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import statistics
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from difill.lab.training.corpus import read_jsonl
-from difill.lab.training.evaluate import ShapeScore, default_ar_baseline, eval_cases, format_table
+from difill.lab.training.evaluate import (
+    ShapeScore,
+    TypingReplay,
+    default_ar_baseline,
+    eval_cases,
+    format_table,
+)
 from difill.server.config import Settings
 from difill.server.served import ServedModel
 
@@ -61,28 +65,6 @@ def score_cases(model: ServedModel, cases: dict, original_parses: dict) -> dict:
             scores[shape].add(ex, shown.text, shown.forwards, shown.tokens_per_forward, shown.ms,
                               original_parses[id(ex)])  # fmt: skip
     return {shape: s.summary() for shape, s in scores.items()}
-
-
-@dataclass
-class TypingReplay:
-    files: int = 0
-    characters: int = 0
-    saved: int = 0
-    accepted: int = 0
-    requests: int = 0
-    ms: list[float] = field(default_factory=list)
-
-    def summary(self) -> dict:
-        return {
-            "files": self.files,
-            "characters": self.characters,
-            "saved_share": round(self.saved / max(1, self.characters), 4),
-            # one keystroke charged per accepted suggestion (Tab): what the typist really saves
-            "net_saved_share": round((self.saved - self.accepted) / max(1, self.characters), 4),
-            "accepted": self.accepted,
-            "requests": self.requests,
-            "p50_ms": round(statistics.median(self.ms or [0]), 1),
-        }
 
 
 def typing_replay(model: ServedModel, corpus: Path, files: int, lines: int, seed: int) -> dict:

@@ -30,9 +30,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from difill.engine.syntax import parses
-from difill.lab.quality import TypingReplay
 from difill.lab.training.corpus import read_jsonl
-from difill.lab.training.evaluate import ShapeScore
+from difill.lab.training.evaluate import ShapeScore, TypingReplay
 from difill.lab.training.examples import EVAL_SHAPES, InfillExample, sample_eval_example
 from difill.server.served import ServedModel, Shown
 

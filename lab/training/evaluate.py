@@ -99,3 +99,25 @@ def format_table(report: dict) -> str:
 
 def default_ar_baseline() -> str | None:
     return next((d for d in AR_BASELINE_DIRS if (Path(d) / "config.json").exists()), None)
+
+
+@dataclass
+class TypingReplay:
+    files: int = 0
+    characters: int = 0
+    saved: int = 0
+    accepted: int = 0
+    requests: int = 0
+    ms: list[float] = field(default_factory=list)
+
+    def summary(self) -> dict:
+        return {
+            "files": self.files,
+            "characters": self.characters,
+            "saved_share": round(self.saved / max(1, self.characters), 4),
+            # one keystroke charged per accepted suggestion (Tab): what the typist really saves
+            "net_saved_share": round((self.saved - self.accepted) / max(1, self.characters), 4),
+            "accepted": self.accepted,
+            "requests": self.requests,
+            "p50_ms": round(statistics.median(self.ms or [0]), 1),
+        }
