@@ -62,9 +62,10 @@ class BenchClient:
         def on_progress_create(params) -> None:
             return None
 
-    async def start(self, model_dir: str | None) -> int:
+    async def start(self, model_dir: str | None, python: str = sys.executable) -> int:
+        """``difill serve`` under ``python`` (another checkout's, for a before/after), initialized."""
         args = ["-m", "difill.server", "serve"] + (["--model", model_dir] if model_dir else [])
-        await self.client.start_io(sys.executable, *args)
+        await self.client.start_io(python, *args)
         capabilities = types.ClientCapabilities(
             text_document=types.TextDocumentClientCapabilities(
                 inline_completion=types.InlineCompletionClientCapabilities(),

@@ -121,19 +121,6 @@ class TypingClient(BenchClient):
         super().__init__()
         self._ids = 0
 
-    async def start_with(self, python: str, model_dir: str | None) -> int:
-        args = ["-m", "difill.server", "serve"] + (["--model", model_dir] if model_dir else [])
-        await self.client.start_io(python, *args)
-        capabilities = types.ClientCapabilities(
-            text_document=types.TextDocumentClientCapabilities(
-                inline_completion=types.InlineCompletionClientCapabilities(),
-                synchronization=types.TextDocumentSyncClientCapabilities(),
-            )
-        )
-        await self.client.initialize_async(types.InitializeParams(capabilities=capabilities, process_id=None))
-        self.client.initialized(types.InitializedParams())
-        return self.client._server.pid
-
     def ask(self, text: str, offset: int) -> tuple[str, asyncio.Future]:
         """An Automatic inline-completion request; its id and the future of its answer."""
         self._ids += 1
@@ -231,7 +218,7 @@ async def _replay_on_a_fresh_server(
 ) -> Replay:
     """One replay over every case, on a server of its own: its cache starts empty."""
     bench = TypingClient()
-    await bench.start_with(python, model_dir)
+    await bench.start(model_dir, python)
     bench.open(cases[0].before + cases[0].after)
     await asyncio.wait_for(bench.ready.wait(), 300)
     bench.close()
@@ -290,7 +277,7 @@ async def _new_line_latency(
     """The first request on a new line after the user paused at the end of the line before
     (``pause_s``, reading the ghost text): end of line, pause, Enter, request."""
     bench = TypingClient()
-    await bench.start_with(python, model_dir)
+    await bench.start(model_dir, python)
     bench.open(cases[0].before + cases[0].after)
     await asyncio.wait_for(bench.ready.wait(), 300)
     bench.close()
