@@ -19,7 +19,7 @@ import collections
 import itertools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
 MAX_QUERY_TOKENS = 8  # the longest match tried; prompt-lookup implementations use a few tokens
@@ -32,6 +32,9 @@ MIN_WORD_MATCH = 3  # a one-token match must be an identifier at least this long
 class Draft:
     text: str  # LF text that continues the cursor
     source: str  # "current" | "open" | a workspace path: where the continuation was found
+    # Tokens before the cursor that the occurrence matched (1 to MAX_QUERY_TOKENS): a longer match
+    # is likelier the same code again.  Not part of a draft's identity.
+    matched: int = field(default=0, compare=False)
 
 
 def find_drafts(
@@ -75,7 +78,7 @@ def find_drafts(
                 if not continuation.strip() or continuation in seen:
                     continue
                 seen.add(continuation)
-                drafts.append(Draft(continuation, source))
+                drafts.append(Draft(continuation, source, count))
                 if len(drafts) >= max_drafts:
                     return drafts
     return drafts
