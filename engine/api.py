@@ -63,6 +63,10 @@ class FillOptions:
     # an extra canvas row beside the noise-seeded ones: its tokens start in the hole instead of
     # noise, and the model keeps what it agrees with (engine/infill.py, engine/sampler.py).
     drafts: tuple[str, ...] = ()
+    # Text from other files (the snippet block: server/context/prompt.py, comments in the file's
+    # language) read before the prefix window, after <bos>.  It takes at most half the prefix
+    # budget, else it is left out (engine/tokens.py): the code before the cursor matters more.
+    context_block: str = ""
 
     def cut_probability(self, checkpoint_own: float) -> float:
         """``min_token_prob``, or the checkpoint's own calibrated value when the options leave it open."""
@@ -90,6 +94,7 @@ class FillStats:
     candidates: int = 0  # canvas rows, draft-seeded ones included
     draft_rows: int = 0  # rows seeded from FillOptions.drafts
     draft_verified: bool = False  # a draft row was kept as it stands, and the fill ended there
+    context_tokens: int = 0  # tokens of FillOptions.context_block read before the prefix (0: none)
 
 
 @dataclass

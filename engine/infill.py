@@ -38,7 +38,13 @@ from difill.engine.prefix_cache import PrefixCache, expand_cache
 from difill.engine.sampler import DenoiseResult, SamplerConfig, denoise
 from difill.engine.text.instruction import with_instruction_comment
 from difill.engine.text.rules import with_middles
-from difill.engine.tokens import draft_tokens, encode, encode_prefix_window, encode_suffix_window
+from difill.engine.tokens import (
+    block_tokens,
+    draft_tokens,
+    encode,
+    encode_prefix_window,
+    encode_suffix_window,
+)
 
 WORD_END = re.compile(r"[A-Za-z0-9_]$")
 
@@ -87,7 +93,7 @@ class InfillEngine:
     def _fill(self, prefix, suffix, options: FillOptions, should_stop, on_draft) -> FillResult:
         started = time.perf_counter()
         budget = min(options.prefix_tokens or self.loaded.max_prefix_tokens, self.loaded.max_prefix_tokens)
-        prefix_ids = self._prefix_ids(prefix, budget)
+        prefix_ids = self._prefix_ids(prefix, budget, options.context_block)
         heal_text, prefix_ids = self._split_heal(prefix, prefix_ids, options.heal)
 
         lengths = options.candidate_lengths()
@@ -111,7 +117,7 @@ class InfillEngine:
 
         allowed = self._heal_allowed(heal_text) if heal_text else None
         if heal_text and allowed is None:  # no token extends the partial word: give it back to the prefix
-            prefix_ids, heal_text = self._prefix_ids(prefix, budget), ""
+            prefix_ids, heal_text = self._prefix_ids(prefix, budget, options.context_block), ""
         # Draft rows: the longest hole's canvas, its hole starting from the draft instead of noise.
         seeds = [seeded_canvas(canvases[-1], self._draft_ids(heal_text + d)) for d in options.drafts]
         canvases += [canvas for canvas, _ in seeds]
@@ -156,6 +162,7 @@ class InfillEngine:
         stats.tokens_per_forward = stats.hole_tokens / max(1, result.steps)
         stats.draft_rows = len(seeds)
         stats.draft_verified = result.done is not None
+        stats.context_tokens = len(block_tokens(self.tokenizer, options.context_block, budget))
         stats.total_ms = (time.perf_counter() - started) * 1000
         return FillResult(best.text if best else "", candidates, stats)
 
@@ -266,8 +273,8 @@ class InfillEngine:
             stats.decoder_ms = (time.perf_counter() - t0) * 1000
         return result, stats
 
-    def _prefix_ids(self, prefix: str, budget: int) -> list[int]:
-        tokens = encode_prefix_window(self.tokenizer, self.ids, prefix, budget)
+    def _prefix_ids(self, prefix: str, budget: int, block: str = "") -> list[int]:
+        tokens = encode_prefix_window(self.tokenizer, self.ids, prefix, budget, block)
         if not tokens:  # a tokenizer without bos and an empty prefix: cache one newline
             tokens = encode(self.tokenizer, "\n")
         return tokens

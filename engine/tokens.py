@@ -17,13 +17,16 @@ def encode(tok: PreTrainedTokenizerBase, text: str) -> list[int]:
     return tok(text, add_special_tokens=False, split_special_tokens=True)["input_ids"]
 
 
-def encode_prefix_window(tok: PreTrainedTokenizerBase, ids: TokenIds, prefix: str, budget: int) -> list[int]:
-    """``<bos>`` then the last tokens of the prefix, ``budget`` tokens in all.
+def encode_prefix_window(
+    tok: PreTrainedTokenizerBase, ids: TokenIds, prefix: str, budget: int, block: str = ""
+) -> list[int]:
+    """``<bos>``, the ``block``'s tokens, then the last tokens of the prefix: ``budget`` in all.
 
     ``<bos>`` comes first whether or not the window reaches the file start: Gemma models expect it
     at position 0 and degrade without it.  The window starts at a line start and is cut from the
     left in whole chunks, so that while the user types at the end the kept tokens do not shift
-    and the prefix cache can be reused.
+    and the prefix cache can be reused.  ``block`` (FillOptions.context_block: text from other
+    files) is kept whole or not at all: it is left out when it would take more than half the budget.
     """
     window_chars = budget * CHARS_PER_TOKEN_BOUND
     if len(prefix) > window_chars:
@@ -31,7 +34,7 @@ def encode_prefix_window(tok: PreTrainedTokenizerBase, ids: TokenIds, prefix: st
         newline = prefix.find("\n", start)
         start = newline + 1 if 0 <= newline < len(prefix) - 1 else start
         prefix = prefix[start:]
-    head = [ids.bos] if ids.bos is not None else []
+    head = ([ids.bos] if ids.bos is not None else []) + block_tokens(tok, block, budget)
     tokens = encode(tok, prefix)
     room = max(0, budget - len(head))
     if len(tokens) > room:
@@ -40,6 +43,13 @@ def encode_prefix_window(tok: PreTrainedTokenizerBase, ids: TokenIds, prefix: st
         drop = -(-excess // chunk) * chunk
         tokens = tokens[drop:]
     return head + tokens
+
+
+def block_tokens(tok: PreTrainedTokenizerBase, block: str, budget: int) -> list[int]:
+    """The tokens of a context block read before the prefix window; none when they would take
+    more than half of a ``budget``-token prefix."""
+    tokens = encode(tok, block)
+    return tokens if len(tokens) <= budget // 2 else []
 
 
 def encode_suffix_window(tok: PreTrainedTokenizerBase, suffix: str, budget: int) -> tuple[list[int], bool]:

@@ -212,6 +212,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve with this contextDrafts setting (off: the model alone, as before drafts existed)",
     )
     p.add_argument(
+        "--snippet-tokens",
+        type=int,
+        help="serve with this snippetTokens setting (default: the server's): the budget of workspace "
+        "snippets read before the prefix in the workspace rows (0: none)",
+    )
+    p.add_argument(
         "--filler",
         choices=("eos", "pad", "none"),
         help="experiment: end middles as a checkpoint without <|fill|> does (engine/vocab.py)",

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from difill.server.config import Settings
     from difill.server.features.edits.service import EditService
     from difill.server.features.suggestions.service import SuggestionService
+    from difill.server.trees import SyntaxTrees
 
 # The open documents as they were when the current request arrived (None outside requests).
 PINNED_DOCUMENTS: contextvars.ContextVar[dict[str, Document] | None] = contextvars.ContextVar(
@@ -50,6 +51,7 @@ class RequestContext(Protocol):
 
     encoding: str  # the negotiated position encoding
     documents: Documents
+    trees: SyntaxTrees  # the documents' syntax trees, for suggestions and edits
     suggestions: SuggestionService
     edits: EditService
     client_has_inline_completion: bool

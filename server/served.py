@@ -33,12 +33,15 @@ from difill.engine.text.pipeline import shown_middles, shown_texts
 from difill.engine.text.rules import with_middles
 from difill.server.config import Settings
 from difill.server.context.drafts import Draft, find_drafts
+from difill.server.context.index import Snippet
+from difill.server.context.prompt import snippet_block
 from difill.server.trees import SyntaxTrees
 
 log = logging.getLogger("difill.server")
 _SAID: set[str] = set()  # why a language got no model text, each logged once
 
 DRAFTS_PER_REQUEST = 3  # drafts that seed canvas rows when drafts are on (find_drafts' default)
+SHOW_MIN_MATCH = 1  # "show": a draft is the ghost text when its match is this long (Draft.matched)
 
 
 @dataclass
@@ -54,6 +57,7 @@ class Shown:
     retrieved: str = ""  # the best draft alone as the filters show it (retrieval without a model)
     retrieval_ms: float = 0.0  # finding the drafts (part of ``ms``)
     declined: str | None = None  # why the model was not asked (``model_declines``), if it was not
+    context_block: str = ""  # the snippet block offered to the model (FillOptions.context_block)
 
 
 @dataclass
@@ -92,25 +96,28 @@ class ServedModel:
         language_id: str = "python",
         invoked: bool = False,
         sources: Sequence[tuple[str, str]] = (),
+        snippets: Sequence[Snippet] = (),
     ) -> Shown:
         """The first suggestion a request at ``offset`` would show ("" for none): an automatic one
         (ghost text while typing, the default) or, with ``invoked``, one the user asked for.
 
         Drafts are retrieved from the document (before the cursor, then after it) and then
         ``sources`` ((path, text) pairs: open documents, workspace files), and used as the
-        ``contextDrafts`` setting says (``suggestion_fill``); their retrieval time counts in ``ms``."""
+        ``contextDrafts`` setting says (``suggestion_fill``); their retrieval time counts in ``ms``.
+        ``snippets`` (the workspace index's, by priority) make the block read before the prefix."""
         ctx = self.context(text, offset, uri, language_id)
         started = time.perf_counter()
         drafts, retrieved = self.retrieve(text, offset, ctx, sources)
+        block = snippet_block(snippets, language_id, self.settings.snippet_tokens)
         retrieval_ms = (time.perf_counter() - started) * 1000
         result = suggestion_fill(self.engine, ctx, self.settings, invoked, drafts, language_id,
-                                 experiment=self.experiment)  # fmt: skip
+                                 experiment=self.experiment, context_block=block)  # fmt: skip
         ms = (time.perf_counter() - started) * 1000
         texts = shown_texts(result.candidates, ctx)
         first = texts[0] if texts else ""
         declined = model_declines(self.engine, ctx.language, language_id)
         return Shown(first, result.stats.decoder_forwards, result.stats.tokens_per_forward, ms, result, drafts,
-                     retrieved, retrieval_ms, declined)  # fmt: skip
+                     retrieved, retrieval_ms, declined, block)  # fmt: skip
 
     def context(
         self, text: str, offset: int, uri: str = "file:///untitled.py", language_id: str = "python"
@@ -167,7 +174,7 @@ def shaped_drafts(drafts: Sequence[Draft], ctx: FillContext) -> list[Draft]:
         text = "\n".join(draft.text.split("\n")[: ctx.shape.max_lines]).rstrip()
         if text.strip() and text not in seen:
             seen.add(text)
-            out.append(Draft(text, draft.source))
+            out.append(Draft(text, draft.source, draft.matched))
     return out
 
 
@@ -212,9 +219,11 @@ def suggestion_fill(
     should_stop: ShouldStop = lambda: False,
     on_draft: DraftCallback | None = None,
     experiment: dict | None = None,
+    context_block: str = "",
 ) -> FillResult:
     """The one call behind a suggestion, for the LSP service and ``ServedModel`` alike: the
-    context's drafts (shaped: ``shaped_drafts``) as ``draft_mode`` says, then the model.
+    context's drafts (shaped: ``shaped_drafts``) as ``draft_mode`` says, then the model, which
+    reads ``context_block`` (snippets from other files: server/context/prompt.py) before the prefix.
 
     * "show": ghost text is the best draft as it stands when there is one, with no model run; an
       explicit request gets it first, then the model's middles;
@@ -229,12 +238,16 @@ def suggestion_fill(
     if declined is not None and declined not in _SAID:
         _SAID.add(declined)
         log.info("no model text in %s: %s (workspace drafts only)", language_id or ctx.language, declined)
-    if declined is not None or (mode == "show" and usable and not invoked):
+    if declined is not None:
         return drafts_result(usable)
+    shown = [d for d in usable if d.matched >= SHOW_MIN_MATCH] if mode == "show" else []
+    if shown and not invoked:
+        return drafts_result(shown)
     seeds = [d.text for d in usable] if mode == "seed" else []
-    result = fill_for_editor(engine, ctx, settings, invoked, should_stop, experiment, seeds, on_draft)
-    if mode == "show" and usable:
-        result.candidates = drafts_result(usable).candidates + result.candidates
+    result = fill_for_editor(engine, ctx, settings, invoked, should_stop, experiment, seeds, on_draft,
+                             context_block)  # fmt: skip
+    if shown:
+        result.candidates = drafts_result(shown).candidates + result.candidates
         result.text = result.candidates[0].text
     return result
 
@@ -277,6 +290,7 @@ def fill_for_editor(
     experiment: dict | None = None,
     drafts: Sequence[str] = (),
     on_draft: DraftCallback | None = None,
+    context_block: str = "",
 ) -> FillResult:
     """The engine call behind a suggestion, with the request's shape and the editor's settings.
 
@@ -299,6 +313,7 @@ def fill_for_editor(
         # Ghost text shows only what the model is sure of; an explicit request gets whole middles.
         min_token_prob=0.0 if invoked else settings.min_token_prob,
         drafts=tuple(drafts),
+        context_block=context_block,
     )
     if experiment:
         options = replace(options, **experiment)

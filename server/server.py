@@ -24,6 +24,7 @@ from pygls.lsp.server import LanguageServer
 from difill.engine import secrets
 from difill.server.config import RELOAD_FIELDS, Settings, SettingsLayers
 from difill.server.context.feature import ContextFeature
+from difill.server.context.index import Retrieval
 from difill.server.documents import UTF16, Documents
 from difill.server.engine_host import EngineHost, LoadProgress
 from difill.server.features.edits.code_actions import COMMANDS, code_actions, resolve_code_action
@@ -44,6 +45,7 @@ from difill.server.transport.log_messages import LogMessageHandler, configure_lo
 from difill.server.transport.progress import ProgressReporter
 from difill.server.transport.protocol import DifillProtocol
 from difill.server.transport.tcp import check_host, serve_one_tcp_client
+from difill.server.trees import SyntaxTrees
 
 NAME = "difill"
 VERSION = "0.1.0"
@@ -58,15 +60,16 @@ class DifillServer(LanguageServer):
         self.layers = SettingsLayers(base or Settings())
         self._current_settings = self.layers.settings()
         self.documents = Documents()
+        self.trees = SyntaxTrees()  # one parse per document version, for suggestions and edits alike
         self.host = EngineHost(self.send_status)
         self.suggestions = SuggestionService(
-            self.documents, self.host, self.settings, draft_sources=self.draft_sources
+            self.documents, self.host, self.settings, self.trees, context_source=self.workspace_context
         )
         self.edits = EditService(
             self.documents,
             self.host,
             self.settings,
-            self.suggestions.trees,
+            self.trees,
             self.protocol.notify,
             lambda: self.encoding,
         )
@@ -76,7 +79,7 @@ class DifillServer(LanguageServer):
         )  # workspace index
         # Every event goes to each of these, in this order: jobs stop before the model host.
         self.lifecycle = Lifecycle()
-        for feature in (self.suggestions, self.edits, self.suggestions.trees, self.context, self.host):
+        for feature in (self.suggestions, self.edits, self.trees, self.context, self.host):
             self.lifecycle.add(feature)
         self.client_has_inline_completion = False
         self.client_has_progress = False
@@ -133,11 +136,11 @@ class DifillServer(LanguageServer):
     def _refresh_settings(self) -> None:
         self._current_settings = self.layers.settings()
 
-    def draft_sources(self, uri: str, text: str, offset: int, language_id: str) -> list[tuple[str, str]]:
-        """Where drafts are looked for after the document itself: the workspace index's open
-        documents and most similar workspace files (none while the index is off)."""
-        retrieval = self.context.retrieve(uri, text, offset, language_id)
-        return retrieval.sources if retrieval is not None else []
+    def workspace_context(self, uri: str, text: str, offset: int, language_id: str) -> Retrieval | None:
+        """The workspace index's context for a cursor: where drafts are looked for after the
+        document itself (open documents, the most similar workspace files) and the snippets for
+        the prompt; None while the index is off."""
+        return self.context.retrieve(uri, text, offset, language_id)
 
     def send_status(self, state: str, message: str | None = None, latency_ms: float | None = None) -> None:
         """``difill/status`` for status bars: loading | ready | busy | error; ``recentLatencyMs`` is

@@ -120,6 +120,8 @@ class RemoteBackend:
                 lambda a: answers.fill_result(a, tokens), self._post("/v1/fill", body, should_stop)
             )
         options = options or FillOptions()
+        # An OpenAI-style or vLLM server reads one prompt: the context block goes before the prefix.
+        prefix = options.context_block + prefix
         seeded = self.seeded.fill(prefix, suffix, options, should_stop)
         return seeded if seeded is not None else self._openai_fill(prefix, suffix, options, should_stop)
 

@@ -28,6 +28,7 @@ OPTION_BOUNDS: dict[str, tuple[float, float]] = {
 MAX_HOLE_CANDIDATES = 4
 MAX_DRAFTS = 8  # draft rows one request may add to the batch (FillOptions.drafts)
 MAX_DRAFT_CHARS = 4096
+MAX_CONTEXT_BLOCK_CHARS = 64 * 1024  # FillOptions.context_block: snippets from other files
 _HINTS = typing.get_type_hints(FillOptions)
 
 
@@ -87,6 +88,8 @@ def _checked(name: str, value: Any) -> Any:
     if base is str:
         if not isinstance(value, str):
             raise ValueError(f"option {name} must be a string")
+        if name == "context_block" and len(value) > MAX_CONTEXT_BLOCK_CHARS:
+            raise ValueError(f"option context_block must be at most {MAX_CONTEXT_BLOCK_CHARS} characters")
         return value
     number_types = (int,) if base is int else (int, float)
     if isinstance(value, bool) or not isinstance(value, number_types):

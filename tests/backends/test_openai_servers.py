@@ -95,3 +95,13 @@ def test_holes_over_openai_are_filled_left_to_right(fake_server):
     fills = [body for path, body in requests if path == "/v1/completions" and "vllm_xargs" not in body]
     assert [(b["prompt"], b["suffix"]) for b in fills] == [("x = ", "\ny = \n"), ("x = a + b)\ny = ", "\n")]
     remote.close()
+
+
+def test_the_context_block_goes_before_the_prefix_in_an_openai_prompt(fake_server):
+    requests = []
+    remote = RemoteBackend(fake_server(vllm_like(requests, accepts_suffix=True)))
+    block = "# Path: lib/add.py\n# def add(a, b): ...\n"
+    remote.fill("print(add(", ")\n", FillOptions(max_hole_tokens=10, context_block=block))
+    path, body = requests[-1]
+    assert (path, body["prompt"], body["suffix"]) == ("/v1/completions", block + "print(add(", ")\n")
+    remote.close()

@@ -40,3 +40,13 @@ def test_drafts_travel_as_a_bounded_list_of_strings():
     for bad in ([1], "abc", ["a"] * (MAX_DRAFTS + 1), ["x" * (MAX_DRAFT_CHARS + 1)]):
         with pytest.raises(ValueError, match="drafts"):
             options_from_json({"drafts": bad})
+
+
+def test_a_context_block_travels_as_a_bounded_string():
+    from difill.engine.backends.wire import MAX_CONTEXT_BLOCK_CHARS
+
+    block = "# Path: a.py\n# def f(): ...\n"
+    assert options_from_json({"context_block": block}) == FillOptions(context_block=block)
+    for bad in (3, ["a"], "x" * (MAX_CONTEXT_BLOCK_CHARS + 1)):
+        with pytest.raises(ValueError, match="context_block"):
+            options_from_json({"context_block": bad})

@@ -270,3 +270,15 @@ def test_a_checkpoints_own_cut_applies_when_the_options_leave_it_open(loaded):
     assert sure_of_nothing.fill(PREFIX, SUFFIX, options).candidates == []
     assert sure_of_nothing.fill(PREFIX, SUFFIX, replace(options, min_token_prob=0.0)).text
     assert InfillEngine(loaded).fill(PREFIX, SUFFIX, options).text  # no cut named: whole middles
+
+
+def test_a_context_block_is_read_before_the_prefix_and_kept_while_typing(engine):
+    block = "# Path: lib/geo.py\n# def area(r):\n#     return 3.14 * r * r\n"
+    options = FillOptions(max_hole_tokens=8, context_block=block)
+    first = engine.fill("x = area(", ")\n", options)
+    assert first.stats.context_tokens == len(encode(engine.tokenizer, block))
+    assert engine.fill("x = area(", ")\n", FillOptions(max_hole_tokens=8)).stats.context_tokens == 0
+    engine.fill("x = area(", ")\n", options)
+    typed = engine.fill("x = area(2", ")\n", options)
+    # The block stands at the head of the prefix, so typing after it keeps the prefix cache warm.
+    assert typed.stats.reused_prefix_tokens >= 1 + typed.stats.context_tokens

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from lsprotocol import types
 
 from difill.server.config import Settings
+from difill.server.context.index import Retrieval, Snippet
 from difill.server.documents import UTF16, Documents
 from difill.server.engine_host import EngineHost, Job, JobCancelled, ModelState
 from difill.server.features.suggestions.service import SuggestionService
@@ -347,3 +348,17 @@ async def test_mid_line_speculation_is_after_the_suggestion_and_typing_elsewhere
     insert(documents, OFFSET + 3, "x")  # leaving it cancels it
     svc.document_changed(URI)
     assert speculation.job.cancelled
+
+
+async def test_workspace_snippets_reach_the_model_as_the_block_before_the_prefix():
+    snippet = Snippet("lib/geo.py", 0, "def area(r):\n    return 3.14 * r * r", "definition", 1.0)
+    svc, documents, engine = service(["area(2)"])
+    svc.context_source = lambda uri, text, offset, language_id: Retrieval([], [snippet])
+    await svc.suggest(documents.get(URI), OFFSET, invoked=True)
+    assert engine.last_options.context_block == (
+        "# Path: lib/geo.py\n# def area(r):\n#     return 3.14 * r * r\n"
+    )
+    svc, documents, engine = service(["area(2)"], settings=Settings(snippet_tokens=0))
+    svc.context_source = lambda uri, text, offset, language_id: Retrieval([], [snippet])
+    await svc.suggest(documents.get(URI), OFFSET, invoked=True)
+    assert engine.last_options.context_block == ""

@@ -48,7 +48,7 @@ def code_actions(server: RequestContext, params: types.CodeActionParams) -> list
     end = document.offset_at(params.range.end, server.encoding)
     if start is None or end is None or start >= end:
         return []
-    kinds = available_edits(document, start, end, server.settings().hole_marker, server.suggestions.trees)
+    kinds = available_edits(document, start, end, server.settings().hole_marker, server.trees)
     if not kinds:
         return []
     selection = {

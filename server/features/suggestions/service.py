@@ -21,15 +21,18 @@ import logging
 import statistics
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from difill.engine.api import FillResult, InfillBackend
 from difill.engine.text.context import FillContext
 from difill.engine.text.filters import keep_line_endings
 from difill.engine.text.pipeline import shown_texts
 from difill.engine.text.shape import only_closers
 from difill.server.config import Settings
 from difill.server.context.drafts import Draft
+from difill.server.context.index import Retrieval
+from difill.server.context.prompt import snippet_block
 from difill.server.documents import Document, Documents
 from difill.server.engine_host import EngineHost, JobCancelled, Jobs, OneJobPerDocument
 from difill.server.features.suggestions.cache import Asked, SuggestionCache
@@ -44,7 +47,8 @@ SPECULATIVE_VERSION = -1  # the syntax tree of a text the document does not have
 
 # (uri, text, offset, language id) -> (source, LF text) pairs where drafts are looked for after the
 # document itself: open documents, then workspace files (server/context, the workspace index).
-DraftSources = Callable[[str, str, int, str], Sequence[tuple[str, str]]]
+# The workspace index's context for a cursor (uri, text, offset, language id); None while it is off.
+ContextSource = Callable[[str, str, int, str], Retrieval | None]
 
 
 @dataclass(frozen=True)
@@ -71,10 +75,10 @@ class SuggestionService(OneJobPerDocument):
         settings: Callable[[], Settings],
         trees: SyntaxTrees | None = None,
         speculate: bool = True,
-        draft_sources: DraftSources | None = None,
+        context_source: ContextSource | None = None,
     ) -> None:
         self.documents = documents
-        self.draft_sources = draft_sources
+        self.context_source = context_source
         self.host = host
         self.settings = settings
         self.trees = trees or SyntaxTrees()
@@ -174,19 +178,16 @@ class SuggestionService(OneJobPerDocument):
     async def _run(self, fill: RunningFill, settings: Settings) -> list[str]:
         """The fill on the worker; its shown texts go to the cache for the text it was computed for
         (the cache is keyed on that text, so this holds even if the document moved on)."""
+
+        def run(engine: InfillBackend) -> FillResult:
+            drafts, block = self._context(fill)
+            return suggestion_fill(engine, fill.ctx, settings, fill.asked.invoked, drafts, fill.language_id,
+                                   fill.job.should_stop, on_draft=fill.on_draft, context_block=block)  # fmt: skip
+
         try:
             result = await self.host.run(
                 fill.job,
-                lambda engine: suggestion_fill(
-                    engine,
-                    fill.ctx,
-                    settings,
-                    fill.asked.invoked,
-                    self._drafts(fill),
-                    fill.language_id,
-                    fill.job.should_stop,
-                    on_draft=fill.on_draft,
-                ),
+                run,
                 # Speculation runs as a long job: an urgent (real) fill runs between its steps.
                 urgent=not fill.speculative,
                 background=fill.speculative,
@@ -199,17 +200,20 @@ class SuggestionService(OneJobPerDocument):
         self.cache.store(fill.asked, fill.ctx.prefix, fill.ctx.suffix, texts)
         return texts
 
-    def _drafts(self, fill: RunningFill) -> list[Draft]:
-        """The context's drafts for the fill's cursor, shaped; on the worker (the sources may be
-        megabytes: find_drafts bounds the work)."""
-        if fill.settings.context_drafts == "off":
-            return []
-        sources = (
-            self.draft_sources(fill.uri, fill.text, fill.offset, fill.language_id)
-            if self.draft_sources
-            else ()
+    def _context(self, fill: RunningFill) -> tuple[list[Draft], str]:
+        """The context's drafts for the fill's cursor, shaped, and the snippet block for the
+        model; on the worker (the sources may be megabytes: find_drafts bounds the work)."""
+        retrieval = (
+            self.context_source(fill.uri, fill.text, fill.offset, fill.language_id)
+            if self.context_source
+            else None
         )
-        return shaped_drafts(drafts_at(fill.text, fill.offset, sources), fill.ctx)
+        settings = fill.settings
+        block = snippet_block(retrieval.snippets, fill.language_id, settings.snippet_tokens) if retrieval else ""
+        if settings.context_drafts == "off":
+            return [], block
+        sources = retrieval.sources if retrieval else ()
+        return shaped_drafts(drafts_at(fill.text, fill.offset, sources), fill.ctx), block
 
     async def _wait(self, fill: RunningFill) -> list[str]:
         """The fill's texts.  If this request is cancelled ($/cancelRequest), the fill is not: it
