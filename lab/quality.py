@@ -17,6 +17,7 @@ import argparse
 import json
 import random
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from difill.lab.training.corpus import read_jsonl
@@ -143,6 +144,8 @@ def main(args: argparse.Namespace) -> int:
     started = time.time()
     experiment = {"revise": True} if args.revise else None
     settings = Settings(min_token_prob=args.min_token_prob, context_drafts=args.context_drafts)
+    if args.snippet_tokens is not None:
+        settings = replace(settings, snippet_tokens=args.snippet_tokens)
     report = evaluate_served(args.model, ar_dir, Path(args.corpus), args.cases, args.seed,
                              args.typing_files, args.typing_lines, experiment, args.filler, settings,
                              args.workspace_cases, args.workspace_typing_files)  # fmt: skip

@@ -7,6 +7,11 @@ same directory first, then the rest, by path).  A repository-level case is an ev
 module-level assignment) in another file of the package and not in its own file.  The cases are
 drawn with the eval's fixed seed and never chosen by how any row does on them.
 
+Each package is indexed as the server indexes a workspace folder (server/context/index.py, its
+files written to a temporary folder), and every request gets its context as the server's would:
+the draft sources (the document, then the most similar workspace files) and the snippets read
+before the prefix (``snippetTokens``; the case's own file is never a source).
+
 Each case is scored four ways through the server's path and filters (server/served.py):
 ``retrieval`` is the best draft alone (the draft finder, no model), ``model`` the model without
 drafts, ``seeded`` the model with draft-seeded canvas rows beside the noise-seeded ones, and
@@ -24,6 +29,8 @@ import builtins
 import keyword
 import random
 import re
+import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -33,6 +40,7 @@ from difill.engine.syntax import parses
 from difill.lab.training.corpus import read_jsonl
 from difill.lab.training.evaluate import ShapeScore, TypingReplay
 from difill.lab.training.examples import EVAL_SHAPES, InfillExample, sample_eval_example
+from difill.server.context.index import Retrieval, WorkspaceIndex
 from difill.server.served import ServedModel, Shown
 
 ROWS = ("retrieval", "model", "seeded", "served")
@@ -63,7 +71,6 @@ PROSE = re.compile(r"#[^\n]*|\"\"\"[\s\S]*?(?:\"\"\"|$)|'\'\'[\s\S]*?(?:'\'\'|$)
 class WorkspaceCase:
     example: InfillExample
     path: str
-    sources: list[tuple[str, str]]  # the package's other files, as (path, text)
     names: set[str]  # names in the expected text defined in another file of the package
 
 
@@ -97,13 +104,6 @@ def load_packages(corpus: Path) -> dict[str, list[tuple[str, str]]]:
     return {name: sorted(files) for name, files in sorted(packages.items()) if len(files) >= 2}
 
 
-def workspace_of(path: str, files: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The package's other files: the same directory first, then the rest, each by path."""
-    folder = path.rsplit("/", 1)[0]
-    others = [(p, t) for p, t in files if p != path]
-    return sorted(others, key=lambda pt: (pt[0].rsplit("/", 1)[0] != folder, pt[0]))
-
-
 def workspace_cases(corpus: Path, per_shape: int, seed: int) -> dict[str, list[WorkspaceCase]]:
     packages = load_packages(corpus)
     defined = {name: [(p, definitions(t)) for p, t in files] for name, files in packages.items()}
@@ -129,9 +129,49 @@ def workspace_cases(corpus: Path, per_shape: int, seed: int) -> dict[str, list[W
             used = set(IDENTIFIER.findall(PROSE.sub(" ", ex.middles[0])))
             names = {n for n in used & elsewhere - own - COMMON if len(n) >= MIN_NAME}
             if names:
-                out.append(WorkspaceCase(ex, path, workspace_of(path, packages[package]), names))
+                out.append(WorkspaceCase(ex, path, names))
         cases[shape] = out
     return cases
+
+
+class PackageIndexes:
+    """One workspace index per package, over its held-out files written to a temporary folder:
+    the eval retrieves exactly as the server does for a document in that folder."""
+
+    def __init__(self, packages: dict[str, list[tuple[str, str]]]) -> None:
+        self.packages = packages
+        self.root = Path(tempfile.mkdtemp(prefix="difill-workspace-eval-"))
+        self.indexes: dict[str, WorkspaceIndex] = {}
+
+    def uri(self, path: str) -> str:
+        return (self.root / path).as_uri()
+
+    def retrieval(self, path: str, text: str, offset: int) -> Retrieval:
+        """The context of a cursor at ``offset`` of ``text``, the live text of the file at ``path``."""
+        package = package_of(path)
+        index = self.indexes.get(package)
+        if index is None:
+            for file_path, file_text in self.packages[package]:
+                (self.root / file_path).parent.mkdir(parents=True, exist_ok=True)
+                (self.root / file_path).write_text(file_text, encoding="utf-8")
+            index = self.indexes[package] = WorkspaceIndex()
+            index.start()
+            index.add_folder(str(self.root / package))
+            if not index.wait_idle(120):
+                raise RuntimeError(f"indexing {package} took over 120 s")
+        retrieval = index.retrieve(self.uri(path), text, offset, "python")
+        # The file on disk holds the answer: only the live text (the first source) may come from it.
+        own = str(self.root / path)
+        if any(source == own for source, _ in retrieval.sources[1:]) or any(
+            f"{package}/{s.path}" == path for s in retrieval.snippets
+        ):
+            raise AssertionError(f"the eval's own file {path} leaked into its context")
+        return retrieval
+
+    def close(self) -> None:
+        for index in self.indexes.values():
+            index.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
 
 
 @dataclass
@@ -165,7 +205,9 @@ def row_models(model: ServedModel) -> dict[str, ServedModel]:
     }
 
 
-def score_workspace(models: dict[str, ServedModel], cases: dict[str, list[WorkspaceCase]]) -> dict:
+def score_workspace(
+    models: dict[str, ServedModel], cases: dict[str, list[WorkspaceCase]], indexes: PackageIndexes
+) -> dict:
     """Per shape, every row on the same cases; also the draft rows' share of the answers."""
     report: dict = {row: {} for row in ROWS}
     for shape, shape_cases in cases.items():
@@ -173,10 +215,14 @@ def score_workspace(models: dict[str, ServedModel], cases: dict[str, list[Worksp
         for case in shape_cases:
             ex = case.example
             text, offset = ex.prefix + ex.suffix, len(ex.prefix)
-            uri = f"file:///workspace/{case.path}"
+            uri = indexes.uri(case.path)
             original = bool(parses(ex.document, "python"))
+            started = time.perf_counter()
+            context = indexes.retrieval(case.path, text, offset)
+            lookup_ms = (time.perf_counter() - started) * 1000  # the server looks up on each request too
             for row, served in models.items():
-                shown = served.suggest(text, offset, uri, sources=case.sources)
+                shown = served.suggest(text, offset, uri, sources=context.sources, snippets=context.snippets)
+                shown = replace(shown, ms=shown.ms + lookup_ms, retrieval_ms=shown.retrieval_ms + lookup_ms)
                 scores[row].add_seeded(case, shown, original)
                 if row == "model":  # retrieval alone: the best draft as the filters show it
                     scores["retrieval"].add_case(case, shown.retrieved, 0, 0.0, shown.retrieval_ms, original)
@@ -185,37 +231,34 @@ def score_workspace(models: dict[str, ServedModel], cases: dict[str, list[Worksp
     return report
 
 
-Suggest = Callable[[str, int, str, list[tuple[str, str]]], tuple[str, float]]  # -> (text, ms)
+Suggest = Callable[[str, int, str], tuple[str, float]]  # (text, offset, path) -> (shown text, ms)
 
 
-def replay_spots(
-    corpus: Path, files: int, lines: int, seed: int
-) -> list[tuple[str, str, str, list[tuple[str, str]]]]:
-    """(path, text before, text to type, rest of the file) for ``files`` files, with their workspaces."""
+def replay_spots(corpus: Path, files: int, lines: int, seed: int) -> list[tuple[str, str, str, str]]:
+    """(path, text before, text to type, rest of the file) for ``files`` files."""
     packages = load_packages(corpus)
     candidates = [
         (path, text, pkg) for pkg in packages.values() for path, text in pkg if text.count("\n") >= 40
     ]
     rng = random.Random(seed)
     spots = []
-    for path, text, pkg in rng.sample(candidates, min(files, len(candidates))):
+    for path, text, _ in rng.sample(candidates, min(files, len(candidates))):
         starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
         first = rng.randrange(len(starts) // 4, 3 * len(starts) // 4)
         last = min(first + lines, len(starts) - 1)
-        spots.append((path, text[: starts[first]], text[starts[first] : starts[last]], text[starts[last] :],
-                      workspace_of(path, pkg)))  # fmt: skip
+        spots.append((path, text[: starts[first]], text[starts[first] : starts[last]], text[starts[last] :]))
     return spots
 
 
 def typing_replay_inside(suggest: Suggest, spots: list) -> dict:
     """Type each spot's lines with the rest of its file below; Tab when the suggestion matches."""
     replay = TypingReplay()
-    for path, before, target, after, sources in spots:
+    for path, before, target, after in spots:
         replay.files += 1
         replay.characters += len(target)
         typed, position = before, 0
         while position < len(target):
-            shown, ms = suggest(typed + after, len(typed), f"file:///workspace/{path}", sources)
+            shown, ms = suggest(typed + after, len(typed), path)
             replay.requests += 1
             replay.ms.append(ms)
             if shown and target.startswith(shown, position):
@@ -229,18 +272,24 @@ def typing_replay_inside(suggest: Suggest, spots: list) -> dict:
     return replay.summary()
 
 
-def replay_rows(models: dict[str, ServedModel], spots: list) -> dict:
+def replay_rows(models: dict[str, ServedModel], spots: list, indexes: PackageIndexes) -> dict:
     any_model = next(iter(models.values()))
 
-    def retrieval(text, offset, uri, sources):
+    def retrieval(text, offset, path):
         started = time.perf_counter()
-        _, shown = any_model.retrieve(text, offset, any_model.context(text, offset, uri), sources)
+        context = indexes.retrieval(path, text, offset)
+        ctx = any_model.context(text, offset, indexes.uri(path))
+        _, shown = any_model.retrieve(text, offset, ctx, context.sources)
         return shown, (time.perf_counter() - started) * 1000
 
     def served(which: ServedModel) -> Suggest:
-        def suggest(text, offset, uri, sources):
-            shown = which.suggest(text, offset, uri, sources=sources)
-            return shown.text, shown.ms
+        def suggest(text, offset, path):
+            started = time.perf_counter()
+            context = indexes.retrieval(path, text, offset)
+            lookup_ms = (time.perf_counter() - started) * 1000
+            shown = which.suggest(text, offset, indexes.uri(path), sources=context.sources,
+                                  snippets=context.snippets)  # fmt: skip
+            return shown.text, lookup_ms + shown.ms
 
         return suggest
 
@@ -271,8 +320,13 @@ def evaluate_workspace(model: ServedModel, corpus: Path, per_shape: int, seed: i
     """The rows of ``ROWS`` on repository-level cases, with ``model``'s engine and settings."""
     models = row_models(model)
     cases = workspace_cases(corpus, per_shape, seed)
-    scored = score_workspace(models, cases)
-    report: dict = {"cases": {shape: {row: scored[row][shape] for row in ROWS} for shape in cases}}
-    if typing_files:
-        report["typing"] = replay_rows(models, replay_spots(corpus, typing_files, typing_lines, seed))
+    indexes = PackageIndexes(load_packages(corpus))
+    try:
+        scored = score_workspace(models, cases, indexes)
+        report: dict = {"cases": {shape: {row: scored[row][shape] for row in ROWS} for shape in cases}}
+        if typing_files:
+            spots = replay_spots(corpus, typing_files, typing_lines, seed)
+            report["typing"] = replay_rows(models, spots, indexes)
+    finally:
+        indexes.close()
     return report

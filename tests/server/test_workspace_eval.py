@@ -12,9 +12,10 @@ from difill.lab.workspace_eval import (
     format_workspace,
     local_bindings,
     replay_spots,
+    PackageIndexes,
+    load_packages,
     typing_replay_inside,
     workspace_cases,
-    workspace_of,
 )
 from difill.server.served import ServedModel
 
@@ -53,13 +54,22 @@ def test_cases_name_something_defined_in_another_file_of_the_package(tmp_path):
             assert case.path == "pkg==1/pkg/main.py"  # util.py names nothing from main.py
             assert case.names and case.names <= {"helper_0", "helper_1", "helper_2"}
             assert all(name in case.example.middles[0] for name in case.names)
-            # The workspace is the package's other files, the same folder first.
-            assert [p for p, _ in case.sources] == ["pkg==1/pkg/util.py", "pkg==1/docs/conf.py"]
 
 
-def test_workspace_order_puts_the_same_folder_first():
-    files = [("p/a/x.py", ""), ("p/b/y.py", ""), ("p/a/z.py", ""), ("p/a/w.py", "")]
-    assert [p for p, _ in workspace_of("p/a/x.py", files)] == ["p/a/w.py", "p/a/z.py", "p/b/y.py"]
+def test_each_package_is_indexed_as_a_workspace_and_the_case_file_is_never_its_own_context(tmp_path):
+    indexes = PackageIndexes(load_packages(write_corpus(tmp_path)))
+    try:
+        cursor = MAIN.index("return helper_1") + len("return ")
+        live = MAIN[:cursor] + MAIN[cursor + len("helper_1(scaled)") :]  # the answer is not typed yet
+        context = indexes.retrieval("pkg==1/pkg/main.py", live, cursor)
+        paths = [source for source, _ in context.sources]
+        assert paths[0] == indexes.uri("pkg==1/pkg/main.py") and context.sources[0][1] != MAIN
+        assert paths[1:] and all("main.py" not in p for p in paths[1:])
+        assert any(p.endswith("pkg/util.py") for p in paths[1:])
+        assert any(s.kind == "definition" and s.path == "pkg/util.py" for s in context.snippets)
+    finally:
+        indexes.close()
+    assert not indexes.root.exists()
 
 
 class TruthEngine:
@@ -98,12 +108,12 @@ def test_every_row_on_the_same_cases_and_the_replay(tmp_path):
 
 def test_the_replay_types_inside_a_file_with_the_rest_below(tmp_path):
     spots = replay_spots(write_corpus(tmp_path), files=1, lines=2, seed=0)
-    (path, before, target, after, sources) = spots[0]
+    (path, before, target, after) = spots[0]
     assert path == "pkg==1/pkg/main.py" and before and after and target.count("\n") == 2
     assert before + target + after == MAIN
     seen = []
 
-    def perfect(text, offset, uri, sources):
+    def perfect(text, offset, path):
         seen.append(text[offset:])
         position = offset - len(before)
         rest = target[position:]
