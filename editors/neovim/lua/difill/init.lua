@@ -117,15 +117,25 @@ local function command_range(bufnr, cmd, encoding)
   }
 end
 
+--- The difill client attached to ``bufnr``; nil, after a warning, when there is none.
+---@param bufnr integer
+---@return vim.lsp.Client?
+local function attached_client(bufnr)
+  local client = util.client(bufnr)
+  if not client then
+    vim.notify("difill: no server attached to this buffer", vim.log.levels.WARN)
+  end
+  return client
+end
+
 --- Send difill.editSelection / difill.fillHoles; the edit itself arrives as applyEdit.
 ---@param bufnr integer
 ---@param command string
 ---@param args table
 ---@param on_done? fun(err: lsp.ResponseError?)
 function M.execute(bufnr, command, args, on_done)
-  local client = util.client(bufnr)
+  local client = attached_client(bufnr)
   if not client then
-    vim.notify("difill: no server attached to this buffer", vim.log.levels.WARN)
     return
   end
   -- Straight to the server: client:exec_cmd would route difill.editSelection back to the
@@ -242,18 +252,18 @@ end
 local function create_commands()
   api.nvim_create_user_command("DifillEdit", function(cmd)
     local bufnr = buf()
-    local client = util.client(bufnr)
+    local client = attached_client(bufnr)
     if not client then
-      return vim.notify("difill: no server attached to this buffer", vim.log.levels.WARN)
+      return
     end
     M.edit(bufnr, command_range(bufnr, cmd, client.offset_encoding), cmd.args)
   end, { range = true, nargs = "*", desc = "difill: edit the selection by an instruction" })
 
   api.nvim_create_user_command("DifillFill", function(cmd)
     local bufnr = buf()
-    local client = util.client(bufnr)
+    local client = attached_client(bufnr)
     if not client then
-      return vim.notify("difill: no server attached to this buffer", vim.log.levels.WARN)
+      return
     end
     M.execute(bufnr, "difill.fillHoles", {
       uri = vim.uri_from_bufnr(bufnr),
