@@ -8,6 +8,11 @@ replaces the previous one, so a key removed from the editor's config goes back t
 
 An invalid value never stops the server: it is reported and the value from the layer below is
 kept.  ``parse_settings`` returns the problems as sentences for ``window/showMessage``.
+
+Each ``Settings`` field declares its JSON key and its kind (``setting(key, kind, default)``); the
+kind alone decides which raw values are valid and what the message says about the others.  A new
+setting is one field here, its row in README.md and its entry in editors/vscode/package.json
+(tests/editors/test_vscode_extension.py checks keys, defaults, bounds and choices agree).
 """
 
 from __future__ import annotations
@@ -141,7 +146,8 @@ class BoundedInt:
 
 
 def setting(key: str, kind: Kind, default: Any) -> Any:
-    """A Settings field: its camelCase JSON ``key``, its ``kind``, its default."""
+    """A Settings field: its camelCase JSON ``key``, its ``kind``, its default.  Typed Any, as
+    ``dataclasses.field`` is, so that the field's annotation stays its value's type."""
     return field(default=default, metadata={"key": key, "kind": kind})
 
 
