@@ -92,7 +92,7 @@ class InfillEngine:
 
     def _fill(self, prefix, suffix, options: FillOptions, should_stop, on_draft) -> FillResult:
         started = time.perf_counter()
-        budget = min(options.prefix_tokens or self.loaded.max_prefix_tokens, self.loaded.max_prefix_tokens)
+        budget = self._prefix_budget(options)
         prefix_ids = self._prefix_ids(prefix, budget, options.context_block)
         heal_text, prefix_ids = self._split_heal(prefix, prefix_ids, options.heal)
 
@@ -180,7 +180,7 @@ class InfillEngine:
         if len(parts) < 2:
             return HolesResult([], text, FillStats())
         prefix, betweens, suffix = parts[0], parts[1:-1], parts[-1]
-        budget = min(options.prefix_tokens or self.loaded.max_prefix_tokens, self.loaded.max_prefix_tokens)
+        budget = self._prefix_budget(options)
         prefix_ids = self._prefix_ids(prefix, budget)
         segments: list[Segment] = []
         for i in range(len(parts) - 1):
@@ -224,7 +224,7 @@ class InfillEngine:
         strength = min(1.0, max(0.0, request.strength))
         if instruction:
             prefix = with_instruction_comment(prefix, selection, instruction, options.language)
-        budget = min(options.prefix_tokens or self.loaded.max_prefix_tokens, self.loaded.max_prefix_tokens)
+        budget = self._prefix_budget(options)
         prefix_ids = self._prefix_ids(prefix, budget)
         original = encode(self.tokenizer, selection)
         hole = max(1, len(original) + max(4, len(original) // 4))
@@ -272,6 +272,10 @@ class InfillEngine:
             result = self._denoise(encoded.cache, canvases, options, should_stop, **denoise_args)
             stats.decoder_ms = (time.perf_counter() - t0) * 1000
         return result, stats
+
+    def _prefix_budget(self, options: FillOptions) -> int:
+        """Prefix tokens a fill reads: the options' budget, capped by what the model was trained to read."""
+        return min(options.prefix_tokens or self.loaded.max_prefix_tokens, self.loaded.max_prefix_tokens)
 
     def _prefix_ids(self, prefix: str, budget: int, block: str = "") -> list[int]:
         tokens = encode_prefix_window(self.tokenizer, self.ids, prefix, budget, block)

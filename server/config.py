@@ -8,95 +8,228 @@ replaces the previous one, so a key removed from the editor's config goes back t
 
 An invalid value never stops the server: it is reported and the value from the layer below is
 kept.  ``parse_settings`` returns the problems as sentences for ``window/showMessage``.
+
+Each ``Settings`` field declares its JSON key and its kind (``setting(key, kind, default)``); the
+kind alone decides which raw values are valid and what the message says about the others.  A new
+setting is one field here, its row in README.md and its entry in editors/vscode/package.json
+(tests/editors/test_vscode_extension.py checks keys, defaults, bounds and choices agree).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 SECTION = "difill"
+
+
+# ---- kinds: what a setting may hold, and how a raw JSON value becomes it ----
+#
+# Each Settings field names its kind in its metadata; ``convert`` gives (value as the field's
+# type, None) or (None, what is wrong with it).  The problem text completes the sentence
+# "<key> ..., got <value>; using <default>" that parse_settings reports.
+
+
+@runtime_checkable
+class Kind(Protocol):
+    def convert(self, value: Any) -> tuple[Any, str | None]: ...
+
+
+def _blank(value: Any) -> bool:
+    """None or an empty/whitespace string: "not set", so the field's None default applies."""
+    return value is None or (isinstance(value, str) and value.strip() == "")
+
+
+@dataclass(frozen=True)
+class DirectoryPath:
+    """A directory path; blank: None (the default)."""
+
+    def convert(self, value: Any) -> tuple[str | None, str | None]:
+        if _blank(value):
+            return None, None
+        return (value, None) if isinstance(value, str) else (None, "must be a directory path (string)")
+
+
+@dataclass(frozen=True)
+class HttpUrl:
+    """An http(s) URL, surrounding spaces dropped; blank: None (the default)."""
+
+    def convert(self, value: Any) -> tuple[str | None, str | None]:
+        if _blank(value):
+            return None, None
+        ok = isinstance(value, str) and value.startswith(("http://", "https://"))
+        return (value.strip(), None) if ok else (None, "must be an http:// or https:// URL")
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One of a few fixed strings."""
+
+    values: tuple[str, ...]
+
+    def convert(self, value: Any) -> tuple[str | None, str | None]:
+        ok = isinstance(value, str) and value in self.values
+        return (value, None) if ok else (None, f"must be one of {', '.join(self.values)}")
+
+
+@dataclass(frozen=True)
+class Device:
+    """A torch device name difill supports: auto, cpu, cuda, cuda:N or mps."""
+
+    def convert(self, value: Any) -> tuple[str | None, str | None]:
+        ok = isinstance(value, str) and (
+            value in ("auto", "cpu", "cuda", "mps") or (value.startswith("cuda:") and value[5:].isdigit())
+        )
+        return (value, None) if ok else (None, "must be one of auto, cpu, cuda, cuda:N, mps")
+
+
+@dataclass(frozen=True)
+class LanguageIds:
+    """A list of non-empty language ids, kept as a tuple."""
+
+    def convert(self, value: Any) -> tuple[tuple[str, ...] | None, str | None]:
+        if isinstance(value, list) and all(isinstance(x, str) and x for x in value):
+            return tuple(value), None
+        return None, "must be a list of language ids"
+
+
+@dataclass(frozen=True)
+class Flag:
+    """true or false (not 0 or 1, not "true")."""
+
+    def convert(self, value: Any) -> tuple[bool | None, str | None]:
+        return (value, None) if isinstance(value, bool) else (None, "must be true or false")
+
+
+@dataclass(frozen=True)
+class OneLine:
+    """A non-blank string without a line break."""
+
+    def convert(self, value: Any) -> tuple[str | None, str | None]:
+        ok = isinstance(value, str) and value.strip() != "" and "\n" not in value
+        return (value, None) if ok else (None, "must be a non-empty one-line string")
+
+
+@dataclass(frozen=True)
+class Probability:
+    """A number from 0 to 1, as a float; None allowed (the default: "the checkpoint's choice")."""
+
+    def convert(self, value: Any) -> tuple[float | None, str | None]:
+        if value is None:
+            return None, None
+        # bool is an int in Python: refuse it explicitly.  NaN fails the range check.
+        ok = not isinstance(value, bool) and isinstance(value, int | float) and 0.0 <= value <= 1.0
+        return (float(value), None) if ok else (None, "must be a number between 0 and 1")
+
+
+@dataclass(frozen=True)
+class BoundedInt:
+    """An integer from ``low`` to ``high``; a float with no fraction (2.0) counts as one."""
+
+    low: int
+    high: int
+
+    def convert(self, value: Any) -> tuple[int | None, str | None]:
+        # bool is an int in Python: refuse it explicitly.  NaN and infinities are no integer.
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or value != int(value)
+        ):
+            return None, f"must be an integer between {self.low} and {self.high}"
+        if not self.low <= value <= self.high:
+            return None, f"must be between {self.low} and {self.high}"
+        return int(value), None
+
+
+def setting(key: str, kind: Kind, default: Any) -> Any:
+    """A Settings field: its camelCase JSON ``key``, its ``kind``, its default.  Typed Any, as
+    ``dataclasses.field`` is, so that the field's annotation stays its value's type."""
+    return field(default=default, metadata={"key": key, "kind": kind})
+
+
+def kind_of(spec: dataclasses.Field) -> Kind:
+    return spec.metadata["kind"]
+
+
+# ---- the settings ----
 
 
 @dataclass(frozen=True)
 class Settings:
     # Directory of a DiffusionGemma checkpoint (config.json, *.safetensors, tokenizer.json).
     # None: the model shipped with difill.  Changing it reloads the model.
-    model_path: str | None = field(default=None, metadata={"key": "modelPath"})
+    model_path: str | None = setting("modelPath", DirectoryPath(), None)
 
     # URL of a difill serve-http or OpenAI-compatible (vLLM) server; None: run the model in this
     # process.  The API key comes from the DIFILL_API_KEY environment variable.  Changing it reloads.
-    remote: str | None = field(default=None, metadata={"key": "remote"})
+    remote: str | None = setting("remote", HttpUrl(), None)
 
     # How fills reach a vLLM `remote`: "seeded" sends difill's own canvas (vLLM pull request
     # #57250: the code after the cursor clamped), "plain" the chat/suffix prompt, "auto" tries
     # seeded first and falls back, remembered, when the server refuses it.  Changing it reloads.
-    remote_canvas: str = field(default="auto", metadata={"key": "remoteCanvas"})
+    remote_canvas: str = setting("remoteCanvas", Choice(("auto", "seeded", "plain")), "auto")
 
     # "auto" (CUDA when available, else CPU), "cpu", "cuda", "cuda:N" or "mps".  Changing it reloads.
-    device: str = field(default="auto", metadata={"key": "device"})
+    device: str = setting("device", Device(), "auto")
 
     # Longest suggestion, in tokens.  Single-line suggestions use at most this; an empty block body
     # may use up to twice this (see engine/text/shape.py).
-    max_tokens: int = field(default=32, metadata={"key": "maxTokens", "min": 1, "max": 512})
+    max_tokens: int = setting("maxTokens", BoundedInt(1, 512), 32)
 
     # Ghost text (automatic suggestions) ends before the first token the model gave less than this
     # probability: it shows what the model is sure of.  0: whole middles.  None: the value chosen
     # for the loaded checkpoint (0.25 for the shipped model, chosen on training files by
     # scripts/tune_truncation.py; 0 for a checkpoint without one).  Invoked completions are never cut.
-    min_token_prob: float | None = field(
-        default=None, metadata={"key": "minTokenProb", "min": 0.0, "max": 1.0}
-    )
+    min_token_prob: float | None = setting("minTokenProb", Probability(), None)
 
     # Cap on denoising steps (decoder passes) per fill: fewer is faster, more is better.
-    steps: int = field(default=12, metadata={"key": "steps", "min": 1, "max": 1024})
+    steps: int = setting("steps", BoundedInt(1, 1024), 12)
 
     # Distinct suggestions for an explicitly invoked completion; automatic requests get one.
-    candidates: int = field(default=3, metadata={"key": "candidates", "min": 1, "max": 3})
+    candidates: int = setting("candidates", BoundedInt(1, 3), 3)
 
     # Language ids (as the editor names them, e.g. "python") that get suggestions.
     # Empty: every language.  Shapes and syntax checks use tree-sitter where a grammar is installed.
-    languages: tuple[str, ...] = field(default=(), metadata={"key": "languages"})
+    languages: tuple[str, ...] = setting("languages", LanguageIds(), ())
 
     # Prefix budget in tokens; the model's own limit (from its checkpoint) caps it.
-    context_tokens: int = field(default=1024, metadata={"key": "contextTokens", "min": 16, "max": 32768})
+    context_tokens: int = setting("contextTokens", BoundedInt(16, 32768), 1024)
 
     # How drafts from the context (what followed the same text elsewhere: server/context/drafts.py)
     # reach a suggestion: "show" (the best draft is the ghost text, no model run; explicit requests
     # get it first, then the model's), "seed" (they seed canvas rows beside noise-seeded ones),
     # "off", or "auto": the checkpoint's own choice ("show" for difill's shipped model, "seed" else).
-    context_drafts: str = field(default="auto", metadata={"key": "contextDrafts"})
+    context_drafts: str = setting("contextDrafts", Choice(("auto", "show", "seed", "off")), "auto")
 
     # Send `difill/draft` notifications while an edit (code action, command) is denoised.
-    drafts: bool = field(default=False, metadata={"key": "drafts"})
+    drafts: bool = setting("drafts", Flag(), False)
 
     # The text that marks a hole for "Fill holes in selection" and `difill.fillHoles`.
-    hole_marker: str = field(default="<|hole|>", metadata={"key": "holeMarker"})
+    hole_marker: str = setting("holeMarker", OneLine(), "<|hole|>")
 
     # Wait this long after a completion request before running the model; a newer request for the
     # same document within the wait replaces it.  0: run at once (newer requests still cancel).
-    debounce_ms: int = field(default=0, metadata={"key": "debounceMs", "min": 0, "max": 5000})
+    debounce_ms: int = setting("debounceMs", BoundedInt(0, 5000), 0)
 
     # While the model loads, a request waits this long for it, then answers empty.
-    load_wait_ms: int = field(default=3000, metadata={"key": "loadWaitMs", "min": 0, "max": 120000})
+    load_wait_ms: int = setting("loadWaitMs", BoundedInt(0, 120000), 3000)
 
     # The workspace index (server/context, docs/context.md): the open documents and the workspace
     # folders' files, read on a worker thread, for snippets and drafts from other files.
-    workspace_index: bool = field(default=True, metadata={"key": "workspaceIndex"})
+    workspace_index: bool = setting("workspaceIndex", Flag(), True)
 
     # Caps on the workspace index: files indexed, bytes kept (text plus an estimate of its
     # postings), and the largest file read (a larger one is skipped).  Changing one rebuilds it.
-    index_max_files: int = field(default=20000, metadata={"key": "indexMaxFiles", "min": 0, "max": 1_000_000})
-    index_max_bytes: int = field(
-        default=128 * 1024 * 1024, metadata={"key": "indexMaxBytes", "min": 0, "max": 8 * 1024**3}
-    )
-    index_max_file_bytes: int = field(
-        default=1024 * 1024, metadata={"key": "indexMaxFileBytes", "min": 0, "max": 256 * 1024**2}
-    )
+    index_max_files: int = setting("indexMaxFiles", BoundedInt(0, 1_000_000), 20000)
+    index_max_bytes: int = setting("indexMaxBytes", BoundedInt(0, 8 * 1024**3), 128 * 1024 * 1024)
+    index_max_file_bytes: int = setting("indexMaxFileBytes", BoundedInt(0, 256 * 1024**2), 1024 * 1024)
 
     # Budget, in tokens, of the snippets from other files put before the prefix; 0: none.
-    snippet_tokens: int = field(default=64, metadata={"key": "snippetTokens", "min": 0, "max": 8192})
+    snippet_tokens: int = setting("snippetTokens", BoundedInt(0, 8192), 64)
 
     def enabled_for(self, language_id: str | None) -> bool:
         return not self.languages or (language_id or "") in self.languages
@@ -146,48 +279,7 @@ def parse_settings(raw: Any, base: Settings) -> tuple[Settings, list[str]]:
 
 def _convert(spec: dataclasses.Field, value: Any) -> tuple[Any, str | None]:
     """(value as the field's type, None) or (None, what is wrong with it)."""
-    name = spec.name
-    if name == "model_path":
-        if value is None or (isinstance(value, str) and value.strip() == ""):
-            return None, None
-        return (value, None) if isinstance(value, str) else (None, "must be a directory path (string)")
-    if name == "remote":
-        if value is None or (isinstance(value, str) and value.strip() == ""):
-            return None, None
-        ok = isinstance(value, str) and value.startswith(("http://", "https://"))
-        return (value.strip(), None) if ok else (None, "must be an http:// or https:// URL")
-    if name == "remote_canvas":
-        ok = value in ("auto", "seeded", "plain")
-        return (value, None) if ok else (None, "must be one of auto, seeded, plain")
-    if name == "context_drafts":
-        ok = value in ("auto", "show", "seed", "off")
-        return (value, None) if ok else (None, "must be one of auto, show, seed, off")
-    if name == "device":
-        ok = isinstance(value, str) and (
-            value in ("auto", "cpu", "cuda", "mps") or (value.startswith("cuda:") and value[5:].isdigit())
-        )
-        return (value, None) if ok else (None, "must be one of auto, cpu, cuda, cuda:N, mps")
-    if name == "languages":
-        if isinstance(value, list) and all(isinstance(x, str) and x for x in value):
-            return tuple(value), None
-        return None, "must be a list of language ids"
-    if name in ("drafts", "workspace_index"):
-        return (value, None) if isinstance(value, bool) else (None, "must be true or false")
-    if name == "hole_marker":
-        ok = isinstance(value, str) and value.strip() != "" and "\n" not in value
-        return (value, None) if ok else (None, "must be a non-empty one-line string")
-    if name == "min_token_prob":
-        if value is None:
-            return None, None
-        ok = not isinstance(value, bool) and isinstance(value, int | float) and 0.0 <= value <= 1.0
-        return (float(value), None) if ok else (None, "must be a number between 0 and 1")
-    # The remaining fields are bounded integers.  bool is an int in Python: refuse it explicitly.
-    low, high = spec.metadata["min"], spec.metadata["max"]
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
-        return None, f"must be an integer between {low} and {high}"
-    if not low <= value <= high:
-        return None, f"must be between {low} and {high}"
-    return int(value), None
+    return kind_of(spec).convert(value)
 
 
 def _describe(value: Any) -> str:

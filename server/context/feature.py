@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
@@ -22,6 +22,9 @@ from difill.server.config import Settings
 from difill.server.context.index import IndexLimits, Retrieval, WorkspaceIndex
 from difill.server.documents import Documents
 from difill.server.lifecycle import Feature
+
+if TYPE_CHECKING:  # server.py imports this module: the type only, never at run time
+    from difill.server.server import DifillServer
 
 log = logging.getLogger("difill.server")
 
@@ -56,7 +59,7 @@ class ContextFeature(Feature):
         self.index: WorkspaceIndex | None = None
         self.folders: list[str] = []
         self.client_watches_dynamically = False
-        self._server: Any = None
+        self._server: DifillServer | None = None
 
     # ---- server events ----
 
@@ -75,7 +78,7 @@ class ContextFeature(Feature):
         watched = workspace.did_change_watched_files if workspace else None
         self.client_watches_dynamically = bool(watched and watched.dynamic_registration)
 
-    def start(self, server: Any) -> None:
+    def start(self, server: DifillServer) -> None:
         """After ``initialized``: start indexing (when enabled) and ask for file events."""
         self._server = server
         self._restart()
@@ -178,7 +181,7 @@ class LoopProgress:
     """The index's progress (called on its worker thread) as ``$/progress`` sent from the event
     loop, in order: a report or end waits for the begin's token."""
 
-    def __init__(self, server: Any, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, server: DifillServer, loop: asyncio.AbstractEventLoop) -> None:
         from difill.server.transport.progress import ProgressReporter
 
         self.reporter = ProgressReporter(server, "difill-index")

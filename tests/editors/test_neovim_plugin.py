@@ -324,6 +324,8 @@ def test_a_proposal_on_a_changed_buffer_is_refused(nvim_results):
     record = scenario(nvim_results, "proposal_on_changed_buffer_refused")
     assert "refused" in record["refusal"] and "changed" in record["refusal"]
     assert record["after"] == record["changed"]
+
+
 def test_the_plugin_attaches_to_every_language_the_server_has_a_grammar_for():
     """config.lua's filetypes, as Neovim sends them for languageId: each one is a language of
     engine/languages.py, and every one of those languages has a filetype in the list."""
@@ -339,3 +341,11 @@ def test_the_plugin_attaches_to_every_language_the_server_has_a_grammar_for():
     covered = {language_of(ft) for ft in filetypes}
     missing = {spec.name for spec in LANGUAGES} - covered
     assert not missing, f"no Neovim filetype attaches to {sorted(missing)}"
+
+
+def test_commands_in_a_buffer_without_the_server_warn_and_change_nothing(nvim_results):
+    record = scenario(nvim_results, "commands_without_a_server")
+    assert record["attached"] is False
+    assert record["lines"] == ["x = <|hole|>"]
+    warnings = [m for m in record["notifications"] if m == "difill: no server attached to this buffer"]
+    assert len(warnings) == 2, record["notifications"]  # one from :DifillFill, one from :DifillEdit

@@ -46,6 +46,19 @@ def test_contributed_defaults_match_the_servers():
         assert ours == theirs, f"difill.{key}: package.json says {ours!r}, the server {theirs!r}"
 
 
+def test_contributed_bounds_and_choices_match_the_servers_kinds():
+    """VS Code checks what the user types against package.json: the same bounds and choices as the
+    server's kinds, so the editor never accepts a value the server then refuses."""
+    for key, spec in config.KEYS.items():
+        ours = PROPERTIES[f"difill.{key}"]
+        kind = config.kind_of(spec)
+        if isinstance(kind, config.BoundedInt | config.Probability):
+            low, high = (kind.low, kind.high) if isinstance(kind, config.BoundedInt) else (0, 1)
+            assert (ours.get("minimum"), ours.get("maximum")) == (low, high), f"difill.{key}"
+        if isinstance(kind, config.Choice):
+            assert tuple(ours.get("enum", ())) == kind.values, f"difill.{key}"
+
+
 def test_the_extension_attaches_to_every_language_the_server_has_a_grammar_for():
     """The client's documentSelector filters by scheme only: every file of every language
     (engine/languages.py) reaches the server, which decides what it serves."""

@@ -282,3 +282,21 @@ def test_a_context_block_is_read_before_the_prefix_and_kept_while_typing(engine)
     typed = engine.fill("x = area(2", ")\n", options)
     # The block stands at the head of the prefix, so typing after it keeps the prefix cache warm.
     assert typed.stats.reused_prefix_tokens >= 1 + typed.stats.context_tokens
+
+
+def test_every_fill_reads_at_most_its_prefix_budget_and_the_models(engine):
+    """fill, fill_holes and rewrite share one prefix budget: the options', capped by the model's.
+    (The window starts at a line, so it may read a little less than the budget.)"""
+    long_prefix = "x = 1\n" * 400
+    ceiling = engine.loaded.max_prefix_tokens
+    read: dict[int | None, list[int]] = {}
+    for budget in (24, None, ceiling * 4):
+        options = FillOptions(max_hole_tokens=4, max_steps=2, prefix_tokens=budget)
+        read[budget] = [
+            engine.fill(long_prefix, SUFFIX, options).stats.prefix_tokens,
+            engine.fill_holes(long_prefix + "<|hole|>\n", options=options).stats.prefix_tokens,
+            engine.rewrite(RewriteRequest(long_prefix, "y = 2\n", SUFFIX), options).stats.prefix_tokens,
+        ]
+    assert all(12 <= n <= 24 for n in read[24]), read
+    assert all(ceiling // 2 <= n <= ceiling for n in read[None]), (read, ceiling)
+    assert read[ceiling * 4] == read[None]  # a larger budget than the model's reads the model's

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from difill.server.config import Settings, SettingsLayers, parse_settings, section_of
 
 
@@ -78,3 +80,101 @@ def test_remote_canvas_is_auto_seeded_or_plain_and_reloads():
     assert parse_settings({"remoteCanvas": "seeded"}, Settings())[0].remote_canvas == "seeded"
     settings, problems = parse_settings({"remoteCanvas": "always"}, Settings(remote_canvas="plain"))
     assert settings.remote_canvas == "plain" and "auto, seeded, plain" in problems[0]
+
+
+# ---- the declarative model: every field a key and a kind, every kind its values and messages ----
+
+
+def test_every_setting_declares_a_key_and_a_kind():
+    from dataclasses import fields
+
+    from difill.server.config import KEYS, Kind
+
+    keys = []
+    for spec in fields(Settings):
+        assert isinstance(spec.metadata.get("key"), str) and spec.metadata["key"], spec.name
+        assert isinstance(spec.metadata.get("kind"), Kind), spec.name
+        keys.append(spec.metadata["key"])
+    assert len(set(keys)) == len(keys) == len(KEYS)
+    # The default of every field is a value its own kind accepts, unchanged.
+    for key, spec in KEYS.items():
+        default = getattr(Settings(), spec.name)
+        raw = list(default) if isinstance(default, tuple) else default
+        assert spec.metadata["kind"].convert(raw) == (default, None), key
+
+
+KIND_CASES = [
+    # (kind, raw value, (converted, problem))
+    ("DirectoryPath", "/models/m", ("/models/m", None)),
+    ("DirectoryPath", "  ", (None, None)),
+    ("DirectoryPath", None, (None, None)),
+    ("DirectoryPath", 3, (None, "must be a directory path (string)")),
+    ("HttpUrl", "https://gpu:8765 ", ("https://gpu:8765", None)),
+    ("HttpUrl", "http://localhost", ("http://localhost", None)),
+    ("HttpUrl", "", (None, None)),
+    ("HttpUrl", "gpu:8765", (None, "must be an http:// or https:// URL")),
+    ("HttpUrl", ["http://x"], (None, "must be an http:// or https:// URL")),
+    ("Choice", "seeded", ("seeded", None)),
+    ("Choice", "always", (None, "must be one of auto, seeded, plain")),
+    ("Choice", ["auto"], (None, "must be one of auto, seeded, plain")),
+    ("Device", "cuda:1", ("cuda:1", None)),
+    ("Device", "mps", ("mps", None)),
+    ("Device", "cuda:", (None, "must be one of auto, cpu, cuda, cuda:N, mps")),
+    ("Device", "gpu", (None, "must be one of auto, cpu, cuda, cuda:N, mps")),
+    ("LanguageIds", ["python", "rust"], (("python", "rust"), None)),
+    ("LanguageIds", [], ((), None)),
+    ("LanguageIds", "python", (None, "must be a list of language ids")),
+    ("LanguageIds", ["python", ""], (None, "must be a list of language ids")),
+    ("Flag", False, (False, None)),
+    ("Flag", 1, (None, "must be true or false")),
+    ("Flag", "true", (None, "must be true or false")),
+    ("OneLine", "??", ("??", None)),
+    ("OneLine", " ", (None, "must be a non-empty one-line string")),
+    ("OneLine", "a\nb", (None, "must be a non-empty one-line string")),
+    ("Probability", 1, (1.0, None)),
+    ("Probability", None, (None, None)),
+    ("Probability", 1.5, (None, "must be a number between 0 and 1")),
+    ("Probability", True, (None, "must be a number between 0 and 1")),
+    ("Probability", float("nan"), (None, "must be a number between 0 and 1")),
+    ("BoundedInt", 2, (2, None)),
+    ("BoundedInt", 3.0, (3, None)),
+    ("BoundedInt", 4, (None, "must be between 1 and 3")),
+    ("BoundedInt", 2.5, (None, "must be an integer between 1 and 3")),
+    ("BoundedInt", True, (None, "must be an integer between 1 and 3")),
+    ("BoundedInt", "2", (None, "must be an integer between 1 and 3")),
+    # JSON parsed by Python may hold NaN and Infinity: a problem, not an exception.
+    ("BoundedInt", float("nan"), (None, "must be an integer between 1 and 3")),
+    ("BoundedInt", float("inf"), (None, "must be an integer between 1 and 3")),
+]
+
+
+def _kind(name: str):
+    from difill.server import config
+
+    arguments = {"Choice": (("auto", "seeded", "plain"),), "BoundedInt": (1, 3)}
+    return getattr(config, name)(*arguments.get(name, ()))
+
+
+@pytest.mark.parametrize(("kind", "raw", "expected"), KIND_CASES)
+def test_each_kind_converts_valid_values_and_names_what_is_wrong(kind, raw, expected):
+    converted, problem = _kind(kind).convert(raw)
+    assert (converted, problem) == expected
+    assert type(converted) is type(expected[0])  # 3.0 becomes the int 3, 1 the float 1.0
+
+
+def test_every_kind_has_cases_in_the_table():
+    from difill.server.config import KEYS
+
+    used = {type(spec.metadata["kind"]).__name__ for spec in KEYS.values()}
+    tested_valid = {kind for kind, _, (_, problem) in KIND_CASES if problem is None}
+    tested_invalid = {kind for kind, _, (_, problem) in KIND_CASES if problem is not None}
+    assert used <= tested_valid and used <= tested_invalid
+
+
+def test_a_non_finite_number_is_reported_not_raised():
+    settings, problems = parse_settings({"maxTokens": float("inf"), "steps": float("nan")}, Settings())
+    assert settings == Settings()
+    assert problems == [
+        "maxTokens must be an integer between 1 and 512, got inf; using 32",
+        "steps must be an integer between 1 and 1024, got nan; using 12",
+    ]

@@ -384,4 +384,17 @@ S[#S + 1] = { name = "status_command", fn = function(r)
   r.messages = messages
 end }
 
+
+S[#S + 1] = { name = "commands_without_a_server", fn = function(r)
+  -- A scratch buffer with no file and no filetype: difill does not attach to it.
+  vim.cmd.enew()
+  vim.bo.buftype = "nofile"
+  vim.api.nvim_buf_set_lines(0, 0, -1, false, { "x = <|hole|>" })
+  r.attached = vim.lsp.get_clients({ bufnr = 0, name = "difill" })[1] ~= nil
+  vim.cmd("DifillFill")
+  vim.cmd("DifillEdit use the sum builtin")
+  T.sleep(300)
+  r.lines = T.lines()
+end }
+
 return S

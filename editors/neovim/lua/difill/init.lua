@@ -117,15 +117,25 @@ local function command_range(bufnr, cmd, encoding)
   }
 end
 
+--- The difill client attached to ``bufnr``; nil, after a warning, when there is none.
+---@param bufnr integer
+---@return vim.lsp.Client?
+local function attached_client(bufnr)
+  local client = util.client(bufnr)
+  if not client then
+    vim.notify("difill: no server attached to this buffer", vim.log.levels.WARN)
+  end
+  return client
+end
+
 --- Send difill.editSelection / difill.fillHoles; the edit itself arrives as applyEdit.
 ---@param bufnr integer
 ---@param command string
 ---@param args table
 ---@param on_done? fun(err: lsp.ResponseError?)
 function M.execute(bufnr, command, args, on_done)
-  local client = util.client(bufnr)
+  local client = attached_client(bufnr)
   if not client then
-    vim.notify("difill: no server attached to this buffer", vim.log.levels.WARN)
     return
   end
   -- Straight to the server: client:exec_cmd would route difill.editSelection back to the
@@ -239,28 +249,32 @@ local function set_keymaps(bufnr)
   map("n", km.reject_edit, "<Cmd>DifillReject<CR>", "reject the proposed edit (or stop it)")
 end
 
-local function create_commands()
-  api.nvim_create_user_command("DifillEdit", function(cmd)
+--- A range command's callback: ``run(bufnr, range, cmd)`` with the command's range in the
+--- server's position encoding; a warning instead when difill is not attached to the buffer.
+---@param run fun(bufnr: integer, range: lsp.Range, cmd: table)
+---@return fun(cmd: table)
+local function range_command(run)
+  return function(cmd)
     local bufnr = buf()
-    local client = util.client(bufnr)
-    if not client then
-      return vim.notify("difill: no server attached to this buffer", vim.log.levels.WARN)
+    local client = attached_client(bufnr)
+    if client then
+      run(bufnr, command_range(bufnr, cmd, client.offset_encoding), cmd)
     end
-    M.edit(bufnr, command_range(bufnr, cmd, client.offset_encoding), cmd.args)
-  end, { range = true, nargs = "*", desc = "difill: edit the selection by an instruction" })
+  end
+end
 
-  api.nvim_create_user_command("DifillFill", function(cmd)
-    local bufnr = buf()
-    local client = util.client(bufnr)
-    if not client then
-      return vim.notify("difill: no server attached to this buffer", vim.log.levels.WARN)
-    end
+local function create_commands()
+  api.nvim_create_user_command("DifillEdit", range_command(function(bufnr, range, cmd)
+    M.edit(bufnr, range, cmd.args)
+  end), { range = true, nargs = "*", desc = "difill: edit the selection by an instruction" })
+
+  api.nvim_create_user_command("DifillFill", range_command(function(bufnr, range)
     M.execute(bufnr, "difill.fillHoles", {
       uri = vim.uri_from_bufnr(bufnr),
-      range = command_range(bufnr, cmd, client.offset_encoding),
+      range = range,
       version = vim.lsp.util.buf_versions[bufnr],
     })
-  end, { range = true, desc = "difill: fill the hole markers in the selection (or buffer)" })
+  end), { range = true, desc = "difill: fill the hole markers in the selection (or buffer)" })
 
   api.nvim_create_user_command("DifillAccept", function()
     proposals.settle("accept", buf())
