@@ -16,12 +16,14 @@ from dataclasses import dataclass
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from difill.engine.api import Cancelled
 from difill.engine.canvas import build_canvas, seeded_canvas
 from difill.engine.decoder import CanvasDecoder
 from difill.engine.prefix_cache import PrefixCache, expand_cache
 from difill.engine.sampler import (
+    DenoiseRequest,
     DenoiseResult,
     SamplerConfig,
     denoise,
@@ -251,6 +253,13 @@ CASES = {
         filler=False,
         early=True,
     ),  # fmt: skip
+    "revise_stable_unsure": Case(
+        [(8, True)],
+        SamplerConfig(max_steps=6, revise=True, entropy_bound=0.0, confidence_threshold=1e-6),
+        agree=12.0,
+        everywhere=True,
+        filler=False,
+    ),  # fmt: skip
     "revise_all_accepted": Case(
         [(8, True)], SamplerConfig(max_steps=6, revise=True), agree=1000.0, early=True
     ),
@@ -363,9 +372,12 @@ def run_one(function, loaded, case: Case) -> tuple[DenoiseResult | None, list[tu
     return result, drafts, len(calls)
 
 
-def run_denoise(decoder, canvas, clamp, banned, vocab_size, config, generator, **kwargs) -> DenoiseResult:
+def run_denoise(
+    decoder, canvas, clamp, banned, vocab_size, config, generator, should_stop, on_step, **kwargs
+) -> DenoiseResult:
     """The code under test, called with the reference's arguments."""
-    return denoise(decoder, canvas, clamp, banned, vocab_size, config, generator, **kwargs)
+    request = DenoiseRequest(canvas, clamp, banned, vocab_size, **kwargs)
+    return denoise(decoder, request, config, generator, should_stop=should_stop, on_step=on_step)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -389,3 +401,94 @@ def test_denoise_matches_the_reference_bit_for_bit(loaded, name):
         assert got.done is None
     else:
         assert torch.equal(got.done, expected.done)
+
+
+# ----------------------------------------------------------------- host reads
+
+
+class HostReads(TorchDispatchMode):
+    """Counts the ops that make an accelerator wait for the host: a value read back (item, bool,
+    tolist, equal) or a result whose size depends on the data (nonzero, boolean-mask indexing).
+
+    On the CPU nothing waits, so this counts what would; ``tolist`` dispatches no op there, so the
+    test counts it by wrapping the method.  The decoder's own forward (``hidden``) is not counted:
+    it is the model's, the same before and after.
+    """
+
+    READS = {
+        "item",
+        "_local_scalar_dense",
+        "is_nonzero",
+        "equal",
+        "nonzero",
+        "nonzero_numpy",
+        "masked_select",
+    }
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+        self.paused = False
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = func.overloadpacket.__name__
+        if not self.paused:
+            masked = name in ("index", "index_put", "index_put_") and any(
+                index is not None and index.dtype == torch.bool for index in args[1]
+            )
+            self.count += name in self.READS or masked
+        return func(*args, **(kwargs or {}))
+
+
+class UncountedForward:
+    """A decoder whose forward the counter skips; logits and soft embeddings are counted."""
+
+    def __init__(self, real, counter: HostReads) -> None:
+        self.real, self.counter = real, counter
+
+    def hidden(self, canvas, soft):
+        self.counter.paused = True
+        try:
+            return self.real.hidden(canvas, soft)
+        finally:
+            self.counter.paused = False
+
+    def logits(self, hidden):
+        return self.real.logits(hidden)
+
+    def soft_embeddings(self, canvas, open_slots, open_logits):
+        return self.real.soft_embeddings(canvas, open_slots, open_logits)
+
+
+def host_reads(function, loaded, case: Case, monkeypatch) -> tuple[int, int]:
+    """(host reads, steps) of one call of ``function`` on ``case``."""
+    inputs = build_inputs(loaded, case)
+    counter = HostReads()
+    real_tolist = torch.Tensor.tolist
+
+    def counted_tolist(tensor):
+        counter.count += not counter.paused
+        return real_tolist(tensor)
+
+    with monkeypatch.context() as patch, torch.inference_mode(), counter:
+        patch.setattr(torch.Tensor, "tolist", counted_tolist)
+        result = function(
+            UncountedForward(inputs.decoder, counter), inputs.canvas, inputs.clamp, inputs.banned,
+            inputs.vocab_size, case.config, torch.Generator().manual_seed(case.seed), should_stop=None,
+            on_step=None, **inputs.kwargs,
+        )  # fmt: skip
+    return counter.count, result.steps
+
+
+@pytest.mark.parametrize("name", sorted(name for name, case in CASES.items() if case.stop_after is None))
+def test_each_step_reads_the_host_at_most_twice(loaded, name, monkeypatch):
+    """Monotone: the open slots' count (nonzero) and the stop tests, once each per step.  Revise:
+    the stop tests per step, and the hole's slots once per call."""
+    case = CASES[name]
+    reads, steps = host_reads(run_denoise, loaded, case, monkeypatch)
+    if case.config.revise:
+        assert reads <= steps + 1
+    else:
+        assert reads <= 2 * steps + 1  # + 1: the check that finds no slot left open ends the loop
+    before, _ = host_reads(reference_denoise, loaded, case, monkeypatch)
+    assert reads < before  # the counter sees the reference's reads: it counts what it should
