@@ -30,6 +30,12 @@ canvas returned is the last step's argmax (clamping, bans and the hole-only stop
 loop ends when every hole slot is accepted in one step, or when the hole's argmax is stable and
 its mean entropy is under ``confidence_threshold``, or at ``max_steps``).
 
+Each step is one ``propose`` (the forward, bans and constraints, the tokens, their entropy and
+log-probs) and then a ``monotone_step`` or a ``revise_step``, which turn the proposal into the
+next state and the step's stop tests.  On an accelerator a step reads the host twice: the open
+slots' count (it sizes the LM head's batch; with ``revise`` the open slots never change, so once
+per call) and the stop tests, all in one read.
+
 Self-conditioning, as in ``DiffusionGemmaGenerationMixin._denoising_step``, is fed the tempered
 (processed) logits; ``tempered_self_conditioning=False`` feeds the raw ones, which is what
 difill's own trainer shows its model (lab/training/train.py).  ``SamplerConfig.from_checkpoint``
@@ -140,7 +146,13 @@ def choose_accepted(
 
 @dataclass(frozen=True)
 class DenoiseRequest:
-    """The canvases to denoise and the rules their hole slots follow (see ``denoise``)."""
+    """The canvases to denoise and the rules their hole slots follow.
+
+    ``cut_below`` (FillOptions.min_token_prob as a log-prob): the middle will be
+    shown only up to its first committed token less sure than this, so a row is done once every
+    hole slot before that token is committed; later passes could not change what is shown.
+    ``seeded``: when a seeded row is verified the loop ends (see the module docstring).
+    """
 
     canvas: torch.Tensor  # (B, L) ids: known text where clamped or kept, a draft where seeded
     clamp_mask: torch.Tensor  # (B, L) True: known text, never proposed, renoised or re-decided
@@ -150,9 +162,8 @@ class DenoiseRequest:
     slot_allowed: tuple[int, torch.Tensor] | None = None
     initially_committed: torch.Tensor | None = None  # (B, L) hole slots kept from the start (an edit)
     filler_id: int | None = None  # each hole holds one middle, then only this (see filler_constraints)
-    cut_below: float | None = (
-        None  # monotone only: a log-prob; the middle is shown up to its first token below it
-    )
+    # monotone only: a log-prob; the middle is shown up to its first committed token below it
+    cut_below: float | None = None
     seeded: torch.Tensor | None = None  # (B, L) hole slots that start from the draft ``canvas`` holds there
 
 
@@ -217,9 +228,8 @@ class Proposal:
 
     def at_open(self, values: torch.Tensor) -> torch.Tensor:
         """values (N,) -> (B, L): the values at the open slots, 0 elsewhere."""
-        return torch.zeros(self.open_mask.shape, device=values.device, dtype=values.dtype).index_put_(
-            self.open_slots, values
-        )
+        out = torch.zeros(self.open_mask.shape, device=values.device, dtype=values.dtype)  # (B, L)
+        return out.index_put_(self.open_slots, values)
 
 
 @dataclass(frozen=True)
@@ -246,10 +256,6 @@ def denoise(
     ``on_step(step, best)`` gets the current best canvas: committed tokens where committed, the
     argmax elsewhere (revise: the canvas returned if the loop ended there).  ``should_stop`` is
     asked before each forward; yes raises Cancelled.
-
-    Host reads per step: one to size the open slots' LM-head batch (``nonzero``; once per call
-    with ``revise``, whose open slots never change) and one for every stop test of the step at
-    once.  The stop decision is the host's by nature: it decides whether another forward runs.
     """
     slots = Slots.of(request)
     state = initial_state(request, slots, generator)
@@ -263,8 +269,8 @@ def denoise(
             break
         if should_stop is not None and should_stop():
             raise Cancelled()
-        proposal = propose(decoder, request, state, open_mask, open_slots, temperature_at(step, config), config,
-                           generator)  # fmt: skip
+        temperature = temperature_at(step, config)
+        proposal = propose(decoder, request, state, open_mask, open_slots, temperature, config, generator)
         steps += 1
         if config.revise:
             outcome = revise_step(state, proposal, slots, config)
@@ -275,7 +281,8 @@ def denoise(
         state = outcome.state
         if on_step is not None:
             on_step(step, outcome.shown)
-        finished, verified = outcome.stop.tolist()  # the step's one host read of its stop tests
+        # The step's one read of its stop tests: the host decides whether another forward runs.
+        finished, verified = outcome.stop.tolist()
         if config.revise and (finished or step == config.max_steps - 1):
             return DenoiseResult(outcome.shown, state.token_logprob, steps, state.token_confidence)
         if finished:
