@@ -48,6 +48,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+import numpy as np
 import torch
 
 from difill.engine.api import Cancelled
@@ -339,9 +340,8 @@ def propose(
     else:
         picked = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(-1)  # (N,)
     open_entropy = entropy_of(logits)  # (N,)
-    entropy = torch.full(open_mask.shape, torch.inf, device=open_mask.device).index_put_(
-        open_slots, open_entropy
-    )
+    entropy = torch.full(open_mask.shape, torch.inf, device=open_mask.device)  # (B, L)
+    entropy.index_put_(open_slots, open_entropy)
     return Proposal(
         open_mask, open_slots, raw, logp, torch.logsumexp(raw, dim=-1), argmax, picked,
         state.current.index_put(open_slots, picked), entropy, open_entropy, soft,
@@ -395,10 +395,8 @@ def revise_step(state: DenoiseState, proposal: Proposal, slots: Slots, config: S
     Finished when every hole slot is accepted at once, or when the hole's argmax is the previous
     step's and its mean entropy is under ``confidence_threshold``.
     """
-    open_slots = proposal.open_slots  # the hole's slots: revise proposes all of them every step
-    accept = (
-        choose_accepted(proposal.entropy, proposal.open_mask, config.entropy_bound, 0) & proposal.open_mask
-    )
+    open_mask, open_slots = proposal.open_mask, proposal.open_slots  # the whole hole, every step
+    accept = choose_accepted(proposal.entropy, open_mask, config.entropy_bound, 0) & open_mask  # (B, L)
     argmax = state.current.index_put(open_slots, proposal.argmax)  # (B, L)
     final = torch.where(accept, proposal.proposal, argmax)  # (B, L) what the canvas says if the loop ends now
     final_open = final[open_slots]  # (N,)
@@ -410,12 +408,33 @@ def revise_step(state: DenoiseState, proposal: Proposal, slots: Slots, config: S
         stable = torch.zeros((), dtype=torch.bool, device=accept.device)
     else:
         stable = (proposal.argmax == state.last_argmax).all()
-    # In float64, as a Python float compares: a float32 threshold would move the boundary.
-    confident = proposal.open_entropy.mean().double() < config.confidence_threshold
+    confident = less_than(proposal.open_entropy.mean(), config.confidence_threshold)  # ()
     stop = torch.stack([all_accepted | (stable & confident), torch.zeros_like(stable)])  # (2,)
-    new_state = DenoiseState(current, slots.fixed | accept, token_logprob, token_confidence, proposal.soft,
-                             proposal.argmax)  # fmt: skip
+    committed = slots.fixed | accept
+    new_state = DenoiseState(
+        current, committed, token_logprob, token_confidence, proposal.soft, proposal.argmax
+    )
     return StepOutcome(new_state, final, stop)
+
+
+def less_than(value: torch.Tensor, threshold: float) -> torch.Tensor:
+    """``value < threshold`` as Python compares floats, computed on ``value``'s device.
+
+    A tensor compares with a Python float in its own dtype, which rounds the threshold to the
+    nearest value; the smallest value of that dtype not below the threshold gives Python's answer
+    for every value, with no float64 on the device (MPS has none).  The bound is found with
+    NumPy on the host, which reads nothing back from the device.
+    """
+    exact = NUMPY_FLOATS.get(value.dtype)
+    if exact is None:  # bfloat16: NumPy has no such type; the nearest value will do
+        return value < threshold
+    bound = exact(threshold)
+    if float(bound) < threshold:  # in float64: NumPy would compare a float32 with a Python float as float32
+        bound = np.nextafter(bound, exact(np.inf))
+    return value < float(bound)
+
+
+NUMPY_FLOATS = {torch.float16: np.float16, torch.float32: np.float32, torch.float64: np.float64}
 
 
 def renoised(state: DenoiseState, vocab_size: int, generator: torch.Generator) -> DenoiseState:

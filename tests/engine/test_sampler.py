@@ -11,7 +11,7 @@ from difill.engine.api import Cancelled
 from difill.engine.canvas import build_canvas
 from difill.engine.decoder import CanvasDecoder
 from difill.engine.prefix_cache import PrefixCache
-from difill.engine.sampler import DenoiseRequest, SamplerConfig, choose_accepted, denoise
+from difill.engine.sampler import DenoiseRequest, SamplerConfig, choose_accepted, denoise, less_than
 from difill.engine.tokens import encode
 
 
@@ -105,6 +105,23 @@ def test_closed_slots_are_never_accepted():
     entropy = torch.tensor([[0.0, 0.0, 0.0]])
     open_mask = torch.tensor([[False, True, False]])
     assert choose_accepted(entropy, open_mask, bound=10.0, min_accept=3).tolist() == [[False, True, False]]
+
+
+def test_min_accept_may_be_a_tensor_per_row():
+    entropy = torch.tensor([[5.0, 4.0, 6.0], [5.0, 4.0, 6.0]])
+    open_mask = torch.ones(2, 3, dtype=torch.bool)
+    accepted = choose_accepted(entropy, open_mask, bound=0.0, min_accept=torch.tensor([[2], [3]]))
+    assert accepted.tolist() == [[True, True, False], [True, True, True]]
+
+
+def test_less_than_answers_as_a_python_float_comparison():
+    threshold = 0.005  # not a float32: the float32 nearest it is below it
+    nearest = torch.tensor(threshold, dtype=torch.float32)
+    neighbours = [torch.nextafter(nearest, torch.tensor(d)) for d in (-1.0, 1.0)]
+    for value in (nearest, *neighbours, torch.tensor(0.25), torch.tensor(0.0)):
+        assert bool(less_than(value, threshold)) == (value.item() < threshold), value.item()
+    assert bool(less_than(nearest, threshold)) and not bool(nearest < threshold)  # the case it is for
+    assert not bool(less_than(torch.tensor(0.5), 0.5)) and bool(less_than(torch.tensor(0.25), 0.5))
 
 
 def test_filler_constraints_keep_each_hole_one_middle_then_filler():
