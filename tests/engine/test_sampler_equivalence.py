@@ -1,8 +1,8 @@
 """``denoise`` after its split into steps (issue 25) gives exactly what the one-piece loop gave.
 
-``reference_denoise`` below is a verbatim copy of ``engine/sampler.py``'s ``denoise`` (and of the
-``choose_accepted`` it called, which took an int minimum) as they were before the split, kept only
-here.  Each case runs both on the tiny random DiffusionGemma with the same generator seed and
+``reference_denoise`` below is a copy of ``engine/sampler.py``'s ``denoise`` (and of the
+``choose_accepted`` it called, which took an int minimum) as they were before the split (commit
+c1b7c31), verbatim but for their names and docstrings, kept only here.  Each case runs both on the tiny random DiffusionGemma with the same generator seed and
 compares every output bit for bit: canvas, token_logprob, token_confidence, steps, done, and the
 draft each step reported.  A deliberate change of the sampler's behaviour changes the reference
 too (or retires this test); a refactor must leave it green.
