@@ -95,15 +95,20 @@ class CanvasDecoder:
         return torch.tanh(self.model.lm_head(hidden).float() / cap) * cap
 
     def soft_embeddings(
-        self, canvas: torch.Tensor, open_mask: torch.Tensor, open_logits: torch.Tensor
+        self,
+        canvas: torch.Tensor,
+        open_slots: torch.Tensor | tuple[torch.Tensor, torch.Tensor],
+        open_logits: torch.Tensor,
     ) -> torch.Tensor:
         """Self-conditioning input for the next pass (B, L, D).
 
+        ``open_slots``: a (B, L) mask, or its (rows, cols) as ``nonzero(as_tuple=True)`` gives
+        them (no host sync on an accelerator); ``open_logits`` (N_open, V) in that order.
         Open slots: softmax(logits) @ E, as the stock decoder computes it.  Every other slot holds
         a known token whose one-hot softmax picks its own embedding row, so a lookup is exact.
         """
         weight = self.decoder.embed_tokens.weight  # (V, D)
         soft = weight[canvas] * self.embed_scale.to(weight.dtype)  # (B, L, D)
         probs = open_logits.softmax(dim=-1, dtype=torch.float32).to(weight.dtype)  # (N_open, V)
-        soft[open_mask] = (probs @ weight) * self.embed_scale.to(weight.dtype)  # (N_open, D)
+        soft[open_slots] = (probs @ weight) * self.embed_scale.to(weight.dtype)  # (N_open, D)
         return soft

@@ -35,7 +35,7 @@ from difill.engine.canvas import Segment, build_canvas, hole_tokens, seeded_canv
 from difill.engine.decoder import CanvasDecoder
 from difill.engine.model import LoadedModel
 from difill.engine.prefix_cache import PrefixCache, expand_cache
-from difill.engine.sampler import DenoiseResult, SamplerConfig, denoise
+from difill.engine.sampler import DenoiseRequest, DenoiseResult, SamplerConfig, denoise
 from difill.engine.text.instruction import with_instruction_comment
 from difill.engine.text.rules import with_middles
 from difill.engine.tokens import (
@@ -319,14 +319,14 @@ class InfillEngine:
 
         config = sampler_config(self.loaded.sampler, options)
         generator = torch.Generator(device=device).manual_seed(options.seed)
-        return denoise(
-            decoder, canvas, clamp, self._banned, self.ids.vocab_size, config, generator,
-            slot_allowed=slot_allowed, should_stop=should_stop, on_step=on_step,
+        request = DenoiseRequest(
+            canvas, clamp, self._banned, self.ids.vocab_size, slot_allowed=slot_allowed,
             initially_committed=None if initially_committed is None else initially_committed.to(device),
             filler_id=self.ids.filler[0] if self.ids.filler else None,
             cut_below=None if config.revise else cut_below,
             seeded=None if seeded is None else seeded.to(device),
         )  # fmt: skip
+        return denoise(decoder, request, config, generator, should_stop=should_stop, on_step=on_step)
 
     def _decoder(self, batch_cache) -> CanvasDecoder:
         """The decoder pass for one fill; engine/batcher.py overrides it to share passes."""

@@ -30,6 +30,12 @@ canvas returned is the last step's argmax (clamping, bans and the hole-only stop
 loop ends when every hole slot is accepted in one step, or when the hole's argmax is stable and
 its mean entropy is under ``confidence_threshold``, or at ``max_steps``).
 
+Each step is one ``propose`` (the forward, bans and constraints, the tokens, their entropy and
+log-probs) and then a ``monotone_step`` or a ``revise_step``, which turn the proposal into the
+next state and the step's stop tests.  On an accelerator a step reads the host twice: the open
+slots' count (it sizes the LM head's batch; with ``revise`` the open slots never change, so once
+per call) and the stop tests, all in one read.
+
 Self-conditioning, as in ``DiffusionGemmaGenerationMixin._denoising_step``, is fed the tempered
 (processed) logits; ``tempered_self_conditioning=False`` feeds the raw ones, which is what
 difill's own trainer shows its model (lab/training/train.py).  ``SamplerConfig.from_checkpoint``
@@ -40,8 +46,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+import numpy as np
 import torch
 
 from difill.engine.api import Cancelled
@@ -119,11 +126,13 @@ def entropy_of(logits: torch.Tensor) -> torch.Tensor:
 
 
 def choose_accepted(
-    entropy: torch.Tensor, open_mask: torch.Tensor, bound: float, min_accept: int
+    entropy: torch.Tensor, open_mask: torch.Tensor, bound: float, min_accept: int | torch.Tensor
 ) -> torch.Tensor:
     """Entropy-bound acceptance over the open slots, with at least ``min_accept`` per row.
 
     Accept the k lowest-entropy open slots with sum(H_1..k) - max(H_1..k) <= bound.
+    ``min_accept``: an int, or a tensor that broadcasts against (B, 1) (a 0-d one, or one per
+    row), so the caller need not read it back to the host.
     """
     masked = torch.where(open_mask, entropy, torch.full_like(entropy, torch.inf))  # (B, L)
     sorted_h, order = torch.sort(masked, dim=-1)  # ascending; closed slots last (inf)
@@ -136,142 +145,303 @@ def choose_accepted(
     return torch.zeros_like(open_mask).scatter(-1, order, accept_sorted)  # (B, L)
 
 
+@dataclass(frozen=True)
+class DenoiseRequest:
+    """The canvases to denoise and the rules their hole slots follow.
+
+    ``cut_below`` (FillOptions.min_token_prob as a log-prob): the middle will be
+    shown only up to its first committed token less sure than this, so a row is done once every
+    hole slot before that token is committed; later passes could not change what is shown.
+    ``seeded``: when a seeded row is verified the loop ends (see the module docstring).
+    """
+
+    canvas: torch.Tensor  # (B, L) ids: known text where clamped or kept, a draft where seeded
+    clamp_mask: torch.Tensor  # (B, L) True: known text, never proposed, renoised or re-decided
+    banned_ids: torch.Tensor  # (K,) ids no hole slot may hold
+    vocab_size: int  # the tokenizer's; LM-head rows past it are padding, and noise stays below it
+    # (slot, allowed (V,) bool): the only tokens that slot may hold (token healing's partial word)
+    slot_allowed: tuple[int, torch.Tensor] | None = None
+    initially_committed: torch.Tensor | None = None  # (B, L) hole slots kept from the start (an edit)
+    filler_id: int | None = None  # each hole holds one middle, then only this (see filler_constraints)
+    # monotone only: a log-prob; the middle is shown up to its first committed token below it
+    cut_below: float | None = None
+    seeded: torch.Tensor | None = None  # (B, L) hole slots that start from the draft ``canvas`` holds there
+
+
+@dataclass(frozen=True)
+class Slots:
+    """What a request fixes for the whole loop."""
+
+    fixed: torch.Tensor  # (B, L) clamped and kept slots: never re-decided, even with revise
+    hole: torch.Tensor  # (B, L) the slots being denoised: ~fixed
+    seeded_rows: torch.Tensor | None  # (B,) rows with a seeded hole slot; None: no draft rows
+    cut_below: float  # the ghost-text cut as a log-prob; -inf: none
+
+    @classmethod
+    def of(cls, request: DenoiseRequest) -> Slots:
+        fixed = request.clamp_mask.clone()
+        if request.initially_committed is not None:
+            fixed |= request.initially_committed
+        hole = ~fixed
+        seeded_rows = None if request.seeded is None else (request.seeded & hole).any(-1)
+        cut_below = -math.inf if request.cut_below is None else request.cut_below
+        return cls(fixed, hole, seeded_rows, cut_below)
+
+
+@dataclass(frozen=True)
+class DenoiseState:
+    """The canvas between steps."""
+
+    current: torch.Tensor  # (B, L) what the next forward reads: decided tokens, noise elsewhere
+    committed: torch.Tensor  # (B, L) decided slots (fixed ones included)
+    token_logprob: torch.Tensor  # (B, L) see DenoiseResult
+    token_confidence: torch.Tensor  # (B, L) see DenoiseResult
+    soft: torch.Tensor | None = None  # (B, L, D) self-conditioning input; none before the first pass
+    last_argmax: torch.Tensor | None = None  # (N_hole,) revise: the previous step's argmax of the hole
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """One decoder pass over the open slots: what it proposes and how sure it is.
+
+    N is the number of open slots; (N,) tensors follow ``open_slots``' order (row-major).
+    """
+
+    open_mask: torch.Tensor  # (B, L) the slots proposed
+    open_slots: tuple[torch.Tensor, torch.Tensor]  # (N,), (N,) their rows and columns
+    raw: torch.Tensor  # (N, V) logits at temperature 1, bans and constraints applied (-inf)
+    logp: torch.Tensor  # (N, V) log-softmax of the tempered logits
+    raw_norm: torch.Tensor  # (N,) logsumexp of ``raw``: a gather minus this is a temperature-1 log-prob
+    argmax: torch.Tensor  # (N,) the tempered logits' argmax
+    picked: torch.Tensor  # (N,) the argmax (greedy) or a sample
+    proposal: torch.Tensor  # (B, L) the canvas with ``picked`` at the open slots
+    entropy: torch.Tensor  # (B, L) of the tempered distribution at open slots; inf elsewhere
+    open_entropy: torch.Tensor  # (N,) the same at the open slots
+    soft: torch.Tensor  # (B, L, D) the next pass's self-conditioning input
+
+    def logprob_of(self, tokens: torch.Tensor) -> torch.Tensor:
+        """tokens (N,) -> their tempered log-probs (N,)."""
+        return self.logp.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+
+    def confidence_of(self, tokens: torch.Tensor) -> torch.Tensor:
+        """tokens (N,) -> their log-probs at temperature 1 (N,): the model's own confidence."""
+        return self.raw.gather(-1, tokens.unsqueeze(-1)).squeeze(-1) - self.raw_norm
+
+    def at_open(self, values: torch.Tensor) -> torch.Tensor:
+        """values (N,) -> (B, L): the values at the open slots, 0 elsewhere."""
+        out = torch.zeros(self.open_mask.shape, device=values.device, dtype=values.dtype)  # (B, L)
+        return out.index_put_(self.open_slots, values)
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    """What a monotone or revise step decided."""
+
+    state: DenoiseState  # the canvas after the step, before the slots left open are renoised
+    shown: torch.Tensor  # (B, L) the best canvas now: on_step's draft, revise's result
+    # (2,) bool: [the loop is finished, a seeded row is verified]; read together, once per step
+    stop: torch.Tensor
+    decided: torch.Tensor | None = None  # (B,) monotone: rows whose shown middle is final
+
+
 def denoise(
     decoder: CanvasDecoder,
-    canvas: torch.Tensor,
-    clamp_mask: torch.Tensor,
-    banned_ids: torch.Tensor,
-    vocab_size: int,
+    request: DenoiseRequest,
     config: SamplerConfig,
     generator: torch.Generator,
-    slot_allowed: tuple[int, torch.Tensor] | None = None,
-    initially_committed: torch.Tensor | None = None,
     should_stop: Callable[[], bool] | None = None,
     on_step: Callable[[int, torch.Tensor], None] | None = None,
-    filler_id: int | None = None,
-    cut_below: float | None = None,
-    seeded: torch.Tensor | None = None,
 ) -> DenoiseResult:
-    """Denoise the open slots of ``canvas`` (B, L) until each one is committed.
+    """Denoise the hole slots of ``request.canvas`` (B, L) until each one is committed.
 
-    ``slot_allowed`` = (slot, allowed (V,) bool), optional: the only tokens allowed at that slot
-    (token healing constrains the first hole slot to tokens that extend the partial word).
-    ``initially_committed`` (B, L): hole slots whose current token is kept from the start
-    (an edit that starts from the original text).  ``on_step(step, best)`` gets the current best
-    canvas: committed tokens where committed, the argmax elsewhere.  With ``filler_id``, each
-    hole stays one middle followed by filler (see ``filler_constraints``).  ``cut_below`` (a
-    log-prob; monotone commit only): the middle will be shown only up to its first committed
-    token less sure than this (FillOptions.min_token_prob), so a row is done once every hole
-    slot before that token is committed; later passes could not change what is shown.
-    ``seeded`` (B, L): hole slots that start from the token ``canvas`` holds there (a draft)
-    instead of noise; when a seeded row is verified the loop ends (see the module docstring).
+    ``on_step(step, best)`` gets the current best canvas: committed tokens where committed, the
+    argmax elsewhere (revise: the canvas returned if the loop ended there).  ``should_stop`` is
+    asked before each forward; yes raises Cancelled.
     """
-    device = canvas.device
-    batch, length = canvas.shape
-    committed = clamp_mask.clone()  # (B, L)
-    if initially_committed is not None:
-        committed |= initially_committed
-    fixed = committed.clone()  # (B, L) clamped and kept slots: never re-decided, even with revise
-    hole_mask = ~fixed  # (B, L) the slots being denoised
-    noise = torch.randint(0, vocab_size, canvas.shape, generator=generator, device=device)
-    starts_known = committed if seeded is None else committed | seeded  # (B, L)
-    current = torch.where(starts_known, canvas, noise)  # (B, L)
-    seeded_rows = None if seeded is None else (seeded & hole_mask).any(-1)  # (B,)
-    token_logprob = torch.zeros(batch, length, device=device)
-    token_confidence = torch.zeros(batch, length, device=device)
-    soft: torch.Tensor | None = None  # self-conditioning input; none before the first pass
-    last_argmax: torch.Tensor | None = None  # revise: the previous step's argmax of the hole slots
+    slots = Slots.of(request)
+    state = initial_state(request, slots, generator)
+    hole_slots = slots.hole.nonzero(as_tuple=True) if config.revise else None  # host read, once
     steps = 0
     for step in range(config.max_steps):
-        open_mask = hole_mask.clone() if config.revise else ~committed  # (B, L)
-        if not open_mask.any():
+        open_mask = slots.hole if config.revise else ~state.committed  # (B, L)
+        # A host read (the open slots' count sizes the LM head's batch), except with revise.
+        open_slots = hole_slots if hole_slots is not None else open_mask.nonzero(as_tuple=True)
+        if open_slots[0].numel() == 0:
             break
         if should_stop is not None and should_stop():
             raise Cancelled()
-        hidden = decoder.hidden(current, soft)  # (B, L, D)
+        temperature = temperature_at(step, config)
+        proposal = propose(decoder, request, state, open_mask, open_slots, temperature, config, generator)
         steps += 1
-        raw = decoder.logits(hidden[open_mask])[:, :vocab_size]  # (N_open, V)
-        raw[:, banned_ids] = -torch.inf
-        if filler_id is not None:
-            after_filler, before_text = filler_constraints(current, committed, clamp_mask, filler_id)
-            raw[before_text[open_mask], filler_id] = -torch.inf
-        if slot_allowed is not None:
-            slot, allowed = slot_allowed
-            at_slot = open_mask.nonzero()[:, 1] == slot  # (N_open,)
-            raw[at_slot.unsqueeze(1) & ~allowed.unsqueeze(0)] = -torch.inf
-
-        logits = raw / temperature_at(step, config)
-        # The next pass sees this pass's distribution: tempered as the stock sampler, or raw.
-        signal = logits if config.tempered_self_conditioning else raw
-        soft = decoder.soft_embeddings(current, open_mask, signal.masked_fill(torch.isinf(signal), -1e4))
-        logp = torch.log_softmax(logits, dim=-1)  # (N_open, V)
-        if config.greedy:
-            picked = logits.argmax(-1)  # (N_open,)
-        else:
-            picked = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(-1)
-        proposal = current.clone()
-        proposal[open_mask] = picked  # (B, L)
-        entropy = torch.full((batch, length), torch.inf, device=device)
-        entropy[open_mask] = entropy_of(logits)
-        picked_logprob = torch.zeros(batch, length, device=device)
-        picked_logprob[open_mask] = logp.gather(-1, picked.unsqueeze(-1)).squeeze(-1)
-        raw_norm = torch.logsumexp(raw, dim=-1)  # (N_open,) temperature 1; a gather minus this is a log-prob
-
         if config.revise:
-            accept = choose_accepted(entropy, open_mask, config.entropy_bound, 0) & open_mask
-            argmax = current.clone()
-            argmax[open_mask] = logits.argmax(-1)
-            final = torch.where(accept, proposal, argmax)  # what the canvas says if the loop ends now
-            best_logprob = logp.gather(-1, final[open_mask].unsqueeze(-1)).squeeze(-1)
-            token_logprob[open_mask] = best_logprob
-            token_confidence[open_mask] = (
-                raw.gather(-1, final[open_mask].unsqueeze(-1)).squeeze(-1) - raw_norm
+            outcome = revise_step(state, proposal, slots, config)
+        else:
+            outcome = monotone_step(
+                state, proposal, request, slots, config.entropy_bound, config.max_steps - step
             )
-            committed = fixed | accept
-            current = torch.where(accept, proposal, current)
-            stable = last_argmax is not None and torch.equal(argmax[hole_mask], last_argmax)
-            confident = entropy[hole_mask].mean().item() < config.confidence_threshold
-            last_argmax = argmax[hole_mask]
-            if on_step is not None:
-                on_step(step, final)
-            if bool(accept[hole_mask].all()) or (stable and confident) or step == config.max_steps - 1:
-                return DenoiseResult(final, token_logprob, steps, token_confidence)
-            renoise = torch.randint(0, vocab_size, canvas.shape, generator=generator, device=device)
-            current = torch.where(committed, current, renoise)
-            continue
-
-        steps_left = config.max_steps - step
-        min_accept = int(math.ceil(open_mask.sum(-1).max().item() / steps_left))
-        accept = choose_accepted(entropy, open_mask, config.entropy_bound, min_accept) & open_mask
-        current = torch.where(accept, proposal, current)
-        token_logprob = torch.where(accept, picked_logprob, token_logprob)
-        picked_confidence = torch.zeros(batch, length, device=device)
-        picked_confidence[open_mask] = raw.gather(-1, picked.unsqueeze(-1)).squeeze(-1) - raw_norm
-        token_confidence = torch.where(accept, picked_confidence, token_confidence)
-        committed |= accept
-        if filler_id is not None:
-            # A committed filler ends its hole's middle: every slot after it is filler too, also
-            # one accepted as text in this same step (only clamped and kept slots stay).
-            after_filler, _ = filler_constraints(current, committed, clamp_mask, filler_id)
-            fill_rest = after_filler & ~fixed
-            current = torch.where(fill_rest, torch.full_like(current, filler_id), current)
-            committed |= fill_rest
+        state = outcome.state
         if on_step is not None:
-            on_step(step, torch.where(committed, current, proposal))
-        threshold = -math.inf if cut_below is None else cut_below
-        decided = shown_part_decided(committed, hole_mask, token_confidence, threshold)  # (B,)
-        if bool(decided.all()):
+            on_step(step, outcome.shown)
+        # The step's one read of its stop tests: the host decides whether another forward runs.
+        finished, verified = outcome.stop.tolist()
+        if config.revise and (finished or step == config.max_steps - 1):
+            return DenoiseResult(outcome.shown, state.token_logprob, steps, state.token_confidence)
+        if finished:
             break  # every row is decided: nothing shown depends on the slots still open
-        if seeded_rows is not None:
-            verified = seeded_rows & verified_rows(
-                current, canvas, committed, hole_mask, token_confidence, threshold
+        if verified:
+            return DenoiseResult(
+                state.current, state.token_logprob, steps, state.token_confidence, outcome.decided
             )
-            verified &= shows_text(current, committed, hole_mask, token_confidence, threshold, filler_id)
-            if bool(verified.any()):
-                return DenoiseResult(current, token_logprob, steps, token_confidence, done=decided)
-        renoise = torch.randint(0, vocab_size, canvas.shape, generator=generator, device=device)
-        current = torch.where(committed, current, renoise)
-    return DenoiseResult(current, token_logprob, steps, token_confidence)
+        state = renoised(state, request.vocab_size, generator)
+    return DenoiseResult(state.current, state.token_logprob, steps, state.token_confidence)
+
+
+def initial_state(request: DenoiseRequest, slots: Slots, generator: torch.Generator) -> DenoiseState:
+    """Known slots (and seeded ones) as the request has them, uniform noise everywhere else."""
+    canvas = request.canvas
+    noise = torch.randint(0, request.vocab_size, canvas.shape, generator=generator, device=canvas.device)
+    starts_known = slots.fixed if request.seeded is None else slots.fixed | request.seeded  # (B, L)
+    zeros = torch.zeros(canvas.shape, device=canvas.device)  # (B, L)
+    return DenoiseState(torch.where(starts_known, canvas, noise), slots.fixed.clone(), zeros, zeros.clone())
+
+
+def propose(
+    decoder: CanvasDecoder,
+    request: DenoiseRequest,
+    state: DenoiseState,
+    open_mask: torch.Tensor,
+    open_slots: tuple[torch.Tensor, torch.Tensor],
+    temperature: float,
+    config: SamplerConfig,
+    generator: torch.Generator,
+) -> Proposal:
+    """One forward, then a token and its entropy for every open slot, under the hole's rules."""
+    hidden = decoder.hidden(state.current, state.soft)  # (B, L, D)
+    raw = decoder.logits(hidden[open_slots])[:, : request.vocab_size]  # (N, V)
+    raw[:, request.banned_ids] = -torch.inf
+    if request.filler_id is not None:
+        _, before_text = filler_constraints(
+            state.current, state.committed, request.clamp_mask, request.filler_id
+        )
+        raw[:, request.filler_id].masked_fill_(before_text[open_slots], -torch.inf)
+    if request.slot_allowed is not None:
+        slot, allowed = request.slot_allowed
+        at_slot = open_slots[1] == slot  # (N,)
+        raw.masked_fill_(at_slot.unsqueeze(1) & ~allowed.unsqueeze(0), -torch.inf)
+
+    logits = raw / temperature  # (N, V)
+    # The next pass sees this pass's distribution: tempered as the stock sampler, or raw.
+    signal = logits if config.tempered_self_conditioning else raw
+    soft = decoder.soft_embeddings(state.current, open_slots, signal.masked_fill(torch.isinf(signal), -1e4))
+    logp = torch.log_softmax(logits, dim=-1)  # (N, V)
+    argmax = logits.argmax(-1)  # (N,)
+    if config.greedy:
+        picked = argmax
+    else:
+        picked = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(-1)  # (N,)
+    open_entropy = entropy_of(logits)  # (N,)
+    entropy = torch.full(open_mask.shape, torch.inf, device=open_mask.device)  # (B, L)
+    entropy.index_put_(open_slots, open_entropy)
+    return Proposal(
+        open_mask, open_slots, raw, logp, torch.logsumexp(raw, dim=-1), argmax, picked,
+        state.current.index_put(open_slots, picked), entropy, open_entropy, soft,
+    )  # fmt: skip
+
+
+def monotone_step(
+    state: DenoiseState,
+    proposal: Proposal,
+    request: DenoiseRequest,
+    slots: Slots,
+    bound: float,
+    steps_left: int,
+) -> StepOutcome:
+    """Commit the accepted proposals for good; at least ceil(open / steps_left) per row."""
+    open_mask = proposal.open_mask
+    most_open = open_mask.sum(-1).max()  # () the batch's largest count of open slots
+    min_accept = (most_open + steps_left - 1) // steps_left  # () ceil, kept on the device
+    accept = choose_accepted(proposal.entropy, open_mask, bound, min_accept) & open_mask  # (B, L)
+    current = torch.where(accept, proposal.proposal, state.current)
+    picked_logprob = proposal.at_open(proposal.logprob_of(proposal.picked))  # (B, L)
+    picked_confidence = proposal.at_open(proposal.confidence_of(proposal.picked))  # (B, L)
+    token_logprob = torch.where(accept, picked_logprob, state.token_logprob)
+    token_confidence = torch.where(accept, picked_confidence, state.token_confidence)
+    committed = state.committed | accept
+    if request.filler_id is not None:
+        # A committed filler ends its hole's middle: every slot after it is filler too, also
+        # one accepted as text in this same step (only clamped and kept slots stay).
+        after_filler, _ = filler_constraints(current, committed, request.clamp_mask, request.filler_id)
+        fill_rest = after_filler & ~slots.fixed
+        current = torch.where(fill_rest, torch.full_like(current, request.filler_id), current)
+        committed = committed | fill_rest
+    shown = torch.where(committed, current, proposal.proposal)
+    hole, cut = slots.hole, slots.cut_below
+    decided = shown_part_decided(committed, hole, token_confidence, cut)  # (B,)
+    if slots.seeded_rows is None:
+        verified = torch.zeros_like(decided)
+    else:
+        verified = slots.seeded_rows & verified_rows(
+            current, request.canvas, committed, hole, token_confidence, cut
+        )
+        verified &= shows_text(current, committed, hole, token_confidence, cut, request.filler_id)
+    stop = torch.stack([decided.all(), verified.any()])  # (2,)
+    new_state = DenoiseState(current, committed, token_logprob, token_confidence, proposal.soft)
+    return StepOutcome(new_state, shown, stop, decided)
+
+
+def revise_step(state: DenoiseState, proposal: Proposal, slots: Slots, config: SamplerConfig) -> StepOutcome:
+    """Re-decide every hole slot: accept by the entropy bound, the argmax where not accepted.
+
+    Finished when every hole slot is accepted at once, or when the hole's argmax is the previous
+    step's and its mean entropy is under ``confidence_threshold``.
+    """
+    open_mask, open_slots = proposal.open_mask, proposal.open_slots  # the whole hole, every step
+    accept = choose_accepted(proposal.entropy, open_mask, config.entropy_bound, 0) & open_mask  # (B, L)
+    argmax = state.current.index_put(open_slots, proposal.argmax)  # (B, L)
+    final = torch.where(accept, proposal.proposal, argmax)  # (B, L) what the canvas says if the loop ends now
+    final_open = final[open_slots]  # (N,)
+    token_logprob = state.token_logprob.index_put(open_slots, proposal.logprob_of(final_open))
+    token_confidence = state.token_confidence.index_put(open_slots, proposal.confidence_of(final_open))
+    current = torch.where(accept, proposal.proposal, state.current)
+    all_accepted = accept[open_slots].all()  # ()
+    if state.last_argmax is None:
+        stable = torch.zeros((), dtype=torch.bool, device=accept.device)
+    else:
+        stable = (proposal.argmax == state.last_argmax).all()
+    confident = less_than(proposal.open_entropy.mean(), config.confidence_threshold)  # ()
+    stop = torch.stack([all_accepted | (stable & confident), torch.zeros_like(stable)])  # (2,)
+    committed = slots.fixed | accept
+    new_state = DenoiseState(
+        current, committed, token_logprob, token_confidence, proposal.soft, proposal.argmax
+    )
+    return StepOutcome(new_state, final, stop)
+
+
+def less_than(value: torch.Tensor, threshold: float) -> torch.Tensor:
+    """``value < threshold`` as Python compares floats, computed on ``value``'s device.
+
+    A tensor compares with a Python float in its own dtype, which rounds the threshold to the
+    nearest value; the smallest value of that dtype not below the threshold gives Python's answer
+    for every value, with no float64 on the device (MPS has none).  The bound is found with
+    NumPy on the host, which reads nothing back from the device.
+    """
+    exact = NUMPY_FLOATS.get(value.dtype)
+    if exact is None:  # bfloat16: NumPy has no such type; the nearest value will do
+        return value < threshold
+    bound = exact(threshold)
+    if float(bound) < threshold:  # in float64: NumPy would compare a float32 with a Python float as float32
+        bound = np.nextafter(bound, exact(np.inf))
+    return value < float(bound)
+
+
+NUMPY_FLOATS = {torch.float16: np.float16, torch.float32: np.float32, torch.float64: np.float64}
+
+
+def renoised(state: DenoiseState, vocab_size: int, generator: torch.Generator) -> DenoiseState:
+    """Uniform random tokens at every slot not committed, for the next pass."""
+    current = state.current
+    noise = torch.randint(0, vocab_size, current.shape, generator=generator, device=current.device)
+    return replace(state, current=torch.where(state.committed, current, noise))
 
 
 def verified_rows(

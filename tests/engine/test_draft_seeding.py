@@ -16,7 +16,7 @@ from difill.engine.api import Cancelled, FillOptions
 from difill.engine.canvas import build_canvas, seeded_canvas
 from difill.engine.decoder import CanvasDecoder
 from difill.engine.prefix_cache import PrefixCache, expand_cache
-from difill.engine.sampler import SamplerConfig, denoise
+from difill.engine.sampler import DenoiseRequest, SamplerConfig, denoise
 from difill.engine.tokens import encode
 
 PREFIX = "def area(width, height):\n    return "
@@ -68,13 +68,15 @@ def rows(loaded):
     return CanvasDecoder(model, expand_cache(cache, 2)), ids_2, clamp, seeded_mask, ids
 
 
-def run(decoder, canvas, clamp, seeded, ids, config=None, **kwargs):
+def run(decoder, canvas, clamp, seeded, ids, config=None, cut_below=None, **kwargs):
     with torch.inference_mode():
-        return denoise(
-            decoder, canvas, clamp, torch.tensor(ids.banned_in_hole), ids.vocab_size,
-            config or SamplerConfig(max_steps=6), torch.Generator().manual_seed(0), seeded=seeded,
-            filler_id=ids.filler[0], **kwargs,
+        request = DenoiseRequest(
+            canvas, clamp, torch.tensor(ids.banned_in_hole), ids.vocab_size, seeded=seeded,
+            filler_id=ids.filler[0], cut_below=cut_below,
         )  # fmt: skip
+        return denoise(
+            decoder, request, config or SamplerConfig(max_steps=6), torch.Generator().manual_seed(0), **kwargs
+        )
 
 
 def test_seeded_canvas_writes_the_draft_then_filler(loaded):

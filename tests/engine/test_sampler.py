@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -9,7 +11,7 @@ from difill.engine.api import Cancelled
 from difill.engine.canvas import build_canvas
 from difill.engine.decoder import CanvasDecoder
 from difill.engine.prefix_cache import PrefixCache
-from difill.engine.sampler import SamplerConfig, choose_accepted, denoise
+from difill.engine.sampler import DenoiseRequest, SamplerConfig, choose_accepted, denoise, less_than
 from difill.engine.tokens import encode
 
 
@@ -30,9 +32,10 @@ def run(setup, **kwargs):
     steps = []
     config = kwargs.pop("config", SamplerConfig(max_steps=6))
     with torch.inference_mode():
+        request = DenoiseRequest(canvas.ids[None], canvas.clamp_mask[None], banned, ids.vocab_size)
         result = denoise(
-            decoder, canvas.ids[None], canvas.clamp_mask[None], banned, ids.vocab_size, config,
-            torch.Generator().manual_seed(0), on_step=lambda step, best: steps.append(best.clone()), **kwargs,
+            decoder, request, config, torch.Generator().manual_seed(0),
+            on_step=lambda step, best: steps.append(best.clone()), **kwargs,
         )  # fmt: skip
     return result, steps
 
@@ -52,8 +55,9 @@ def test_no_banned_token_in_the_hole(setup):
     for seed in range(3):
         decoder, _, _, ids = setup
         with torch.inference_mode():
-            result = denoise(decoder, canvas.ids[None], canvas.clamp_mask[None], banned, ids.vocab_size,
-                             SamplerConfig(max_steps=4, greedy=False), torch.Generator().manual_seed(seed))  # fmt: skip
+            request = DenoiseRequest(canvas.ids[None], canvas.clamp_mask[None], banned, ids.vocab_size)
+            result = denoise(decoder, request, SamplerConfig(max_steps=4, greedy=False),
+                             torch.Generator().manual_seed(seed))  # fmt: skip
         hole = result.canvas[0][~canvas.clamp_mask]
         assert not torch.isin(hole, banned).any()
 
@@ -103,6 +107,23 @@ def test_closed_slots_are_never_accepted():
     assert choose_accepted(entropy, open_mask, bound=10.0, min_accept=3).tolist() == [[False, True, False]]
 
 
+def test_min_accept_may_be_a_tensor_per_row():
+    entropy = torch.tensor([[5.0, 4.0, 6.0], [5.0, 4.0, 6.0]])
+    open_mask = torch.ones(2, 3, dtype=torch.bool)
+    accepted = choose_accepted(entropy, open_mask, bound=0.0, min_accept=torch.tensor([[2], [3]]))
+    assert accepted.tolist() == [[True, True, False], [True, True, True]]
+
+
+def test_less_than_answers_as_a_python_float_comparison():
+    threshold = 0.005  # not a float32: the float32 nearest it is below it
+    nearest = torch.tensor(threshold, dtype=torch.float32)
+    neighbours = [torch.nextafter(nearest, torch.tensor(d)) for d in (-1.0, 1.0)]
+    for value in (nearest, *neighbours, torch.tensor(0.25), torch.tensor(0.0)):
+        assert bool(less_than(value, threshold)) == (value.item() < threshold), value.item()
+    assert bool(less_than(nearest, threshold)) and not bool(nearest < threshold)  # the case it is for
+    assert not bool(less_than(torch.tensor(0.5), 0.5)) and bool(less_than(torch.tensor(0.25), 0.5))
+
+
 def test_filler_constraints_keep_each_hole_one_middle_then_filler():
     from difill.engine.sampler import filler_constraints
 
@@ -141,8 +162,9 @@ def test_text_accepted_with_a_filler_before_it_becomes_filler():
     # Four hole slots want 5, filler, 6, 7, all near-certain: one step accepts them together.
     canvas = torch.zeros(1, 5, dtype=torch.long)
     clamp = torch.tensor([[False, False, False, False, True]])
-    result = denoise(OnePassDecoder([5, F, 6, 7], vocab=16), canvas, clamp, torch.tensor([], dtype=torch.long),
-                     16, SamplerConfig(max_steps=3), torch.Generator().manual_seed(0), filler_id=F)  # fmt: skip
+    request = DenoiseRequest(canvas, clamp, torch.tensor([], dtype=torch.long), 16, filler_id=F)
+    result = denoise(OnePassDecoder([5, F, 6, 7], vocab=16), request, SamplerConfig(max_steps=3),
+                     torch.Generator().manual_seed(0))  # fmt: skip
     assert result.steps == 1
     assert result.canvas[0, :4].tolist() == [5, F, F, F]
 
@@ -160,9 +182,11 @@ def test_no_text_follows_a_filler_in_a_denoised_hole(setup):
         kept = torch.zeros_like(canvas.clamp_mask)
         kept[planted] = True
         with torch.inference_mode():
-            result = denoise(decoder, start[None], canvas.clamp_mask[None], banned, ids.vocab_size,
-                             SamplerConfig(max_steps=5), torch.Generator().manual_seed(seed),
-                             initially_committed=kept[None], filler_id=filler)  # fmt: skip
+            request = DenoiseRequest(start[None], canvas.clamp_mask[None], banned, ids.vocab_size,
+                                     initially_committed=kept[None], filler_id=filler)  # fmt: skip
+            result = denoise(
+                decoder, request, SamplerConfig(max_steps=5), torch.Generator().manual_seed(seed)
+            )
         hole = result.canvas[0][hole_slots].tolist()
         first = hole.index(filler)
         assert first <= planted - int(hole_slots[0])
@@ -180,7 +204,11 @@ def test_a_cut_fill_stops_early_and_shows_the_same_text(engine, monkeypatch):
     def fills(min_prob: float, seed: int):
         options = FillOptions(hole_candidates=(16,), max_steps=12, seed=seed, min_token_prob=min_prob)
         with monkeypatch.context() as patch:
-            patch.setattr(infill_module, "denoise", lambda *a, **k: real(*a, **{**k, "cut_below": None}))
+            patch.setattr(
+                infill_module,
+                "denoise",
+                lambda decoder, request, *a, **k: real(decoder, replace(request, cut_below=None), *a, **k),
+            )
             full = engine.fill(prefix, suffix, options)
         return engine.fill(prefix, suffix, options), full
 

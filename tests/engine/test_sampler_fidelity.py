@@ -15,7 +15,7 @@ from difill.engine.canvas import build_canvas
 from difill.engine.decoder import CanvasDecoder
 from difill.engine.infill import InfillEngine, sampler_config
 from difill.engine.prefix_cache import PrefixCache
-from difill.engine.sampler import SamplerConfig, denoise, temperature_at
+from difill.engine.sampler import DenoiseRequest, SamplerConfig, denoise, temperature_at
 from difill.engine.tokens import encode
 
 
@@ -54,8 +54,10 @@ def test_self_conditioning_is_fed_the_tempered_distribution(gemma_loaded):
     config = SamplerConfig(max_steps=2, entropy_bound=1e-9, t_max=0.8, t_min=0.4, stock_schedule=True)
     banned = torch.tensor(gemma_loaded.ids.banned_in_hole)
     with torch.inference_mode():
-        denoise(spy, canvas.ids[None], canvas.clamp_mask[None], banned, gemma_loaded.ids.vocab_size, config,
-                torch.Generator().manual_seed(0))  # fmt: skip
+        request = DenoiseRequest(
+            canvas.ids[None], canvas.clamp_mask[None], banned, gemma_loaded.ids.vocab_size
+        )
+        denoise(spy, request, config, torch.Generator().manual_seed(0))
     assert spy.soft_inputs[0] is None and spy.soft_inputs[1] is not None
     raw = spy.open_logits[0][:, : gemma_loaded.ids.vocab_size].clone()
     raw[:, banned] = -1e4
@@ -123,8 +125,8 @@ def test_revise_re_decides_committed_slots_like_the_stock_sampler():
     def run(revise):
         config = SamplerConfig(max_steps=3, entropy_bound=0.5, revise=revise)
         decoder = ScriptedDecoder(script, vocab=16)
-        return denoise(decoder, canvas, clamp, torch.tensor([], dtype=torch.long), 16, config,
-                       torch.Generator().manual_seed(0)).canvas[0, 0].item()  # fmt: skip
+        request = DenoiseRequest(canvas, clamp, torch.tensor([], dtype=torch.long), 16)
+        return denoise(decoder, request, config, torch.Generator().manual_seed(0)).canvas[0, 0].item()
 
     assert run(revise=False) == 5  # monotone: once committed, slot 0 keeps its first token
     assert run(revise=True) == 7  # stock: every step re-decides it
@@ -135,7 +137,7 @@ def test_edits_revise_by_default_and_fills_do_not(gemma_loaded, monkeypatch):
     real = infill_module.denoise
 
     def spy(*args, **kwargs):
-        seen.append(args[5].revise)
+        seen.append(args[2].revise)
         return real(*args, **kwargs)
 
     monkeypatch.setattr(infill_module, "denoise", spy)
@@ -174,9 +176,11 @@ def test_no_special_token_enters_a_hole_or_a_suggestion(gemma_loaded):
     cache, canvas = gemma_setup(gemma_loaded)
     for seed in range(2):
         with torch.inference_mode():
-            result = denoise(CanvasDecoder(gemma_loaded.model, cache), canvas.ids[None], canvas.clamp_mask[None],
-                             banned, gemma_loaded.ids.vocab_size, SamplerConfig(max_steps=3, greedy=False),
-                             torch.Generator().manual_seed(seed))  # fmt: skip
+            request = DenoiseRequest(
+                canvas.ids[None], canvas.clamp_mask[None], banned, gemma_loaded.ids.vocab_size
+            )
+            result = denoise(CanvasDecoder(gemma_loaded.model, cache), request,
+                             SamplerConfig(max_steps=3, greedy=False), torch.Generator().manual_seed(seed))  # fmt: skip
         assert not torch.isin(result.canvas[0][~canvas.clamp_mask], banned).any()
     fill = engine.fill("def f(x):\n    return ", "\n", FillOptions(max_hole_tokens=6, max_steps=3))
     for candidate in fill.candidates:
