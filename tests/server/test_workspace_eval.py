@@ -7,13 +7,13 @@ from pathlib import Path
 
 from difill.engine.api import Candidate, FillResult, FillStats
 from difill.lab.workspace_eval import (
+    PackageIndexes,
     definitions,
     evaluate_workspace,
     format_workspace,
+    load_packages,
     local_bindings,
     replay_spots,
-    PackageIndexes,
-    load_packages,
     typing_replay_inside,
     workspace_cases,
 )
