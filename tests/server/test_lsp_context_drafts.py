@@ -16,7 +16,8 @@ UTIL = (
 
 async def test_a_workspace_file_drafts_the_ghost_text(tiny_model_dir, tmp_path):
     (tmp_path / "util.py").write_text(UTIL)
-    options = {"workspaceIndex": True, "contextDrafts": "show"}
+    # minTokenProb 1: the random model's own text never shows, so the draft does whatever its match.
+    options = {"workspaceIndex": True, "contextDrafts": "show", "minTokenProb": 1.0}
     async with running_server(tiny_model_dir, init_options=options, root_uri=tmp_path.as_uri()) as client:
         uri = (tmp_path / "main.py").as_uri()
         open_document(client, uri, "from util import compute_total\n\nvalue = compute_")

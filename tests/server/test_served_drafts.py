@@ -4,11 +4,14 @@ declines the language."""
 
 from __future__ import annotations
 
+import difill.server.served as served_module
 from difill.engine.api import Candidate, FillResult, FillStats
 from difill.server.config import Settings
 from difill.server.served import ServedModel
 
 DOC = "total = compute_total(items, tax)\nprint(total)\n\nother = compute_"
+# "x = 1\ntotal = compute_total(" again: a match of 7 tokens, long enough to show its draft as it stands.
+SEEN = "x = 1\ntotal = compute_total(items, tax)\nprint(total)\nx = 1\ntotal = compute_total("
 
 
 class RecordingEngine:
@@ -56,9 +59,10 @@ def test_off_asks_the_model_alone():
 
 def test_show_makes_the_best_draft_the_ghost_text_without_a_model_run():
     engine = RecordingEngine()
-    shown = ServedModel(engine, Settings(context_drafts="show")).suggest(DOC, len(DOC))
+    shown = ServedModel(engine, Settings(context_drafts="show")).suggest(SEEN, len(SEEN))
+    assert shown.drafts[0].matched >= served_module.SHOW_MIN_MATCH
     assert engine.options == []  # typing: the draft stands, no fill
-    assert shown.text == "total(items, tax)" and shown.forwards == 0
+    assert shown.text == "items, tax)" and shown.forwards == 0
     assert shown.result.candidates[0].source == "draft:current"
 
 
@@ -71,7 +75,7 @@ def test_show_puts_the_draft_first_when_the_user_asks_then_the_model():
             )
 
     engine = Answering()
-    shown = ServedModel(engine, Settings(context_drafts="show")).suggest(DOC, len(DOC), invoked=True)
+    shown = ServedModel(engine, Settings(context_drafts="show")).suggest(SEEN, len(SEEN), invoked=True)
     assert engine.options[-1].drafts == ()  # the model is asked without seeds
     assert [c.source for c in shown.result.candidates] == ["draft:current", "model"]
 
@@ -86,7 +90,7 @@ def test_auto_shows_drafts_for_difill_trained_checkpoints_and_seeds_for_others()
 
     trained = RecordingEngine()
     trained.loaded = Loaded()
-    assert ServedModel(trained).suggest(DOC, len(DOC)).text == "total(items, tax)"
+    assert ServedModel(trained).suggest(SEEN, len(SEEN)).text == "items, tax)"
     assert trained.options == []
     other = RecordingEngine()  # a real checkpoint or a remote: no difill record
     ServedModel(other).suggest(DOC, len(DOC))
@@ -110,3 +114,41 @@ def test_a_verified_draft_is_shown_like_any_candidate():
 
     shown = ServedModel(DraftEngine(), Settings(context_drafts="seed")).suggest(DOC, len(DOC))
     assert shown.text == "total(items, tax)" and shown.forwards == 1
+
+
+class Answering(RecordingEngine):
+    """Answers ``text`` as a whole middle (or nothing) and records the options."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def fill(self, prefix, suffix, options=None, should_stop=None, on_draft=None):
+        self.options.append(options)
+        candidates = [Candidate(self.text, 8, -0.5, True)] if self.text else []
+        return FillResult(self.text, candidates, FillStats(decoder_forwards=3))
+
+
+SHORT = "total = compute_total(items, tax)\nprint(total)\n\nother = compute_"  # matches "= compute_": 2 tokens
+LONG = "total = compute_total(items, tax)\nprint(total)\n\ntotal = compute_"  # "total = compute_": 3
+
+
+def test_show_keeps_a_draft_on_a_short_match_behind_the_models_text(monkeypatch):
+    monkeypatch.setattr(served_module, "SHOW_MIN_MATCH", 3)
+    settings = Settings(context_drafts="show")
+    long = ServedModel(Answering("mean(items)"), settings).suggest(LONG, len(LONG))
+    assert [d.matched for d in long.drafts] == [3]
+    assert long.text == "total(items, tax)" and long.forwards == 0  # a long match: the draft, no model run
+    engine = Answering("mean(items)")
+    short = ServedModel(engine, settings).suggest(SHORT, len(SHORT))
+    assert [d.matched for d in short.drafts] == [2]
+    assert len(engine.options) == 1 and short.text == "mean(items)"  # the model's text is the ghost text
+    asked = ServedModel(Answering("mean(items)"), settings).suggest(SHORT, len(SHORT), invoked=True)
+    assert [c.source for c in asked.result.candidates] == ["model", "draft:current"]
+
+
+def test_show_falls_back_to_a_short_match_draft_where_the_model_shows_nothing(monkeypatch):
+    monkeypatch.setattr(served_module, "SHOW_MIN_MATCH", 3)
+    engine = Answering("")
+    shown = ServedModel(engine, Settings(context_drafts="show")).suggest(SHORT, len(SHORT))
+    assert len(engine.options) == 1 and shown.text == "total(items, tax)"
