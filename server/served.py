@@ -11,6 +11,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from tree_sitter import Tree
 
@@ -33,9 +34,11 @@ from difill.engine.text.pipeline import shown_middles, shown_texts
 from difill.engine.text.rules import with_middles
 from difill.server.config import Settings
 from difill.server.context.drafts import Draft, find_drafts
-from difill.server.context.index import Snippet
 from difill.server.context.prompt import snippet_block
 from difill.server.trees import SyntaxTrees
+
+if TYPE_CHECKING:  # the index imports pygls: `difill fill --remote` loads no LSP library
+    from difill.server.context.index import Snippet
 
 log = logging.getLogger("difill.server")
 _SAID: set[str] = set()  # why a language got no model text, each logged once

@@ -1,4 +1,5 @@
-"""Snippets in the prompt: a block of comments naming each snippet's path, put before the prefix.
+"""Snippets in the prompt: a block of comments naming each snippet's path, read before the prefix
+(the engine puts it after ``<bos>``: FillOptions.context_block, engine/tokens.py).
 
 The block is ordered by path and line, never by score, and its snippets are chosen from the
 text around the cursor without the cursor's own line (similarity.query_text): while the user
@@ -9,8 +10,11 @@ prefix cache keeps hitting.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from difill.server.context.index import Snippet
+if TYPE_CHECKING:  # the index imports pygls: `difill fill --remote` loads no LSP library
+    from difill.server.context.index import Snippet
+
 
 # Line-comment syntax by LSP language id.  A language not here gets no snippets: text that is
 # not a comment in that language would change what the model reads as code.
@@ -73,17 +77,6 @@ def snippet_block(
             break
     chosen.sort()  # by path, line, kind, then text: never by score or by arrival
     return "".join(text for *_, text in chosen)
-
-
-def with_snippets(
-    prefix: str,
-    snippets: Sequence[Snippet],
-    language_id: str,
-    budget_tokens: int,
-    count_tokens: Callable[[str], int] = approximate_tokens,
-) -> str:
-    """``prefix`` with the snippet block before it."""
-    return snippet_block(snippets, language_id, budget_tokens, count_tokens) + prefix
 
 
 def _printable(path: str) -> str:

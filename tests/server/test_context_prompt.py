@@ -9,7 +9,7 @@ import pytest
 from tokenizers import Tokenizer
 
 from difill.server.context.index import Snippet, WorkspaceIndex
-from difill.server.context.prompt import approximate_tokens, snippet_block, with_snippets
+from difill.server.context.prompt import approximate_tokens, snippet_block
 
 SHIPPED_TOKENIZER = Path(__file__).parents[2] / "engine" / "default_model" / "tokenizer.json"
 
@@ -66,22 +66,25 @@ def test_the_snippet_block_stays_identical_while_typing_a_line(workspace):
         index.note_edit(uri, 5)
         retrieval = index.retrieve(uri, text, len(prefix), "python")
         blocks.append(snippet_block(retrieval.snippets, "python", 160))
-        prompts.append(with_snippets(prefix, retrieval.snippets, "python", 160))
+        prompts.append(prefix)
 
     assert blocks[0] and "# Path: pkg/util.py" in blocks[0] and "# Path: pkg/io.py" in blocks[0]
     assert all(block == blocks[0] for block in blocks)
     block_tokens = tokenizer.encode(blocks[0], add_special_tokens=False).ids
     previous: list[int] | None = None
-    for prompt in prompts:
-        ids = tokenizer.encode(prompt, add_special_tokens=False).ids
-        # The prefix cache keeps the longest common token prefix: the whole block at least (its
-        # last newline may merge with what follows), then the typed text.
-        assert ids[: len(block_tokens) - 1] == block_tokens[:-1]
+    for block, prefix in zip(blocks, prompts, strict=True):
+        # As the engine reads them (engine/tokens.py): the block's tokens, then the prefix's.
+        ids = (
+            tokenizer.encode(block, add_special_tokens=False).ids
+            + tokenizer.encode(prefix, add_special_tokens=False).ids
+        )
+        # The prefix cache keeps the longest common token prefix: the whole block, then the typed text.
+        assert ids[: len(block_tokens)] == block_tokens
         if previous is not None:
             common = next(
                 (i for i, (a, b) in enumerate(zip(previous, ids, strict=False)) if a != b), len(previous)
             )
-            assert common >= len(block_tokens) - 1
+            assert common >= len(block_tokens)
         previous = ids
 
 
