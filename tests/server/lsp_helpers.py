@@ -93,6 +93,16 @@ async def running_server(
             await wait_for_status(client, "ready")
         yield client
         await client.shutdown_session()
+    except BaseException:
+        # A failure inside the block skips the shutdown above: the server would never exit, and
+        # client.stop() would wait for it forever instead of reporting the failure.  Ask it to
+        # shut down, briefly, then kill it.
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(client.shutdown_session(), 5)
+        server = client._server  # pygls' JsonRPCClient: the server process it started
+        if server is not None and server.returncode is None:
+            server.kill()
+        raise
     finally:
         await client.stop()
 

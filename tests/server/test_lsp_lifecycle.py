@@ -9,6 +9,7 @@ import socket
 import subprocess
 import time
 
+import pytest
 from lsp_helpers import (
     SERVER_ENV,
     inline_params,
@@ -115,3 +116,15 @@ def test_tcp_transport_listens_on_localhost(tmp_path):
     finally:
         process.kill()
         process.wait()
+
+
+async def test_a_failure_inside_a_running_server_block_is_reported_not_hung(tiny_model_dir):
+    """The harness itself: an assertion that fails while a server runs must surface as that
+    failure, and the server must not outlive it (it used to hang the test run instead)."""
+    server = None
+    with pytest.raises(AssertionError, match="a failed check"):
+        async with asyncio.timeout(60):
+            async with running_server(tiny_model_dir) as client:
+                server = client._server
+                raise AssertionError("a failed check")
+    assert server is not None and server.returncode is not None
