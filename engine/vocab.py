@@ -75,7 +75,9 @@ class TokenIds:
 
 
 FILLER_POLICIES = ("auto", "fill", "eos", "pad", "none")
-WITHOUT_FILL_DEFAULT = "none"  # eos / pad / none measured equal on the default model: README, "Real checkpoints"
+WITHOUT_FILL_DEFAULT = (
+    "none"  # eos / pad / none measured equal on the default model: README, "Real checkpoints"
+)
 
 
 def filler_ids(policy: str, fill_id: int | None, eos: int, pad: int) -> tuple[int, ...]:

@@ -33,7 +33,9 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=400, help="train files sampled as the tuning split")
     ap.add_argument("--cases", type=int, default=150)
     ap.add_argument("--typing-files", type=int, default=6)
-    ap.add_argument("--probs", default="0,0.0498,0.1353,0.2231,0.3679,0.6065", help="minTokenProb values (e^-3 .. e^-0.5)")
+    ap.add_argument(
+        "--probs", default="0,0.0498,0.1353,0.2231,0.3679,0.6065", help="minTokenProb values (e^-3 .. e^-0.5)"
+    )
     ap.add_argument("--max-tokens", default="32", help="maxTokens values")
     args = ap.parse_args()
 
@@ -52,7 +54,9 @@ def main() -> None:
         def memoised(prefix_ids, canvases, options, should_stop, **kw):
             key = (tuple(prefix_ids), tuple(tuple(c.ids.tolist()) for c in canvases), options.max_steps)
             if key not in memo:  # the cut only ends the loop early, so a longer run's result serves it
-                memo[key] = denoise_once(prefix_ids, canvases, options, should_stop, **{**kw, "cut_below": None})
+                memo[key] = denoise_once(
+                    prefix_ids, canvases, options, should_stop, **{**kw, "cut_below": None}
+                )
             return memo[key]
 
         engine._encode_and_denoise = memoised

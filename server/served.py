@@ -259,7 +259,9 @@ def suggestion_fill(
     if weak and not invoked and shown_texts(result.candidates, ctx):
         weak = []  # the model's own text is shown
     if sure or weak:
-        result.candidates = drafts_result(sure).candidates + result.candidates + drafts_result(weak).candidates
+        result.candidates = (
+            drafts_result(sure).candidates + result.candidates + drafts_result(weak).candidates
+        )
         result.text = result.candidates[0].text
     return result
 

@@ -82,7 +82,11 @@ def limit_to_scope(text: str, ctx: FillContext) -> str:
         return lines[0]
     kept = [lines[0]]
     for line in lines[1 : ctx.shape.max_lines]:
-        if line.strip() and ctx.shape.scope_indent is not None and indent_width(line) < ctx.shape.scope_indent:
+        if (
+            line.strip()
+            and ctx.shape.scope_indent is not None
+            and indent_width(line) < ctx.shape.scope_indent
+        ):
             if _closes_unclosed_block(line, ctx):
                 kept.append(line)
             break
@@ -130,7 +134,9 @@ def _own_block(lines: list[str], ctx: FillContext) -> list[str]:
             closed = end > start and depth <= 0
         else:
             closed = (
-                end > start and indent_width(line) <= base and re.match(spec.block_close, line.strip()) is not None
+                end > start
+                and indent_width(line) <= base
+                and re.match(spec.block_close, line.strip()) is not None
             )
         if closed:
             return lines[: end + 1]

@@ -49,7 +49,9 @@ def connect(port: int, timeout: float = 30) -> socket.socket:
     deadline = time.monotonic() + timeout
     while True:
         try:
-            return socket.create_connection(("127.0.0.1", port), timeout=60)  # generous: a loaded 2-core CI machine answered late
+            return socket.create_connection(
+                ("127.0.0.1", port), timeout=60
+            )  # generous: a loaded 2-core CI machine answered late
         except OSError:
             assert time.monotonic() < deadline, "the server never listened"
             time.sleep(0.1)

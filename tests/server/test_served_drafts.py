@@ -129,7 +129,9 @@ class Answering(RecordingEngine):
         return FillResult(self.text, candidates, FillStats(decoder_forwards=3))
 
 
-SHORT = "total = compute_total(items, tax)\nprint(total)\n\nother = compute_"  # matches "= compute_": 2 tokens
+SHORT = (
+    "total = compute_total(items, tax)\nprint(total)\n\nother = compute_"  # matches "= compute_": 2 tokens
+)
 LONG = "total = compute_total(items, tax)\nprint(total)\n\ntotal = compute_"  # "total = compute_": 3
 
 

@@ -109,7 +109,9 @@ async def accept_edit(server: RequestContext, arguments: tuple[Any, ...]) -> dic
     try:
         document = server.edits.current(proposal.uri, proposal.version)
         if document.text != proposal.seen_text:  # reopened with other text at the same version
-            raise JsonRpcContentModified(f"the document was reopened with other text at version {document.version}")
+            raise JsonRpcContentModified(
+                f"the document was reopened with other text at version {document.version}"
+            )
     except JsonRpcContentModified as err:
         raise JsonRpcContentModified(f"{err.message}; the proposal is dropped") from None
     return await apply(server, document, proposal.edits, proposal.version, proposal.label)

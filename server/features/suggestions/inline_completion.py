@@ -50,7 +50,9 @@ async def inline_completion(
     return types.InlineCompletionList(items=items)
 
 
-async def suggestions_at(server: RequestContext, document: Document, offset: int, invoked: bool) -> Suggestions:
+async def suggestions_at(
+    server: RequestContext, document: Document, offset: int, invoked: bool
+) -> Suggestions:
     """The suggestions at ``offset``; none when the model server failed (the status says why)."""
     try:
         return await server.suggestions.suggest(document, offset, invoked)

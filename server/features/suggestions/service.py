@@ -209,7 +209,9 @@ class SuggestionService(OneJobPerDocument):
             else None
         )
         settings = fill.settings
-        block = snippet_block(retrieval.snippets, fill.language_id, settings.snippet_tokens) if retrieval else ""
+        block = (
+            snippet_block(retrieval.snippets, fill.language_id, settings.snippet_tokens) if retrieval else ""
+        )
         if settings.context_drafts == "off":
             return [], block
         sources = retrieval.sources if retrieval else ()
