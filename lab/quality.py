@@ -77,23 +77,14 @@ def typing_replay(model: ServedModel, corpus: Path, files: int, lines: int, seed
         body = text.rstrip("\n") + "\n"
         starts = [i + 1 for i, ch in enumerate(body) if ch == "\n"][:-1]
         cut = starts[-lines] if len(starts) >= lines else 0
-        typed, target = body[:cut], body[cut:]
-        replay.files += 1
-        replay.characters += len(target)
-        position = 0
-        while position < len(target):
-            shown = model.suggest(typed, len(typed), EVAL_URI)
-            replay.requests += 1
-            replay.ms.append(shown.ms)
-            if shown.text and target.startswith(shown.text, position):
-                replay.accepted += 1
-                replay.saved += len(shown.text)
-                typed += shown.text
-                position += len(shown.text)
-            else:
-                typed += target[position]
-                position += 1
+        replay.type_target(body[cut:], lambda typed, before=body[:cut]: suggested(model, before + typed))
     return replay.summary()
+
+
+def suggested(model: ServedModel, text: str) -> tuple[str, float]:
+    """What ghost text at the end of ``text`` shows, and its ms."""
+    shown = model.suggest(text, len(text), EVAL_URI)
+    return shown.text, shown.ms
 
 
 def evaluate_served(

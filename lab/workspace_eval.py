@@ -254,21 +254,9 @@ def typing_replay_inside(suggest: Suggest, spots: list) -> dict:
     """Type each spot's lines with the rest of its file below; Tab when the suggestion matches."""
     replay = TypingReplay()
     for path, before, target, after in spots:
-        replay.files += 1
-        replay.characters += len(target)
-        typed, position = before, 0
-        while position < len(target):
-            shown, ms = suggest(typed + after, len(typed), path)
-            replay.requests += 1
-            replay.ms.append(ms)
-            if shown and target.startswith(shown, position):
-                replay.accepted += 1
-                replay.saved += len(shown)
-                typed += shown
-                position += len(shown)
-            else:
-                typed += target[position]
-                position += 1
+        replay.type_target(
+            target, lambda typed, b=before, a=after, p=path: suggest(b + typed + a, len(b + typed), p)
+        )
     return replay.summary()
 
 

@@ -23,7 +23,7 @@ import random
 from pathlib import Path
 
 import difill.server.served as served
-from difill.lab.quality import load_served
+from difill.lab.quality import load_served, suggested
 from difill.lab.training.corpus import read_jsonl
 from difill.lab.training.evaluate import ShapeScore, TypingReplay
 from difill.lab.training.examples import EVAL_SHAPES, sample_eval_example
@@ -103,20 +103,7 @@ def end_of_file_replay(model, texts: list[str]) -> dict:
         body = text.rstrip("\n") + "\n"
         starts = [i + 1 for i, ch in enumerate(body) if ch == "\n"][:-1]
         cut = starts[-LINES] if len(starts) >= LINES else 0
-        typed, target, position = body[:cut], body[cut:], 0
-        replay.files += 1
-        replay.characters += len(target)
-        while position < len(target):
-            shown = model.suggest(typed, len(typed), "file:///tune/case.py")
-            replay.requests += 1
-            if shown.text and target.startswith(shown.text, position):
-                replay.accepted += 1
-                replay.saved += len(shown.text)
-                typed += shown.text
-                position += len(shown.text)
-            else:
-                typed += target[position]
-                position += 1
+        replay.type_target(body[cut:], lambda typed, before=body[:cut]: suggested(model, before + typed))
     return replay.summary()
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import random
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -109,6 +110,24 @@ class TypingReplay:
     accepted: int = 0
     requests: int = 0
     ms: list[float] = field(default_factory=list)
+
+    def type_target(self, target: str, suggest: Callable[[str], tuple[str, float]]) -> None:
+        """Type ``target`` one character at a time; before each key ``suggest(typed)`` (the part of
+        ``target`` typed so far) gives the shown suggestion and its ms, and it is accepted (one Tab)
+        when it is exactly what comes next."""
+        self.files += 1
+        self.characters += len(target)
+        position = 0
+        while position < len(target):
+            shown, ms = suggest(target[:position])
+            self.requests += 1
+            self.ms.append(ms)
+            if shown and target.startswith(shown, position):
+                self.accepted += 1
+                self.saved += len(shown)
+                position += len(shown)
+            else:
+                position += 1
 
     def summary(self) -> dict:
         return {
