@@ -12,6 +12,7 @@ import math
 import re
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 
 import torch
@@ -93,7 +94,8 @@ class InfillEngine:
     def _fill(self, prefix, suffix, options: FillOptions, should_stop, on_draft) -> FillResult:
         started = time.perf_counter()
         budget = self._prefix_budget(options)
-        prefix_ids = self._prefix_ids(prefix, budget, options.context_block)
+        block = block_tokens(self.tokenizer, options.context_block, budget)  # tokenized once per fill
+        prefix_ids = self._prefix_ids(prefix, budget, block)
         heal_text, prefix_ids = self._split_heal(prefix, prefix_ids, options.heal)
 
         lengths = options.candidate_lengths()
@@ -117,7 +119,7 @@ class InfillEngine:
 
         allowed = self._heal_allowed(heal_text) if heal_text else None
         if heal_text and allowed is None:  # no token extends the partial word: give it back to the prefix
-            prefix_ids, heal_text = self._prefix_ids(prefix, budget, options.context_block), ""
+            prefix_ids, heal_text = self._prefix_ids(prefix, budget, block), ""
         # Draft rows: the longest hole's canvas, its hole starting from the draft instead of noise.
         seeds = [seeded_canvas(canvases[-1], self._draft_ids(heal_text + d)) for d in options.drafts]
         canvases += [canvas for canvas, _ in seeds]
@@ -162,7 +164,7 @@ class InfillEngine:
         stats.tokens_per_forward = stats.hole_tokens / max(1, result.steps)
         stats.draft_rows = len(seeds)
         stats.draft_verified = result.done is not None
-        stats.context_tokens = len(block_tokens(self.tokenizer, options.context_block, budget))
+        stats.context_tokens = len(block)
         stats.total_ms = (time.perf_counter() - started) * 1000
         return FillResult(best.text if best else "", candidates, stats)
 
@@ -277,7 +279,7 @@ class InfillEngine:
         """Prefix tokens a fill reads: the options' budget, capped by what the model was trained to read."""
         return min(options.prefix_tokens or self.loaded.max_prefix_tokens, self.loaded.max_prefix_tokens)
 
-    def _prefix_ids(self, prefix: str, budget: int, block: str = "") -> list[int]:
+    def _prefix_ids(self, prefix: str, budget: int, block: Sequence[int] = ()) -> list[int]:
         tokens = encode_prefix_window(self.tokenizer, self.ids, prefix, budget, block)
         if not tokens:  # a tokenizer without bos and an empty prefix: cache one newline
             tokens = encode(self.tokenizer, "\n")

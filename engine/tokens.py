@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from transformers import PreTrainedTokenizerBase
 
 from difill.engine.text.context import CHARS_PER_TOKEN_BOUND
@@ -18,15 +20,15 @@ def encode(tok: PreTrainedTokenizerBase, text: str) -> list[int]:
 
 
 def encode_prefix_window(
-    tok: PreTrainedTokenizerBase, ids: TokenIds, prefix: str, budget: int, block: str = ""
+    tok: PreTrainedTokenizerBase, ids: TokenIds, prefix: str, budget: int, block: Sequence[int] = ()
 ) -> list[int]:
-    """``<bos>``, the ``block``'s tokens, then the last tokens of the prefix: ``budget`` in all.
+    """``<bos>``, the ``block`` tokens, then the last tokens of the prefix: ``budget`` in all.
 
     ``<bos>`` comes first whether or not the window reaches the file start: Gemma models expect it
     at position 0 and degrade without it.  The window starts at a line start and is cut from the
     left in whole chunks, so that while the user types at the end the kept tokens do not shift
-    and the prefix cache can be reused.  ``block`` (FillOptions.context_block: text from other
-    files) is kept whole or not at all: it is left out when it would take more than half the budget.
+    and the prefix cache can be reused.  ``block``: the context block's tokens as ``block_tokens``
+    gives them (at most half the budget).
     """
     window_chars = budget * CHARS_PER_TOKEN_BOUND
     if len(prefix) > window_chars:
@@ -34,7 +36,7 @@ def encode_prefix_window(
         newline = prefix.find("\n", start)
         start = newline + 1 if 0 <= newline < len(prefix) - 1 else start
         prefix = prefix[start:]
-    head = ([ids.bos] if ids.bos is not None else []) + block_tokens(tok, block, budget)
+    head = ([ids.bos] if ids.bos is not None else []) + list(block)
     tokens = encode(tok, prefix)
     room = max(0, budget - len(head))
     if len(tokens) > room:
@@ -46,8 +48,9 @@ def encode_prefix_window(
 
 
 def block_tokens(tok: PreTrainedTokenizerBase, block: str, budget: int) -> list[int]:
-    """The tokens of a context block read before the prefix window; none when they would take
-    more than half of a ``budget``-token prefix."""
+    """The tokens of a context block (FillOptions.context_block: text from other files) read
+    before the prefix window, kept whole or not at all: none when they would take more than half
+    of a ``budget``-token prefix (the code before the cursor matters more)."""
     tokens = encode(tok, block)
     return tokens if len(tokens) <= budget // 2 else []
 

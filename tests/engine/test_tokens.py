@@ -50,7 +50,7 @@ def test_a_context_block_follows_bos_and_takes_its_room_from_the_prefix(loaded):
     block_ids = encode(tok, block)
     budget = 2 * len(block_ids) + 20
     plain = encode_prefix_window(tok, ids, prefix, budget=budget)
-    with_block = encode_prefix_window(tok, ids, prefix, budget=budget, block=block)
+    with_block = encode_prefix_window(tok, ids, prefix, budget=budget, block=block_tokens(tok, block, budget))
     assert with_block[: 1 + len(block_ids)] == [ids.bos, *block_ids]
     assert len(with_block) <= budget and len(plain) <= budget
     assert with_block[-8:] == plain[-8:]  # the code just before the cursor stays
@@ -61,7 +61,7 @@ def test_a_context_block_over_half_the_budget_is_left_out_whole(loaded):
     tok, ids = loaded.tokenizer, loaded.ids
     block = "".join(f"# line {i} of a long snippet\n" for i in range(40))
     assert len(encode(tok, block)) > 32
-    assert encode_prefix_window(tok, ids, "x = 1\n", budget=64, block=block) == encode_prefix_window(
-        tok, ids, "x = 1\n", budget=64
-    )
+    assert encode_prefix_window(
+        tok, ids, "x = 1\n", budget=64, block=block_tokens(tok, block, 64)
+    ) == encode_prefix_window(tok, ids, "x = 1\n", budget=64)
     assert block_tokens(tok, block, 64) == [] and block_tokens(tok, block, 4096) == encode(tok, block)
