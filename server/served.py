@@ -104,6 +104,7 @@ class ServedModel:
         invoked: bool = False,
         sources: Sequence[tuple[str, str]] = (),
         snippets: Sequence[Snippet] = (),
+        index_drafts: Sequence[Draft] = (),
     ) -> Shown:
         """The first suggestion a request at ``offset`` would show ("" for none): an automatic one
         (ghost text while typing, the default) or, with ``invoked``, one the user asked for.
@@ -111,10 +112,11 @@ class ServedModel:
         Drafts are retrieved from the document (before the cursor, then after it) and then
         ``sources`` ((path, text) pairs: open documents, workspace files), and used as the
         ``contextDrafts`` setting says (``suggestion_fill``); their retrieval time counts in ``ms``.
+        ``index_drafts`` are the workspace index's own (``Retrieval.drafts``), taken first.
         ``snippets`` (the workspace index's, by priority) make the block read before the prefix."""
         ctx = self.context(text, offset, uri, language_id)
         started = time.perf_counter()
-        drafts, retrieved = self.retrieve(text, offset, ctx, sources)
+        drafts, retrieved = self.retrieve(text, offset, ctx, sources, index_drafts)
         block = snippet_block(snippets, language_id, self.settings.snippet_tokens)
         retrieval_ms = (time.perf_counter() - started) * 1000
         result = suggestion_fill(self.engine, ctx, self.settings, invoked, drafts, language_id,
@@ -135,13 +137,17 @@ class ServedModel:
         return context_for(text, offset, language_id, uri, self.settings, tree)
 
     def retrieve(
-        self, text: str, offset: int, ctx: FillContext, sources: Sequence[tuple[str, str]] = ()
+        self,
+        text: str,
+        offset: int,
+        ctx: FillContext,
+        sources: Sequence[tuple[str, str]] = (),
+        index_drafts: Sequence[Draft] = (),
     ) -> tuple[list[Draft], str]:
-        """The shaped drafts for a cursor (the document before it, after it, then ``sources``),
-        and the best one alone as the filters show it: retrieval without a model."""
-        found = drafts_at(text, offset, sources)
-        drafts = shaped_drafts(found, ctx)
-        shown = shown_texts([Candidate(drafts[0].text, 0, 0.0, True, "draft:0")], ctx) if drafts else []
+        """The shaped drafts for a cursor (``drafts_at``), and the best one as the filters show it
+        (the first the filters leave text of, as with "show"): retrieval without a model."""
+        drafts = shaped_drafts(drafts_at(text, offset, sources, index_drafts), ctx)
+        shown = shown_texts(drafts_result(drafts).candidates, ctx)
         return drafts, shown[0] if shown else ""
 
     def fill_holes(
@@ -181,14 +187,33 @@ def shaped_drafts(drafts: Sequence[Draft], ctx: FillContext) -> list[Draft]:
         text = "\n".join(draft.text.split("\n")[: ctx.shape.max_lines]).rstrip()
         if text.strip() and text not in seen:
             seen.add(text)
-            out.append(Draft(text, draft.source, draft.matched))
+            out.append(Draft(text, draft.source, draft.matched, draft.kind))
     return out
 
 
-def drafts_at(text: str, offset: int, sources: Sequence[tuple[str, str]] = ()) -> list[Draft]:
-    """The drafts for a cursor: the document before it first, then after it, then ``sources``."""
+def drafts_at(
+    text: str, offset: int, sources: Sequence[tuple[str, str]] = (), index_drafts: Sequence[Draft] = ()
+) -> list[Draft]:
+    """The drafts for a cursor, best first: the workspace index's completion of a typed import
+    line, continuations after a long match, the index's new import line, then shorter matches.
+
+    ``index_drafts`` are the index's own (``Retrieval.drafts``, server/context/imports.py); the
+    continuations are what followed the same tokens in the document before the cursor, after it,
+    then in ``sources`` (``find_drafts``).  A new line among the imports is a guess from the names
+    the document lacks, so a continuation that matched as much as a whole line comes first."""
     after = ("current", to_lf(text[offset:]))
-    return find_drafts(to_lf(text[:offset]), [after, *sources], max_drafts=DRAFTS_PER_REQUEST)
+    found = find_drafts(to_lf(text[:offset]), [after, *sources], max_drafts=DRAFTS_PER_REQUEST)
+    long = [d for d in found if d.matched >= SHOW_MIN_MATCH]
+    short = [d for d in found if d.matched < SHOW_MIN_MATCH]
+    typed = [d for d in index_drafts if d.kind == "import"]
+    new = [d for d in index_drafts if d.kind != "import"]
+    return [*typed, *long, *new, *short]
+
+
+def is_sure(draft: Draft) -> bool:
+    """A draft that "show" makes the ghost text with no model run: an import line from the
+    workspace index, or a continuation after a long match (docs/drafts.md, SHOW_MIN_MATCH)."""
+    return draft.kind in ("import", "new-import") or draft.matched >= SHOW_MIN_MATCH
 
 
 def draft_mode(engine: object, settings: Settings) -> str:
@@ -249,8 +274,8 @@ def suggestion_fill(
         return drafts_result(usable)
     # "show": a draft on a long match is the ghost text; one on a shorter match only where the
     # filters leave the model's text empty (measured: docs/drafts.md, SHOW_MIN_MATCH).
-    sure = [d for d in usable if d.matched >= SHOW_MIN_MATCH] if mode == "show" else []
-    weak = [d for d in usable if d.matched < SHOW_MIN_MATCH] if mode == "show" else []
+    sure = [d for d in usable if is_sure(d)] if mode == "show" else []
+    weak = [d for d in usable if not is_sure(d)] if mode == "show" else []
     if sure and not invoked:
         return drafts_result(sure + weak)
     seeds = [d.text for d in usable] if mode == "seed" else []

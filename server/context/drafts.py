@@ -35,6 +35,10 @@ class Draft:
     # Tokens before the cursor that the occurrence matched (1 to MAX_QUERY_TOKENS): a longer match
     # is likelier the same code again.  Not part of a draft's identity.
     matched: int = field(default=0, compare=False)
+    # "lookup": found by ``find_drafts``; "import": a typed import line completed, "new-import": a
+    # new line among the imports, with names the document uses and a workspace module defines
+    # (imports.py).
+    kind: str = field(default="lookup", compare=False)
 
 
 def find_drafts(

@@ -31,6 +31,16 @@ from pygls.uris import to_fs_path
 from difill.engine.languages import language_for_path
 from difill.server.context import files
 from difill.server.context.definitions import definition_at
+from difill.server.context.drafts import Draft
+from difill.server.context.imports import (
+    FREE_SCAN_CHARS,
+    MAX_FREE_NAMES,
+    between_imports,
+    free_names,
+    import_completion,
+    import_targets,
+    typed_import,
+)
 from difill.server.context.similarity import Window, identifiers, jaccard, query_text, window_around, windows
 from difill.server.context.store import IndexedFile, Store
 
@@ -52,6 +62,7 @@ DEFINITION_TRIES = 3  # definition lines parsed per name (the line rule may matc
 MAX_OPEN_SOURCES = 8  # draft sources: open documents, then the most similar workspace files
 MAX_WORKSPACE_SOURCES = 4
 RECENT_EDITS = 16
+MAX_IMPORT_SOURCES = 3  # a free name defined at the top of more modules than this says little
 CURRENT_SOURCE_CHARS = 256 * 1024  # of the current document, on each side of the cursor
 CACHED_DEFINITIONS = 256
 # Names the current document defines itself (Python-like line rule): their definitions are at hand.
@@ -82,6 +93,9 @@ class Retrieval:
     # similar workspace files.
     sources: list[tuple[str, str]]
     snippets: list[Snippet]  # by priority (definitions, then similarity); prompt.py orders them
+    # Drafts only the index can make, before the finder's (served.drafts_at): an import line
+    # completed with the document's free names (imports.py).
+    drafts: list[Draft] = field(default_factory=list)
 
 
 class IndexProgress(Protocol):
@@ -388,12 +402,55 @@ class WorkspaceIndex:
         high = text.find("\n", line_end + CURRENT_SOURCE_CHARS)
         high = len(text) if high < 0 else high + 1
         without_cursor_line = text[low:line_start] + text[line_end:high]
+        among_imports = between_imports(text, line_start, line_end)
+        drafts = self._import_drafts(
+            text[line_start:offset], among_imports, without_cursor_line, current_path, language_id
+        )
         recent = {u: rank for rank, (u, _) in reversed(list(enumerate(edits)))}
         others.sort(key=lambda o: (recent.get(o.uri, len(edits)), o.uri))
         sources = [(uri, without_cursor_line)]
         sources += [(o.uri, o.text) for o in others[:MAX_OPEN_SOURCES]]
         sources += [(record.path, record.text) for _, record in workspace[:MAX_WORKSPACE_SOURCES]]
-        return Retrieval(sources, snippets)
+        return Retrieval(sources, snippets, drafts)
+
+    def _import_drafts(
+        self, line_before: str, among_imports: bool, document: str, current_path: str | None, language_id: str
+    ) -> list[Draft]:
+        """The cursor's ``from`` line (or a new line among the imports) completed with the names
+        the document uses unbound that a workspace module defines at its top level (imports.py);
+        Python only."""
+        typed = typed_import(line_before, among_imports) if language_id == "python" else None
+        if typed is None:
+            return []
+        free = free_names(document[:FREE_SCAN_CHARS])[:MAX_FREE_NAMES]
+        by_file: dict[int, list[str]] = {}
+        with self._lock:
+            store, folders = self._store, list(self._shared.folders)
+            current_ids = {store.by_path[current_path]} if current_path in store.by_path else set()
+            for name in free:
+                top_level = [
+                    file_id
+                    for file_id, at in store.definitions_of(name, current_ids)[:MAX_DEFINITION_SITES]
+                    if store.files[file_id].language == "python"
+                    and store.files[file_id].text[at : at + 1] not in (" ", "\t")
+                ]
+                if len(set(top_level)) <= MAX_IMPORT_SOURCES:  # "logger", "T": defined everywhere
+                    for file_id in dict.fromkeys(top_level):
+                        by_file.setdefault(file_id, []).append(name)
+            records = {file_id: store.files[file_id] for file_id in by_file}
+        folder = next((f for f in folders if current_path and files.inside(current_path, f)), None)
+        current = (
+            os.path.relpath(current_path, folder).replace(os.sep, "/") if folder and current_path else None
+        )
+        same = {records[i].relative: names for i, names in by_file.items() if records[i].folder == folder}
+        other = {records[i].relative: names for i, names in by_file.items() if records[i].folder != folder}
+        targets = import_targets(same, current, document) + import_targets(other, None, document)
+        completion = import_completion(typed, targets, free)
+        if completion is None:
+            return []
+        return [
+            Draft(completion, "import", len(line_before.split()), "new-import" if typed.fresh else "import")
+        ]
 
     def _definition_snippets(self, definitions: list) -> list[Snippet]:
         """The definitions of the names near the cursor, the rarest first (a name defined once

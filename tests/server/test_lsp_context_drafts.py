@@ -40,3 +40,19 @@ async def test_off_shows_the_model_alone(tiny_model_dir, tmp_path):
         open_document(client, uri, "from util import compute_total\n\nvalue = compute_")
         result = await client.text_document_inline_completion_async(inline_params(uri, 2, 16, invoked=False))
         assert not result.items
+
+
+async def test_an_import_line_is_completed_with_the_names_the_file_lacks(tiny_model_dir, tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "util.py").write_text(UTIL)
+    options = {"workspaceIndex": True, "contextDrafts": "show", "minTokenProb": 1.0}
+    async with running_server(tiny_model_dir, init_options=options, root_uri=tmp_path.as_uri()) as client:
+        uri = (tmp_path / "pkg" / "main.py").as_uri()
+        open_document(client, uri, "from pkg.u\n\nvalue = compute_total([1, 2], 0.2)\n")
+        for _ in range(100):  # the index builds in the background
+            result = await client.text_document_inline_completion_async(
+                inline_params(uri, 0, 10, invoked=False)
+            )
+            if result.items:
+                break
+        assert [item.insert_text for item in result.items] == ["til import compute_total"]

@@ -214,8 +214,10 @@ class SuggestionService(OneJobPerDocument):
         )
         if settings.context_drafts == "off":
             return [], block
-        sources = retrieval.sources if retrieval else ()
-        return shaped_drafts(drafts_at(fill.text, fill.offset, sources), fill.ctx), block
+        if retrieval is None:
+            return shaped_drafts(drafts_at(fill.text, fill.offset), fill.ctx), block
+        found = drafts_at(fill.text, fill.offset, retrieval.sources, retrieval.drafts)
+        return shaped_drafts(found, fill.ctx), block
 
     async def _wait(self, fill: RunningFill) -> list[str]:
         """The fill's texts.  If this request is cancelled ($/cancelRequest), the fill is not: it
