@@ -91,12 +91,14 @@ def evaluate_served(
     diffusion_dir: str | None, ar_dir: str | None, corpus: Path, per_shape: int, seed: int,
     typing_files: int = 0, typing_lines: int = 4, experiment: dict | None = None,
     filler_policy: str | None = None, settings: Settings | None = None,
-    workspace_cases: int = 0, workspace_typing_files: int = 0,
+    workspace_cases: int = 0, workspace_typing_files: int = 0, workspace_pins: list | None = None,
+    archive_cache: Path = Path("data/archives"),
 ) -> dict:  # fmt: skip
     """``settings``: the server settings both models are served with (default: the server's own).
 
     ``workspace_cases`` per shape and ``workspace_typing_files``: the diffusion model on
-    repository-level cases, retrieval alone vs the model alone vs draft-seeded canvases
+    repository-level cases from ``workspace_pins`` (packages not in the corpus, fetched into
+    ``archive_cache``), retrieval alone vs the model alone vs draft-seeded canvases
     (lab/workspace_eval.py)."""
     from difill.engine.syntax import parses
 
@@ -121,9 +123,10 @@ def evaluate_served(
         if typing_files:
             report[f"{name}_typing"] = typing_replay(model, corpus, typing_files, typing_lines, seed)
         if diffusion and (workspace_cases or workspace_typing_files):
-            from difill.lab.workspace_eval import evaluate_workspace
+            from difill.lab.workspace_eval import evaluate_workspace, fetch_packages
 
-            report["workspace"] = evaluate_workspace(model, corpus, workspace_cases, seed,
+            packages = fetch_packages(workspace_pins or [], archive_cache)
+            report["workspace"] = evaluate_workspace(model, packages, workspace_cases, seed,
                                                      workspace_typing_files, typing_lines)  # fmt: skip
     return report
 
@@ -137,9 +140,12 @@ def main(args: argparse.Namespace) -> int:
     settings = Settings(min_token_prob=args.min_token_prob, context_drafts=args.context_drafts)
     if args.snippet_tokens is not None:
         settings = replace(settings, snippet_tokens=args.snippet_tokens)
+    from difill.lab.training.corpus_sources import WORKSPACE_PACKAGE_LIST, read_pins
+
     report = evaluate_served(args.model, ar_dir, Path(args.corpus), args.cases, args.seed,
                              args.typing_files, args.typing_lines, experiment, args.filler, settings,
-                             args.workspace_cases, args.workspace_typing_files)  # fmt: skip
+                             args.workspace_cases, args.workspace_typing_files,
+                             read_pins(Path(args.workspace_packages or WORKSPACE_PACKAGE_LIST)), Path(args.cache))  # fmt: skip
     report["eval_seconds"] = round(time.time() - started, 1)
     if args.record:
         from difill.engine.model import DEFAULT_MODEL_DIR

@@ -37,7 +37,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from difill.engine.syntax import parses
-from difill.lab.training.corpus import read_jsonl
+from difill.lab.training.corpus import is_wanted, package_path, read_jsonl
+from difill.lab.training.corpus_sources import Pin, archive_licence, archive_members, fetch, is_permissive
 from difill.lab.training.evaluate import ShapeScore, TypingReplay
 from difill.lab.training.examples import EVAL_SHAPES, InfillExample, sample_eval_example
 from difill.server.context.index import Retrieval, WorkspaceIndex
@@ -96,16 +97,40 @@ def local_bindings(text: str) -> set[str]:
     return names
 
 
-def load_packages(corpus: Path) -> dict[str, list[tuple[str, str]]]:
-    """Held-out files by package, (path, text) sorted by path; packages of one file are left out."""
-    packages: dict[str, list[tuple[str, str]]] = {}
-    for doc in read_jsonl(corpus / "heldout.jsonl"):
+Packages = dict[str, list[tuple[str, str]]]  # package -> its files, (path, text) sorted by path
+
+
+def load_packages(corpus: Path, split: str = "heldout") -> Packages:
+    """A corpus split's files by package; packages of one file are left out.  (The tuning scripts
+    use the training split: the eval's own packages are never in the corpus, see ``fetch_packages``.)"""
+    packages: Packages = {}
+    for doc in read_jsonl(corpus / f"{split}.jsonl"):
         packages.setdefault(package_of(doc["path"]), []).append((doc["path"], doc["text"]))
     return {name: sorted(files) for name, files in sorted(packages.items()) if len(files) >= 2}
 
 
-def workspace_cases(corpus: Path, per_shape: int, seed: int) -> dict[str, list[WorkspaceCase]]:
-    packages = load_packages(corpus)
+def fetch_packages(pins: list[Pin], cache: Path, log=print) -> Packages:
+    """The eval's workspaces: whole packages that are not in the corpus, so the model never trained
+    on a line of them.  Each pinned archive is fetched (hash-checked) as the corpus's are, its
+    licence must be permissive, and its files are chosen by the corpus's own rule (no tests)."""
+    packages: Packages = {}
+    for pin in pins:
+        archive = fetch(pin, cache)
+        licence = archive_licence(archive)
+        if not is_permissive(licence):
+            raise RuntimeError(f"{pin.name}=={pin.version}: licence {licence!r} is not permissive")
+        files = []
+        for member, data in archive_members(archive):
+            rel = package_path(member)
+            if is_wanted(rel, len(data)):
+                text = data.decode("utf-8", "replace").replace("\r\n", "\n")
+                files.append((f"{pin.name}=={pin.version}/{rel}", text))
+        packages[f"{pin.name}=={pin.version}"] = sorted(files)
+        log(f"workspace {pin.name}=={pin.version} ({licence}): {len(files)} files")
+    return packages
+
+
+def workspace_cases(packages: Packages, per_shape: int, seed: int) -> dict[str, list[WorkspaceCase]]:
     defined = {name: [(p, definitions(t)) for p, t in files] for name, files in packages.items()}
     files = [
         (name, path, text) for name, pkg in packages.items() for path, text in pkg if text.count("\n") >= 10
@@ -138,7 +163,7 @@ class PackageIndexes:
     """One workspace index per package, over its held-out files written to a temporary folder:
     the eval retrieves exactly as the server does for a document in that folder."""
 
-    def __init__(self, packages: dict[str, list[tuple[str, str]]]) -> None:
+    def __init__(self, packages: Packages) -> None:
         self.packages = packages
         self.root = Path(tempfile.mkdtemp(prefix="difill-workspace-eval-"))
         self.indexes: dict[str, WorkspaceIndex] = {}
@@ -221,7 +246,8 @@ def score_workspace(
             context = indexes.retrieval(case.path, text, offset)
             lookup_ms = (time.perf_counter() - started) * 1000  # the server looks up on each request too
             for row, served in models.items():
-                shown = served.suggest(text, offset, uri, sources=context.sources, snippets=context.snippets)
+                shown = served.suggest(text, offset, uri, sources=context.sources, snippets=context.snippets,
+                                       index_drafts=context.drafts)  # fmt: skip
                 shown = replace(shown, ms=shown.ms + lookup_ms, retrieval_ms=shown.retrieval_ms + lookup_ms)
                 scores[row].add_seeded(case, shown, original)
                 if row == "model":  # retrieval alone: the best draft as the filters show it
@@ -234,9 +260,8 @@ def score_workspace(
 Suggest = Callable[[str, int, str], tuple[str, float]]  # (text, offset, path) -> (shown text, ms)
 
 
-def replay_spots(corpus: Path, files: int, lines: int, seed: int) -> list[tuple[str, str, str, str]]:
+def replay_spots(packages: Packages, files: int, lines: int, seed: int) -> list[tuple[str, str, str, str]]:
     """(path, text before, text to type, rest of the file) for ``files`` files."""
-    packages = load_packages(corpus)
     candidates = [
         (path, text, pkg) for pkg in packages.values() for path, text in pkg if text.count("\n") >= 40
     ]
@@ -267,7 +292,7 @@ def replay_rows(models: dict[str, ServedModel], spots: list, indexes: PackageInd
         started = time.perf_counter()
         context = indexes.retrieval(path, text, offset)
         ctx = any_model.context(text, offset, indexes.uri(path))
-        _, shown = any_model.retrieve(text, offset, ctx, context.sources)
+        _, shown = any_model.retrieve(text, offset, ctx, context.sources, context.drafts)
         return shown, (time.perf_counter() - started) * 1000
 
     def served(which: ServedModel) -> Suggest:
@@ -276,7 +301,7 @@ def replay_rows(models: dict[str, ServedModel], spots: list, indexes: PackageInd
             context = indexes.retrieval(path, text, offset)
             lookup_ms = (time.perf_counter() - started) * 1000
             shown = which.suggest(text, offset, indexes.uri(path), sources=context.sources,
-                                  snippets=context.snippets)  # fmt: skip
+                                  snippets=context.snippets, index_drafts=context.drafts)  # fmt: skip
             return shown.text, lookup_ms + shown.ms
 
         return suggest
@@ -303,17 +328,17 @@ def format_workspace(report: dict) -> str:
     return "\n".join(rows)
 
 
-def evaluate_workspace(model: ServedModel, corpus: Path, per_shape: int, seed: int, typing_files: int,
+def evaluate_workspace(model: ServedModel, packages: Packages, per_shape: int, seed: int, typing_files: int,
                        typing_lines: int) -> dict:  # fmt: skip
     """The rows of ``ROWS`` on repository-level cases, with ``model``'s engine and settings."""
     models = row_models(model)
-    cases = workspace_cases(corpus, per_shape, seed)
-    indexes = PackageIndexes(load_packages(corpus))
+    cases = workspace_cases(packages, per_shape, seed)
+    indexes = PackageIndexes(packages)
     try:
         scored = score_workspace(models, cases, indexes)
         report: dict = {"cases": {shape: {row: scored[row][shape] for row in ROWS} for shape in cases}}
         if typing_files:
-            spots = replay_spots(corpus, typing_files, typing_lines, seed)
+            spots = replay_spots(packages, typing_files, typing_lines, seed)
             report["typing"] = replay_rows(models, spots, indexes)
     finally:
         indexes.close()

@@ -185,7 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--workspace-cases",
         type=int,
         default=0,
-        help="repository-level cases per shape (the package's other held-out files are the workspace): "
+        help="repository-level cases per shape, from packages not in the corpus, each package the "
+        "workspace (--workspace-packages): "
         "retrieval alone, the model alone and draft-seeded canvases side by side (0: none)",
     )
     p.add_argument(
@@ -194,6 +195,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         help="files for the typing replay inside files, suffix present, for the three rows (0: none)",
     )
+    p.add_argument(
+        "--workspace-packages",
+        help="the pinned packages (not in the corpus) whose files give the workspace cases "
+        "(default: lab/training/workspace_packages.txt)",
+    )
+    p.add_argument("--cache", default="data/archives", help="where the fetched package archives are kept")
     p.add_argument("--json", action="store_true", help="print the full report as JSON")
     p.add_argument(
         "--revise",

@@ -81,7 +81,7 @@ def _stdlib_files() -> Iterator[tuple[PurePosixPath, bytes]]:
         yield PurePosixPath(path.relative_to(root).as_posix()), path.read_bytes()
 
 
-def _package_path(rel: PurePosixPath) -> PurePosixPath:
+def package_path(rel: PurePosixPath) -> PurePosixPath:
     """Wheels may put modules under ``name.data/purelib/``; sdists often under ``src/``."""
     parts = rel.parts
     if len(parts) > 2 and parts[0].endswith(".data") and parts[1] in ("purelib", "platlib"):
@@ -127,7 +127,7 @@ def build_corpus(out_dir: Path, cache: Path, pins: list[Pin] | None = None, log=
                                           "reason": "not a permissive licence in the archive's metadata"})  # fmt: skip
                 log(f"left out {pin.name}=={pin.version}: licence {licence!r}")
                 continue
-            members = ((_package_path(p), data) for p, data in archive_members(archive))
+            members = ((package_path(p), data) for p, data in archive_members(archive))
             yield Source(pin.name, pin.version, licence, archive.filename, archive.sha256), members
 
     with open(out_dir / "train.jsonl", "w") as train, open(out_dir / "heldout.jsonl", "w") as heldout:

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 PACKAGE_LIST = Path(__file__).with_name("corpus_packages.txt")
+# The eval's workspaces: packages that are not in the corpus (lab/workspace_eval.py).
+WORKSPACE_PACKAGE_LIST = Path(__file__).with_name("workspace_packages.txt")
 SIMPLE_INDEX = "https://pypi.org/simple"
 THROUGH_PIP = {"torch"}  # the CPU wheel on disk; PyPI's own torch wheels are CUDA builds
 

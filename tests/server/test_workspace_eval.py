@@ -3,13 +3,26 @@
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 
+import pytest
+
 from difill.engine.api import Candidate, FillResult, FillStats
+from difill.lab import workspace_eval
+from difill.lab.training.corpus_sources import (
+    PACKAGE_LIST,
+    WORKSPACE_PACKAGE_LIST,
+    Archive,
+    Pin,
+    _normalise,
+    read_pins,
+)
 from difill.lab.workspace_eval import (
     PackageIndexes,
     definitions,
     evaluate_workspace,
+    fetch_packages,
     format_workspace,
     load_packages,
     local_bindings,
@@ -46,7 +59,7 @@ def test_definitions_and_local_bindings():
 
 
 def test_cases_name_something_defined_in_another_file_of_the_package(tmp_path):
-    cases = workspace_cases(write_corpus(tmp_path), per_shape=4, seed=0)
+    cases = workspace_cases(load_packages(write_corpus(tmp_path)), per_shape=4, seed=0)
     assert set(cases) == {"rest_of_line", "whole_line", "multi_line_2_5"}
     assert any(cases.values())
     for shape_cases in cases.values():
@@ -91,7 +104,7 @@ def test_every_row_on_the_same_cases_and_the_replay(tmp_path):
     corpus = write_corpus(tmp_path)
     engine = TruthEngine([MAIN, UTIL])
     report = evaluate_workspace(
-        ServedModel(engine), corpus, per_shape=3, seed=0, typing_files=1, typing_lines=2
+        ServedModel(engine), load_packages(corpus), per_shape=3, seed=0, typing_files=1, typing_lines=2
     )
     for shape, rows in report["cases"].items():
         assert set(rows) == {"retrieval", "model", "seeded", "served"}
@@ -107,7 +120,7 @@ def test_every_row_on_the_same_cases_and_the_replay(tmp_path):
 
 
 def test_the_replay_types_inside_a_file_with_the_rest_below(tmp_path):
-    spots = replay_spots(write_corpus(tmp_path), files=1, lines=2, seed=0)
+    spots = replay_spots(load_packages(write_corpus(tmp_path)), files=1, lines=2, seed=0)
     (path, before, target, after) = spots[0]
     assert path == "pkg==1/pkg/main.py" and before and after and target.count("\n") == 2
     assert before + target + after == MAIN
@@ -125,3 +138,41 @@ def test_the_replay_types_inside_a_file_with_the_rest_below(tmp_path):
     assert result["net_saved_share"] == round(
         (result["saved_share"] * len(target) - result["accepted"]) / len(target), 4
     )
+
+
+def test_the_eval_workspaces_are_packages_the_corpus_never_holds():
+    corpus = {_normalise(p.name) for p in read_pins(PACKAGE_LIST)}
+    workspaces = read_pins(WORKSPACE_PACKAGE_LIST)
+    assert len(workspaces) >= 5
+    assert not corpus & {_normalise(p.name) for p in workspaces}
+
+
+def wheel(path: Path, licence: str, members: dict[str, str]) -> Path:
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr(
+            "demo-1.0.dist-info/METADATA",
+            f"Metadata-Version: 2.1\nName: demo\nLicense-Expression: {licence}\n",
+        )
+        for name, text in members.items():
+            z.writestr(name, text)
+    return path
+
+
+def test_fetch_packages_keeps_the_corpus_file_rule_and_refuses_copyleft(tmp_path, monkeypatch):
+    members = {
+        "demo/util.py": UTIL,
+        "demo/main.py": MAIN,
+        "demo/tests/test_main.py": MAIN,
+        "demo/data.json": "{}",
+    }
+    archives = {"demo": wheel(tmp_path / "demo-1.0-py3-none-any.whl", "MIT", members),
+                "gpl": wheel(tmp_path / "gpl-1.0-py3-none-any.whl", "GPL-3.0-only", members)}  # fmt: skip
+
+    def fake_fetch(pin, cache):
+        return Archive(pin, archives[pin.name].name, "", archives[pin.name])
+
+    monkeypatch.setattr(workspace_eval, "fetch", fake_fetch)
+    packages = fetch_packages([Pin("demo", "1.0")], tmp_path, log=lambda _: None)
+    assert [path for path, _ in packages["demo==1.0"]] == ["demo==1.0/demo/main.py", "demo==1.0/demo/util.py"]
+    with pytest.raises(RuntimeError, match="not permissive"):
+        fetch_packages([Pin("gpl", "1.0")], tmp_path, log=lambda _: None)
