@@ -75,7 +75,12 @@ def main() -> None:
     def inside(text: str, offset: int, path: str) -> tuple[str, float]:
         context = indexes.retrieval(path, text, offset)
         shown = model.suggest(
-            text, offset, indexes.uri(path), sources=context.sources, snippets=context.snippets
+            text,
+            offset,
+            indexes.uri(path),
+            sources=context.sources,
+            snippets=context.snippets,
+            index_drafts=context.drafts,
         )
         return shown.text, shown.ms
 

@@ -15,8 +15,10 @@ module's top level and a module path that continues what was typed, so a miscoun
 from __future__ import annotations
 
 import builtins
+import functools
 import keyword
 import re
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 FREE_SCAN_CHARS = 256 * 1024  # of the document, around the cursor, scanned for free names
@@ -93,13 +95,42 @@ def typed_import(line_before: str, among_imports: bool = False) -> TypedImport |
 def between_imports(text: str, line_start: int, line_end: int) -> bool:
     """The line from ``line_start`` to ``line_end`` sits next to a top-level import line (the
     nearest non-blank line above or below it is one): a new line there is likely another."""
-    above = text[:line_start].rstrip().rsplit("\n", 1)[-1]
-    below = text[line_end:].lstrip("\n").split("\n", 1)[0]
-    return any(TOP_IMPORT.match(line) for line in (above, below))
+    return any(
+        TOP_IMPORT.match(line) for line in (_line_above(text, line_start), _line_below(text, line_end))
+    )
 
 
-def free_names(text: str) -> list[str]:
-    """Names ``text`` (Python) uses but does not bind, in the order of their first use."""
+def _line_above(text: str, line_start: int, blank_lines: int = 8) -> str:
+    """The nearest non-blank line ending before ``line_start`` ("" past a few blank lines)."""
+    end = line_start - 1
+    for _ in range(blank_lines + 1):
+        if end < 0:
+            return ""
+        start = text.rfind("\n", 0, end) + 1
+        if text[start:end].strip():
+            return text[start:end]
+        end = start - 1
+    return ""
+
+
+def _line_below(text: str, line_end: int, blank_lines: int = 8) -> str:
+    """The nearest non-blank line starting at or after ``line_end``."""
+    start = line_end
+    for _ in range(blank_lines + 1):
+        if start >= len(text):
+            return ""
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        if text[start:end].strip():
+            return text[start:end]
+        start = end + 1
+    return ""
+
+
+@functools.lru_cache(maxsize=8)
+def free_names(text: str) -> tuple[str, ...]:
+    """Names ``text`` (Python) uses but does not bind, in the order of their first use.  Cached:
+    while an import line is typed, the rest of the document (``text``) stays the same."""
     code = PROSE.sub(lambda m: " " * len(m.group()), text)
     bound: set[str] = set()
     for match in BINDINGS.finditer(code):
@@ -122,7 +153,7 @@ def free_names(text: str) -> list[str]:
         if match.start(1) in keyword_arguments or name in bound or name in NOT_FREE or len(name) < MIN_NAME:
             continue
         seen.setdefault(name)
-    return list(seen)
+    return tuple(seen)
 
 
 def module_of(relative: str) -> list[str]:
@@ -154,12 +185,18 @@ class ImportTarget:
     form: str  # how the module is written after ``from``
     names: tuple[str, ...]  # the document's free names the module defines, first use first
     preference: int  # among forms of one module: lower is likelier the document's style
+    # The names that can pick this module when none is typed: not defined at the top of many
+    # modules ("log", "T", a backend's "softmax"); a typed module takes all of ``names``.
+    telling: tuple[str, ...] = ()
 
 
-def import_targets(defined: dict[str, list[str]], current: str | None, document: str) -> list[ImportTarget]:
+def import_targets(
+    defined: dict[str, list[str]], current: str | None, document: str, common: Collection[str] = ()
+) -> list[ImportTarget]:
     """The import forms of each workspace file in ``defined`` (relative path -> the document's free
     names it defines at its top level), each with how well it fits the document's own imports:
-    relative forms where the document imports relatively, absolute ones from the roots it imports."""
+    relative forms where the document imports relatively, absolute ones from the roots it imports.
+    ``common`` names are defined in too many modules to pick one (``ImportTarget.telling``)."""
     relative_style = RELATIVE_IMPORT.search(document) is not None
     roots = set(IMPORT_ROOT.findall(document))
     targets = []
@@ -169,7 +206,8 @@ def import_targets(defined: dict[str, list[str]], current: str | None, document:
                 preference = 0 if relative_style else 2
             else:
                 preference = 1 if form.split(".")[0] in roots else 3 + rank
-            targets.append(ImportTarget(form, tuple(names), preference))
+            telling = tuple(n for n in names if n not in common)
+            targets.append(ImportTarget(form, tuple(names), preference, telling))
     return targets
 
 
@@ -180,7 +218,7 @@ def import_order(name: str) -> tuple[int, str]:
     return kind, name.lower()
 
 
-def import_completion(typed: TypedImport, targets: list[ImportTarget], free: list[str]) -> str | None:
+def import_completion(typed: TypedImport, targets: list[ImportTarget], free: Sequence[str]) -> str | None:
     """The rest of the import line, from ``targets`` (``import_targets``); ``free``
     (``free_names``) gives the names' order of first use.  None when nothing fits."""
     if typed.listing or typed.partial:  # the module is written: its names
@@ -197,13 +235,13 @@ def import_completion(typed: TypedImport, targets: list[ImportTarget], free: lis
         return (
             keyword_left + " " + ", ".join(sorted(names[:MAX_IMPORTED], key=import_order)) if names else None
         )
-    fitting = [t for t in targets if t.form.startswith(typed.module)]
+    fitting = [t for t in targets if t.form.startswith(typed.module) and t.telling]
     if not fitting:
         return None
     # The module defining the most free names, then the one used first, in the document's style.
     first_use = {name: i for i, name in enumerate(free)}
     best = min(
-        fitting, key=lambda t: (-len(t.names), min(first_use.get(n, 0) for n in t.names), t.preference)
+        fitting, key=lambda t: (-len(t.telling), min(first_use.get(n, 0) for n in t.telling), t.preference)
     )
     names = sorted(best.names[:MAX_IMPORTED], key=import_order)
     line = best.form[len(typed.module) :] + " import " + ", ".join(names)

@@ -62,7 +62,7 @@ DEFINITION_TRIES = 3  # definition lines parsed per name (the line rule may matc
 MAX_OPEN_SOURCES = 8  # draft sources: open documents, then the most similar workspace files
 MAX_WORKSPACE_SOURCES = 4
 RECENT_EDITS = 16
-MAX_IMPORT_SOURCES = 3  # a free name defined at the top of more modules than this says little
+MAX_IMPORT_SOURCES = 3  # a free name defined at the top of more modules than this cannot pick one
 CURRENT_SOURCE_CHARS = 256 * 1024  # of the current document, on each side of the cursor
 CACHED_DEFINITIONS = 256
 # Names the current document defines itself (Python-like line rule): their definitions are at hand.
@@ -424,6 +424,7 @@ class WorkspaceIndex:
             return []
         free = free_names(document[:FREE_SCAN_CHARS])[:MAX_FREE_NAMES]
         by_file: dict[int, list[str]] = {}
+        common: set[str] = set()  # defined at the top of many modules: they cannot tell which
         with self._lock:
             store, folders = self._store, list(self._shared.folders)
             current_ids = {store.by_path[current_path]} if current_path in store.by_path else set()
@@ -434,9 +435,10 @@ class WorkspaceIndex:
                     if store.files[file_id].language == "python"
                     and store.files[file_id].text[at : at + 1] not in (" ", "\t")
                 ]
-                if len(set(top_level)) <= MAX_IMPORT_SOURCES:  # "logger", "T": defined everywhere
-                    for file_id in dict.fromkeys(top_level):
-                        by_file.setdefault(file_id, []).append(name)
+                for file_id in dict.fromkeys(top_level):
+                    by_file.setdefault(file_id, []).append(name)
+                if len(set(top_level)) > MAX_IMPORT_SOURCES:
+                    common.add(name)
             records = {file_id: store.files[file_id] for file_id in by_file}
         folder = next((f for f in folders if current_path and files.inside(current_path, f)), None)
         current = (
@@ -444,7 +446,9 @@ class WorkspaceIndex:
         )
         same = {records[i].relative: names for i, names in by_file.items() if records[i].folder == folder}
         other = {records[i].relative: names for i, names in by_file.items() if records[i].folder != folder}
-        targets = import_targets(same, current, document) + import_targets(other, None, document)
+        targets = import_targets(same, current, document, common) + import_targets(
+            other, None, document, common
+        )
         completion = import_completion(typed, targets, free)
         if completion is None:
             return []

@@ -36,11 +36,11 @@ def run(value, *, scale=2):
 
 
 def test_free_names_are_the_used_unbound_ones_in_order_of_first_use():
-    assert free_names(DOCUMENT) == ["helper_one", "RATE", "Widget"]
+    assert free_names(DOCUMENT) == ("helper_one", "RATE", "Widget")
     # A module path on an import line is not a use; an attribute, a keyword argument, a builtin
     # and a name bound by a walrus, a lambda or a with ... as are not free either.
     text = "from celery.utils import x\nimport tensorflow\ny = (n := len(x))\nf = lambda k: k + n\n"
-    assert free_names(text + "with open(y) as fh:\n    fh.read(size=n, z=zed)\n") == ["zed"]
+    assert free_names(text + "with open(y) as fh:\n    fh.read(size=n, z=zed)\n") == ("zed",)
 
 
 def test_module_forms_relative_first_then_each_tail_of_the_path():
@@ -51,11 +51,13 @@ def test_module_forms_relative_first_then_each_tail_of_the_path():
 
 
 TARGETS = import_targets(
-    {"pkg/sub/util.py": ["helper_one", "RATE", "helper_two"], "pkg/widgets.py": ["Widget"]},
+    {"pkg/sub/util.py": ["helper_one", "RATE", "helper_two"], "pkg/widgets.py": ["Widget", "log"],
+     "pkg/logs.py": ["log"]},
     "pkg/sub/main.py",
     "from .base import Thing\n",  # the document imports relatively
-)
-FREE = ["helper_one", "RATE", "Widget", "helper_two"]
+    common={"log"},  # defined in many modules: it picks none, but a typed module lists it
+)  # fmt: skip
+FREE = ["helper_one", "RATE", "Widget", "log", "helper_two"]
 
 
 @pytest.mark.parametrize(
@@ -66,7 +68,9 @@ FREE = ["helper_one", "RATE", "Widget", "helper_two"]
         ("from ", ".util import RATE, helper_one, helper_two"),
         ("from .", "util import RATE, helper_one, helper_two"),
         ("from .u", "til import RATE, helper_one, helper_two"),
-        ("from ..w", "idgets import Widget"),
+        ("from ..w", "idgets import Widget, log"),
+        ("from ..l", None),  # its only name is a common one
+        ("from ..logs import ", "log"),
         ("from pkg.sub", ".util import RATE, helper_one, helper_two"),
         ("from .util", " import RATE, helper_one, helper_two"),
         ("from .util ", "import RATE, helper_one, helper_two"),
@@ -121,6 +125,14 @@ def test_the_index_drafts_the_import_line_from_the_workspace(tmp_path):
         retrieval = index.retrieve(uri, text, len("from pkg.u"), "python")
         # "method" is defined only inside a class: not importable; "log" is everywhere.
         assert retrieval.drafts == [Draft("til import RATE, helper_one", "import", 0, "import")]
+        # A module typed whole lists a common name it defines; one only typed in part is never
+        # picked by it.
+        text = "from pkg.common_1 import \n" + MAIN + "log(1)\n"
+        assert [
+            d.text for d in index.retrieve(uri, text, len("from pkg.common_1 import "), "python").drafts
+        ] == ["log"]
+        text = "from pkg.common_\n" + MAIN + "log(1)\n"
+        assert index.retrieve(uri, text, len("from pkg.common_"), "python").drafts == []
         assert retrieval.drafts[0].kind == "import"
         assert index.retrieve(uri, text, len("from pkg.u"), "javascript").drafts == []
         text = "import os\n\n" + MAIN
