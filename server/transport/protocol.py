@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("difill.server")
 
-_ANSWERED = object()  # a malformed request that was already answered with an error
+_ANSWERED = object()  # a malformed message that was already answered (or its waiter told)
 
 
 class DifillProtocol(LanguageServerProtocol):
@@ -37,6 +37,8 @@ class DifillProtocol(LanguageServerProtocol):
     * Documents live in ``difill.server.documents`` (correct UTF-8/16/32 columns, LSP line ends),
       so pygls' own copy of each document is not kept.
     * ``$/cancelRequest`` also cancels a running command (pygls runs commands under another id).
+    * An answer from the client that cannot be read (``workspace/applyEdit`` answered with null)
+      fails the request that waits for it at once; pygls dropped it and the request waited on.
     * Malformed JSON-RPC is answered as JSON-RPC says (InvalidRequest, MethodNotFound, and
       ParseError from the server), and a notification's future is not kept forever.
     * The lifecycle is the specification's: before ``initialize`` a request is answered
@@ -115,6 +117,14 @@ class DifillProtocol(LanguageServerProtocol):
         try:
             return super().structure_message(data)
         except JsonRpcException:
+            if isinstance(data, dict) and "id" in data and "method" not in data:
+                # An answer to one of our requests that pygls cannot read (workspace/applyEdit
+                # answered with null): pygls would drop it and leave the request waiting forever.
+                future = self._request_futures.pop(data["id"], None)
+                if future is not None and not future.done():
+                    future.set_exception(JsonRpcException(message="the client's answer could not be read"))
+                log.warning("an answer from the client could not be read (id %r)", data["id"])
+                return _ANSWERED
             if isinstance(data, dict) and data.get("method") == types.TEXT_DOCUMENT_DID_CHANGE:
                 # A change that cannot be read cannot be applied: the document's copy here is lost.
                 why = "a change from the editor could not be read"
