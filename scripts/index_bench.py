@@ -42,16 +42,26 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
-def lookups(index: WorkspaceIndex, count: int, seed: int) -> list[float]:
+def lookups(index: WorkspaceIndex, count: int, seed: int, import_lines: bool = False) -> list[float]:
+    """``import_lines``: the cursor halfway into the module of a ``from`` line, where the index
+    drafts the import (the free names of the whole document are scanned); else anywhere."""
     rng = random.Random(seed)
     paths = [p for p in index.indexed_paths() if p.endswith(".py")] or index.indexed_paths()
     timings = []
-    for _ in range(count):
+    while len(timings) < count:
         path = rng.choice(paths)
         text = Path(path).read_text(errors="replace")
         lines = text.split("\n")
-        line = rng.randrange(len(lines))
-        offset = sum(len(x) + 1 for x in lines[:line]) + len(lines[line]) // 2
+        chosen = (
+            [i for i, x in enumerate(lines) if x.startswith("from ")] if import_lines else range(len(lines))
+        )
+        if not chosen:
+            continue
+        line = rng.choice(chosen)
+        column = len("from ") + (
+            len(lines[line].split()[1]) // 2 if import_lines else len(lines[line]) // 2 - 5
+        )
+        offset = sum(len(x) + 1 for x in lines[:line]) + max(0, column)
         started = time.perf_counter()
         retrieval = index.retrieve(Path(path).as_uri(), text, offset, "python")
         snippet_block(retrieval.snippets, "python", 128)
@@ -87,6 +97,7 @@ def main() -> int:
     # own purelib may hold almost nothing).
     parser.add_argument("--tree", default=os.path.dirname(os.path.dirname(np.__file__)))
     parser.add_argument("--lookups", type=int, default=300)
+    parser.add_argument("--import-lines", action="store_true", help="lookups on 'from' lines (import drafts)")
     parser.add_argument("--max-files", type=int, default=IndexLimits.max_files)
     parser.add_argument("--max-bytes", type=int, default=IndexLimits.max_bytes)
     parser.add_argument("--ghost", type=int, default=0, help="fills per condition (idle, building); 0: skip")
@@ -129,7 +140,7 @@ def main() -> int:
         f"{limits.max_bytes / 2**20:.0f} MiB"
     )
     print(f"RSS: {before:.0f} -> {after:.0f} MiB (+{after - before:.0f} MiB)")
-    timings = lookups(index, args.lookups, args.seed)
+    timings = lookups(index, args.lookups, args.seed, args.import_lines)
     print(
         f"lookup (retrieve + snippet block), {len(timings)} cursors: p50 {statistics.median(timings):.2f} ms, "
         f"p90 {percentile(timings, 0.9):.2f} ms, max {max(timings):.1f} ms"
