@@ -30,6 +30,8 @@ from pathlib import Path, PurePosixPath
 PACKAGE_LIST = Path(__file__).with_name("corpus_packages.txt")
 # The eval's workspaces: packages that are not in the corpus (lab/workspace_eval.py).
 WORKSPACE_PACKAGE_LIST = Path(__file__).with_name("workspace_packages.txt")
+# Where the server's rules are chosen: packages in neither of the lists above.
+TUNING_PACKAGE_LIST = Path(__file__).with_name("tuning_packages.txt")
 SIMPLE_INDEX = "https://pypi.org/simple"
 THROUGH_PIP = {"torch"}  # the CPU wheel on disk; PyPI's own torch wheels are CUDA builds
 

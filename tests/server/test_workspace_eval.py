@@ -12,6 +12,7 @@ from difill.engine.api import Candidate, FillResult, FillStats
 from difill.lab import workspace_eval
 from difill.lab.training.corpus_sources import (
     PACKAGE_LIST,
+    TUNING_PACKAGE_LIST,
     WORKSPACE_PACKAGE_LIST,
     Archive,
     Pin,
@@ -140,11 +141,12 @@ def test_the_replay_types_inside_a_file_with_the_rest_below(tmp_path):
     )
 
 
-def test_the_eval_workspaces_are_packages_the_corpus_never_holds():
+def test_the_eval_and_tuning_packages_are_disjoint_and_never_in_the_corpus():
     corpus = {_normalise(p.name) for p in read_pins(PACKAGE_LIST)}
-    workspaces = read_pins(WORKSPACE_PACKAGE_LIST)
-    assert len(workspaces) >= 5
-    assert not corpus & {_normalise(p.name) for p in workspaces}
+    workspaces = {_normalise(p.name) for p in read_pins(WORKSPACE_PACKAGE_LIST)}
+    tuning = {_normalise(p.name) for p in read_pins(TUNING_PACKAGE_LIST)}
+    assert len(workspaces) >= 5 and len(tuning) >= 5
+    assert not corpus & workspaces and not corpus & tuning and not workspaces & tuning
 
 
 def wheel(path: Path, licence: str, members: dict[str, str]) -> Path:
