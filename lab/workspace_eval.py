@@ -115,7 +115,11 @@ def fetch_packages(pins: list[Pin], cache: Path, log=print) -> Packages:
     licence must be permissive, and its files are chosen by the corpus's own rule (no tests)."""
     packages: Packages = {}
     for pin in pins:
-        archive = fetch(pin, cache)
+        try:
+            archive = fetch(pin, cache)
+        except OSError as err:  # no network: PyPI's index gives each archive's sha256, even for a cached one
+            raise RuntimeError(f"could not fetch {pin.name}=={pin.version} from PyPI ({err}): the workspace "
+                               "cases need PyPI's simple index") from err  # fmt: skip
         licence = archive_licence(archive)
         if not is_permissive(licence):
             raise RuntimeError(f"{pin.name}=={pin.version}: licence {licence!r} is not permissive")
