@@ -46,9 +46,9 @@ _SAID: set[str] = set()  # why a language got no model text, each logged once
 DRAFTS_PER_REQUEST = 3  # drafts that seed canvas rows when drafts are on (find_drafts' default)
 # "show": a draft is the ghost text when it matched this many tokens before the cursor
 # (Draft.matched); a draft on a shorter match only where the model's text is empty.  Chosen on
-# training files, not on the eval (docs/drafts.md "When a draft is shown"): 1 (every draft) lost a
-# third of the keystrokes the model alone saves when typing at the end of a file.
-SHOW_MIN_MATCH = 5
+# tuning packages the model never saw, not on the eval (docs/drafts.md "When a draft is shown"):
+# 1 (every draft) loses a quarter of the keystrokes typing at the end of a file saves.
+SHOW_MIN_MATCH = 4
 
 
 @dataclass
