@@ -194,20 +194,14 @@ def shaped_drafts(drafts: Sequence[Draft], ctx: FillContext) -> list[Draft]:
 def drafts_at(
     text: str, offset: int, sources: Sequence[tuple[str, str]] = (), index_drafts: Sequence[Draft] = ()
 ) -> list[Draft]:
-    """The drafts for a cursor, best first: the workspace index's completion of a typed import
-    line, continuations after a long match, the index's new import line, then shorter matches.
-
-    ``index_drafts`` are the index's own (``Retrieval.drafts``, server/context/imports.py); the
-    continuations are what followed the same tokens in the document before the cursor, after it,
-    then in ``sources`` (``find_drafts``).  A new line among the imports is a guess from the names
-    the document lacks, so a continuation that matched as much as a whole line comes first."""
+    """The drafts for a cursor, best first: the workspace index's own (``Retrieval.drafts``: an
+    import line completed with the names the document lacks, server/context/imports.py), then
+    what followed the same tokens in the document before the cursor, after it, then ``sources``
+    (``find_drafts``: longest match first).  On the tuning packages an import draft first named
+    the symbol more often than a long match first (docs/drafts.md "Import drafts")."""
     after = ("current", to_lf(text[offset:]))
     found = find_drafts(to_lf(text[:offset]), [after, *sources], max_drafts=DRAFTS_PER_REQUEST)
-    long = [d for d in found if d.matched >= SHOW_MIN_MATCH]
-    short = [d for d in found if d.matched < SHOW_MIN_MATCH]
-    typed = [d for d in index_drafts if d.kind == "import"]
-    new = [d for d in index_drafts if d.kind != "import"]
-    return [*typed, *long, *new, *short]
+    return [*index_drafts, *found]
 
 
 def is_sure(draft: Draft) -> bool:

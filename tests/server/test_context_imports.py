@@ -142,13 +142,13 @@ def test_the_index_drafts_the_import_line_from_the_workspace(tmp_path):
         index.stop()
 
 
-def test_draft_order_typed_import_first_and_a_new_import_after_long_matches():
+def test_draft_order_import_drafts_first_then_the_longest_matches():
     typed = Draft("til import RATE", "import", 2, "import")
     new = Draft("from pkg.util import RATE", "import", 0, "new-import")
     # The document repeats an 8-token run: its continuation is a long match.
     text = "import a.b.c as d\nx = 1\nimport a.b.c as d\n"
-    offset = len(text)
-    found = drafts_at(text, offset, index_drafts=[new, typed])
-    assert found[0] == typed and found[1].text.startswith("x = 1") and found[2] == new
-    assert all(is_sure(d) for d in found[:3])
+    found = drafts_at(text, len(text), index_drafts=[typed])
+    assert found[0] == typed and found[1].text.startswith("x = 1")
+    assert drafts_at(text, len(text), index_drafts=[new])[0] == new
+    assert all(is_sure(d) for d in (typed, new, found[1]))
     assert not is_sure(Draft("y", "current", 1))
