@@ -28,9 +28,7 @@ MIN_NAME = 2
 
 # An import line as typed so far: ``from <module>`` (maybe partial) and, once the module is
 # written, `` import <names so far>``.  A parenthesized list is left alone (its lines follow).
-FROM_LINE = re.compile(
-    r"^[ \t]*from[ \t]+(?P<module>[\w.]*)(?P<rest>[ \t]+(?:i(?:m(?:p(?:o(?:r(?:t)?)?)?)?)?)?)?$"
-)
+FROM_LINE = re.compile(r"^[ \t]*from[ \t]+(?P<module>[\w.]*)(?P<rest>[ \t]+\w*)?$")  # rest: "", " ", " im"
 IMPORT_LIST = re.compile(
     r"^[ \t]*from[ \t]+(?P<module>[\w.]+)[ \t]+import[ \t]+(?P<names>(?:\w+[ \t]*,[ \t]*)*)(?P<partial>\w*)$"
 )
@@ -87,7 +85,7 @@ def typed_import(line_before: str, among_imports: bool = False) -> TypedImport |
         names = tuple(n.strip() for n in listed["names"].split(",") if n.strip())
         return TypedImport(listed["module"], True, names, listed["partial"])
     started = FROM_LINE.match(line_before)
-    if started:
+    if started and "import".startswith((started["rest"] or "").strip()):
         return TypedImport(started["module"], False, (), started["rest"] or "")
     return None
 

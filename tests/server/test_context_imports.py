@@ -81,6 +81,8 @@ FREE = ["helper_one", "RATE", "Widget", "log", "helper_two"]
         ("    from .util import RATE", None),  # the name is written: nothing more starts with it
         ("from .nowhere import ", None),
         ("from .x", None),
+        ("from .util import", " RATE, helper_one, helper_two"),
+        ("from .util imx", None),
         ("import ", None),  # only ``from`` lines
         ("x = 1", None),
     ],
