@@ -32,12 +32,12 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from difill.engine.syntax import parses
-from difill.lab.training.corpus import is_wanted, package_path, read_jsonl
+from difill.lab.training.corpus import is_wanted, package_path
 from difill.lab.training.corpus_sources import Pin, archive_licence, archive_members, fetch, is_permissive
 from difill.lab.training.evaluate import ShapeScore, TypingReplay
 from difill.lab.training.examples import EVAL_SHAPES, InfillExample, sample_eval_example
@@ -100,12 +100,12 @@ def local_bindings(text: str) -> set[str]:
 Packages = dict[str, list[tuple[str, str]]]  # package -> its files, (path, text) sorted by path
 
 
-def load_packages(corpus: Path, split: str = "heldout") -> Packages:
-    """A corpus split's files by package; packages of one file are left out.  (The tuning scripts
-    use the training split: the eval's own packages are never in the corpus, see ``fetch_packages``.)"""
+def group_packages(docs: Iterable[tuple[str, str]]) -> Packages:
+    """(path, text) documents by package (the ``name==version`` part of the path); packages of one
+    file are left out.  The eval's own packages come from ``fetch_packages``."""
     packages: Packages = {}
-    for doc in read_jsonl(corpus / f"{split}.jsonl"):
-        packages.setdefault(package_of(doc["path"]), []).append((doc["path"], doc["text"]))
+    for path, text in docs:
+        packages.setdefault(package_of(path), []).append((path, text))
     return {name: sorted(files) for name, files in sorted(packages.items()) if len(files) >= 2}
 
 

@@ -34,7 +34,7 @@ from difill.lab.training.corpus import read_jsonl
 from difill.lab.training.corpus_sources import TUNING_PACKAGE_LIST, read_pins
 from difill.lab.training.evaluate import ShapeScore, TypingReplay
 from difill.lab.training.examples import EVAL_SHAPES, sample_eval_example
-from difill.lab.workspace_eval import PackageIndexes, fetch_packages, package_of, typing_replay_inside
+from difill.lab.workspace_eval import PackageIndexes, fetch_packages, group_packages, typing_replay_inside
 from difill.server.config import Settings
 
 LINES = 4  # lines typed per file in both replays
@@ -53,10 +53,8 @@ def main() -> None:
     args = ap.parse_args()
 
     if args.train_docs:
-        packages: dict[str, list[tuple[str, str]]] = {}
-        for doc in itertools.islice(read_jsonl(Path(args.corpus) / "train.jsonl"), args.train_docs):
-            packages.setdefault(package_of(doc["path"]), []).append((doc["path"], doc["text"]))
-        packages = {name: sorted(files) for name, files in packages.items() if len(files) >= 2}
+        train = itertools.islice(read_jsonl(Path(args.corpus) / "train.jsonl"), args.train_docs)
+        packages = group_packages((doc["path"], doc["text"]) for doc in train)
     else:
         packages = fetch_packages(read_pins(TUNING_PACKAGE_LIST), Path(args.cache))
     docs = [(path, text) for files in packages.values() for path, text in files]

@@ -199,12 +199,12 @@ def import_targets(
     roots = set(IMPORT_ROOT.findall(document))
     targets = []
     for path, names in defined.items():
+        telling = tuple(n for n in names if n not in common)
         for rank, form in enumerate(module_forms(path, current)):
             if form.startswith("."):
                 preference = 0 if relative_style else 2
             else:
                 preference = 1 if form.split(".")[0] in roots else 3 + rank
-            telling = tuple(n for n in names if n not in common)
             targets.append(ImportTarget(form, tuple(names), preference, telling))
     return targets
 

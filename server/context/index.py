@@ -402,9 +402,10 @@ class WorkspaceIndex:
         high = text.find("\n", line_end + CURRENT_SOURCE_CHARS)
         high = len(text) if high < 0 else high + 1
         without_cursor_line = text[low:line_start] + text[line_end:high]
-        among_imports = between_imports(text, line_start, line_end)
-        drafts = self._import_drafts(
-            text[line_start:offset], among_imports, without_cursor_line, current_path, language_id
+        drafts = (
+            self._import_drafts(text, line_start, line_end, offset, without_cursor_line, current_path)
+            if language_id == "python"
+            else []
         )
         recent = {u: rank for rank, (u, _) in reversed(list(enumerate(edits)))}
         others.sort(key=lambda o: (recent.get(o.uri, len(edits)), o.uri))
@@ -414,12 +415,13 @@ class WorkspaceIndex:
         return Retrieval(sources, snippets, drafts)
 
     def _import_drafts(
-        self, line_before: str, among_imports: bool, document: str, current_path: str | None, language_id: str
+        self, text: str, line_start: int, line_end: int, offset: int, document: str, current_path: str | None
     ) -> list[Draft]:
         """The cursor's ``from`` line (or a new line among the imports) completed with the names
-        the document uses unbound that a workspace module defines at its top level (imports.py);
-        Python only."""
-        typed = typed_import(line_before, among_imports) if language_id == "python" else None
+        the document (``document``: its text without the cursor's line) uses unbound that a
+        workspace module defines at its top level (imports.py).  Python documents only."""
+        line_before = text[line_start:offset]
+        typed = typed_import(line_before, line_before == "" and between_imports(text, line_start, line_end))
         if typed is None:
             return []
         free = free_names(document[:FREE_SCAN_CHARS])[:MAX_FREE_NAMES]
@@ -452,9 +454,7 @@ class WorkspaceIndex:
         completion = import_completion(typed, targets, free)
         if completion is None:
             return []
-        return [
-            Draft(completion, "import", len(line_before.split()), "new-import" if typed.fresh else "import")
-        ]
+        return [Draft(completion, "import", kind="new-import" if typed.fresh else "import")]
 
     def _definition_snippets(self, definitions: list) -> list[Snippet]:
         """The definitions of the names near the cursor, the rarest first (a name defined once

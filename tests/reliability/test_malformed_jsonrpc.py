@@ -64,6 +64,8 @@ CASES: dict[str, tuple[bytes, list[tuple[object, int]]]] = {
     "notification with wrong types": (encode({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {"textDocument": 1}}), []),
     "cancel of an unknown id": (encode({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 999}}), []),
     "response to nothing": (encode({"jsonrpc": "2.0", "id": 4242, "result": {"x": 1}}), []),
+    "response with an object id": (encode({"jsonrpc": "2.0", "id": {"a": 1}, "result": None}), [(None, INVALID_REQUEST)]),
+    "response with a list id": (encode({"jsonrpc": "2.0", "id": [1], "result": None}), [(None, INVALID_REQUEST)]),
     # Framing: each of these used to make the server deaf to every later message
     "Content-Length too short": (b"Content-Length: 20\r\n\r\n" + UNKNOWN_BODY, [(None, PARSE_ERROR)]),
     "Content-Length too long": (b"Content-Length: %d\r\n\r\n" % (len(UNKNOWN_BODY) + 30) + UNKNOWN_BODY, [(77, METHOD_NOT_FOUND)]),

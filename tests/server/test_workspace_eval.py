@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import zipfile
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from difill.lab.workspace_eval import (
     evaluate_workspace,
     fetch_packages,
     format_workspace,
-    load_packages,
+    group_packages,
     local_bindings,
     replay_spots,
     typing_replay_inside,
@@ -39,17 +38,12 @@ MAIN = "from pkg.util import helper_1, helper_2\n\n\n" + "".join(
 )
 
 
-def write_corpus(tmp_path: Path) -> Path:
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    docs = [
-        {"path": "pkg==1/pkg/util.py", "text": UTIL},
-        {"path": "pkg==1/pkg/main.py", "text": MAIN},
-        {"path": "pkg==1/docs/conf.py", "text": "project = 'pkg'\n"},
-        {"path": "lonely==2/lonely.py", "text": MAIN},  # a package of one file: no workspace
-    ]
-    (corpus / "heldout.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
-    return corpus
+DOCS = [
+    ("pkg==1/pkg/util.py", UTIL),
+    ("pkg==1/pkg/main.py", MAIN),
+    ("pkg==1/docs/conf.py", "project = 'pkg'\n"),
+    ("lonely==2/lonely.py", MAIN),  # a package of one file: no workspace
+]
 
 
 def test_definitions_and_local_bindings():
@@ -60,7 +54,7 @@ def test_definitions_and_local_bindings():
 
 
 def test_cases_name_something_defined_in_another_file_of_the_package(tmp_path):
-    cases = workspace_cases(load_packages(write_corpus(tmp_path)), per_shape=4, seed=0)
+    cases = workspace_cases(group_packages(DOCS), per_shape=4, seed=0)
     assert set(cases) == {"rest_of_line", "whole_line", "multi_line_2_5"}
     assert any(cases.values())
     for shape_cases in cases.values():
@@ -71,7 +65,7 @@ def test_cases_name_something_defined_in_another_file_of_the_package(tmp_path):
 
 
 def test_each_package_is_indexed_as_a_workspace_and_the_case_file_is_never_its_own_context(tmp_path):
-    indexes = PackageIndexes(load_packages(write_corpus(tmp_path)))
+    indexes = PackageIndexes(group_packages(DOCS))
     try:
         cursor = MAIN.index("return helper_1") + len("return ")
         live = MAIN[:cursor] + MAIN[cursor + len("helper_1(scaled)") :]  # the answer is not typed yet
@@ -102,10 +96,9 @@ class TruthEngine:
 
 
 def test_every_row_on_the_same_cases_and_the_replay(tmp_path):
-    corpus = write_corpus(tmp_path)
     engine = TruthEngine([MAIN, UTIL])
     report = evaluate_workspace(
-        ServedModel(engine), load_packages(corpus), per_shape=3, seed=0, typing_files=1, typing_lines=2
+        ServedModel(engine), group_packages(DOCS), per_shape=3, seed=0, typing_files=1, typing_lines=2
     )
     for shape, rows in report["cases"].items():
         assert set(rows) == {"retrieval", "model", "seeded", "served"}
@@ -121,7 +114,7 @@ def test_every_row_on_the_same_cases_and_the_replay(tmp_path):
 
 
 def test_the_replay_types_inside_a_file_with_the_rest_below(tmp_path):
-    spots = replay_spots(load_packages(write_corpus(tmp_path)), files=1, lines=2, seed=0)
+    spots = replay_spots(group_packages(DOCS), files=1, lines=2, seed=0)
     (path, before, target, after) = spots[0]
     assert path == "pkg==1/pkg/main.py" and before and after and target.count("\n") == 2
     assert before + target + after == MAIN

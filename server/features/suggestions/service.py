@@ -214,10 +214,8 @@ class SuggestionService(OneJobPerDocument):
         )
         if settings.context_drafts == "off":
             return [], block
-        if retrieval is None:
-            return shaped_drafts(drafts_at(fill.text, fill.offset), fill.ctx), block
-        found = drafts_at(fill.text, fill.offset, retrieval.sources, retrieval.drafts)
-        return shaped_drafts(found, fill.ctx), block
+        sources, index_drafts = (retrieval.sources, retrieval.drafts) if retrieval else ((), ())
+        return shaped_drafts(drafts_at(fill.text, fill.offset, sources, index_drafts), fill.ctx), block
 
     async def _wait(self, fill: RunningFill) -> list[str]:
         """The fill's texts.  If this request is cancelled ($/cancelRequest), the fill is not: it
