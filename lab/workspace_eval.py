@@ -189,9 +189,9 @@ class PackageIndexes:
             if not index.wait_idle(120):
                 raise RuntimeError(f"indexing {package} took over 120 s")
         retrieval = index.retrieve(self.uri(path), text, offset, "python")
-        # The file on disk holds the answer: only the live text (the first source) may come from it.
+        # The file on disk holds the answer: no source or snippet may come from it.
         own = str(self.root / path)
-        if any(source == own for source, _ in retrieval.sources[1:]) or any(
+        if any(source in (own, self.uri(path)) for source, _ in retrieval.sources) or any(
             f"{package}/{s.path}" == path for s in retrieval.snippets
         ):
             raise AssertionError(f"the eval's own file {path} leaked into its context")

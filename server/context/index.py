@@ -63,7 +63,7 @@ MAX_OPEN_SOURCES = 8  # draft sources: open documents, then the most similar wor
 MAX_WORKSPACE_SOURCES = 4
 RECENT_EDITS = 16
 MAX_IMPORT_SOURCES = 3  # a free name defined at the top of more modules than this cannot pick one
-CURRENT_SOURCE_CHARS = 256 * 1024  # of the current document, on each side of the cursor
+CURRENT_SOURCE_CHARS = 256 * 1024  # of the current document, on each side of the cursor (import drafts)
 CACHED_DEFINITIONS = 256
 # Names the current document defines itself (Python-like line rule): their definitions are at hand.
 LOCAL_DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)|^(\w+)[ \t]*[:=]", re.M)
@@ -88,9 +88,8 @@ class Snippet:
 
 @dataclass(frozen=True)
 class Retrieval:
-    # (uri or path, LF text) for the draft finder, searched in this order: the current document
-    # without the cursor's line, the open documents (most recently edited first), then the most
-    # similar workspace files.
+    # (uri or path, LF text) for the draft finder, searched after the current document in this
+    # order: the open documents (most recently edited first), then the most similar workspace files.
     sources: list[tuple[str, str]]
     snippets: list[Snippet]  # by priority (definitions, then similarity); prompt.py orders them
     # Drafts only the index can make, before the finder's (served.drafts_at): an import line
@@ -393,7 +392,7 @@ class WorkspaceIndex:
         line_start = text.rfind("\n", 0, offset) + 1
         line_end = text.find("\n", offset)
         line_end = len(text) if line_end < 0 else line_end + 1
-        # A huge document is searched around the cursor only (whole lines).
+        # Import drafts read a huge document around the cursor only (whole lines).
         low = (
             text.rfind("\n", 0, max(0, line_start - CURRENT_SOURCE_CHARS)) + 1
             if line_start > CURRENT_SOURCE_CHARS
@@ -409,8 +408,11 @@ class WorkspaceIndex:
         )
         recent = {u: rank for rank, (u, _) in reversed(list(enumerate(edits)))}
         others.sort(key=lambda o: (recent.get(o.uri, len(edits)), o.uri))
-        sources = [(uri, without_cursor_line)]
-        sources += [(o.uri, o.text) for o in others[:MAX_OPEN_SOURCES]]
+        # The current document is not a source here: the finder searches it itself, before and
+        # after the cursor, never at the cursor (served.drafts_at).  Without its line, the text
+        # before the cursor runs on into the next line, and a source made of it "matched" there:
+        # at the start of a line, a full-length match whose draft repeated the line below.
+        sources = [(o.uri, o.text) for o in others[:MAX_OPEN_SOURCES]]
         sources += [(record.path, record.text) for _, record in workspace[:MAX_WORKSPACE_SOURCES]]
         return Retrieval(sources, snippets, drafts)
 
