@@ -28,7 +28,8 @@ MIN_NAME = 2
 
 # An import line as typed so far: ``from <module>`` (maybe partial) and, once the module is
 # written, `` import <names so far>``.  A parenthesized list is left alone (its lines follow).
-FROM_LINE = re.compile(r"^[ \t]*from[ \t]+(?P<module>[\w.]*)(?P<rest>[ \t]+\w*)?$")  # rest: "", " ", " im"
+# rest: "", " ", " im"; a bare "from" (no space yet) is a line whose module is still to come.
+FROM_LINE = re.compile(r"^[ \t]*from(?:[ \t]+(?P<module>[\w.]*)(?P<rest>[ \t]+\w*)?|(?P<bare>))$")
 IMPORT_LIST = re.compile(
     r"^[ \t]*from[ \t]+(?P<module>[\w.]+)[ \t]+import[ \t]+(?P<names>(?:\w+[ \t]*,[ \t]*)*)(?P<partial>\w*)$"
 )
@@ -48,6 +49,14 @@ BINDINGS = re.compile(
     r"|\blambda([^:]*):",
     re.M,
 )
+# A module's ``__all__`` names what it exports: each listed name is bound in it, so a listed name
+# the module does not bind is imported - the names a package's ``__init__.py`` re-exports.
+ALL_LIST = re.compile(r"^__all__[ \t]*\+?=[ \t]*[\[(]([^\])]*)", re.M)
+ALL_ENTRY = re.compile(r"""(["'])([A-Za-z_]\w*)\1""")
+# A quoted annotation, as code under ``if TYPE_CHECKING:`` writes them: ``job: "Job"``, ``-> "Job"``.
+ANNOTATION_BEFORE = re.compile(r"(?:\w[ \t]*:|->)[ \t]*$")
+QUOTED_TYPE = re.compile(r"""(["'])[\w. \[\],|]+\1""")
+F_STRING_FIELD = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")  # a literal brace, or a replacement field
 IMPORTED = re.compile(
     r"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]+(\([^)]*\)?|[^\n]*)|^[ \t]*import[ \t]+([^\n]*)", re.M
 )
@@ -73,6 +82,7 @@ class TypedImport:
     typed_names: tuple[str, ...]  # names already listed before the one being typed
     partial: str  # the name being typed when listing; the rest of the line otherwise ("", " ", " im")
     fresh: bool = False  # an empty line among the imports: the whole line is drafted
+    bare: bool = False  # the line is "from" so far: the draft starts with the space after it
 
 
 def typed_import(line_before: str, among_imports: bool = False) -> TypedImport | None:
@@ -86,7 +96,8 @@ def typed_import(line_before: str, among_imports: bool = False) -> TypedImport |
         return TypedImport(listed["module"], True, names, listed["partial"])
     started = FROM_LINE.match(line_before)
     if started and "import".startswith((started["rest"] or "").strip()):
-        return TypedImport(started["module"], False, (), started["rest"] or "")
+        return TypedImport(started["module"] or "", False, (), started["rest"] or "",
+                           bare=started["bare"] is not None)  # fmt: skip
     return None
 
 
@@ -129,7 +140,18 @@ def _line_below(text: str, line_end: int, blank_lines: int = 8) -> str:
 def free_names(text: str) -> tuple[str, ...]:
     """Names ``text`` (Python) uses but does not bind, in the order of their first use.  Cached:
     while an import line is typed, the rest of the document (``text``) stays the same."""
-    code = PROSE.sub(lambda m: " " * len(m.group()), text)
+    code = PROSE.sub(lambda m: _blanked(text, m), text)
+    exported = [
+        (listed.start(1) + entry.start(2), entry.group(2))
+        for listed in ALL_LIST.finditer(text)
+        for entry in ALL_ENTRY.finditer(listed.group(1))
+    ]
+    if exported:  # the strings were blanked above: each listed name becomes a use where it stands
+        pieces, done = [], 0
+        for at, name in exported:
+            pieces += [code[done:at], name]
+            done = at + len(name)
+        code = "".join(pieces) + code[done:]
     bound: set[str] = set()
     for match in BINDINGS.finditer(code):
         for group in match.groups():
@@ -148,10 +170,33 @@ def free_names(text: str) -> tuple[str, ...]:
     seen: dict[str, None] = {}
     for match in IDENTIFIER.finditer(code):
         name = match.group(1)
+        if name.lower() in ("rb", "br", "rf", "fr") and text[match.end(1) : match.end(1) + 1] in ("'", '"'):
+            continue  # a string's prefix (rf"...")
         if match.start(1) in keyword_arguments or name in bound or name in NOT_FREE or len(name) < MIN_NAME:
             continue
         seen.setdefault(name)
     return tuple(seen)
+
+
+def _blanked(text: str, prose: re.Match[str]) -> str:
+    """A string or comment as spaces, of its length; an f-string keeps its replacement fields
+    (``f"{datetime_repr(x)}"`` uses ``datetime_repr``), ``{{`` being a literal brace."""
+    literal = prose.group()
+    annotated = ANNOTATION_BEFORE.search(text, max(0, prose.start() - 80), prose.start())
+    if annotated and QUOTED_TYPE.fullmatch(literal):
+        return literal  # a quoted annotation ("Job"): its names are uses
+    start = prose.start()
+    while start > 0 and prose.start() - start < 2 and text[start - 1] in "fFrRbBuU":
+        start -= 1  # the string's prefix letters
+    word_before = start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_")
+    if literal[0] == "#" or word_before or "f" not in text[start : prose.start()].lower():
+        return " " * len(literal)
+    pieces, done = [], 0
+    for field in F_STRING_FIELD.finditer(literal):
+        inside = field.group(1)
+        pieces += [" " * (field.start() - done), "  " if inside is None else f" {inside} "]
+        done = field.end()
+    return "".join(pieces) + " " * (len(literal) - done)
 
 
 def module_of(relative: str) -> list[str]:
@@ -222,13 +267,17 @@ def import_completion(typed: TypedImport, targets: list[ImportTarget], free: Seq
     if typed.listing or typed.partial:  # the module is written: its names
         names = list(dict.fromkeys(n for t in targets if t.form == typed.module for n in t.names))
         if typed.listing:
-            names = [n for n in names if n not in typed.typed_names and n.startswith(typed.partial)]
-            names = sorted((n for n in names if n != typed.partial), key=import_order)
-            return (
-                names[0][len(typed.partial) :] + "".join(", " + n for n in names[1:MAX_IMPORTED])
-                if names
-                else None
+            left = sorted(
+                (n for n in names if n not in typed.typed_names and n != typed.partial), key=import_order
             )
+            started = [n for n in left if n.startswith(typed.partial)]
+            if not started:
+                return None
+            # The name being typed, then the ones that sort after it: a sorted line goes on with
+            # them (those before it would have been written first).
+            after = [n for n in left if n != started[0] and import_order(n) > import_order(started[0])]
+            names = [started[0], *after]
+            return started[0][len(typed.partial) :] + "".join(", " + n for n in names[1:MAX_IMPORTED])
         keyword_left = "import"[len(typed.partial.strip()) :]
         return (
             keyword_left + " " + ", ".join(sorted(names[:MAX_IMPORTED], key=import_order)) if names else None
@@ -243,4 +292,4 @@ def import_completion(typed: TypedImport, targets: list[ImportTarget], free: Seq
     )
     names = sorted(best.names[:MAX_IMPORTED], key=import_order)
     line = best.form[len(typed.module) :] + " import " + ", ".join(names)
-    return "from " + line if typed.fresh else line
+    return "from " + line if typed.fresh else " " + line if typed.bare else line

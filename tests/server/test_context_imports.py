@@ -43,6 +43,33 @@ def test_free_names_are_the_used_unbound_ones_in_order_of_first_use():
     assert free_names(text + "with open(y) as fh:\n    fh.read(size=n, z=zed)\n") == ("zed",)
 
 
+def test_names_listed_in_all_are_uses():
+    """A package's ``__init__.py`` re-exports: its ``__all__`` names what it must import."""
+    text = (
+        'from .a import bound\n\n__all__ = (\n    "exported",  # why\n    "bound",\n)\n__all__ += ["more"]\n'
+    )
+    assert free_names(text + 'labels = ["a_string"]\n') == ("exported", "more")
+
+
+def test_an_f_string_uses_the_names_in_its_fields():
+    text = 'x = f"at {datetime_repr(when)} {{braces}} {Colors.END:>8}" + "{plain}" + rf"{raw_name}"\n'
+    assert free_names(text + 'y = call("{in_call}") + rb"bytes"\n') == (
+        "datetime_repr",
+        "when",
+        "Colors",
+        "raw_name",
+        "call",
+    )
+
+
+def test_a_quoted_annotation_uses_its_names():
+    """Code under ``if TYPE_CHECKING:`` imports names that only quoted annotations use."""
+    text = (
+        'def f(job: "Job", other: "list[Dependency] | None" = None) -> "Result":\n    d = {"key": "value"}\n'
+    )
+    assert free_names(text + '    x: "Quoted" = "not_a_type"\n') == ("Job", "Dependency", "Result", "Quoted")
+
+
 def test_module_forms_relative_first_then_each_tail_of_the_path():
     assert module_forms("pkg/sub/util.py", "pkg/sub/main.py") == [".util", "pkg.sub.util", "sub.util", "util"]
     assert module_forms("pkg/util.py", "pkg/sub/main.py") == ["..util", "pkg.util", "util"]
@@ -78,6 +105,11 @@ FREE = ["helper_one", "RATE", "Widget", "log", "helper_two"]
         ("from .util import ", "RATE, helper_one, helper_two"),
         ("from .util import RATE, ", "helper_one, helper_two"),  # the ones not listed yet
         ("from .util import RATE, helper_", "one, helper_two"),
+        # The name being typed, then the names that sort after it (a sorted line goes on with them).
+        ("from .util import R", "ATE, helper_one, helper_two"),
+        ("from .util import helper_t", "wo"),
+        ("from", " .util import RATE, helper_one, helper_two"),  # no space typed yet
+        ("fromage", None),
         ("    from .util import RATE", None),  # the name is written: nothing more starts with it
         ("from .nowhere import ", None),
         ("from .x", None),
