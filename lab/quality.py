@@ -102,7 +102,8 @@ def evaluate_served(
     (lab/workspace_eval.py)."""
     from difill.engine.syntax import parses
 
-    cases = eval_cases(corpus, per_shape, seed)
+    # The in-file cases come from the corpus's held-out split; the workspace eval alone needs none.
+    cases = eval_cases(corpus, per_shape, seed) if per_shape else {}
     original_parses = {id(ex): bool(parses(ex.document, "python")) for exs in cases.values() for ex in exs}
     report: dict = {
         "cases_per_shape": per_shape,

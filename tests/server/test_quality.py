@@ -101,6 +101,12 @@ def test_eval_runs_a_real_model_through_the_served_path(tmp_path: Path, tiny_mod
     assert "ar" not in report
 
 
+def test_the_workspace_eval_alone_needs_no_corpus(tmp_path: Path, tiny_model_dir):
+    """`difill eval --cases 0 --typing-files 0 --workspace-cases N`: no held-out split is read."""
+    report = evaluate_served(str(tiny_model_dir), None, tmp_path / "no-corpus", per_shape=0, seed=1)
+    assert report["diffusion"] == {} and "diffusion_typing" not in report
+
+
 def test_the_filler_experiment_ends_middles_without_the_fill_token(tmp_path: Path, tiny_model_dir):
     from difill.lab.quality import load_served
 
