@@ -101,6 +101,7 @@ def main() -> None:
                     text, _ = suggest(ex.prefix + ex.suffix, len(ex.prefix), path)
                     score.add(ex, text, 0, 0.0, 0.0, False)
                 row[shape] = score.summary()["exact_match"]
+                row[f"{shape}_similarity"] = score.summary()["edit_similarity"]
             row["end_of_file_typing"] = end_of_file_replay(suggest, end_of_file)["net_saved_share"]
             row["inside_typing"] = typing_replay_inside(suggest, spots)["net_saved_share"]
             row["sum"] = round(100 * sum(row[k] for k in ("rest_of_line", "whole_line", "end_of_file_typing",
