@@ -53,8 +53,8 @@ BINDINGS = re.compile(
 # the module does not bind is imported - the names a package's ``__init__.py`` re-exports.
 ALL_LIST = re.compile(r"^__all__[ \t]*\+?=[ \t]*[\[(]([^\])]*)", re.M)
 ALL_ENTRY = re.compile(r"""(["'])([A-Za-z_]\w*)\1""")
-# A quoted annotation, as code under ``if TYPE_CHECKING:`` writes them: ``job: "Job"``, ``-> "Job"``.
-ANNOTATION_BEFORE = re.compile(r"(?:\w[ \t]*:|->)[ \t]*$")
+# A quoted annotation, as code under ``if TYPE_CHECKING:`` writes them: ``job: "Job"``, ``-> "Job"``
+# (after a name and a colon, or an arrow: ``_blanked``).
 QUOTED_TYPE = re.compile(r"""(["'])[\w. \[\],|]+\1""")
 F_STRING_FIELD = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")  # a literal brace, or a replacement field
 IMPORTED = re.compile(
@@ -182,13 +182,14 @@ def _blanked(text: str, prose: re.Match[str]) -> str:
     """A string or comment as spaces, of its length; an f-string keeps its replacement fields
     (``f"{datetime_repr(x)}"`` uses ``datetime_repr``), ``{{`` being a literal brace."""
     literal = prose.group()
-    annotated = ANNOTATION_BEFORE.search(text, max(0, prose.start() - 80), prose.start())
+    before = text[max(0, prose.start() - 80) : prose.start()].rstrip(" \t")
+    annotated = before.endswith("->") or (before.endswith(":") and _is_word_end(before[:-1].rstrip(" \t")))
     if annotated and QUOTED_TYPE.fullmatch(literal):
         return literal  # a quoted annotation ("Job"): its names are uses
     start = prose.start()
     while start > 0 and prose.start() - start < 2 and text[start - 1] in "fFrRbBuU":
         start -= 1  # the string's prefix letters
-    word_before = start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_")
+    word_before = start > 0 and _is_word_end(text[start - 1])
     if literal[0] == "#" or word_before or "f" not in text[start : prose.start()].lower():
         return " " * len(literal)
     pieces, done = [], 0
@@ -197,6 +198,10 @@ def _blanked(text: str, prose: re.Match[str]) -> str:
         pieces += [" " * (field.start() - done), "  " if inside is None else f" {inside} "]
         done = field.end()
     return "".join(pieces) + " " * (len(literal) - done)
+
+
+def _is_word_end(text: str) -> bool:
+    return bool(text) and (text[-1].isalnum() or text[-1] == "_")
 
 
 def module_of(relative: str) -> list[str]:
