@@ -63,7 +63,7 @@ MAX_OPEN_SOURCES = 8  # draft sources: open documents, then the most similar wor
 MAX_WORKSPACE_SOURCES = 4
 RECENT_EDITS = 16
 MAX_IMPORT_SOURCES = 3  # a free name defined at the top of more modules than this cannot pick one
-CURRENT_SOURCE_CHARS = 256 * 1024  # of the current document, on each side of the cursor (import drafts)
+CURRENT_SOURCE_CHARS = 256 * 1024  # of the current document, each side of the cursor, for import drafts
 CACHED_DEFINITIONS = 256
 # Names the current document defines itself (Python-like line rule): their definitions are at hand.
 LOCAL_DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)|^(\w+)[ \t]*[:=]", re.M)
@@ -389,23 +389,7 @@ class WorkspaceIndex:
                     definitions.append((len(found), name, [(store.files[f], f, at) for f, at in found]))
         similar = self._similar(query, others, edits, workspace, folders)
         snippets = [*self._definition_snippets(definitions), *similar]
-        line_start = text.rfind("\n", 0, offset) + 1
-        line_end = text.find("\n", offset)
-        line_end = len(text) if line_end < 0 else line_end + 1
-        # Import drafts read a huge document around the cursor only (whole lines).
-        low = (
-            text.rfind("\n", 0, max(0, line_start - CURRENT_SOURCE_CHARS)) + 1
-            if line_start > CURRENT_SOURCE_CHARS
-            else 0
-        )
-        high = text.find("\n", line_end + CURRENT_SOURCE_CHARS)
-        high = len(text) if high < 0 else high + 1
-        without_cursor_line = text[low:line_start] + text[line_end:high]
-        drafts = (
-            self._import_drafts(text, line_start, line_end, offset, without_cursor_line, current_path)
-            if language_id == "python"
-            else []
-        )
+        drafts = self._import_drafts(text, offset, current_path) if language_id == "python" else []
         recent = {u: rank for rank, (u, _) in reversed(list(enumerate(edits)))}
         others.sort(key=lambda o: (recent.get(o.uri, len(edits)), o.uri))
         # The current document is not a source here: the finder searches it itself, before and
@@ -416,16 +400,26 @@ class WorkspaceIndex:
         sources += [(record.path, record.text) for _, record in workspace[:MAX_WORKSPACE_SOURCES]]
         return Retrieval(sources, snippets, drafts)
 
-    def _import_drafts(
-        self, text: str, line_start: int, line_end: int, offset: int, document: str, current_path: str | None
-    ) -> list[Draft]:
+    def _import_drafts(self, text: str, offset: int, current_path: str | None) -> list[Draft]:
         """The cursor's ``from`` line (or a new line among the imports) completed with the names
-        the document (``document``: its text without the cursor's line) uses unbound that a
-        workspace module defines at its top level (imports.py).  Python documents only."""
+        the document (without the cursor's line) uses unbound that a workspace module defines at
+        its top level (imports.py).  Python documents only."""
+        line_start = text.rfind("\n", 0, offset) + 1
+        line_end = text.find("\n", offset)
+        line_end = len(text) if line_end < 0 else line_end + 1
         line_before = text[line_start:offset]
         typed = typed_import(line_before, line_before == "" and between_imports(text, line_start, line_end))
         if typed is None:
             return []
+        # A huge document is read around the cursor only (whole lines).
+        low = (
+            text.rfind("\n", 0, max(0, line_start - CURRENT_SOURCE_CHARS)) + 1
+            if line_start > CURRENT_SOURCE_CHARS
+            else 0
+        )
+        high = text.find("\n", line_end + CURRENT_SOURCE_CHARS)
+        high = len(text) if high < 0 else high + 1
+        document = text[low:line_start] + text[line_end:high]
         free = free_names(document[:FREE_SCAN_CHARS])[:MAX_FREE_NAMES]
         by_file: dict[int, list[str]] = {}
         common: set[str] = set()  # defined at the top of many modules: they cannot tell which
