@@ -14,6 +14,9 @@
 # (packed causal-LM + canvas steps), bf16 autocast, batch 128. What comes back (<= 8 files,
 # 16 MiB each): the EMA weights in fp16, its training_state.json and the train log. Then, here:
 # `difill eval --model <files_at>` and `difill ship` only if it beats the shipped model.
+# DRAFT_SHARE=0.3 (say) trains on draft-seeded canvases too (issue 22: a model that keeps right
+# drafts and mends wrong ones; docs/drafts.md "Training on draft-seeded canvases"); judge it with
+# `difill eval --workspace-cases 60`, whose seeded row must beat retrieval alone and the model.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MINUTES=${MINUTES:-8}
@@ -50,7 +53,7 @@ run() {
   shipped=$(python3 -c "from difill.engine.model import DEFAULT_MODEL_DIR; print(DEFAULT_MODEL_DIR)")
   python3 -m difill.server.cli train --init "$shipped" --out /tmp/gpu-run --corpus /tmp/corpus \
     --device "${DEVICE:-cuda}" ${BF16:---bf16} --batch-size "${BATCH:-128}" --minutes "$MINUTES" --lr 2e-3 \
-    --canvas-share 0.3 --canvas-share-end 0.6 --save-every-minutes 3
+    --canvas-share 0.3 --canvas-share-end 0.6 --save-every-minutes 3 --draft-share "${DRAFT_SHARE:-0}"
   local out=${OUT:-/tmp/gpu-out}
   mkdir -p "$out"
   cp /tmp/gpu-run/latest/{config.json,generation_config.json,training_state.json,tokenizer.json,tokenizer_config.json} "$out"/
