@@ -61,13 +61,13 @@ async def test_an_import_line_is_completed_with_the_names_the_file_lacks(tiny_mo
 async def test_the_cursor_is_not_offered_the_code_below_it(tiny_model_dir, tmp_path):
     """The cursor's own place is no draft: at the start of a line, nothing repeats the code below
     it (the index once offered the line after the cursor's, as an 8-token "match")."""
-    (tmp_path / "util.py").write_text(UTIL)
+    (tmp_path / "util.py").write_text(UTIL)  # a workspace for the index to build
     options = {"workspaceIndex": True, "contextDrafts": "show", "minTokenProb": 1.0}  # drafts only
     text = "import os\n\n\ndef main():\n    path = os.getcwd()\n    print(path)\n    return path\n"
     async with running_server(tiny_model_dir, init_options=options, root_uri=tmp_path.as_uri()) as client:
         uri = (tmp_path / "main.py").as_uri()
         open_document(client, uri, text)
-        for _ in range(20):  # before and after the index is built
+        for _ in range(20):  # the index builds in the background meanwhile
             result = await client.text_document_inline_completion_async(
                 inline_params(uri, 5, 0, invoked=False)
             )
