@@ -36,6 +36,7 @@ from difill.engine.api import DEFAULT_HOLE_MARKER, FillResult, HolesResult
 from difill.engine.decoder import CanvasDecoder, attention_mask, conditioned_inputs, decoder_layers
 from difill.engine.infill import InfillEngine
 from difill.engine.model import LoadedModel
+from difill.engine.prefix_cache import expand_cache
 
 
 @dataclass
@@ -294,7 +295,8 @@ class _PooledEngine(InfillEngine):
         super().__init__(loaded)
         self.batcher = batcher
 
-    def _decoder(self, batch_cache) -> CanvasDecoder:
+    def _decoder(self, cache, request, config) -> CanvasDecoder:
+        batch_cache = expand_cache(cache, request.canvas.shape[0])
         return BatchedCanvasDecoder(self.model, batch_cache, self.batcher, self)
 
 

@@ -89,6 +89,21 @@ class CanvasDecoder:
         # No mask: no padding, every slot sees the whole prefix and canvas.
         return decoder_layers(self.decoder, hidden, positions, None, self.cache)  # (B, L, D)
 
+    def open_logits(
+        self,
+        canvas: torch.Tensor,
+        soft_embeddings: torch.Tensor | None,
+        open_slots: tuple[torch.Tensor, torch.Tensor],
+        no_filler: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """One pass -> the logits of the open slots (N, V), in ``open_slots``' order.
+
+        ``no_filler`` (B, L): slots where the sampler will ban the filler.  This pass ignores it
+        (the sampler masks the logits it returns); a pass that keeps its own self-conditioning
+        signal (engine/native/engine.py) needs it to mask that signal as the sampler does.
+        """
+        return self.logits(self.hidden(canvas, soft_embeddings)[open_slots])
+
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """hidden (..., D) -> soft-capped logits (..., V) in fp32, as the stock forward computes them."""
         cap = self.model.final_logit_softcapping

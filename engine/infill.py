@@ -317,7 +317,6 @@ class InfillEngine:
         device = self.loaded.device
         canvas = torch.stack([c.ids for c in canvases]).to(device)  # (B, L)
         clamp = torch.stack([c.clamp_mask for c in canvases]).to(device)  # (B, L)
-        decoder = self._decoder(expand_cache(cache, canvas.shape[0]))
 
         config = sampler_config(self.loaded.sampler, options)
         generator = torch.Generator(device=device).manual_seed(options.seed)
@@ -328,11 +327,13 @@ class InfillEngine:
             cut_below=None if config.revise else cut_below,
             seeded=None if seeded is None else seeded.to(device),
         )  # fmt: skip
+        decoder = self._decoder(cache, request, config)
         return denoise(decoder, request, config, generator, should_stop=should_stop, on_step=on_step)
 
-    def _decoder(self, batch_cache) -> CanvasDecoder:
-        """The decoder pass for one fill; engine/batcher.py overrides it to share passes."""
-        return CanvasDecoder(self.model, batch_cache)
+    def _decoder(self, cache, request: DenoiseRequest, config: SamplerConfig) -> CanvasDecoder:
+        """The decoder pass for one fill's canvases; engine/batcher.py overrides it to share
+        passes, engine/native/engine.py to run them in llama.cpp."""
+        return CanvasDecoder(self.model, expand_cache(cache, request.canvas.shape[0]))
 
     def _draft_reporter(self, on_draft, span, heal_text, row):
         if on_draft is None:

@@ -298,13 +298,14 @@ def propose(
     generator: torch.Generator,
 ) -> Proposal:
     """One forward, then a token and its entropy for every open slot, under the hole's rules."""
-    hidden = decoder.hidden(state.current, state.soft)  # (B, L, D)
-    raw = decoder.logits(hidden[open_slots])[:, : request.vocab_size]  # (N, V)
-    raw[:, request.banned_ids] = -torch.inf
+    before_text = None  # (B, L) slots the filler may not take (it would end a middle before its text)
     if request.filler_id is not None:
         _, before_text = filler_constraints(
             state.current, state.committed, request.clamp_mask, request.filler_id
         )
+    raw = decoder.open_logits(state.current, state.soft, open_slots, before_text)[:, : request.vocab_size]  # (N, V)
+    raw[:, request.banned_ids] = -torch.inf
+    if before_text is not None:
         raw[:, request.filler_id].masked_fill_(before_text[open_slots], -torch.inf)
     if request.slot_allowed is not None:
         slot, allowed = request.slot_allowed

@@ -30,6 +30,8 @@ class AgreeingDecoder:
     ``bonus`` (B, L), optional: the logit added there (default 1000: certain).
     """
 
+    open_logits = CanvasDecoder.open_logits  # one pass: this class's hidden, then logits
+
     def __init__(self, real: CanvasDecoder, target: torch.Tensor, bonus: torch.Tensor | None = None) -> None:
         self.real, self.target = real, target
         self.bonus = torch.full(target.shape, 1000.0) if bonus is None else bonus
@@ -173,8 +175,8 @@ def test_fill_returns_a_verified_draft_as_the_candidate_of_its_row(engine, monke
     tokens = encode(engine.tokenizer, draft)
     real_decoder = engine._decoder
 
-    def agreeing(batch_cache):
-        decoder = real_decoder(batch_cache)
+    def agreeing(cache, request, config):
+        decoder = real_decoder(cache, request, config)
         # Row layout: the hole starts at slot 0; sure of the draft, then of the filler.
         target = torch.full((1, 64), engine.ids.filler[0])
         target[0, : len(tokens)] = torch.tensor(tokens)

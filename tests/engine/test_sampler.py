@@ -142,6 +142,8 @@ def test_filler_constraints_keep_each_hole_one_middle_then_filler():
 class OnePassDecoder:
     """Scripted logits: each open slot confidently wants its token from ``wants``, on every pass."""
 
+    open_logits = CanvasDecoder.open_logits  # one pass: this class's hidden, then logits
+
     def __init__(self, wants, vocab):
         self.wants, self.vocab = wants, vocab
 

@@ -328,6 +328,8 @@ class BonusDecoder:
     already holds it (sure exactly where a draft is right, so drafts get verified), or with
     ``everywhere`` at every slot (sure of one answer whatever it reads: a stable argmax)."""
 
+    open_logits = CanvasDecoder.open_logits  # one pass: this class's hidden, then logits
+
     def __init__(self, real: CanvasDecoder, target: torch.Tensor, bonus: float, everywhere: bool) -> None:
         self.real, self.target, self.bonus, self.everywhere = real, target, bonus, everywhere
 
@@ -442,6 +444,8 @@ class HostReads(TorchDispatchMode):
 
 class UncountedForward:
     """A decoder whose forward the counter skips; logits and soft embeddings are counted."""
+
+    open_logits = CanvasDecoder.open_logits  # one pass: this class's hidden, then logits
 
     def __init__(self, real, counter: HostReads) -> None:
         self.real, self.counter = real, counter

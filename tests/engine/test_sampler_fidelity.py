@@ -24,7 +24,7 @@ class SpyDecoder(CanvasDecoder):
 
     def __init__(self, model, cache):
         super().__init__(model, cache)
-        self.soft_inputs, self.open_logits = [], []
+        self.soft_inputs, self.recorded_logits = [], []
 
     def hidden(self, canvas, soft_embeddings):
         self.soft_inputs.append(None if soft_embeddings is None else soft_embeddings.clone())
@@ -32,7 +32,7 @@ class SpyDecoder(CanvasDecoder):
 
     def logits(self, hidden):
         out = super().logits(hidden)
-        self.open_logits.append(out.clone())
+        self.recorded_logits.append(out.clone())
         return out
 
 
@@ -59,7 +59,7 @@ def test_self_conditioning_is_fed_the_tempered_distribution(gemma_loaded):
         )
         denoise(spy, request, config, torch.Generator().manual_seed(0))
     assert spy.soft_inputs[0] is None and spy.soft_inputs[1] is not None
-    raw = spy.open_logits[0][:, : gemma_loaded.ids.vocab_size].clone()
+    raw = spy.recorded_logits[0][:, : gemma_loaded.ids.vocab_size].clone()
     raw[:, banned] = -1e4
     weight = gemma_loaded.model.model.decoder.embed_tokens.weight
     scale = gemma_loaded.model.model.decoder.embed_tokens.embed_scale
@@ -95,6 +95,8 @@ def test_the_checkpoint_generation_config_is_the_starting_point(gemma_loaded, lo
 
 class ScriptedDecoder:
     """A decoder whose logits are scripted per pass: a confident token per open slot, None = unsure."""
+
+    open_logits = CanvasDecoder.open_logits  # one pass: this class's hidden, then logits
 
     def __init__(self, script, vocab, dim=4):
         self.script, self.vocab, self.dim, self.passes = script, vocab, dim, 0

@@ -119,14 +119,16 @@ def _install_faults(spec: str) -> None:
 def _inject(engine, spec: str) -> None:
     import torch
 
+    from difill.engine.decoder import CanvasDecoder
+
     mode, _, arg = spec.partition(":")
     failing_fill = int(arg) if arg else 0
     original_decoder = engine._decoder
     fills = [0]
 
-    def decoder(batch_cache):
+    def decoder(cache, request, config):
         fills[0] += 1
-        return FaultyDecoder(original_decoder(batch_cache), fills[0])
+        return FaultyDecoder(original_decoder(cache, request, config), fills[0])
 
     class FaultyDecoder:
         def __init__(self, inner, fill: int) -> None:
@@ -134,6 +136,8 @@ def _inject(engine, spec: str) -> None:
 
         def __getattr__(self, name):
             return getattr(self.inner, name)
+
+        open_logits = CanvasDecoder.open_logits  # its forward is this class's hidden
 
         def hidden(self, canvas, soft):
             self.passes += 1
