@@ -16,6 +16,7 @@ from transformers import (
     AutoTokenizer,
     DiffusionGemmaConfig,
     DiffusionGemmaForBlockDiffusion,
+    GenerationConfig,
     PreTrainedTokenizerBase,
 )
 from transformers.utils import logging as hf_logging
@@ -39,7 +40,7 @@ HOW_TO_FIX = (
 
 @dataclass
 class LoadedModel:
-    model: DiffusionGemmaForBlockDiffusion
+    model: DiffusionGemmaForBlockDiffusion | None  # None: the weights run elsewhere (engine/native)
     tokenizer: PreTrainedTokenizerBase
     ids: TokenIds
     path: Path
@@ -109,8 +110,9 @@ def _looks_like_hub_id(name: str) -> bool:
     return "/" in name and not name.startswith((".", "/", "~")) and name.count("/") == 1
 
 
-def check_model_dir(path: Path) -> None:
-    """Raise ModelLoadError naming exactly what is missing from ``path``."""
+def check_model_dir(path: Path, weights: bool = True) -> None:
+    """Raise ModelLoadError naming exactly what is missing from ``path`` (``weights``: the
+    safetensors too; the llama.cpp engine reads its weights from a GGUF)."""
     if not path.exists():
         hint = " It looks like a hub id; difill never downloads." if _looks_like_hub_id(str(path)) else ""
         raise ModelLoadError(f"model directory {path} does not exist.{hint} {HOW_TO_FIX}")
@@ -118,7 +120,7 @@ def check_model_dir(path: Path) -> None:
         raise ModelLoadError(f"model path {path} is not a directory. {HOW_TO_FIX}")
     if not (path / "config.json").is_file():
         raise ModelLoadError(f"{path}/config.json is missing. {HOW_TO_FIX}")
-    if not any((path / name).is_file() for name in SAFETENSORS_WEIGHTS):
+    if weights and not any((path / name).is_file() for name in SAFETENSORS_WEIGHTS):
         pickles = [p.name for p in path.glob("*.bin")] + [p.name for p in path.glob("*.pt")]
         extra = f" (found {', '.join(pickles)}: pickle weights are refused)" if pickles else ""
         raise ModelLoadError(f"{path} has no model.safetensors weights{extra}. {HOW_TO_FIX}")
@@ -167,14 +169,36 @@ def load_model(
     except Exception as err:  # noqa: BLE001 - safetensors, tokenizers and json raise their own types
         raise load_error(path, err) from err
     model.to(target).eval()
-    text_config = model.config.text_config
+    return checkpoint_settings(model, model.config, getattr(model, "generation_config", None), tokenizer, path, target)
+
+
+def checkpoint_settings(model, config, generation_config, tokenizer, path: Path, target) -> LoadedModel:
+    """What difill reads from a checkpoint besides its weights: token ids, the prefix it was
+    trained to read, its sampler, ghost-text cut and languages."""
+    text_config = config.text_config
     ids = TokenIds.from_tokenizer(tokenizer, text_config.vocab_size)
-    meta = difill_meta(model.config)
+    meta = difill_meta(config)
     max_prefix = int(meta.get("max_prefix_tokens", min(text_config.max_position_embeddings // 2, 4096)))
-    sampler = SamplerConfig.from_checkpoint(getattr(model, "generation_config", None), bool(meta))
-    min_token_prob = checkpoint_min_token_prob(model.config)
-    languages = checkpoint_languages(model.config)
+    sampler = SamplerConfig.from_checkpoint(generation_config, bool(meta))
+    min_token_prob = checkpoint_min_token_prob(config)
+    languages = checkpoint_languages(config)
     return LoadedModel(model, tokenizer, ids, path, target, max_prefix, sampler, min_token_prob, languages)
+
+
+def load_checkpoint_meta(path: str | os.PathLike | None = None) -> LoadedModel:
+    """A checkpoint's tokenizer and settings without its weights (``LoadedModel.model`` None): the
+    llama.cpp engine runs the weights from a GGUF."""
+    path = Path(path).expanduser() if path else DEFAULT_MODEL_DIR
+    check_model_dir(path, weights=False)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, **TOKENIZER_LOAD)
+        config = DiffusionGemmaConfig.from_pretrained(path, local_files_only=True)
+        generation = None
+        if (path / "generation_config.json").is_file():
+            generation = GenerationConfig.from_pretrained(path, local_files_only=True)
+    except Exception as err:  # noqa: BLE001 - tokenizers and json raise their own types
+        raise load_error(path, err) from err
+    return checkpoint_settings(None, config, generation, tokenizer, path, torch.device("cpu"))
 
 
 def build_config(

@@ -1,4 +1,4 @@
-"""The ``difill`` command: serve, fill, serve-http, corpus, tokenizer, train, ship, eval, bench.
+"""The ``difill`` command: serve, fill, serve-http, build-native, export-gguf, corpus, tokenizer, train, ship, eval, bench.
 
 Argument parsing only: each command's work lives in its own package and is imported when the
 command runs, so ``difill fill --remote`` never loads torch.
@@ -40,8 +40,16 @@ def build_parser() -> argparse.ArgumentParser:
             "--device", default="auto", help="auto (CUDA when present, else CPU), cpu, cuda, cuda:N, mps"
         )
 
+    def engine_args(p: argparse.ArgumentParser) -> None:
+        # The same values as the `engine`, `ggufPath` and `llamacppWorker` settings (docs/llamacpp.md).
+        p.add_argument("--engine", default="auto", choices=("auto", "torch", "llamacpp"),
+                       help="auto: llama.cpp on a CPU where `difill build-native` built it, else torch")
+        p.add_argument("--gguf", help="the model's GGUF for --engine llamacpp (the shipped model's is exported)")
+        p.add_argument("--llamacpp-worker", help="the difill-llama-worker binary (default: the one built)")
+
     p = sub.add_parser("serve", help="run the language server (stdio unless --tcp)")
     model_args(p)
+    engine_args(p)
     p.add_argument("--tcp", action="store_true", help="listen on TCP instead of stdio")
     p.add_argument(
         "--host",
@@ -61,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("fill", help="print the suggestion an editor would show at PATH:LINE:COL")
     p.add_argument("location", help="PATH:LINE:COL (1-based), or PATH with --holes")
     model_args(p)
+    engine_args(p)
     p.add_argument(
         "--json",
         action="store_true",
@@ -93,6 +102,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tls-key", help="the certificate's private key (PEM)")
     p.add_argument("--log-level", default="info", help="debug, info, warning or error")
     p.set_defaults(func=runs("difill.engine.backends.serve_http:run_http_server"))
+
+    p = sub.add_parser("build-native", help="build the llama.cpp worker (--engine llamacpp; docs/llamacpp.md)")
+    p.add_argument("--source", help="a llama.cpp tree (or .tar.xz) with DiffusionGemma, PR #24423 "
+                   "(default: $DIFILL_LLAMA_SOURCE, else ../shared/vendor/)")
+    p.add_argument("--cuda", action="store_true", help="with CUDA (-DGGML_CUDA=ON; needs the CUDA toolkit)")
+    p.add_argument("--metal", action="store_true", help="with Metal (-DGGML_METAL=ON; macOS)")
+    p.add_argument("--portable", action="store_true", help="no -march=native: a binary for other CPUs")
+    p.add_argument("--jobs", type=int, help="parallel compile jobs (default: every core)")
+    p.set_defaults(func=runs("difill.engine.native.commands:build"))
+
+    p = sub.add_parser("export-gguf", help="write a DiffusionGemma checkpoint as a GGUF for llama.cpp")
+    p.add_argument("model_dir", help="checkpoint directory (config.json, model.safetensors, tokenizer.json)")
+    p.add_argument("out", help="the .gguf to write")
+    p.add_argument("--type", default="f32", choices=("f32", "f16", "q8_0"), help="weight type (norms stay f32)")
+    p.set_defaults(func=runs("difill.engine.native.commands:export"))
 
     p = sub.add_parser(
         "corpus", help="build the training corpus: the stdlib and the pinned permissive packages"

@@ -53,6 +53,16 @@ class DirectoryPath:
 
 
 @dataclass(frozen=True)
+class FilePath:
+    """A file path; blank: None (the default)."""
+
+    def convert(self, value: Any) -> tuple[str | None, str | None]:
+        if _blank(value):
+            return None, None
+        return (value, None) if isinstance(value, str) else (None, "must be a file path (string)")
+
+
+@dataclass(frozen=True)
 class HttpUrl:
     """An http(s) URL, surrounding spaces dropped; blank: None (the default)."""
 
@@ -176,6 +186,18 @@ class Settings:
     # "auto" (CUDA when available, else CPU), "cpu", "cuda", "cuda:N" or "mps".  Changing it reloads.
     device: str = setting("device", Device(), "auto")
 
+    # Which in-process engine runs the model: "torch", "llamacpp" (llama.cpp's DiffusionGemma,
+    # docs/llamacpp.md) or "auto" (llama.cpp on a CPU where `difill build-native` built its worker
+    # and the GGUF is known, else torch).  Changing it reloads.
+    engine: str = setting("engine", Choice(("auto", "torch", "llamacpp")), "auto")
+
+    # The GGUF of `modelPath` for the llama.cpp engine (the shipped model's is exported on first
+    # use).  Changing it reloads.
+    gguf_path: str | None = setting("ggufPath", FilePath(), None)
+
+    # The difill-llama-worker binary; None: the one `difill build-native` built.  Changing it reloads.
+    llamacpp_worker: str | None = setting("llamacppWorker", FilePath(), None)
+
     # Longest suggestion, in tokens.  Single-line suggestions use at most this; an empty block body
     # may use up to twice this (see engine/text/shape.py).
     max_tokens: int = setting("maxTokens", BoundedInt(1, 512), 32)
@@ -236,7 +258,7 @@ class Settings:
 
 
 KEYS: dict[str, dataclasses.Field] = {f.metadata["key"]: f for f in fields(Settings)}
-RELOAD_FIELDS = ("model_path", "device", "remote", "remote_canvas")  # a change in these needs a new model
+RELOAD_FIELDS = ("model_path", "device", "remote", "remote_canvas", "engine", "gguf_path", "llamacpp_worker")  # a change in these needs a new model
 
 
 def section_of(raw: Any) -> dict[str, Any] | None:

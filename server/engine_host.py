@@ -24,10 +24,13 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from difill.engine.api import BackendError, Cancelled, FillOptions, InfillBackend, ModelLoadError, ShouldStop
 from difill.server.lifecycle import Feature
+
+if TYPE_CHECKING:
+    from difill.engine.backends import EngineChoice
 
 log = logging.getLogger("difill.server.model")
 T = TypeVar("T")
@@ -174,6 +177,7 @@ class EngineHost(Feature):
         progress: LoadProgress,
         remote: str | None = None,
         remote_canvas: str = "auto",
+        engine_choice: EngineChoice | None = None,
     ) -> None:
         """Load (or reload) the model; reports progress and status, never raises.
 
@@ -211,7 +215,7 @@ class EngineHost(Feature):
             if not remote:
                 await step(_import_engine)
             progress.report("reading the model", 30)
-            engine = await step(_load_engine, model_path, device, remote, remote_canvas)
+            engine = await step(_load_engine, model_path, device, remote, remote_canvas, engine_choice)
             progress.report("warming up", 80)
             await step(_warm_up, engine, superseded)
         except Exception as err:  # ModelLoadError, or anything a broken checkpoint raises
@@ -241,6 +245,8 @@ class EngineHost(Feature):
             describe = getattr(engine, "describe_path", None)  # found by the warm-up fill
             remote += f" ({describe()})" if describe else ""
         where = remote or (loaded.path if loaded else model_path)
+        if getattr(engine, "worker", None) is not None:  # engine/native/engine.py
+            where = f"{where} (llama.cpp)"
         progress.end(f"ready ({elapsed / 1000:.1f} s)")
         log.info("model ready at %s in %.0f ms", where, elapsed)
         # The load time goes in the message: `latencyMs` is a suggestion's latency, which clients
@@ -333,11 +339,15 @@ def _import_engine() -> None:
 
 
 def _load_engine(
-    model_path: str | None, device: str, remote: str | None = None, remote_canvas: str = "auto"
+    model_path: str | None,
+    device: str,
+    remote: str | None = None,
+    remote_canvas: str = "auto",
+    engine_choice: EngineChoice | None = None,
 ) -> InfillBackend:
     from difill.engine.backends import make_backend
 
-    return make_backend(remote, model_path, device, remote_canvas)
+    return make_backend(remote, model_path, device, remote_canvas, engine_choice)
 
 
 def _close(engine: InfillBackend | None) -> None:

@@ -44,7 +44,7 @@ def split_at(text: str, line: int, col: int) -> tuple[str, str]:
 
 def main(args: argparse.Namespace) -> int:
     from difill.engine.api import BackendError, ModelLoadError
-    from difill.engine.backends import make_backend
+    from difill.engine.backends import EngineChoice, make_backend
     from difill.engine.languages import language_for_path
     from difill.server.config import Settings
     from difill.server.served import ServedModel
@@ -61,7 +61,8 @@ def main(args: argparse.Namespace) -> int:
     if args.holes and args.marker not in text:  # before the model loads: nothing to fill
         raise SystemExit(f"difill: {path} has no hole marker {args.marker!r}; put one where code should go")
     try:
-        engine = make_backend(args.remote, args.model, args.device, args.remote_canvas)
+        choice = EngineChoice(args.engine, args.gguf, args.llamacpp_worker)
+        engine = make_backend(args.remote, args.model, args.device, args.remote_canvas, choice)
     except (ModelLoadError, BackendError) as err:
         raise SystemExit(f"difill: {err}") from err
     language = language_for_path(str(path))

@@ -214,9 +214,16 @@ class DifillServer(LanguageServer):
         self.suggestions.cache.clear()
         return self.spawn(
             self.host.load(
-                settings.model_path, settings.device, progress, settings.remote, settings.remote_canvas
+                settings.model_path, settings.device, progress, settings.remote, settings.remote_canvas,
+                engine_choice(settings),
             )
-        )
+        )  # fmt: skip
+
+
+def engine_choice(settings: Settings):
+    from difill.engine.backends import EngineChoice
+
+    return EngineChoice(settings.engine, settings.gguf_path, settings.llamacpp_worker)
 
 
 def create_server(base: Settings | None = None) -> DifillServer:
@@ -368,7 +375,13 @@ def reviews_edits(experimental: Any) -> bool:
 
 def run_server(args: Any) -> int:
     """``difill serve``: stdio by default, ``--tcp`` on ``--host`` (127.0.0.1) and ``--port``."""
-    base = Settings(model_path=getattr(args, "model", None), device=getattr(args, "device", None) or "auto")
+    base = Settings(
+        model_path=getattr(args, "model", None),
+        device=getattr(args, "device", None) or "auto",
+        engine=getattr(args, "engine", None) or "auto",
+        gguf_path=getattr(args, "gguf", None),
+        llamacpp_worker=getattr(args, "llamacpp_worker", None),
+    )
     server = create_server(base)
     server.log_handler = configure_logging(
         server, getattr(args, "log_level", "INFO"), getattr(args, "log_file", None)

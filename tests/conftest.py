@@ -4,6 +4,7 @@ through the real loading path (safetensors + tokenizer.json)."""
 from __future__ import annotations
 
 import inspect
+import os
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,11 @@ from difill.engine.vocab import TokenIds
 from difill.lab.training.tokenizer import save_tokenizer, train_tokenizer
 
 TINY_CORPUS_MODULES = ("textwrap", "string", "json.encoder", "shlex")
+
+# torch is the reference engine of the tests (engine/backends: DIFILL_ENGINE replaces "auto"), so a
+# built llama.cpp worker does not change what they run; tests/engine/test_llamacpp.py picks llama.cpp
+# itself, and the servers the tests start inherit this.
+os.environ.setdefault("DIFILL_ENGINE", "torch")
 
 
 def _tiny_corpus() -> list[str]:

@@ -5,31 +5,100 @@ Importing this package loads no torch: the local engine is imported only when on
 
 from __future__ import annotations
 
+import logging
+import os
+from dataclasses import dataclass, replace
+
 from difill.engine.api import BackendError, InfillBackend
 from difill.engine.backends.remote import API_KEY_ENV, RemoteBackend
 
-__all__ = ["API_KEY_ENV", "BackendError", "InfillBackend", "RemoteBackend", "local_backend", "make_backend"]
+__all__ = [
+    "API_KEY_ENV", "BackendError", "EngineChoice", "InfillBackend", "RemoteBackend", "local_backend",
+    "make_backend",
+]  # fmt: skip
+ENGINES = ("auto", "torch", "llamacpp")
+ENGINE_ENV = "DIFILL_ENGINE"  # replaces "auto" where it is set
+log = logging.getLogger(__name__)
 
 
-def local_backend(model: str | None = None, device: str = "auto") -> InfillBackend:
+@dataclass(frozen=True)
+class EngineChoice:
+    """Which in-process engine runs the model (``--engine``, setting ``engine``).
+
+    ``auto``: llama.cpp on a CPU where its worker is built and a GGUF is known (the shipped model's
+    is exported on first use), else torch.  ``llamacpp`` fails with what to build or export.
+    """
+
+    name: str = "auto"
+    gguf: str | None = None  # the checkpoint's GGUF (llama.cpp); None: the shipped model's own
+    worker: str | None = None  # difill-llama-worker; None: the one `difill build-native` built
+    threads: int | None = None  # llama.cpp threads; None: half the cores, as torch takes
+    gpu_layers: int = 0
+
+
+def local_backend(
+    model: str | None = None, device: str = "auto", engine: EngineChoice | None = None
+) -> InfillBackend:
     """The in-process engine; raises ModelLoadError (with how to fix it) if the model cannot load.
 
     A Llama checkpoint is the autoregressive baseline (difill bench runs it through the server).
     """
     from difill.engine.ar_baseline import ARBackend, is_ar_checkpoint
+
+    engine = engine or EngineChoice()
+    if engine.name == "auto" and os.environ.get(ENGINE_ENV):  # the test suite pins its reference engine
+        engine = replace(engine, name=os.environ[ENGINE_ENV])
+    if engine.name not in ENGINES:
+        raise ValueError(f"unknown engine {engine.name!r}; use one of {', '.join(ENGINES)}")
+    if model and is_ar_checkpoint(model):
+        return ARBackend(model)
+    if engine.name == "llamacpp" or (engine.name == "auto" and _llamacpp_fits(model, device, engine)):
+        try:
+            return _llamacpp_backend(model, device, engine)
+        except BackendError as err:
+            if engine.name == "llamacpp":
+                raise
+            log.warning("the llama.cpp engine did not start (%s); using torch", err)
     from difill.engine.infill import InfillEngine
     from difill.engine.model import load_model
 
-    if model and is_ar_checkpoint(model):
-        return ARBackend(model)
     return InfillEngine(load_model(model, device))
 
 
+def _llamacpp_fits(model: str | None, device: str, engine: EngineChoice) -> bool:
+    """auto: llama.cpp when it runs on the CPU, its worker is built and the GGUF is known."""
+    from difill.engine.native.build import BuildError, built_worker
+
+    if device not in ("auto", "cpu") or (model is not None and engine.gguf is None):
+        return False
+    if device == "auto":
+        import torch
+
+        if torch.cuda.is_available():
+            return False
+    try:
+        return bool(engine.worker) or built_worker().is_file()
+    except BuildError:
+        return False
+
+
+def _llamacpp_backend(model: str | None, device: str, engine: EngineChoice) -> InfillBackend:
+    from difill.engine.native.engine import load_llamacpp_engine
+
+    return load_llamacpp_engine(
+        model, engine.gguf, engine.worker, threads=engine.threads, gpu_layers=engine.gpu_layers
+    )
+
+
 def make_backend(
-    remote: str | None = None, model: str | None = None, device: str = "auto", remote_canvas: str = "auto"
+    remote: str | None = None,
+    model: str | None = None,
+    device: str = "auto",
+    remote_canvas: str = "auto",
+    engine: EngineChoice | None = None,
 ) -> InfillBackend:
     """A RemoteBackend for the ``remote`` URL if one is given (``remote_canvas``: how it reaches a
-    vLLM server, engine/backends/vllm.py), else the local engine."""
+    vLLM server, engine/backends/vllm.py), else the local engine ``engine`` names."""
     if remote:
         return RemoteBackend(remote, canvas=remote_canvas)
-    return local_backend(model, device)
+    return local_backend(model, device, engine)

@@ -1,0 +1,377 @@
+// difill-llama-worker: DiffusionGemma logits over llama.cpp (pull request #24423) for difill's own
+// sampler.  engine/native/worker.py starts it and speaks the protocol below; the sampler stays in
+// Python (engine/sampler.py), so this process only runs forwards and keeps what makes them cheap:
+// the prompt's K,V store and the previous pass's logits for self-conditioning.
+//
+// Frames, both ways: uint32 tag, uint32 payload bytes, payload (little endian).
+//   worker -> READY: int32 n_vocab, n_ctx, n_embd, n_layer, canvas_length   (or FAIL: message)
+//   FILL  : int32 P, prompt[P], vocab_limit, filler_id (-1: none), heal_slot (-1: none),
+//           n_banned, banned[n_banned], n_allowed, allowed[n_allowed]
+//           -> FILL: int32 reused, encoded.  Prefills only past the longest common prefix with the
+//           cached prompt (PREFILL at an offset), and forgets the self-conditioning state.
+//   STEP  : int32 B, C, use_sc, float temp_inv, int32 top_k, ids[B*C], uint8 flags[B*C]
+//           flags bit 0: open (its logits are returned and kept for the next pass's
+//           self-conditioning), bit 1: the filler may not go there.
+//           -> LOGITS: int32 n_open, width, then (top_k == 0) float[n_open * n_vocab], or
+//           (top_k > 0) int32 ids[n_open * top_k] and float values[n_open * top_k].
+//           Rows are forwarded one after another against the same cached prompt.
+//   QUIT  : exit.
+//   Any request may be answered ERROR: message; the worker keeps serving.
+//
+// Self-conditioning per slot, as engine/decoder.py's CanvasDecoder.soft_embeddings: a slot that
+// was open in the previous pass gets softmax(its constrained logits * temp_inv) @ E; every other
+// slot gets its own token's embedding (a one-hot row).  Constrained: banned ids, ids past
+// vocab_limit, the filler where flag bit 1 says so and every id outside `allowed` at the heal
+// slot are -1e4, as engine/sampler.py's propose masks the signal.  The returned logits carry the
+// same constraints (-inf), so Python's own masking of them changes nothing.
+
+#include "llama.h"
+#include "ggml-backend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr uint32_t TAG_READY = 0x59444552;   // "REDY"
+constexpr uint32_t TAG_FAIL = 0x4c494146;    // "FAIL"
+constexpr uint32_t TAG_FILL = 0x4c4c4946;    // "FILL"
+constexpr uint32_t TAG_STEP = 0x50455453;    // "STEP"
+constexpr uint32_t TAG_LOGITS = 0x49474f4c;  // "LOGI"
+constexpr uint32_t TAG_ERROR = 0x4f525245;   // "ERRO"
+constexpr uint32_t TAG_QUIT = 0x54495551;    // "QUIT"
+constexpr float MASKED = -1e4f;              // a constrained id in the self-conditioning signal
+constexpr float ONE_HOT_OFF = -1e30f;        // every other id of a known slot's one-hot row
+
+bool read_exact(void * dst, size_t n) { return fread(dst, 1, n, stdin) == n; }
+
+void write_frame(uint32_t tag, const std::vector<const void *> & parts, const std::vector<size_t> & sizes) {
+    uint32_t total = 0;
+    for (size_t s : sizes) total += (uint32_t) s;
+    fwrite(&tag, 4, 1, stdout);
+    fwrite(&total, 4, 1, stdout);
+    for (size_t i = 0; i < parts.size(); ++i) fwrite(parts[i], 1, sizes[i], stdout);
+    fflush(stdout);
+}
+
+void write_message(uint32_t tag, const std::string & text) {
+    write_frame(tag, {text.data()}, {text.size()});
+}
+
+// Reads int32 fields off a payload, refusing to run past it.
+struct Reader {
+    const uint8_t * data;
+    size_t size, at = 0;
+    bool ok = true;
+    int32_t i32() {
+        int32_t v = 0;
+        if (at + 4 > size) { ok = false; return 0; }
+        memcpy(&v, data + at, 4);
+        at += 4;
+        return v;
+    }
+    float f32() {
+        float v = 0;
+        if (at + 4 > size) { ok = false; return 0; }
+        memcpy(&v, data + at, 4);
+        at += 4;
+        return v;
+    }
+    const uint8_t * bytes(size_t n) {
+        if (at + n > size) { ok = false; return nullptr; }
+        const uint8_t * p = data + at;
+        at += n;
+        return p;
+    }
+    std::vector<int32_t> ids(int32_t n) {
+        if (n < 0 || at + 4 * (size_t) n > size) { ok = false; return {}; }
+        std::vector<int32_t> v(n);
+        memcpy(v.data(), data + at, 4 * (size_t) n);
+        at += 4 * (size_t) n;
+        return v;
+    }
+};
+
+struct Options {
+    std::string model_path;
+    int threads = 2, ctx = 2304, ubatch = 512, gpu_layers = 0;
+    bool flash_attn = false;
+};
+
+bool parse_args(int argc, char ** argv, Options & o) {
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        auto next = [&](int & dst) {
+            if (i + 1 >= argc) return false;
+            dst = atoi(argv[++i]);
+            return true;
+        };
+        if (a == "--threads") { if (!next(o.threads)) return false; }
+        else if (a == "--ctx") { if (!next(o.ctx)) return false; }
+        else if (a == "--ubatch") { if (!next(o.ubatch)) return false; }
+        else if (a == "--gpu-layers") { if (!next(o.gpu_layers)) return false; }
+        else if (a == "--flash-attn") { o.flash_attn = true; }
+        else if (o.model_path.empty() && a[0] != '-') { o.model_path = a; }
+        else return false;
+    }
+    return !o.model_path.empty();
+}
+
+struct Worker {
+    llama_model * model = nullptr;
+    llama_context * ctx = nullptr;
+    llama_batch batch{};
+    int n_vocab = 0, n_ctx = 0, n_ubatch = 0;
+
+    // The prompt whose K,V the store holds, and the fill's constraints.
+    std::vector<int32_t> prompt;
+    int32_t vocab_limit = 0, filler_id = -1, heal_slot = -1;
+    std::vector<uint8_t> banned, allowed;  // [n_vocab] 1: banned / allowed at the heal slot
+
+    // Self-conditioning: per canvas row, the last pass's constrained logits and which slots were open.
+    int sc_rows = 0, sc_length = 0;
+    std::vector<std::vector<float>> sc_logits;  // [B][C * n_vocab]
+    std::vector<std::vector<uint8_t>> sc_open;  // [B][C]
+    std::vector<float> sc_input;                // [C * n_vocab] the signal one row's pass reads
+
+    bool prefill(const std::vector<int32_t> & ids, int32_t & reused) {
+        size_t common = 0;
+        while (common < ids.size() && common < prompt.size() && ids[common] == prompt[common]) ++common;
+        reused = (int32_t) common;
+        if (common == ids.size()) {  // nothing new: the store's first |ids| positions are this prompt
+            prompt = ids;
+            return true;
+        }
+        // The store is sized once to the context (it is re-allocated, and emptied, when it grows).
+        const int32_t P = (int32_t) ids.size();
+        llama_diffusion_set_sc(model, nullptr, 0.0f, 1.0f, false);
+        for (int32_t start = (int32_t) common; start < P; start += n_ubatch) {
+            const int32_t n = std::min(n_ubatch, P - start);
+            llama_diffusion_set_phase(model, /*PREFILL*/ 1, n_ctx, start);
+            batch.n_tokens = n;
+            for (int32_t i = 0; i < n; ++i) {
+                batch.token[i] = ids[start + i];
+                batch.pos[i] = start + i;
+                batch.n_seq_id[i] = 1;
+                batch.seq_id[i][0] = 0;
+                batch.logits[i] = i == n - 1;  // unused; one row so the context reserves an output
+            }
+            if (llama_decode(ctx, batch) != 0) {
+                prompt.clear();  // a half-written store is never decoded against
+                return false;
+            }
+        }
+        prompt = ids;
+        return true;
+    }
+
+    // One row's constrained logits at slot j, written into `out` with `masked` at constrained ids.
+    void constrain(const float * row, int j, bool filler_banned, float masked, float * out) const {
+        for (int v = 0; v < n_vocab; ++v) {
+            const bool off = v >= vocab_limit || banned[v] || (j == heal_slot && !allowed[v]);
+            out[v] = off ? masked : row[v];
+        }
+        if (filler_banned && filler_id >= 0 && filler_id < n_vocab) out[filler_id] = masked;
+    }
+
+    std::string step(const uint8_t * payload, size_t size) {
+        Reader r{payload, size};
+        const int32_t B = r.i32(), C = r.i32(), use_sc = r.i32();
+        const float temp_inv = r.f32();
+        const int32_t top_k = r.i32();
+        if (!r.ok || B <= 0 || C <= 0 || top_k < 0 || top_k > n_vocab) return "bad STEP header";
+        if (prompt.empty()) return "STEP before FILL";
+        if ((int64_t) prompt.size() + C > n_ctx) return "prompt + canvas exceed the context (--ctx)";
+        const std::vector<int32_t> ids = r.ids(B * C);
+        const uint8_t * flags = r.bytes((size_t) B * C);
+        if (!r.ok || r.at != size) return "bad STEP size";
+        for (int32_t id : ids) if (id < 0 || id >= n_vocab) return "token id out of range";
+        if (use_sc && (sc_rows != B || sc_length != C)) return "self-conditioning on a canvas of another shape";
+
+        int32_t n_open = 0;
+        for (int32_t i = 0; i < B * C; ++i) n_open += flags[i] & 1;
+        const int32_t width = top_k ? top_k : n_vocab;
+        std::vector<float> values((size_t) n_open * width);
+        std::vector<int32_t> top_ids(top_k ? (size_t) n_open * top_k : 0);
+        std::vector<std::vector<float>> next_logits(B, std::vector<float>((size_t) C * n_vocab));
+        std::vector<float> constrained(n_vocab);
+        std::vector<int32_t> order(n_vocab);
+        sc_input.resize((size_t) C * n_vocab);
+        const int32_t P = (int32_t) prompt.size();
+        int32_t out_row = 0;
+        for (int32_t b = 0; b < B; ++b) {
+            const int32_t * row_ids = ids.data() + (size_t) b * C;
+            const uint8_t * row_flags = flags + (size_t) b * C;
+            if (use_sc) {
+                for (int32_t j = 0; j < C; ++j) {
+                    float * dst = sc_input.data() + (size_t) j * n_vocab;
+                    if (sc_open[b][j]) {
+                        memcpy(dst, sc_logits[b].data() + (size_t) j * n_vocab, n_vocab * sizeof(float));
+                    } else {
+                        std::fill(dst, dst + n_vocab, ONE_HOT_OFF);
+                        dst[row_ids[j]] = 0.0f;
+                    }
+                }
+            }
+            llama_diffusion_set_phase(model, /*DECODE*/ 2, P, 0);
+            llama_diffusion_set_sc(model, sc_input.data(), use_sc ? 1.0f : 0.0f, use_sc ? temp_inv : 1.0f, true);
+            batch.n_tokens = C;
+            for (int32_t j = 0; j < C; ++j) {
+                batch.token[j] = row_ids[j];
+                batch.pos[j] = P + j;
+                batch.n_seq_id[j] = 1;
+                batch.seq_id[j][0] = 0;
+                batch.logits[j] = 1;
+            }
+            if (llama_decode(ctx, batch) != 0) return "llama_decode failed on the canvas";
+            for (int32_t j = 0; j < C; ++j) {
+                if (!(row_flags[j] & 1)) continue;
+                const float * logits = llama_get_logits_ith(ctx, j);
+                if (!logits) return "no logits for a canvas slot";
+                const bool filler_banned = row_flags[j] & 2;
+                constrain(logits, j, filler_banned, MASKED, next_logits[b].data() + (size_t) j * n_vocab);
+                constrain(logits, j, filler_banned, -INFINITY, constrained.data());
+                if (top_k == 0) {
+                    memcpy(values.data() + (size_t) out_row * n_vocab, constrained.data(), n_vocab * sizeof(float));
+                } else {
+                    std::iota(order.begin(), order.end(), 0);
+                    std::partial_sort(order.begin(), order.begin() + top_k, order.end(),
+                                      [&](int32_t a, int32_t c) { return constrained[a] > constrained[c]; });
+                    for (int32_t k = 0; k < top_k; ++k) {
+                        top_ids[(size_t) out_row * top_k + k] = order[k];
+                        values[(size_t) out_row * top_k + k] = constrained[order[k]];
+                    }
+                }
+                ++out_row;
+            }
+        }
+        sc_rows = B;
+        sc_length = C;
+        sc_logits = std::move(next_logits);
+        sc_open.assign(B, std::vector<uint8_t>(C));
+        for (int32_t b = 0; b < B; ++b)
+            for (int32_t j = 0; j < C; ++j) sc_open[b][j] = flags[(size_t) b * C + j] & 1;
+
+        const int32_t header[2] = {n_open, width};
+        if (top_k == 0) {
+            write_frame(TAG_LOGITS, {header, values.data()}, {sizeof(header), values.size() * sizeof(float)});
+        } else {
+            write_frame(TAG_LOGITS, {header, top_ids.data(), values.data()},
+                        {sizeof(header), top_ids.size() * 4, values.size() * sizeof(float)});
+        }
+        return "";
+    }
+
+    std::string fill(const uint8_t * payload, size_t size) {
+        Reader r{payload, size};
+        const int32_t P = r.i32();
+        const std::vector<int32_t> ids = r.ids(P);
+        const int32_t limit = r.i32(), filler = r.i32(), heal = r.i32();
+        const std::vector<int32_t> ban = r.ids(r.i32());
+        const std::vector<int32_t> allow = r.ids(r.i32());
+        if (!r.ok || r.at != size) return "bad FILL size";
+        if (P <= 0) return "a FILL needs at least one prompt token";
+        if (P >= n_ctx) return "the prompt does not fit the context (--ctx)";
+        for (int32_t id : ids) if (id < 0 || id >= n_vocab) return "prompt token id out of range";
+        vocab_limit = std::min(limit > 0 ? limit : n_vocab, n_vocab);
+        filler_id = filler;
+        heal_slot = heal;
+        banned.assign(n_vocab, 0);
+        for (int32_t id : ban) if (id >= 0 && id < n_vocab) banned[id] = 1;
+        allowed.assign(n_vocab, allow.empty() ? 1 : 0);
+        for (int32_t id : allow) if (id >= 0 && id < n_vocab) allowed[id] = 1;
+        sc_rows = sc_length = 0;  // a new fill starts without self-conditioning
+        int32_t reused = 0;
+        if (!prefill(ids, reused)) return "llama_decode failed on the prompt";
+        const int32_t reply[2] = {reused, P - reused};
+        write_frame(TAG_FILL, {reply}, {sizeof(reply)});
+        return "";
+    }
+};
+
+}  // namespace
+
+int main(int argc, char ** argv) {
+    Options o;
+    if (!parse_args(argc, argv, o)) {
+        fprintf(stderr, "usage: %s MODEL.gguf [--threads N] [--ctx N] [--ubatch N] [--gpu-layers N] [--flash-attn]\n",
+                argv[0]);
+        return 2;
+    }
+    llama_log_set([](ggml_log_level level, const char * text, void *) {
+        if (level >= GGML_LOG_LEVEL_WARN) fputs(text, stderr);
+    }, nullptr);
+    llama_backend_init();
+    ggml_backend_load_all();
+
+    Worker w;
+    llama_model_params mparams = llama_model_default_params();
+    mparams.n_gpu_layers = o.gpu_layers;
+    w.model = llama_model_load_from_file(o.model_path.c_str(), mparams);
+    if (!w.model) {
+        write_message(TAG_FAIL, "llama.cpp could not load " + o.model_path);
+        return 1;
+    }
+    char arch[64] = {0};
+    llama_model_meta_val_str(w.model, "general.architecture", arch, sizeof(arch));
+    if (std::string(arch) != "diffusion-gemma") {
+        write_message(TAG_FAIL, o.model_path + " is a '" + arch + "' model, not diffusion-gemma");
+        return 1;
+    }
+    w.n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(w.model));
+    char canvas[32] = {0};
+    llama_model_meta_val_str(w.model, "diffusion-gemma.diffusion.canvas_length", canvas, sizeof(canvas));
+    if (!canvas[0]) llama_model_meta_val_str(w.model, "diffusion.canvas_length", canvas, sizeof(canvas));
+
+    llama_context_params cparams = llama_context_default_params();
+    cparams.n_ctx = o.ctx;
+    cparams.n_batch = o.ctx;
+    cparams.n_ubatch = std::min(o.ubatch, o.ctx);
+    cparams.n_threads = o.threads;
+    cparams.n_threads_batch = o.threads;
+    cparams.no_perf = true;
+    cparams.flash_attn_type = o.flash_attn ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    w.ctx = llama_init_from_model(w.model, cparams);
+    if (!w.ctx) {
+        write_message(TAG_FAIL, "llama.cpp could not create a context of " + std::to_string(o.ctx) + " tokens");
+        return 1;
+    }
+    llama_set_causal_attn(w.ctx, false);
+    w.n_ctx = (int) llama_n_ctx(w.ctx);
+    w.n_ubatch = (int) llama_n_ubatch(w.ctx);
+    w.batch = llama_batch_init(w.n_ctx, 0, 1);
+
+    const int32_t ready[5] = {w.n_vocab, w.n_ctx, llama_model_n_embd(w.model), llama_model_n_layer(w.model),
+                              canvas[0] ? atoi(canvas) : 0};
+    write_frame(TAG_READY, {ready}, {sizeof(ready)});
+
+    std::vector<uint8_t> payload;
+    for (;;) {
+        uint32_t head[2];
+        if (!read_exact(head, sizeof(head))) break;  // the client closed the pipe
+        if (head[1] > (1u << 30)) {
+            write_message(TAG_ERROR, "frame too large");
+            break;  // the stream cannot be resynchronised
+        }
+        payload.resize(head[1]);
+        if (head[1] && !read_exact(payload.data(), head[1])) break;
+        std::string error;
+        if (head[0] == TAG_QUIT) break;
+        else if (head[0] == TAG_FILL) error = w.fill(payload.data(), payload.size());
+        else if (head[0] == TAG_STEP) error = w.step(payload.data(), payload.size());
+        else error = "unknown frame";
+        if (!error.empty()) write_message(TAG_ERROR, error);
+    }
+    llama_batch_free(w.batch);
+    llama_free(w.ctx);
+    llama_model_free(w.model);
+    llama_backend_free();
+    return 0;
+}

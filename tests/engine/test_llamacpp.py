@@ -1,0 +1,364 @@
+"""The llama.cpp engine (engine/native): parity with torch, the same fills, the backend contract,
+and a worker that dies, hangs or is handed the wrong file.
+
+The worker is built by ``difill build-native`` from ../shared/vendor (a no-op when current;
+minutes on a fresh machine, which CI does once before the suite).  Parity runs on the shipped
+model; the contract on a tiny random DiffusionGemma built by the fixtures.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from difill.engine.api import Cancelled, FillOptions, InfillBackend, ModelLoadError, RewriteRequest
+from difill.engine.backends import EngineChoice, local_backend
+from difill.engine.decoder import CanvasDecoder
+from difill.engine.infill import InfillEngine
+from difill.engine.model import DEFAULT_MODEL_DIR, load_model
+from difill.engine.native.build import build_native
+from difill.engine.native.engine import LlamaCppEngine, load_llamacpp_engine, shipped_gguf
+from difill.engine.native.gguf_export import export_gguf
+from difill.engine.native.worker import OPEN, FillRules, LlamaWorker, WorkerError, WorkerSettings
+from difill.engine.prefix_cache import PrefixCache, expand_cache
+from difill.engine.tokens import encode
+
+PARITY_ATOL = 1e-2  # llama.cpp's kernels against torch's, fp32 both: measured 1-2e-3
+
+
+@pytest.fixture(scope="session")
+def worker_binary() -> Path:
+    return build_native(log=lambda line: None).binary
+
+
+@pytest.fixture(scope="session")
+def shipped(worker_binary):
+    torch_engine = InfillEngine(load_model(DEFAULT_MODEL_DIR, device="cpu", dtype="float32"))
+    llama_engine = load_llamacpp_engine(threads=1)
+    yield torch_engine, llama_engine
+    llama_engine.close()
+
+
+@pytest.fixture(scope="session")
+def tiny(worker_binary, tiny_model_dir, tmp_path_factory):
+    gguf = export_gguf(tiny_model_dir, tmp_path_factory.mktemp("gguf") / "tiny.gguf")
+    torch_engine = InfillEngine(load_model(tiny_model_dir, device="cpu"))
+    llama_engine = load_llamacpp_engine(tiny_model_dir, gguf, threads=1)
+    yield torch_engine, llama_engine, gguf
+    llama_engine.close()
+
+
+def worker_for(binary: Path, gguf: Path, **settings) -> LlamaWorker:
+    return LlamaWorker(WorkerSettings(binary, gguf, threads=1, **settings))
+
+
+# ---------------------------------------------------------------- parity on the shipped model
+
+
+def torch_pass(loaded, prompt, rows):
+    cache = PrefixCache(loaded.model).encode(prompt).cache
+    return CanvasDecoder(loaded.model, expand_cache(cache, rows))
+
+
+@pytest.mark.parametrize("length", [16, 32, 48])
+def test_logits_match_torch_with_and_without_self_conditioning(shipped, length):
+    torch_engine, llama_engine = shipped
+    loaded, worker = torch_engine.loaded, llama_engine.worker
+    vocab = loaded.ids.vocab_size
+    generator = torch.Generator().manual_seed(length)
+    prompt = [loaded.ids.bos, *encode(loaded.tokenizer, "import os\n\ndef add(a, b):\n    return ")]
+    canvas = torch.randint(8, vocab, (2, length), generator=generator)  # (B, C)
+    open_mask = torch.rand(2, length, generator=generator) < 0.7  # (B, C)
+    decoder = torch_pass(loaded, prompt, 2)
+    worker.fill(prompt, FillRules(vocab))
+    with torch.inference_mode():
+        ours = decoder.open_logits(canvas, None, open_mask.nonzero(as_tuple=True))
+        theirs = worker.step(canvas.numpy(), open_mask.numpy().astype(np.uint8) * OPEN, False, 1.0).values
+        assert_parity(ours, theirs)
+        # Second pass: self-conditioned on the first; slots open then and closed now read their
+        # own token, as CanvasDecoder.soft_embeddings gives them.
+        soft = decoder.soft_embeddings(canvas, open_mask.nonzero(as_tuple=True), ours)
+        canvas2 = torch.where(open_mask, torch.randint(8, vocab, canvas.shape, generator=generator), canvas)
+        open2 = open_mask & (torch.rand(2, length, generator=generator) < 0.6)
+        ours2 = decoder.open_logits(canvas2, soft, open2.nonzero(as_tuple=True))
+        theirs2 = worker.step(canvas2.numpy(), open2.numpy().astype(np.uint8) * OPEN, True, 1.0).values
+        assert_parity(ours2, theirs2)
+
+
+def assert_parity(ours: torch.Tensor, theirs: np.ndarray) -> None:
+    theirs = torch.from_numpy(np.array(theirs))
+    assert ours.shape == theirs.shape
+    assert (ours - theirs).abs().max().item() < PARITY_ATOL
+    assert torch.equal(ours.argmax(-1), theirs.argmax(-1))
+
+
+def test_a_longer_or_shorter_prompt_prefills_only_what_changed(shipped):
+    torch_engine, llama_engine = shipped
+    loaded, worker = torch_engine.loaded, llama_engine.worker
+    vocab, tok = loaded.ids.vocab_size, loaded.tokenizer
+    base = [loaded.ids.bos, *encode(tok, "class Point:\n    def __init__(self, x, y):\n        self.x = x\n")]
+    longer = base + encode(tok, "        self.y = y\n\n    def norm(self):\n        return ")
+    canvas = torch.randint(8, vocab, (1, 16), generator=torch.Generator().manual_seed(3))
+    flags = np.full((1, 16), OPEN, dtype=np.uint8)
+    worker.fill([loaded.ids.bos, 99, 98], FillRules(vocab))  # something else in the store first
+    assert worker.fill(base, FillRules(vocab)) == (1, len(base) - 1)
+    assert worker.fill(longer, FillRules(vocab)) == (len(base), len(longer) - len(base))
+    with torch.inference_mode():
+        ours = torch_pass(loaded, longer, 1).open_logits(
+            canvas, None, torch.ones(1, 16, dtype=torch.bool).nonzero(as_tuple=True)
+        )
+    assert_parity(ours, worker.step(canvas.numpy(), flags, False, 1.0).values)
+    # Backspace: the cut-back prompt is served from the store without a prefill.
+    assert worker.fill(base, FillRules(vocab)) == (len(base), 0)
+    with torch.inference_mode():
+        ours = torch_pass(loaded, base, 1).open_logits(
+            canvas, None, torch.ones(1, 16, dtype=torch.bool).nonzero(as_tuple=True)
+        )
+    assert_parity(ours, worker.step(canvas.numpy(), flags, False, 1.0).values)
+
+
+FILLS = [
+    ("def add(a, b):\n    return ", "\n\nprint(add(1, 2))\n"),
+    ("import os\n\npath = os.path.join(", ")\n"),
+    ("for i in range(10):\n    ", "\n"),
+    ("class Point:\n    def __init__(self, x, y):\n        self.x = x\n        self.", "\n"),
+]
+
+
+@pytest.mark.parametrize("prefix,suffix", FILLS)
+def test_the_same_fill_from_both_engines(shipped, prefix, suffix):
+    torch_engine, llama_engine = shipped
+    options = FillOptions(seed=7)
+    ours, theirs = torch_engine.fill(prefix, suffix, options), llama_engine.fill(prefix, suffix, options)
+    assert [c.text for c in theirs.candidates] == [c.text for c in ours.candidates]
+    assert theirs.stats.steps == ours.stats.steps
+
+
+def test_the_same_holes_rewrite_and_draft_rows_from_both_engines(shipped):
+    torch_engine, llama_engine = shipped
+    text = "def area(w, h):\n    return <|hole|>\n\n\ndef perimeter(w, h):\n    return <|hole|>\n"
+    assert llama_engine.fill_holes(text).middles == torch_engine.fill_holes(text).middles
+    request = RewriteRequest("def area(w, h):\n", "    return w * h\n", "\n", strength=0.6)
+    assert llama_engine.rewrite(request).text == torch_engine.rewrite(request).text
+    options = FillOptions(drafts=("w * h", "width * height"), seed=1)
+    ours = torch_engine.fill("def area(w, h):\n    return ", "\n", options)
+    theirs = llama_engine.fill("def area(w, h):\n    return ", "\n", options)
+    assert [(c.text, c.source) for c in theirs.candidates] == [(c.text, c.source) for c in ours.candidates]
+
+
+# ---------------------------------------------------------------- the backend contract (tiny model)
+
+
+def test_it_is_an_infill_backend_with_the_checkpoints_settings(tiny, tiny_model_dir):
+    torch_engine, llama_engine, _ = tiny
+    assert isinstance(llama_engine, InfillBackend)
+    assert llama_engine.loaded.model is None  # the weights run in the worker only
+    assert llama_engine.loaded.max_prefix_tokens == torch_engine.loaded.max_prefix_tokens == 128
+
+
+def test_contract_fills_holes_rewrites_and_drafts_like_torch(tiny):
+    torch_engine, llama_engine, _ = tiny
+    for prefix, suffix in FILLS[:2]:
+        ours, theirs = torch_engine.fill(prefix, suffix), llama_engine.fill(prefix, suffix)
+        assert [c.text for c in theirs.candidates] == [c.text for c in ours.candidates]
+    text = "a = <|hole|>\nb = <|hole|>\n"
+    holes = llama_engine.fill_holes(text)
+    assert len(holes.middles) == 2 and holes.middles == torch_engine.fill_holes(text).middles
+    request = RewriteRequest("x = 1\n", "y = x + 2\n", "print(y)\n", strength=1.0, instruction="double it")
+    assert llama_engine.rewrite(request).text == torch_engine.rewrite(request).text
+    drafted = llama_engine.fill("x = ", "\n", FillOptions(drafts=("foo(1)",)))
+    assert drafted.stats.draft_rows == 1
+
+
+def test_a_fill_is_cancelled_between_passes(tiny):
+    _, llama_engine, _ = tiny
+    passes = []
+
+    def stop() -> bool:
+        passes.append(1)
+        return len(passes) > 2
+
+    with pytest.raises(Cancelled):
+        llama_engine.fill("def f(x):\n    return ", "\n", FillOptions(max_steps=12, entropy_bound=1e-9), stop)
+    assert len(passes) == 3  # asked before each pass: two ran, the third was refused
+    assert llama_engine.fill("x = ", "\n").stats.steps >= 1  # the worker serves the next fill
+
+
+def test_a_worker_killed_mid_fill_fails_that_fill_clearly_and_the_next_restarts_it(tiny):
+    _, llama_engine, _ = tiny
+    worker = llama_engine.worker
+    pid = worker.pid
+
+    def kill_after_first_pass(step: int) -> bool:
+        if step == 1:
+            worker._proc.kill()  # the native process dies in the middle of the fill
+        return False
+
+    calls = [0]
+
+    def should_stop() -> bool:
+        calls[0] += 1
+        return kill_after_first_pass(calls[0])
+
+    with pytest.raises(WorkerError, match="died"):
+        llama_engine.fill("def f(x):\n    return ", "\n", FillOptions(entropy_bound=1e-9), should_stop)
+    result = llama_engine.fill("def f(x):\n    return ", "\n")
+    assert worker.pid not in (None, pid) and worker.restarts >= 1
+    assert result.stats.steps >= 1
+
+
+def test_a_hung_worker_is_stopped_at_its_timeout_and_replaced(worker_binary, tiny):
+    _, _, gguf = tiny
+    worker = worker_for(worker_binary, gguf, timeout_s=2.0)
+    worker.start()
+    import os
+    import signal
+
+    os.kill(worker.pid, signal.SIGSTOP)  # alive, and silent
+    started = time.perf_counter()
+    with pytest.raises(WorkerError, match="no answer in 2 s"):
+        worker.fill([1, 2, 3], FillRules(600))
+    assert time.perf_counter() - started < 10
+    assert worker.fill([1, 2, 3], FillRules(600))[1] == 3  # a fresh worker
+    worker.close()
+
+
+def test_a_bad_request_is_refused_and_the_worker_keeps_serving(worker_binary, tiny):
+    _, _, gguf = tiny
+    worker = worker_for(worker_binary, gguf)
+    with pytest.raises(WorkerError, match="STEP before FILL"):
+        worker.step(np.zeros((1, 4), np.int32), np.ones((1, 4), np.uint8), False, 1.0)
+    with pytest.raises(WorkerError, match="out of range"):
+        worker.fill([1, 10**6], FillRules(600))
+    worker.fill([1, 2], FillRules(600))
+    with pytest.raises(WorkerError, match="another shape"):
+        worker.step(np.zeros((1, 4), np.int32), np.ones((1, 4), np.uint8), True, 1.0)
+    pid = worker.pid
+    assert worker.step(np.zeros((1, 4), np.int32), np.ones((1, 4), np.uint8), False, 1.0).values.shape == (
+        4,
+        600,
+    )
+    assert worker.pid == pid
+    worker.close()
+
+
+def test_top_k_sends_only_the_best_ids_and_fills_still_work(worker_binary, tiny, tiny_model_dir):
+    _, _, gguf = tiny
+    worker = worker_for(worker_binary, gguf)
+    worker.fill([1, 2, 3], FillRules(600, banned=(5,)))
+    full = worker.step(np.full((1, 6), 9, np.int32), np.full((1, 6), OPEN, np.uint8), False, 1.0)
+    top = worker.step(np.full((1, 6), 9, np.int32), np.full((1, 6), OPEN, np.uint8), False, 1.0, top_k=8)
+    assert top.values.shape == top.ids.shape == (6, 8)
+    expected = np.argsort(-full.values, axis=1)[:, :8]
+    assert np.array_equal(np.sort(top.ids, 1), np.sort(expected, 1))
+    assert 5 not in top.ids and np.isneginf(full.values[:, 5]).all()  # bans applied in the worker
+    worker.close()
+    engine = load_llamacpp_engine(tiny_model_dir, gguf, threads=1, top_k=16)
+    assert engine.fill("x = ", "\n").stats.steps >= 1
+    engine.close()
+
+
+# ---------------------------------------------------------------- bad input
+
+
+def test_a_missing_binary_or_gguf_names_the_command_that_makes_it(tiny, tiny_model_dir, tmp_path):
+    _, _, gguf = tiny
+    with pytest.raises(WorkerError, match="difill build-native"):
+        worker_for(tmp_path / "nope", gguf).start()
+    with pytest.raises(WorkerError, match="difill export-gguf"):
+        LlamaWorker(WorkerSettings(Path("/bin/true"), tmp_path / "model.gguf")).start()
+    with pytest.raises(ModelLoadError, match="--gguf"):
+        load_llamacpp_engine(tiny_model_dir)  # not the shipped model: its GGUF must be named
+
+
+def test_a_gguf_of_another_architecture_or_vocabulary_is_refused(
+    worker_binary, tiny, tiny_model_dir, tmp_path
+):
+    import gguf as gguf_lib
+
+    _, _, tiny_gguf = tiny
+    other = tmp_path / "llama.gguf"
+    writer = gguf_lib.GGUFWriter(str(other), "llama")
+    writer.add_block_count(1)
+    writer.add_tensor("token_embd.weight", np.zeros((4, 8), np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    with pytest.raises(WorkerError, match="refused"):
+        worker_for(worker_binary, other).start()
+    with pytest.raises(ModelLoadError, match="vocabulary of 600 tokens"):
+        load_llamacpp_engine(DEFAULT_MODEL_DIR, tiny_gguf, threads=1)
+
+
+def test_export_writes_the_keys_and_types_the_loader_reads(tiny_model_dir, tmp_path):
+    from gguf import GGUFReader
+
+    out = export_gguf(tiny_model_dir, tmp_path / "q8.gguf", "q8_0")
+    reader = GGUFReader(out)
+    fields = {name: field.contents() for name, field in reader.fields.items() if not name.startswith("GGUF.")}
+    assert fields["general.architecture"] == "diffusion-gemma"
+    assert fields["diffusion.canvas_length"] == 48
+    assert len(fields["tokenizer.ggml.tokens"]) == 600
+    assert fields["diffusion-gemma.final_logit_softcapping"] == 30.0
+    types = {t.name: t.tensor_type.name for t in reader.tensors}
+    assert types["blk.0.attn_q.weight"] == "Q8_0" and types["blk.0.attn_norm.weight"] == "F32"
+    assert not (tmp_path / "q8.gguf.partial").exists()
+    with pytest.raises(ModelLoadError, match="config.json is missing"):
+        export_gguf(tmp_path, tmp_path / "x.gguf")
+
+
+def test_shipped_config_carries_what_other_runtimes_read():
+    import json
+
+    config = json.loads((DEFAULT_MODEL_DIR / "config.json").read_text())
+    for key in ("global_head_dim", "num_global_key_value_heads", "final_logit_softcapping"):
+        assert key in config and key in config["text_config"]
+    generation = json.loads((DEFAULT_MODEL_DIR / "generation_config.json").read_text())
+    assert None not in generation.values()
+
+
+# ---------------------------------------------------------------- choosing the engine
+
+
+def test_auto_picks_llama_cpp_where_it_is_built_and_torch_is_the_fallback(
+    worker_binary, monkeypatch, tmp_path
+):
+    monkeypatch.delenv("DIFILL_ENGINE", raising=False)
+    auto = local_backend(None, "cpu", EngineChoice("auto", threads=1))
+    assert isinstance(auto, LlamaCppEngine) and auto.loaded.path == DEFAULT_MODEL_DIR
+    auto.close()
+    assert not isinstance(local_backend(None, "cpu", EngineChoice("torch")), LlamaCppEngine)
+    missing = EngineChoice("auto", worker=str(tmp_path / "missing-worker"))
+    assert isinstance(local_backend(None, "cpu", missing), InfillEngine)  # falls back, logged
+    with pytest.raises(WorkerError, match="build-native"):
+        local_backend(None, "cpu", EngineChoice("llamacpp", worker=str(tmp_path / "missing-worker")))
+
+
+def test_the_shipped_gguf_is_exported_once_into_the_cache(worker_binary):
+    path = shipped_gguf()
+    stamp = path.stat().st_mtime_ns
+    assert shipped_gguf() == path and path.stat().st_mtime_ns == stamp
+
+
+def test_concurrent_fills_take_turns_on_one_worker(tiny):
+    _, llama_engine, _ = tiny
+    results, errors = [], []
+
+    def run(prefix: str) -> None:
+        try:
+            results.append(llama_engine.fill(prefix, "\n").text)
+        except Exception as err:  # noqa: BLE001
+            errors.append(err)
+
+    threads = [threading.Thread(target=run, args=(f"x{i} = ",)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(results) == 4
