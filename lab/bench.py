@@ -122,7 +122,9 @@ def typing_section(args: argparse.Namespace) -> int:
     (lab/bench_typing.py), printed as a table and written as JSON beside the plot path."""
     from difill.lab.bench_typing import bench_typing, format_typing
 
-    report = bench_typing(args.model, args.typing, python=getattr(args, "server_python", None))
+    report = bench_typing(
+        args.model, args.typing, python=getattr(args, "server_python", None), engine=getattr(args, "engine", None)
+    )
     if args.json:
         print(json.dumps(report, indent=1))
         return 0
@@ -139,6 +141,13 @@ def main(args: argparse.Namespace) -> int:
         from difill.lab.bench_team import main as team_main
 
         return team_main(args)
+    if getattr(args, "engines", None) is not None:  # torch and llama.cpp side by side (lab/bench_engines.py)
+        from difill.lab.bench_engines import format_engines
+        from difill.lab.bench_engines import main as engines_main
+
+        report = engines_main(args.engines, args.model)
+        print(json.dumps(report, indent=1) if args.json else format_engines(report))
+        return 0
     if getattr(args, "typing", None):
         return typing_section(args)
     per_shape = 4 if args.quick else 40

@@ -214,11 +214,11 @@ async def replay_case(bench: TypingClient, case: TypingCase, rate: float | None,
 
 
 async def _replay_on_a_fresh_server(
-    model_dir: str | None, cases: list[TypingCase], rate: float | None, python: str
+    model_dir: str | None, cases: list[TypingCase], rate: float | None, python: str, engine: str | None = None
 ) -> Replay:
     """One replay over every case, on a server of its own: its cache starts empty."""
     bench = TypingClient()
-    await bench.start(model_dir, python)
+    await bench.start(model_dir, python, engine)
     bench.open(cases[0].before + cases[0].after)
     await asyncio.wait_for(bench.ready.wait(), 300)
     bench.close()
@@ -230,25 +230,27 @@ async def _replay_on_a_fresh_server(
 
 
 async def _bench_typing(
-    model_dir: str | None, cases: list[TypingCase], rates: tuple[float, ...], python: str
-) -> dict:
-    report: dict = {"files": len(cases), "paths": [c.path for c in cases], "python": python}
+    model_dir: str | None, cases: list[TypingCase], rates: tuple[float, ...], python: str,
+    engine: str | None = None,
+) -> dict:  # fmt: skip
+    report: dict = {"files": len(cases), "paths": [c.path for c in cases], "python": python, "engine": engine}
     for rate in (None, *rates):
         name = "waited" if rate is None else f"{rate:g}_chars_per_s"
-        report[name] = (await _replay_on_a_fresh_server(model_dir, cases, rate, python)).summary()
+        report[name] = (await _replay_on_a_fresh_server(model_dir, cases, rate, python, engine)).summary()
         print(f"typing replay {name}: {report[name]}", file=sys.stderr, flush=True)
     return report
 
 
 def bench_typing(
-    model_dir: str | None, files: int, rates: tuple[float, ...] = RATES, python: str | None = None
-) -> dict:
+    model_dir: str | None, files: int, rates: tuple[float, ...] = RATES, python: str | None = None,
+    engine: str | None = None,
+) -> dict:  # fmt: skip
     source, rows = typing_sources()
     cases = typing_cases(rows, files)
     if not cases:
         raise SystemExit(f"no Python files with 40+ lines in {source}")
     print(f"typing into {len(cases)} files from {source}", file=sys.stderr, flush=True)
-    report = asyncio.run(_bench_typing(model_dir, cases, rates, python or sys.executable))
+    report = asyncio.run(_bench_typing(model_dir, cases, rates, python or sys.executable, engine))
     return {"source": source, **report}
 
 

@@ -46,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="auto: llama.cpp on a CPU where `difill build-native` built it, else torch")
         p.add_argument("--gguf", help="the model's GGUF for --engine llamacpp (the shipped model's is exported)")
         p.add_argument("--llamacpp-worker", help="the difill-llama-worker binary (default: the one built)")
+        p.add_argument("--llamacpp-threads", type=int, help="llama.cpp threads (default: half the cores)")
+        p.add_argument("--llamacpp-gpu-layers", type=int, help="layers llama.cpp offloads to a GPU (default 0)")
 
     p = sub.add_parser("serve", help="run the language server (stdio unless --tcp)")
     model_args(p)
@@ -282,6 +284,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="where the plot goes, its figures beside it as JSON "
         "(default: docs/bench.png; with --quick runs/bench-quick.png, so CI leaves docs/ alone)",
     )
+    p.add_argument("--engines", type=int, metavar="N",
+                   help="torch and llama.cpp side by side: one denoising pass at C=16/32/48, then the "
+                        "typing replay through `difill serve --engine` on N files (0: passes only)")
+    p.add_argument("--engine", choices=("auto", "torch", "llamacpp"),
+                   help="the server's --engine for --typing (default: its own choice)")
     p.add_argument("--team", action="store_true",
                    help="the team path alone: round trips and bytes per keystroke through serve-http "
                         "and a fake vLLM (seeded canvas and plain), and a network latency model")  # fmt: skip

@@ -198,6 +198,11 @@ class Settings:
     # The difill-llama-worker binary; None: the one `difill build-native` built.  Changing it reloads.
     llamacpp_worker: str | None = setting("llamacppWorker", FilePath(), None)
 
+    # llama.cpp threads (0: half the cores, as torch takes) and layers offloaded to a GPU (a worker
+    # built with `difill build-native --cuda` or `--metal`).  Changing either reloads.
+    llamacpp_threads: int = setting("llamacppThreads", BoundedInt(0, 256), 0)
+    llamacpp_gpu_layers: int = setting("llamacppGpuLayers", BoundedInt(0, 1000), 0)
+
     # Longest suggestion, in tokens.  Single-line suggestions use at most this; an empty block body
     # may use up to twice this (see engine/text/shape.py).
     max_tokens: int = setting("maxTokens", BoundedInt(1, 512), 32)
@@ -258,7 +263,10 @@ class Settings:
 
 
 KEYS: dict[str, dataclasses.Field] = {f.metadata["key"]: f for f in fields(Settings)}
-RELOAD_FIELDS = ("model_path", "device", "remote", "remote_canvas", "engine", "gguf_path", "llamacpp_worker")  # a change in these needs a new model
+RELOAD_FIELDS = (
+    "model_path", "device", "remote", "remote_canvas", "engine", "gguf_path", "llamacpp_worker",
+    "llamacpp_threads", "llamacpp_gpu_layers",
+)  # fmt: skip  # a change in these needs a new model
 
 
 def section_of(raw: Any) -> dict[str, Any] | None:

@@ -61,7 +61,9 @@ def main(args: argparse.Namespace) -> int:
     if args.holes and args.marker not in text:  # before the model loads: nothing to fill
         raise SystemExit(f"difill: {path} has no hole marker {args.marker!r}; put one where code should go")
     try:
-        choice = EngineChoice(args.engine, args.gguf, args.llamacpp_worker)
+        choice = EngineChoice(
+            args.engine, args.gguf, args.llamacpp_worker, args.llamacpp_threads, args.llamacpp_gpu_layers or 0
+        )
         engine = make_backend(args.remote, args.model, args.device, args.remote_canvas, choice)
     except (ModelLoadError, BackendError) as err:
         raise SystemExit(f"difill: {err}") from err

@@ -223,7 +223,10 @@ class DifillServer(LanguageServer):
 def engine_choice(settings: Settings):
     from difill.engine.backends import EngineChoice
 
-    return EngineChoice(settings.engine, settings.gguf_path, settings.llamacpp_worker)
+    return EngineChoice(
+        settings.engine, settings.gguf_path, settings.llamacpp_worker,
+        settings.llamacpp_threads or None, settings.llamacpp_gpu_layers,
+    )  # fmt: skip
 
 
 def create_server(base: Settings | None = None) -> DifillServer:
@@ -381,6 +384,8 @@ def run_server(args: Any) -> int:
         engine=getattr(args, "engine", None) or "auto",
         gguf_path=getattr(args, "gguf", None),
         llamacpp_worker=getattr(args, "llamacpp_worker", None),
+        llamacpp_threads=getattr(args, "llamacpp_threads", None) or 0,
+        llamacpp_gpu_layers=getattr(args, "llamacpp_gpu_layers", None) or 0,
     )
     server = create_server(base)
     server.log_handler = configure_logging(

@@ -33,7 +33,7 @@ class EngineChoice:
     gguf: str | None = None  # the checkpoint's GGUF (llama.cpp); None: the shipped model's own
     worker: str | None = None  # difill-llama-worker; None: the one `difill build-native` built
     threads: int | None = None  # llama.cpp threads; None: half the cores, as torch takes
-    gpu_layers: int = 0
+    gpu_layers: int = 0  # layers llama.cpp offloads to a GPU
 
 
 def local_backend(

@@ -32,6 +32,9 @@ from difill.engine.native.build import cache_dir
 from difill.engine.native.worker import NO_FILLER, OPEN, FillRules, LlamaWorker, WorkerSettings
 from difill.engine.sampler import DenoiseRequest, SamplerConfig, temperature_at
 
+FULL_ROWS_UP_TO = 65536  # vocabularies whose open-slot rows cross the pipe whole
+TOP_K = 256  # ids per open slot otherwise: the rest of the row gets no probability
+
 
 @dataclass(frozen=True)
 class PrefixEncoded:
@@ -171,7 +174,7 @@ def load_llamacpp_engine(
     context: int = 2304,
     gpu_layers: int = 0,
     flash_attn: bool = False,
-    top_k: int = 0,
+    top_k: int | None = None,
 ) -> LlamaCppEngine:
     """The llama.cpp engine for a checkpoint directory (tokenizer and settings) and its GGUF.
 
@@ -192,9 +195,11 @@ def load_llamacpp_engine(
     settings = WorkerSettings(
         binary=Path(binary) if binary else built_worker(),
         gguf=Path(gguf).expanduser(),
-        threads=threads or max(1, (os.cpu_count() or 2)),
+        threads=threads or max(1, (os.cpu_count() or 2) // 2),  # as torch: the editor keeps the rest
         context=context,
         gpu_layers=gpu_layers,
         flash_attn=flash_attn,
     )
+    if top_k is None:  # full rows for a small vocabulary (exact); the 26B's 262k-wide rows stay home
+        top_k = 0 if loaded.ids.vocab_size <= FULL_ROWS_UP_TO else TOP_K
     return LlamaCppEngine(loaded, LlamaWorker(settings), top_k)

@@ -54,7 +54,8 @@ async function askAboutWorkspaceDestinations(): Promise<void> {
   for (const key of DESTINATION_KEYS) {
     const value = workspaceOverride(config().inspect(key));
     if (value === undefined || answers?.get<boolean>(approvalKey(key, value)) !== undefined) continue;
-    const what = key === "remote" ? "sends your code to" : "loads a model from";
+    const what =
+      key === "remote" ? "sends your code to" : key === "llamacppWorker" ? "runs the program" : "loads a model from";
     const choice = await vscode.window.showWarningMessage(
       `This workspace sets difill.${key}: difill then ${what} ${value}. Allow it for this workspace?`,
       { modal: true },

@@ -8,6 +8,11 @@ export const SERVER_SETTING_KEYS = [
   "remoteCanvas",
   "contextDrafts",
   "device",
+  "engine",
+  "ggufPath",
+  "llamacppWorker",
+  "llamacppThreads",
+  "llamacppGpuLayers",
   "maxTokens",
   "minTokenProb",
   "steps",
@@ -28,27 +33,30 @@ export const SERVER_SETTING_KEYS = [
 export type ServerSettingKey = (typeof SERVER_SETTING_KEYS)[number];
 export type ServerSettings = Partial<Record<ServerSettingKey, unknown>>;
 
+/** Paths and URLs whose empty value means the server's default. */
+const PATH_KEYS: readonly string[] = ["modelPath", "remote", "ggufPath", "llamacppWorker"];
+
 /** Reads one `difill.*` key; `vscode.WorkspaceConfiguration.get` fits. */
 export type ConfigGetter = (key: string) => unknown;
 
 /** The server's section, `{ difill: {...} }`, as workspace/didChangeConfiguration carries it
  *  (initializationOptions carry the inner object). Unset keys are left out so the server's
- *  defaults apply; an empty modelPath or remote is left out too. */
+ *  defaults apply; an empty path or remote is left out too. */
 export function serverSettings(get: ConfigGetter): { difill: ServerSettings } {
   const out: ServerSettings = {};
   for (const key of SERVER_SETTING_KEYS) {
     const value = get(key);
     if (value === undefined || value === null) continue;
     // Empty model path / remote URL: the shipped model, run locally (the server's defaults).
-    if ((key === "modelPath" || key === "remote") && typeof value === "string" && value.trim() === "") continue;
+    if (PATH_KEYS.includes(key) && typeof value === "string" && value.trim() === "") continue;
     out[key] = value;
   }
   return { difill: out };
 }
 
-/** Settings that choose where code goes or which files load as a model: a workspace (a cloned
- *  repository's .vscode/settings.json) may not set them behind the user's back. */
-export const DESTINATION_KEYS = ["modelPath", "remote"] as const;
+/** Settings that choose where code goes, which files load as a model or which program runs it: a
+ *  workspace (a cloned repository's .vscode/settings.json) may not set them behind the user's back. */
+export const DESTINATION_KEYS = ["modelPath", "remote", "ggufPath", "llamacppWorker"] as const;
 export type DestinationKey = (typeof DESTINATION_KEYS)[number];
 
 /** What `WorkspaceConfiguration.inspect` tells of one key (the fields difill reads). */

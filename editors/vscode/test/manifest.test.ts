@@ -49,7 +49,12 @@ test("a workspace cannot choose the program the extension runs, nor where code g
   // In an untrusted workspace VS Code ignores the workspace's values of these.
   const untrusted = manifest.capabilities.untrustedWorkspaces;
   assert.equal(untrusted.supported, "limited");
-  assert.deepEqual([...untrusted.restrictedConfigurations].sort(), ["difill.modelPath", "difill.remote"]);
+  assert.deepEqual([...untrusted.restrictedConfigurations].sort(), [
+    "difill.ggufPath",
+    "difill.llamacppWorker",
+    "difill.modelPath",
+    "difill.remote",
+  ]);
 });
 
 test("the client attaches to every language: its document selector filters by scheme only", () => {

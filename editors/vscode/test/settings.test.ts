@@ -19,6 +19,20 @@ test("server settings are nested under difill and leave out unset keys", () => {
 test("an empty model path or remote means the local shipped model and is not sent", () => {
   assert.deepEqual(serverSettings(getter({ modelPath: "  ", remote: "" })), { difill: {} });
   assert.deepEqual(serverSettings(getter({ modelPath: "/m" })), { difill: { modelPath: "/m" } });
+  assert.deepEqual(serverSettings(getter({ ggufPath: "", llamacppWorker: " " })), { difill: {} });
+  assert.deepEqual(serverSettings(getter({ engine: "llamacpp", ggufPath: "/m.gguf" })), {
+    difill: { engine: "llamacpp", ggufPath: "/m.gguf" },
+  });
+});
+
+test("a workspace cannot pick the GGUF or the llama.cpp worker behind the user's back", () => {
+  const inspect = (key: string) =>
+    ({ ggufPath: { globalValue: "/mine.gguf", workspaceValue: "/repo.gguf" },
+       llamacppWorker: { workspaceValue: "./evil" } })[key];  // prettier-ignore
+  const values: Record<string, string> = { ggufPath: "/repo.gguf", llamacppWorker: "./evil" };
+  const get = withApprovedDestinations((k) => values[k], inspect, () => false);
+  assert.equal(get("ggufPath"), "/mine.gguf");
+  assert.equal(get("llamacppWorker"), undefined);
 });
 
 test("client-only settings never reach the server", () => {
