@@ -169,7 +169,9 @@ def load_model(
     except Exception as err:  # noqa: BLE001 - safetensors, tokenizers and json raise their own types
         raise load_error(path, err) from err
     model.to(target).eval()
-    return checkpoint_settings(model, model.config, getattr(model, "generation_config", None), tokenizer, path, target)
+    return checkpoint_settings(
+        model, model.config, getattr(model, "generation_config", None), tokenizer, path, target
+    )
 
 
 def checkpoint_settings(model, config, generation_config, tokenizer, path: Path, target) -> LoadedModel:

@@ -303,7 +303,9 @@ def propose(
         _, before_text = filler_constraints(
             state.current, state.committed, request.clamp_mask, request.filler_id
         )
-    raw = decoder.open_logits(state.current, state.soft, open_slots, before_text)[:, : request.vocab_size]  # (N, V)
+    raw = decoder.open_logits(state.current, state.soft, open_slots, before_text)[
+        :, : request.vocab_size
+    ]  # (N, V)
     raw[:, request.banned_ids] = -torch.inf
     if before_text is not None:
         raw[:, request.filler_id].masked_fill_(before_text[open_slots], -torch.inf)

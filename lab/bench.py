@@ -123,7 +123,10 @@ def typing_section(args: argparse.Namespace) -> int:
     from difill.lab.bench_typing import bench_typing, format_typing
 
     report = bench_typing(
-        args.model, args.typing, python=getattr(args, "server_python", None), engine=getattr(args, "engine", None)
+        args.model,
+        args.typing,
+        python=getattr(args, "server_python", None),
+        engine=getattr(args, "engine", None),
     )
     if args.json:
         print(json.dumps(report, indent=1))

@@ -62,7 +62,9 @@ class BenchClient:
         def on_progress_create(params) -> None:
             return None
 
-    async def start(self, model_dir: str | None, python: str = sys.executable, engine: str | None = None) -> int:
+    async def start(
+        self, model_dir: str | None, python: str = sys.executable, engine: str | None = None
+    ) -> int:
         """``difill serve`` under ``python`` (another checkout's, for a before/after), initialized;
         ``engine``: its ``--engine`` (None: the server's default)."""
         args = ["-m", "difill.server", "serve"] + (["--model", model_dir] if model_dir else [])

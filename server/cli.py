@@ -42,12 +42,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     def engine_args(p: argparse.ArgumentParser) -> None:
         # The same values as the `engine`, `ggufPath` and `llamacppWorker` settings (docs/llamacpp.md).
-        p.add_argument("--engine", default="auto", choices=("auto", "torch", "llamacpp"),
-                       help="auto: llama.cpp on a CPU where `difill build-native` built it, else torch")
-        p.add_argument("--gguf", help="the model's GGUF for --engine llamacpp (the shipped model's is exported)")
+        p.add_argument(
+            "--engine",
+            default="auto",
+            choices=("auto", "torch", "llamacpp"),
+            help="auto: llama.cpp on a CPU where `difill build-native` built it, else torch",
+        )
+        p.add_argument(
+            "--gguf", help="the model's GGUF for --engine llamacpp (the shipped model's is exported)"
+        )
         p.add_argument("--llamacpp-worker", help="the difill-llama-worker binary (default: the one built)")
         p.add_argument("--llamacpp-threads", type=int, help="llama.cpp threads (default: half the cores)")
-        p.add_argument("--llamacpp-gpu-layers", type=int, help="layers llama.cpp offloads to a GPU (default 0)")
+        p.add_argument(
+            "--llamacpp-gpu-layers", type=int, help="layers llama.cpp offloads to a GPU (default 0)"
+        )
 
     p = sub.add_parser("serve", help="run the language server (stdio unless --tcp)")
     model_args(p)
@@ -105,9 +113,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-level", default="info", help="debug, info, warning or error")
     p.set_defaults(func=runs("difill.engine.backends.serve_http:run_http_server"))
 
-    p = sub.add_parser("build-native", help="build the llama.cpp worker (--engine llamacpp; docs/llamacpp.md)")
-    p.add_argument("--source", help="a llama.cpp tree (or .tar.xz) with DiffusionGemma, PR #24423 "
-                   "(default: $DIFILL_LLAMA_SOURCE, else ../shared/vendor/)")
+    p = sub.add_parser(
+        "build-native", help="build the llama.cpp worker (--engine llamacpp; docs/llamacpp.md)"
+    )
+    p.add_argument(
+        "--source",
+        help="a llama.cpp tree (or .tar.xz) with DiffusionGemma, PR #24423 "
+        "(default: $DIFILL_LLAMA_SOURCE, else ../shared/vendor/)",
+    )
     p.add_argument("--cuda", action="store_true", help="with CUDA (-DGGML_CUDA=ON; needs the CUDA toolkit)")
     p.add_argument("--metal", action="store_true", help="with Metal (-DGGML_METAL=ON; macOS)")
     p.add_argument("--portable", action="store_true", help="no -march=native: a binary for other CPUs")
@@ -117,7 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export-gguf", help="write a DiffusionGemma checkpoint as a GGUF for llama.cpp")
     p.add_argument("model_dir", help="checkpoint directory (config.json, model.safetensors, tokenizer.json)")
     p.add_argument("out", help="the .gguf to write")
-    p.add_argument("--type", default="f32", choices=("f32", "f16", "q8_0"), help="weight type (norms stay f32)")
+    p.add_argument(
+        "--type", default="f32", choices=("f32", "f16", "q8_0"), help="weight type (norms stay f32)"
+    )
     p.set_defaults(func=runs("difill.engine.native.commands:export"))
 
     p = sub.add_parser(
@@ -284,11 +299,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="where the plot goes, its figures beside it as JSON "
         "(default: docs/bench.png; with --quick runs/bench-quick.png, so CI leaves docs/ alone)",
     )
-    p.add_argument("--engines", type=int, metavar="N",
-                   help="torch and llama.cpp side by side: one denoising pass at C=16/32/48, then the "
-                        "typing replay through `difill serve --engine` on N files (0: passes only)")
-    p.add_argument("--engine", choices=("auto", "torch", "llamacpp"),
-                   help="the server's --engine for --typing (default: its own choice)")
+    p.add_argument(
+        "--engines",
+        type=int,
+        metavar="N",
+        help="torch and llama.cpp side by side: one denoising pass at C=16/32/48, then the "
+        "typing replay through `difill serve --engine` on N files (0: passes only)",
+    )
+    p.add_argument(
+        "--engine",
+        choices=("auto", "torch", "llamacpp"),
+        help="the server's --engine for --typing (default: its own choice)",
+    )
     p.add_argument("--team", action="store_true",
                    help="the team path alone: round trips and bytes per keystroke through serve-http "
                         "and a fake vLLM (seeded canvas and plain), and a network latency model")  # fmt: skip
