@@ -90,10 +90,11 @@ def export_gguf(model_dir: Path, out: Path, out_type: str = "f32") -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + ".partial")
     writer = gguf.GGUFWriter(str(partial), ARCH)
-    write_metadata(writer, model_dir, config, text, out_type)
-    write_tokenizer(writer, model_dir, text)
-    writer.add_tensor("rope_freqs.weight", rope_freqs(text))
     with safe_open(weights, "np") as tensors:
+        text = {**text, **attention_shapes(tensors, text["layer_types"])}
+        write_metadata(writer, model_dir, config, text, out_type)
+        write_tokenizer(writer, model_dir, text)
+        writer.add_tensor("rope_freqs.weight", rope_freqs(text))
         names = [n for n in tensors.keys() if gguf_name(n)]
         if not any(gguf_name(n) == "token_embd.weight" for n in names):
             raise ModelLoadError(
@@ -110,6 +111,25 @@ def export_gguf(model_dir: Path, out: Path, out_type: str = "f32") -> Path:
     writer.close()
     partial.replace(out)
     return out
+
+
+def attention_shapes(tensors, layer_types: list[str]) -> dict:
+    """Head sizes and kv heads of the sliding and full-attention layers, read off the weights:
+    transformers does not write ``global_head_dim`` into every config it saves, and the
+    weights are what llama.cpp checks the metadata against."""
+    shapes = {}
+    for kind, head_key, kv_key in (
+        ("sliding_attention", "head_dim", "num_key_value_heads"),
+        ("full_attention", "global_head_dim", "num_global_key_value_heads"),
+    ):  # fmt: skip
+        if kind not in layer_types:
+            continue
+        layer = layer_types.index(kind)
+        prefix = f"model.decoder.layers.{layer}.self_attn."
+        head = tensors.get_slice(prefix + "q_norm.weight").get_shape()[0]
+        shapes[head_key] = head
+        shapes[kv_key] = tensors.get_slice(prefix + "k_proj.weight").get_shape()[0] // head
+    return shapes
 
 
 def read_config(model_dir: Path) -> tuple[dict, dict]:
@@ -228,6 +248,8 @@ def write_tokenizer(writer, model_dir: Path, text: dict) -> None:
     writer.add_token_merges(merges)
     for key, token_id in (("bos", text.get("bos_token_id")), ("eos", text.get("eos_token_id")),
                           ("padding", text.get("pad_token_id"))):  # fmt: skip
+        if isinstance(token_id, list) and token_id:  # several eos ids: the first is the tokenizer's own
+            token_id = token_id[0]
         if isinstance(token_id, int):
             writer.add_uint32(f"tokenizer.ggml.{key}_token_id", token_id)
     # The runtime's own sampler starts from mask tokens; difill's filler (or <mask>) is that token.

@@ -330,17 +330,20 @@ int main(int argc, char ** argv) {
     llama_model_meta_val_str(w.model, "diffusion-gemma.diffusion.canvas_length", canvas, sizeof(canvas));
     if (!canvas[0]) llama_model_meta_val_str(w.model, "diffusion.canvas_length", canvas, sizeof(canvas));
 
+    // No longer than the model was trained for: positions past it are out of its distribution.
+    const int trained = llama_model_n_ctx_train(w.model);
+    const int n_ctx = trained > 0 ? std::min(o.ctx, trained) : o.ctx;
     llama_context_params cparams = llama_context_default_params();
-    cparams.n_ctx = o.ctx;
-    cparams.n_batch = o.ctx;
-    cparams.n_ubatch = std::min(o.ubatch, o.ctx);
+    cparams.n_ctx = n_ctx;
+    cparams.n_batch = n_ctx;
+    cparams.n_ubatch = std::min(o.ubatch, n_ctx);
     cparams.n_threads = o.threads;
     cparams.n_threads_batch = o.threads;
     cparams.no_perf = true;
     cparams.flash_attn_type = o.flash_attn ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
     w.ctx = llama_init_from_model(w.model, cparams);
     if (!w.ctx) {
-        write_message(TAG_FAIL, "llama.cpp could not create a context of " + std::to_string(o.ctx) + " tokens");
+        write_message(TAG_FAIL, "llama.cpp could not create a context of " + std::to_string(n_ctx) + " tokens");
         return 1;
     }
     llama_set_causal_attn(w.ctx, false);

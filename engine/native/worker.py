@@ -38,6 +38,10 @@ class WorkerError(BackendError):
     """The worker died, hung, or refused a request; the message says which and how to fix it."""
 
 
+class WorkerDied(WorkerError):
+    """The worker process ended (crashed, killed) while a request was on its way or answered."""
+
+
 @dataclass(frozen=True)
 class WorkerSettings:
     binary: Path
@@ -117,7 +121,7 @@ class LlamaWorker:
         rows, length = canvas.shape
         header = struct.pack("<iiifi", rows, length, int(use_sc), temp_inv, top_k)
         payload = header + canvas.astype("<i4").tobytes() + flags.astype(np.uint8).tobytes()
-        body = self._call(STEP, payload, LOGITS)
+        body = self._call(STEP, payload, LOGITS, restart=False)
         n_open, width = struct.unpack_from("<ii", body)
         if top_k == 0:
             values = np.frombuffer(body, dtype="<f4", offset=8, count=n_open * width).reshape(n_open, width)
@@ -167,32 +171,60 @@ class LlamaWorker:
         self._started_once = True
         kind, body = self._read_frame(self.settings.timeout_s)
         if kind == FAIL:
+            words = self._last_words()  # llama.cpp's own reason, from its log
             self._stop(None)
-            raise WorkerError(f"the llama.cpp worker refused {gguf}: {body.decode(errors='replace')}")
+            raise WorkerError(
+                f"the llama.cpp worker refused {gguf}: {body.decode(errors='replace')} ({words})"
+            )
         if kind != READY:
             self._stop(None)
             raise WorkerError("the llama.cpp worker did not start: " + self._last_words())
         self.info = WorkerInfo(*struct.unpack("<5i", body))
         return self.info
 
-    def _call(self, kind: int, payload: bytes, expect: int) -> bytes:
+    def _call(self, kind: int, payload: bytes, expect: int, restart: bool = True) -> bytes:
+        """One request and its answer.  ``restart``: a dead worker is replaced first (a FILL
+        starts a fill); else it fails the call (a STEP belongs to a fill the dead worker held)."""
         with self._lock:
-            self._ensure_started()
-            proc = self._proc
-            try:
-                proc.stdin.write(struct.pack("<II", kind, len(payload)) + payload)
-                proc.stdin.flush()
-            except (BrokenPipeError, OSError):
+            if not restart and self._proc is None:
+                raise WorkerError("no fill in progress on the llama.cpp worker: a STEP follows a FILL")
+            if not restart and self._proc.poll() is not None:
+                code = self._proc.returncode
+                words = self._last_words()
                 self._stop(None)
-                raise WorkerError("the llama.cpp worker died: " + self._last_words()) from None
-            answer, body = self._read_frame(self.settings.timeout_s)
-            if answer == ERROR:
                 raise WorkerError(
-                    f"the llama.cpp worker refused the request: {body.decode(errors='replace')}"
+                    f"the llama.cpp worker died during this fill (exit code {code}): {words}; "
+                    "the next request starts a new one"
                 )
-            if answer != expect:
-                raise WorkerError(f"the llama.cpp worker sent an unexpected frame {answer:#x}")
-            return body
+            was_running = self._proc is not None and self._proc.poll() is None
+            self._ensure_started()
+            try:
+                return self._exchange(kind, payload, expect)
+            except WorkerDied:
+                # It died before this request reached it (killed while idle): a FILL starts a
+                # fill, so a fresh worker can take it without losing anything.
+                if not (restart and was_running):
+                    raise
+                self._ensure_started()
+                return self._exchange(kind, payload, expect)
+
+    def _exchange(self, kind: int, payload: bytes, expect: int) -> bytes:
+        proc = self._proc
+        try:
+            proc.stdin.write(struct.pack("<II", kind, len(payload)) + payload)
+            proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            words = self._last_words()
+            self._stop(None)
+            raise WorkerDied(
+                f"the llama.cpp worker died: {words}; the next request starts a new one"
+            ) from None
+        answer, body = self._read_frame(self.settings.timeout_s)
+        if answer == ERROR:
+            raise WorkerError(f"the llama.cpp worker refused the request: {body.decode(errors='replace')}")
+        if answer != expect:
+            raise WorkerError(f"the llama.cpp worker sent an unexpected frame {answer:#x}")
+        return body
 
     def _read_frame(self, timeout_s: float) -> tuple[int, bytes]:
         head = self._read_exact(8, timeout_s)
@@ -219,7 +251,7 @@ class LlamaWorker:
                 code = proc.wait(timeout=5)
                 words = self._last_words()
                 self._stop(None)
-                raise WorkerError(
+                raise WorkerDied(
                     f"the llama.cpp worker died (exit code {code}): {words}; the next request starts a new one"
                 )
             chunks.append(chunk)
@@ -253,4 +285,4 @@ class LlamaWorker:
     def _last_words(self) -> str:
         time.sleep(0.05)  # let the stderr thread catch the last lines
         lines = [line for line in self._stderr if line.strip()]
-        return " | ".join(lines[-3:]) if lines else "it wrote nothing on stderr"
+        return f"its last log lines: {' | '.join(lines[-3:])}" if lines else "it wrote nothing on stderr"

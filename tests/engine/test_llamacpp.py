@@ -192,20 +192,18 @@ def test_a_fill_is_cancelled_between_passes(tiny):
 def test_a_worker_killed_mid_fill_fails_that_fill_clearly_and_the_next_restarts_it(tiny):
     _, llama_engine, _ = tiny
     worker = llama_engine.worker
+    worker.start()
     pid = worker.pid
+    asked = [0]
 
-    def kill_after_first_pass(step: int) -> bool:
-        if step == 1:
-            worker._proc.kill()  # the native process dies in the middle of the fill
+    def should_stop() -> bool:  # asked before the prompt, then before each pass
+        asked[0] += 1
+        if asked[0] == 3:  # after the first pass: the native process dies in the middle of the fill
+            worker._proc.kill()
+            worker._proc.wait()
         return False
 
-    calls = [0]
-
-    def should_stop() -> bool:
-        calls[0] += 1
-        return kill_after_first_pass(calls[0])
-
-    with pytest.raises(WorkerError, match="died"):
+    with pytest.raises(WorkerError, match="died during this fill"):
         llama_engine.fill("def f(x):\n    return ", "\n", FillOptions(entropy_bound=1e-9), should_stop)
     result = llama_engine.fill("def f(x):\n    return ", "\n")
     assert worker.pid not in (None, pid) and worker.restarts >= 1
@@ -231,6 +229,9 @@ def test_a_hung_worker_is_stopped_at_its_timeout_and_replaced(worker_binary, tin
 def test_a_bad_request_is_refused_and_the_worker_keeps_serving(worker_binary, tiny):
     _, _, gguf = tiny
     worker = worker_for(worker_binary, gguf)
+    with pytest.raises(WorkerError, match="no fill in progress"):
+        worker.step(np.zeros((1, 4), np.int32), np.ones((1, 4), np.uint8), False, 1.0)
+    worker.start()
     with pytest.raises(WorkerError, match="STEP before FILL"):
         worker.step(np.zeros((1, 4), np.int32), np.ones((1, 4), np.uint8), False, 1.0)
     with pytest.raises(WorkerError, match="out of range"):
@@ -362,3 +363,51 @@ def test_concurrent_fills_take_turns_on_one_worker(tiny):
     for t in threads:
         t.join()
     assert not errors and len(results) == 4
+
+
+# ---------------------------------------------------------------- the 26B's layout (tests/real_shape.py)
+
+
+def test_the_26b_layout_exports_and_matches_torch(worker_binary, gemma_model_dir, tmp_path):
+    """12 layers in the 5:1 pattern, a sliding window shorter than the prompt, top-2 of 8 experts,
+    K=V full-attention layers with their own head size (which transformers leaves out of the
+    config it saves: the exporter reads it off the weights), a 262,144-row vocabulary."""
+    gguf = export_gguf(gemma_model_dir, tmp_path / "gemma-like.gguf")
+    loaded = load_model(gemma_model_dir, device="cpu")
+    worker = worker_for(worker_binary, gguf)
+    vocab = loaded.ids.vocab_size
+    generator = torch.Generator().manual_seed(0)
+    prompt = [loaded.ids.bos, *torch.randint(10, 600, (40,), generator=generator).tolist()]  # > the window
+    canvas = torch.randint(10, 600, (1, 32), generator=generator)
+    open_mask = torch.rand(1, 32, generator=generator) < 0.7
+    slots = open_mask.nonzero(as_tuple=True)
+    worker.fill(prompt, FillRules(vocab))
+    decoder = torch_pass(loaded, prompt, 1)
+    flags = open_mask.numpy().astype(np.uint8) * OPEN
+    with torch.inference_mode():
+        ours = decoder.open_logits(canvas, None, slots)
+        assert_parity_where_decided(ours, worker.step(canvas.numpy(), flags, False, 1.0).values)
+    # Not a self-conditioned pass here: a row whose token took another expert (below) feeds its
+    # own logits into every slot's next pass, so torch's and llama.cpp's inputs differ there.
+    # The shipped model's test checks self-conditioning on a decisive router.
+    worker.close()
+    # Its rows are 262,144 wide: the engine asks for the top 256 of each open slot only.
+    engine = load_llamacpp_engine(gemma_model_dir, gguf, threads=1)
+    assert engine.top_k == 256
+    assert engine.fill("def f(x):\n    return ", "\n").stats.steps >= 1
+    engine.close()
+
+
+def assert_parity_where_decided(ours: torch.Tensor, theirs: np.ndarray) -> None:
+    """Most rows within the tolerance, the same argmax wherever the top two are further apart than
+    it.  A random router has near-ties: in this model a canvas token's 2nd and 3rd experts were
+    6e-6 apart (layer 9), so float order sends it to another expert and its row differs by ~0.08;
+    a trained router is not that undecided, and the shipped model's test holds every row."""
+    theirs = torch.from_numpy(np.array(theirs))
+    row_diff = (ours - theirs).abs().max(-1).values  # (N,)
+    close = row_diff < PARITY_ATOL
+    assert close.float().mean().item() >= 0.9 and row_diff.median().item() < 3e-3
+    top2 = ours.topk(2, dim=-1).values  # (N, 2)
+    decided = close & ((top2[:, 0] - top2[:, 1]) > PARITY_ATOL)
+    assert decided.any()
+    assert torch.equal(ours.argmax(-1)[decided], theirs.argmax(-1)[decided])

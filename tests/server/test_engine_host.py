@@ -29,7 +29,7 @@ def test_remote_setting_gives_the_remote_backend_and_its_clear_error():
     assert "127.0.0.1:9" in str(err.value)
 
 
-def _broken_checkpoint(model_path, device, remote=None, remote_canvas="auto"):
+def _broken_checkpoint(model_path, device, remote=None, remote_canvas="auto", engine_choice=None):
     raise KeyError("model.decoder.layers.0.weight")  # what a checkpoint missing a tensor raises
 
 
