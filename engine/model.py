@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 from transformers import (
@@ -51,6 +52,9 @@ class LoadedModel:
     min_token_prob: float = 0.0
     # The languages the weights were trained on (config ``difill.languages``); (): every language.
     languages: tuple[str, ...] = ()
+    # The checkpoint's config (DiffusionGemmaConfig): its ``difill`` metadata is read from here,
+    # also when the weights run elsewhere and ``model`` is None.
+    config: Any = None
 
     _token_texts: list[str] | None = None
 
@@ -184,7 +188,9 @@ def checkpoint_settings(model, config, generation_config, tokenizer, path: Path,
     sampler = SamplerConfig.from_checkpoint(generation_config, bool(meta))
     min_token_prob = checkpoint_min_token_prob(config)
     languages = checkpoint_languages(config)
-    return LoadedModel(model, tokenizer, ids, path, target, max_prefix, sampler, min_token_prob, languages)
+    return LoadedModel(
+        model, tokenizer, ids, path, target, max_prefix, sampler, min_token_prob, languages, config
+    )
 
 
 def load_checkpoint_meta(path: str | os.PathLike | None = None) -> LoadedModel:

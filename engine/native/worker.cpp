@@ -22,8 +22,14 @@
 // was open in the previous pass gets softmax(its constrained logits * temp_inv) @ E; every other
 // slot gets its own token's embedding (a one-hot row).  Constrained: banned ids, ids past
 // vocab_limit, the filler where flag bit 1 says so and every id outside `allowed` at the heal
-// slot are -1e4, as engine/sampler.py's propose masks the signal.  The returned logits carry the
-// same constraints (-inf), so Python's own masking of them changes nothing.
+// slot are -inf, as engine/sampler.py's propose masks the signal (its -1e4 and this -inf both
+// give them probability 0).  The returned logits carry the same constraints, so Python's own
+// masking of them changes nothing.
+//
+// Only what a pass needs is computed: the LM head runs on the open slots only (llama.cpp picks
+// the output rows before it), a row with no open slot is not forwarded, and a pass without
+// self-conditioning leaves the signal's graph out (llama_diffusion_set_sc enabled=false is
+// byte-identical to a zero signal).
 
 #include "llama.h"
 #include "ggml-backend.h"
@@ -47,7 +53,6 @@ constexpr uint32_t TAG_STEP = 0x50455453;    // "STEP"
 constexpr uint32_t TAG_LOGITS = 0x49474f4c;  // "LOGI"
 constexpr uint32_t TAG_ERROR = 0x4f525245;   // "ERRO"
 constexpr uint32_t TAG_QUIT = 0x54495551;    // "QUIT"
-constexpr float MASKED = -1e4f;              // a constrained id in the self-conditioning signal
 constexpr float ONE_HOT_OFF = -1e30f;        // every other id of a known slot's one-hot row
 
 bool read_exact(void * dst, size_t n) { return fread(dst, 1, n, stdin) == n; }
@@ -133,13 +138,14 @@ struct Worker {
     // The prompt whose K,V the store holds, and the fill's constraints.
     std::vector<int32_t> prompt;
     int32_t vocab_limit = 0, filler_id = -1, heal_slot = -1;
-    std::vector<uint8_t> banned, allowed;  // [n_vocab] 1: banned / allowed at the heal slot
+    std::vector<int32_t> banned;   // ids no slot may take, vocab_limit and past included
+    std::vector<uint8_t> allowed;  // [n_vocab] 1: allowed at the heal slot
 
-    // Self-conditioning: per canvas row, the last pass's constrained logits and which slots were open.
+    // Self-conditioning: per canvas row and slot, the last pass's constrained logits where the
+    // slot was open (empty where it was not: its signal is its own token).
     int sc_rows = 0, sc_length = 0;
-    std::vector<std::vector<float>> sc_logits;  // [B][C * n_vocab]
-    std::vector<std::vector<uint8_t>> sc_open;  // [B][C]
-    std::vector<float> sc_input;                // [C * n_vocab] the signal one row's pass reads
+    std::vector<std::vector<std::vector<float>>> sc_logits;  // [B][C][n_vocab or 0]
+    std::vector<float> sc_input;                             // [C * n_vocab] the signal one row's pass reads
 
     bool prefill(const std::vector<int32_t> & ids, int32_t & reused) {
         size_t common = 0;
@@ -172,13 +178,14 @@ struct Worker {
         return true;
     }
 
-    // One row's constrained logits at slot j, written into `out` with `masked` at constrained ids.
-    void constrain(const float * row, int j, bool filler_banned, float masked, float * out) const {
-        for (int v = 0; v < n_vocab; ++v) {
-            const bool off = v >= vocab_limit || banned[v] || (j == heal_slot && !allowed[v]);
-            out[v] = off ? masked : row[v];
-        }
-        if (filler_banned && filler_id >= 0 && filler_id < n_vocab) out[filler_id] = masked;
+    // Slot j's logits with the fill's constraints (-inf) written into `out` [n_vocab].
+    void constrain(const float * row, int j, bool filler_banned, float * out) const {
+        memcpy(out, row, n_vocab * sizeof(float));
+        for (int32_t id : banned) out[id] = -INFINITY;
+        if (filler_banned && filler_id >= 0 && filler_id < n_vocab) out[filler_id] = -INFINITY;
+        if (j == heal_slot)
+            for (int v = 0; v < n_vocab; ++v)
+                if (!allowed[v]) out[v] = -INFINITY;
     }
 
     std::string step(const uint8_t * payload, size_t size) {
@@ -200,20 +207,23 @@ struct Worker {
         const int32_t width = top_k ? top_k : n_vocab;
         std::vector<float> values((size_t) n_open * width);
         std::vector<int32_t> top_ids(top_k ? (size_t) n_open * top_k : 0);
-        std::vector<std::vector<float>> next_logits(B, std::vector<float>((size_t) C * n_vocab));
-        std::vector<float> constrained(n_vocab);
-        std::vector<int32_t> order(n_vocab);
+        std::vector<std::vector<std::vector<float>>> next_logits(B, std::vector<std::vector<float>>(C));
+        std::vector<int32_t> order(top_k ? n_vocab : 0);
         sc_input.resize((size_t) C * n_vocab);
         const int32_t P = (int32_t) prompt.size();
         int32_t out_row = 0;
         for (int32_t b = 0; b < B; ++b) {
             const int32_t * row_ids = ids.data() + (size_t) b * C;
             const uint8_t * row_flags = flags + (size_t) b * C;
+            bool any_open = false;
+            for (int32_t j = 0; j < C; ++j) any_open |= row_flags[j] & 1;
+            if (!any_open) continue;  // nothing to propose: its next signal is its own tokens
             if (use_sc) {
                 for (int32_t j = 0; j < C; ++j) {
                     float * dst = sc_input.data() + (size_t) j * n_vocab;
-                    if (sc_open[b][j]) {
-                        memcpy(dst, sc_logits[b].data() + (size_t) j * n_vocab, n_vocab * sizeof(float));
+                    const std::vector<float> & previous = sc_logits[b][j];
+                    if (!previous.empty()) {
+                        memcpy(dst, previous.data(), n_vocab * sizeof(float));
                     } else {
                         std::fill(dst, dst + n_vocab, ONE_HOT_OFF);
                         dst[row_ids[j]] = 0.0f;
@@ -221,32 +231,33 @@ struct Worker {
                 }
             }
             llama_diffusion_set_phase(model, /*DECODE*/ 2, P, 0);
-            llama_diffusion_set_sc(model, sc_input.data(), use_sc ? 1.0f : 0.0f, use_sc ? temp_inv : 1.0f, true);
+            llama_diffusion_set_sc(model, use_sc ? sc_input.data() : nullptr, use_sc ? 1.0f : 0.0f,
+                                   use_sc ? temp_inv : 1.0f, use_sc != 0);
             batch.n_tokens = C;
             for (int32_t j = 0; j < C; ++j) {
                 batch.token[j] = row_ids[j];
                 batch.pos[j] = P + j;
                 batch.n_seq_id[j] = 1;
                 batch.seq_id[j][0] = 0;
-                batch.logits[j] = 1;
+                batch.logits[j] = row_flags[j] & 1;  // the LM head on the open slots only
             }
             if (llama_decode(ctx, batch) != 0) return "llama_decode failed on the canvas";
             for (int32_t j = 0; j < C; ++j) {
                 if (!(row_flags[j] & 1)) continue;
                 const float * logits = llama_get_logits_ith(ctx, j);
                 if (!logits) return "no logits for a canvas slot";
-                const bool filler_banned = row_flags[j] & 2;
-                constrain(logits, j, filler_banned, MASKED, next_logits[b].data() + (size_t) j * n_vocab);
-                constrain(logits, j, filler_banned, -INFINITY, constrained.data());
+                std::vector<float> & kept = next_logits[b][j];
+                kept.resize(n_vocab);
+                constrain(logits, j, row_flags[j] & 2, kept.data());
                 if (top_k == 0) {
-                    memcpy(values.data() + (size_t) out_row * n_vocab, constrained.data(), n_vocab * sizeof(float));
+                    memcpy(values.data() + (size_t) out_row * n_vocab, kept.data(), n_vocab * sizeof(float));
                 } else {
                     std::iota(order.begin(), order.end(), 0);
                     std::partial_sort(order.begin(), order.begin() + top_k, order.end(),
-                                      [&](int32_t a, int32_t c) { return constrained[a] > constrained[c]; });
+                                      [&](int32_t a, int32_t c) { return kept[a] > kept[c]; });
                     for (int32_t k = 0; k < top_k; ++k) {
                         top_ids[(size_t) out_row * top_k + k] = order[k];
-                        values[(size_t) out_row * top_k + k] = constrained[order[k]];
+                        values[(size_t) out_row * top_k + k] = kept[order[k]];
                     }
                 }
                 ++out_row;
@@ -255,9 +266,6 @@ struct Worker {
         sc_rows = B;
         sc_length = C;
         sc_logits = std::move(next_logits);
-        sc_open.assign(B, std::vector<uint8_t>(C));
-        for (int32_t b = 0; b < B; ++b)
-            for (int32_t j = 0; j < C; ++j) sc_open[b][j] = flags[(size_t) b * C + j] & 1;
 
         const int32_t header[2] = {n_open, width};
         if (top_k == 0) {
@@ -283,8 +291,9 @@ struct Worker {
         vocab_limit = std::min(limit > 0 ? limit : n_vocab, n_vocab);
         filler_id = filler;
         heal_slot = heal;
-        banned.assign(n_vocab, 0);
-        for (int32_t id : ban) if (id >= 0 && id < n_vocab) banned[id] = 1;
+        banned.clear();
+        for (int32_t id : ban) if (id >= 0 && id < n_vocab) banned.push_back(id);
+        for (int32_t id = vocab_limit; id < n_vocab; ++id) banned.push_back(id);
         allowed.assign(n_vocab, allow.empty() ? 1 : 0);
         for (int32_t id : allow) if (id >= 0 && id < n_vocab) allowed[id] = 1;
         sc_rows = sc_length = 0;  // a new fill starts without self-conditioning

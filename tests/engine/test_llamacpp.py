@@ -411,3 +411,13 @@ def assert_parity_where_decided(ours: torch.Tensor, theirs: np.ndarray) -> None:
     decided = close & ((top2[:, 0] - top2[:, 1]) > PARITY_ATOL)
     assert decided.any()
     assert torch.equal(ours.argmax(-1)[decided], theirs.argmax(-1)[decided])
+
+
+def test_the_server_treats_drafts_as_the_checkpoint_says_on_either_engine(shipped):
+    """The checkpoint's difill metadata is read from its config, which the llama.cpp engine has
+    without torch weights: the shipped model shows sure drafts rather than seeding canvases."""
+    from difill.server.config import Settings
+    from difill.server.served import draft_mode
+
+    torch_engine, llama_engine = shipped
+    assert draft_mode(llama_engine, Settings()) == draft_mode(torch_engine, Settings()) == "show"
