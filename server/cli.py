@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
             "--engine",
             default="auto",
             choices=("auto", "torch", "llamacpp"),
-            help="auto: llama.cpp on a CPU where `difill build-native` built it, else torch",
+            help="auto: llama.cpp where --gguf names a GGUF, else torch (docs/llamacpp.md)",
         )
         p.add_argument(
             "--gguf", help="the model's GGUF for --engine llamacpp (the shipped model's is exported)"

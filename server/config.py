@@ -187,8 +187,8 @@ class Settings:
     device: str = setting("device", Device(), "auto")
 
     # Which in-process engine runs the model: "torch", "llamacpp" (llama.cpp's DiffusionGemma,
-    # docs/llamacpp.md) or "auto" (llama.cpp on a CPU where `difill build-native` built its worker
-    # and the GGUF is known, else torch).  Changing it reloads.
+    # docs/llamacpp.md; `difill build-native` first) or "auto" (llama.cpp where `ggufPath` names a
+    # GGUF, else torch).  Changing it reloads.
     engine: str = setting("engine", Choice(("auto", "torch", "llamacpp")), "auto")
 
     # The GGUF of `modelPath` for the llama.cpp engine (the shipped model's is exported on first

@@ -221,7 +221,9 @@ def draft_mode(engine: object, settings: Settings) -> str:
     """
     if settings.context_drafts != "auto":
         return settings.context_drafts
-    config = getattr(getattr(engine, "loaded", None), "config", None)  # also without torch weights (llama.cpp)
+    config = getattr(
+        getattr(engine, "loaded", None), "config", None
+    )  # also without torch weights (llama.cpp)
     meta = getattr(config, "difill", None)
     if isinstance(meta, dict) and meta:
         return meta["drafts"] if meta.get("drafts") in ("show", "seed", "off") else "show"

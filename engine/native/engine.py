@@ -152,7 +152,12 @@ class LlamaCppEngine(InfillEngine):
 
 
 def shipped_gguf(model_dir: Path = DEFAULT_MODEL_DIR) -> Path:
-    """The shipped model's GGUF, exported once into the cache (keyed by its weights and config)."""
+    """The shipped model's GGUF, exported once into the cache (keyed by its weights and config).
+
+    F32, as torch runs it on a CPU, so both engines give the same fills.  F16 (the checkpoint's
+    own storage) is faster here, but ggml then rounds activations to f16 too: logits within
+    4.5e-3, and one of four test fills took another token at a near-tie.  Q8_0 is faster still
+    and moves logits by up to 0.5 (docs/llamacpp.md)."""
     digest = hashlib.sha256()
     for name in ("config.json", "model.safetensors", "tokenizer.json", "generation_config.json"):
         path = model_dir / name

@@ -327,16 +327,20 @@ def test_shipped_config_carries_what_other_runtimes_read():
 # ---------------------------------------------------------------- choosing the engine
 
 
-def test_auto_picks_llama_cpp_where_it_is_built_and_torch_is_the_fallback(
-    worker_binary, monkeypatch, tmp_path
+def test_auto_picks_llama_cpp_for_a_gguf_and_torch_otherwise(
+    worker_binary, tiny, tiny_model_dir, monkeypatch, tmp_path
 ):
+    _, _, gguf = tiny
     monkeypatch.delenv("DIFILL_ENGINE", raising=False)
-    auto = local_backend(None, "cpu", EngineChoice("auto", threads=1))
-    assert isinstance(auto, LlamaCppEngine) and auto.loaded.path == DEFAULT_MODEL_DIR
-    auto.close()
-    assert not isinstance(local_backend(None, "cpu", EngineChoice("torch")), LlamaCppEngine)
-    missing = EngineChoice("auto", worker=str(tmp_path / "missing-worker"))
-    assert isinstance(local_backend(None, "cpu", missing), InfillEngine)  # falls back, logged
+    plain = local_backend(None, "cpu", EngineChoice("auto"))
+    assert isinstance(plain, InfillEngine) and not isinstance(plain, LlamaCppEngine)  # measured: no faster
+    named = local_backend(str(tiny_model_dir), "cpu", EngineChoice("auto", gguf=str(gguf), threads=1))
+    assert isinstance(named, LlamaCppEngine)
+    named.close()
+    missing = EngineChoice("auto", gguf=str(gguf), worker=str(tmp_path / "missing-worker"))
+    assert not isinstance(
+        local_backend(str(tiny_model_dir), "cpu", missing), LlamaCppEngine
+    )  # falls back, logged
     with pytest.raises(WorkerError, match="build-native"):
         local_backend(None, "cpu", EngineChoice("llamacpp", worker=str(tmp_path / "missing-worker")))
 
