@@ -1,9 +1,9 @@
 """`difill bench --engines N`: torch and llama.cpp side by side, in one run, on the same model.
 
 1. One denoising pass (every slot open, self-conditioned, as the sampler's later passes are) on
-   canvases of 16, 32 and 48 slots after the same cached prompt: torch's ``CanvasDecoder``
-   against the llama.cpp worker, at the thread counts each engine is given (torch takes half
-   the cores; the worker too by default, and with every core for comparison).  Median of 50.
+   canvases of 16, 32 and 48 slots after the same cached prompt of 20 and of 200 tokens: torch's
+   ``CanvasDecoder`` against the llama.cpp worker, each on 1 thread (what the server gives either
+   on this 2-core machine: half the cores) and on every core.  Median of 50.
 2. The typing replay through `difill serve --engine NAME` (lab/bench_typing.py) on N files: per
    keystroke p50/p95, the first request on a new line, and keystrokes saved at 6 chars/s.
 
@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 CANVASES = (16, 32, 48)
+PROMPTS = (20, 200)  # prompt tokens: a file's start, and the shipped model's usual window (256 at most)
 REPEATS = 50
 
 
@@ -34,46 +35,57 @@ def _median_ms(run, repeats: int = REPEATS) -> float:
     return statistics.median(times)
 
 
-def step_times(thread_counts: tuple[int, ...]) -> dict:
+def step_times(thread_counts: tuple[int, ...], prompt_lengths: tuple[int, ...] = PROMPTS) -> dict:
+    """One pass per engine, thread count, prompt length and canvas length: {key: {P: {C: ms}}}."""
     from difill.engine.decoder import CanvasDecoder
     from difill.engine.model import load_model
     from difill.engine.native.build import built_worker
     from difill.engine.native.engine import shipped_gguf
     from difill.engine.native.worker import OPEN, FillRules, LlamaWorker, WorkerSettings
     from difill.engine.prefix_cache import PrefixCache
-    from difill.engine.tokens import encode
 
     loaded = load_model(device="cpu", dtype="float32")
-    prompt = [
-        loaded.ids.bos,
-        *encode(loaded.tokenizer, "import os\n\n\ndef read(path):\n    with open(path) as f:\n"),
-    ]
     vocab = loaded.ids.vocab_size
-    report: dict = {"torch_threads": torch.get_num_threads(), "prompt_tokens": len(prompt), "torch": {}}
-    cache = PrefixCache(loaded.model).encode(prompt).cache
-    decoder = CanvasDecoder(loaded.model, cache)
-    for length in CANVASES:
-        canvas = torch.randint(8, vocab, (1, length), generator=torch.Generator().manual_seed(length))
-        slots = torch.ones(1, length, dtype=torch.bool).nonzero(as_tuple=True)
-        with torch.inference_mode():
-            soft = decoder.soft_embeddings(canvas, slots, decoder.open_logits(canvas, None, slots))
+    rng = np.random.default_rng(0)
+    prompts = {n: [loaded.ids.bos, *map(int, rng.integers(8, vocab, n - 1))] for n in prompt_lengths}
+    canvases = {c: np.random.default_rng(c).integers(8, vocab, (1, c)).astype(np.int32) for c in CANVASES}
+    report: dict = {}
+    default_threads = torch.get_num_threads()
+    for threads in thread_counts:
+        torch.set_num_threads(threads)
+        row: dict = {}
+        for n, prompt in prompts.items():
+            decoder = CanvasDecoder(loaded.model, PrefixCache(loaded.model).encode(prompt).cache)
+            row[n] = {}
+            for length, ids in canvases.items():
+                canvas = torch.from_numpy(ids).long()
+                slots = torch.ones(1, length, dtype=torch.bool).nonzero(as_tuple=True)
+                with torch.inference_mode():
+                    soft = decoder.soft_embeddings(canvas, slots, decoder.open_logits(canvas, None, slots))
 
-            def one_pass(canvas=canvas, slots=slots, soft=soft):
-                logits = decoder.open_logits(canvas, soft, slots)
-                decoder.soft_embeddings(canvas, slots, logits)  # the next pass's input: part of a step
+                    def one_pass(canvas=canvas, slots=slots, soft=soft, decoder=decoder):
+                        logits = decoder.open_logits(canvas, soft, slots)
+                        decoder.soft_embeddings(
+                            canvas, slots, logits
+                        )  # the next pass's input: part of a step
 
-            report["torch"][length] = round(_median_ms(one_pass), 2)
+                    row[n][length] = round(_median_ms(one_pass), 2)
+        report[f"torch_{threads}"] = row
+    torch.set_num_threads(default_threads)
     for threads in thread_counts:
         worker = LlamaWorker(WorkerSettings(built_worker(), shipped_gguf(), threads=threads))
-        worker.fill(prompt, FillRules(vocab))
         row = {}
-        for length in CANVASES:
-            canvas = np.random.default_rng(length).integers(8, vocab, (1, length), dtype=np.int32)
-            flags = np.full((1, length), OPEN, dtype=np.uint8)
-            worker.step(canvas, flags, False, 1.0)
-            row[length] = round(_median_ms(lambda c=canvas, f=flags, w=worker: w.step(c, f, True, 1.0)), 2)
+        for n, prompt in prompts.items():
+            worker.fill(prompt, FillRules(vocab))
+            row[n] = {}
+            for length, ids in canvases.items():
+                flags = np.full((1, length), OPEN, dtype=np.uint8)
+                worker.step(ids, flags, False, 1.0)
+                row[n][length] = round(
+                    _median_ms(lambda c=ids, f=flags, w=worker: w.step(c, f, True, 1.0)), 2
+                )
         worker.close()
-        report[f"llamacpp_{threads}_threads"] = row
+        report[f"llamacpp_{threads}"] = row
     return report
 
 
@@ -81,7 +93,7 @@ def main(files: int, model_dir: str | None = None) -> dict:
     from difill.lab.bench_typing import bench_typing
 
     cores = os.cpu_count() or 2
-    report: dict = {"steps_ms": step_times(tuple(sorted({max(1, cores // 2), cores})))}
+    report: dict = {"steps_ms": step_times(tuple(sorted({1, cores})))}
     print(f"steps: {report['steps_ms']}", file=sys.stderr, flush=True)
     if files:
         for engine in ("torch", "llamacpp"):
@@ -92,18 +104,19 @@ def main(files: int, model_dir: str | None = None) -> dict:
 def format_engines(report: dict) -> str:
     steps = report["steps_ms"]
     rows = [
-        f"one denoising pass, ms (median of {REPEATS}; prompt {steps['prompt_tokens']} tokens)",
-        "| engine | " + " | ".join(f"C={c}" for c in CANVASES) + " |",
-        "|---|" + "---|" * len(CANVASES),
-        f"| torch ({steps['torch_threads']} thread(s)) | "
-        + " | ".join(str(steps["torch"][c]) for c in CANVASES)
-        + " |",
+        f"one denoising pass, ms (median of {REPEATS}; every slot open, self-conditioned)",
+        "| engine | threads | prompt | " + " | ".join(f"C={c}" for c in CANVASES) + " |",
+        "|---|---|---|" + "---|" * len(CANVASES),
     ]
     for key, row in steps.items():
-        if key.startswith("llamacpp_"):
-            threads = key.split("_")[1]
-            ratio = " | ".join(f"{row[c]} ({row[c] / steps['torch'][c]:.2f}x)" for c in CANVASES)
-            rows.append(f"| llama.cpp ({threads} thread(s)) | {ratio} |")
+        engine, threads = key.rsplit("_", 1)
+        for n, by_length in row.items():
+            cells = []
+            for c in CANVASES:
+                ms = by_length[c]
+                base = steps[f"torch_{threads}"][n][c]
+                cells.append(f"{ms}" if engine == "torch" else f"{ms} ({ms / base:.2f}x)")
+            rows.append(f"| {engine} | {threads} | {n} | " + " | ".join(cells) + " |")
     typing = [(e, report.get(f"typing_{e}")) for e in ("torch", "llamacpp")]
     if all(t for _, t in typing):
         rows += ["", "typing through `difill serve` (every answer waited for; and at 6 chars/s)",
