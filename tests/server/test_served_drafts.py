@@ -84,9 +84,8 @@ def test_auto_shows_drafts_for_difill_trained_checkpoints_and_seeds_for_others()
     class Config:
         difill = {"min_token_prob": 0.25}
 
-    class Loaded:
-        class model:  # noqa: N801 - the shape of LoadedModel.model.config
-            config = Config()
+    class Loaded:  # the shape of LoadedModel: the checkpoint's config, with or without torch weights
+        config = Config()
 
     trained = RecordingEngine()
     trained.loaded = Loaded()
