@@ -46,20 +46,19 @@ def _blank(value: Any) -> bool:
 class DirectoryPath:
     """A directory path; blank: None (the default)."""
 
+    what = "a directory path"
+
     def convert(self, value: Any) -> tuple[str | None, str | None]:
         if _blank(value):
             return None, None
-        return (value, None) if isinstance(value, str) else (None, "must be a directory path (string)")
+        return (value, None) if isinstance(value, str) else (None, f"must be {self.what} (string)")
 
 
 @dataclass(frozen=True)
-class FilePath:
+class FilePath(DirectoryPath):
     """A file path; blank: None (the default)."""
 
-    def convert(self, value: Any) -> tuple[str | None, str | None]:
-        if _blank(value):
-            return None, None
-        return (value, None) if isinstance(value, str) else (None, "must be a file path (string)")
+    what = "a file path"
 
 
 @dataclass(frozen=True)
