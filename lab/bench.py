@@ -148,7 +148,7 @@ def main(args: argparse.Namespace) -> int:
         from difill.lab.bench_engines import format_engines
         from difill.lab.bench_engines import main as engines_main
 
-        report = engines_main(args.engines, args.model)
+        report = engines_main(args.engines, args.model, getattr(args, "gguf", None))
         print(json.dumps(report, indent=1) if args.json else format_engines(report))
         return 0
     if getattr(args, "typing", None):

@@ -4,7 +4,8 @@
    canvases of 16, 32 and 48 slots after the same cached prompt of 20 and of 200 tokens: torch's
    ``CanvasDecoder`` against the llama.cpp worker, each on 1 thread (what the server gives either
    on this 2-core machine: half the cores) and on every core.  Median of 50.
-2. The typing replay through `difill serve --engine NAME` (lab/bench_typing.py) on N files: per
+2. One fill through the engine (``fill_times``), one hole length and three.
+3. The typing replay through `difill serve --engine NAME` (lab/bench_typing.py) on N files: per
    keystroke p50/p95, the first request on a new line, and keystrokes saved at 6 chars/s.
 
 The figures go to docs/llamacpp.md by hand, with the command; nothing here is a timed test.
@@ -16,6 +17,7 @@ import os
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -35,8 +37,11 @@ def _median_ms(run, repeats: int = REPEATS) -> float:
     return statistics.median(times)
 
 
-def step_times(thread_counts: tuple[int, ...], prompt_lengths: tuple[int, ...] = PROMPTS) -> dict:
-    """One pass per engine, thread count, prompt length and canvas length: {key: {P: {C: ms}}}."""
+def step_times(
+    thread_counts: tuple[int, ...], prompt_lengths: tuple[int, ...] = PROMPTS, gguf: Path | None = None
+) -> dict:
+    """One pass per engine, thread count, prompt length and canvas length: {key: {P: {C: ms}}};
+    ``gguf``: the llama.cpp rows' file (default: the shipped model's F32 export)."""
     from difill.engine.decoder import CanvasDecoder
     from difill.engine.model import load_model
     from difill.engine.native.build import built_worker
@@ -73,7 +78,7 @@ def step_times(thread_counts: tuple[int, ...], prompt_lengths: tuple[int, ...] =
         report[f"torch_{threads}"] = row
     torch.set_num_threads(default_threads)
     for threads in thread_counts:
-        worker = LlamaWorker(WorkerSettings(built_worker(), shipped_gguf(), threads=threads))
+        worker = LlamaWorker(WorkerSettings(built_worker(), gguf or shipped_gguf(), threads=threads))
         row = {}
         for n, prompt in prompts.items():
             worker.fill(prompt, FillRules(vocab))
@@ -84,17 +89,51 @@ def step_times(thread_counts: tuple[int, ...], prompt_lengths: tuple[int, ...] =
                 row[n][length] = round(
                     _median_ms(lambda c=ids, f=flags, w=worker: w.step(c, f, True, 1.0)), 2
                 )
+        # A STEP with no open slot: nothing is forwarded, so this is the protocol's own round trip.
+        closed = np.zeros((1, CANVASES[0]), dtype=np.uint8)
+        report[f"round_trip_ms_{threads}"] = round(
+            _median_ms(lambda w=worker, f=closed: w.step(canvases[CANVASES[0]], f, False, 1.0)), 3
+        )
         worker.close()
         report[f"llamacpp_{threads}"] = row
     return report
 
 
-def main(files: int, model_dir: str | None = None) -> dict:
+def fill_times(prompt_tokens: int = 200, repeats: int = 10) -> dict:
+    """One fill after a ``prompt_tokens`` prefix, 12 passes at most, with one hole length and with
+    three (an invoked completion's), per engine: median ms.  llama.cpp forwards a fill's canvases
+    one after another (the PR's mask has no sequence separation), torch in one batch."""
+    from difill.engine.api import FillOptions
+    from difill.engine.infill import InfillEngine
+    from difill.engine.model import load_model
+    from difill.engine.native.engine import load_llamacpp_engine
+
+    source = Path(__file__).read_text()  # any Python text: a prefix long enough for the window
+    prefix, suffix = source[: prompt_tokens * 4], "\n" + source[prompt_tokens * 4 : prompt_tokens * 4 + 400]
+    engines = {"torch": InfillEngine(load_model(device="cpu")), "llamacpp": load_llamacpp_engine()}
+    report: dict = {}
+    for name, engine in engines.items():
+        for label, options in (
+            ("one_length", FillOptions(hole_candidates=(32,))),
+            ("three_lengths", FillOptions()),
+        ):
+            engine.fill(prefix, suffix, options)  # the prefix is cached, as while typing
+            report[f"{name}_{label}"] = round(
+                _median_ms(lambda e=engine, o=options: e.fill(prefix, suffix, o), repeats), 1
+            )
+    engines["llamacpp"].close()
+    return report
+
+
+def main(files: int, model_dir: str | None = None, gguf: str | None = None) -> dict:
     from difill.lab.bench_typing import bench_typing
 
     cores = os.cpu_count() or 2
-    report: dict = {"steps_ms": step_times(tuple(sorted({1, cores})))}
+    report: dict = {"steps_ms": step_times(tuple(sorted({1, cores})), gguf=Path(gguf) if gguf else None)}
     print(f"steps: {report['steps_ms']}", file=sys.stderr, flush=True)
+    if gguf is None:  # fills and typing run the shipped model as the server exports it
+        report["fills_ms"] = fill_times()
+        print(f"fills: {report['fills_ms']}", file=sys.stderr, flush=True)
     if files:
         for engine in ("torch", "llamacpp"):
             report[f"typing_{engine}"] = bench_typing(model_dir, files, rates=(6.0,), engine=engine)
@@ -109,6 +148,8 @@ def format_engines(report: dict) -> str:
         "|---|---|---|" + "---|" * len(CANVASES),
     ]
     for key, row in steps.items():
+        if key.startswith("round_trip"):
+            continue
         engine, threads = key.rsplit("_", 1)
         for n, by_length in row.items():
             cells = []
@@ -117,6 +158,14 @@ def format_engines(report: dict) -> str:
                 base = steps[f"torch_{threads}"][n][c]
                 cells.append(f"{ms}" if engine == "torch" else f"{ms} ({ms / base:.2f}x)")
             rows.append(f"| {engine} | {threads} | {n} | " + " | ".join(cells) + " |")
+    trips = {k.rsplit("_", 1)[1]: v for k, v in steps.items() if k.startswith("round_trip")}
+    rows.append("llama.cpp STEP round trip with nothing to forward, ms: "
+                + ", ".join(f"{ms} ({t} thread(s))" for t, ms in trips.items()))  # fmt: skip
+    if "fills_ms" in report:
+        f = report["fills_ms"]
+        rows += ["", "one fill after a 200-token prefix, median ms: one hole length / three",
+                 f"| torch | {f['torch_one_length']} / {f['torch_three_lengths']} |",
+                 f"| llama.cpp | {f['llamacpp_one_length']} / {f['llamacpp_three_lengths']} |"]  # fmt: skip
     typing = [(e, report.get(f"typing_{e}")) for e in ("torch", "llamacpp")]
     if all(t for _, t in typing):
         rows += ["", "typing through `difill serve` (every answer waited for; and at 6 chars/s)",

@@ -17,6 +17,9 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 
+ENGINES = ("auto", "torch", "llamacpp")  # engine/backends' ENGINES (not imported: it loads the remote client)
+
+
 def runs(target: str):
     """The handler of a command: ``module:function``, imported when the command runs."""
 
@@ -45,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--engine",
             default="auto",
-            choices=("auto", "torch", "llamacpp"),
+            choices=ENGINES,
             help="auto: llama.cpp where --gguf names a GGUF, else torch (docs/llamacpp.md)",
         )
         p.add_argument(
@@ -308,8 +311,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--engine",
-        choices=("auto", "torch", "llamacpp"),
+        choices=ENGINES,
         help="the server's --engine for --typing (default: its own choice)",
+    )
+    p.add_argument(
+        "--gguf", help="with --engines: the GGUF of the llama.cpp passes (default: the shipped F32)"
     )
     p.add_argument("--team", action="store_true",
                    help="the team path alone: round trips and bytes per keystroke through serve-http "

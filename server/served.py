@@ -221,9 +221,8 @@ def draft_mode(engine: object, settings: Settings) -> str:
     """
     if settings.context_drafts != "auto":
         return settings.context_drafts
-    config = getattr(
-        getattr(engine, "loaded", None), "config", None
-    )  # also without torch weights (llama.cpp)
+    # The checkpoint's config, which the llama.cpp engine has too, without torch weights.
+    config = getattr(getattr(engine, "loaded", None), "config", None)
     meta = getattr(config, "difill", None)
     if isinstance(meta, dict) and meta:
         return meta["drafts"] if meta.get("drafts") in ("show", "seed", "off") else "show"

@@ -53,9 +53,11 @@ def local_backend(
         raise ValueError(f"unknown engine {engine.name!r}; use one of {', '.join(ENGINES)}")
     if model and is_ar_checkpoint(model):
         return ARBackend(model)
-    if engine.name == "llamacpp" or (engine.name == "auto" and _llamacpp_fits(model, device, engine)):
+    # auto: llama.cpp where a GGUF is named (only it reads one).  The shipped model stays on torch:
+    # side by side on a 2-core CPU at the same thread count llama.cpp is no faster (docs/llamacpp.md).
+    if engine.name == "llamacpp" or (engine.name == "auto" and engine.gguf is not None):
         try:
-            return _llamacpp_backend(model, device, engine)
+            return _llamacpp_backend(model, engine)
         except BackendError as err:
             if engine.name == "llamacpp":
                 raise
@@ -66,14 +68,8 @@ def local_backend(
     return InfillEngine(load_model(model, device))
 
 
-def _llamacpp_fits(model: str | None, device: str, engine: EngineChoice) -> bool:
-    """auto: llama.cpp where a GGUF is named (only llama.cpp reads one).  The shipped model stays
-    on torch: measured side by side on a 2-core CPU at the same thread count, llama.cpp's pass is
-    no faster at this size (docs/llamacpp.md), so ``engine: llamacpp`` is a choice, not the default."""
-    return engine.gguf is not None
-
-
-def _llamacpp_backend(model: str | None, device: str, engine: EngineChoice) -> InfillBackend:
+def _llamacpp_backend(model: str | None, engine: EngineChoice) -> InfillBackend:
+    """llama.cpp picks its own device: the CPU, or a GPU for ``gpu_layers`` (``device`` is torch's)."""
     from difill.engine.native.engine import load_llamacpp_engine
 
     return load_llamacpp_engine(

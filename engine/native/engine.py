@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,14 +125,9 @@ class LlamaCppEngine(InfillEngine):
     """An InfillBackend whose forwards run in llama.cpp; one fill at a time, like InfillEngine."""
 
     def __init__(self, loaded: LoadedModel, worker: LlamaWorker, top_k: int = 0) -> None:
-        self.loaded = loaded
-        self.model = None
-        self.tokenizer = loaded.tokenizer
-        self.ids = loaded.ids
+        super().__init__(loaded)  # tokenizer, ids, lock, ban list; its prefix cache is replaced below
         self.worker = worker
         self.top_k = top_k
-        self.lock = threading.RLock()
-        self._banned = torch.tensor(self.ids.banned_in_hole, dtype=torch.long)
         info = worker.start()
         if info.vocab_size != loaded.ids.vocab_size:
             worker.close()
@@ -193,7 +187,7 @@ def load_llamacpp_engine(
         if loaded.path.resolve() != DEFAULT_MODEL_DIR.resolve():
             raise ModelLoadError(
                 f"the llama.cpp engine needs a GGUF of {loaded.path}: pass --gguf FILE (setting "
-                f"`llamacpp.gguf`), e.g. one written by `difill export-gguf {loaded.path} OUT.gguf` "
+                f"`ggufPath`), e.g. one written by `difill export-gguf {loaded.path} OUT.gguf` "
                 "or a quantised one of the same checkpoint"
             )
         gguf = shipped_gguf(loaded.path)

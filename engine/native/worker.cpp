@@ -70,31 +70,24 @@ void write_message(uint32_t tag, const std::string & text) {
     write_frame(tag, {text.data()}, {text.size()});
 }
 
-// Reads int32 fields off a payload, refusing to run past it.
+// Reads fields off a payload, refusing to run past it.
 struct Reader {
     const uint8_t * data;
     size_t size, at = 0;
     bool ok = true;
-    int32_t i32() {
-        int32_t v = 0;
-        if (at + 4 > size) { ok = false; return 0; }
-        memcpy(&v, data + at, 4);
-        at += 4;
-        return v;
-    }
-    float f32() {
-        float v = 0;
-        if (at + 4 > size) { ok = false; return 0; }
-        memcpy(&v, data + at, 4);
-        at += 4;
-        return v;
-    }
     const uint8_t * bytes(size_t n) {
         if (at + n > size) { ok = false; return nullptr; }
         const uint8_t * p = data + at;
         at += n;
         return p;
     }
+    template <typename T> T scalar() {
+        T v{};
+        if (const uint8_t * p = bytes(sizeof(T))) memcpy(&v, p, sizeof(T));
+        return v;
+    }
+    int32_t i32() { return scalar<int32_t>(); }
+    float f32() { return scalar<float>(); }
     std::vector<int32_t> ids(int32_t n) {
         if (n < 0 || at + 4 * (size_t) n > size) { ok = false; return {}; }
         std::vector<int32_t> v(n);

@@ -91,11 +91,10 @@ class LlamaWorker:
     def __init__(self, settings: WorkerSettings) -> None:
         self.settings = settings
         self.info: WorkerInfo | None = None
-        self.restarts = 0  # workers started after the first
+        self.starts = 0  # worker processes started
         self._proc: subprocess.Popen | None = None
         self._stderr: deque[str] = deque(maxlen=20)
         self._lock = threading.Lock()
-        self._started_once = False
 
     # ------------------------------------------------------------------ calls
 
@@ -134,10 +133,10 @@ class LlamaWorker:
         with self._lock:
             self._stop(QUIT)
 
-    def kill(self) -> None:
-        """Kill the process (tests, and a hung call); the next call starts a new one."""
-        with self._lock:
-            self._stop(None)
+    @property
+    def restarts(self) -> int:
+        """Workers started after the first: each replaced one that died, hung or was refused."""
+        return max(0, self.starts - 1)
 
     @property
     def pid(self) -> int | None:
@@ -166,9 +165,7 @@ class LlamaWorker:
             stderr=subprocess.PIPE, bufsize=0, env={**os.environ, "LLAMA_LOG_COLORS": "0"},
         )  # fmt: skip
         threading.Thread(target=self._drain_stderr, args=(self._proc,), daemon=True).start()
-        if self._started_once:
-            self.restarts += 1
-        self._started_once = True
+        self.starts += 1
         kind, body = self._read_frame(self.settings.timeout_s)
         if kind == FAIL:
             words = self._last_words()  # llama.cpp's own reason, from its log
