@@ -105,6 +105,20 @@ class LanguageIds:
 
 
 @dataclass(frozen=True)
+class Globs:
+    """A list of gitignore-style patterns (one line each, at most 1024 characters), as a tuple."""
+
+    def convert(self, value: Any) -> tuple[tuple[str, ...] | None, str | None]:
+        if (
+            isinstance(value, list)
+            and len(value) <= 1000
+            and all(isinstance(x, str) and x.strip() and "\n" not in x and len(x) <= 1024 for x in value)
+        ):
+            return tuple(value), None
+        return None, "must be a list of at most 1000 one-line glob patterns (gitignore syntax)"
+
+
+@dataclass(frozen=True)
 class Flag:
     """true or false (not 0 or 1, not "true")."""
 
@@ -253,6 +267,11 @@ class Settings:
     index_max_files: int = setting("indexMaxFiles", BoundedInt(0, 1_000_000), 20000)
     index_max_bytes: int = setting("indexMaxBytes", BoundedInt(0, 8 * 1024**3), 128 * 1024 * 1024)
     index_max_file_bytes: int = setting("indexMaxFileBytes", BoundedInt(0, 256 * 1024**2), 1024 * 1024)
+
+    # Files never read, indexed, offered or sent, beyond the built-in secrets deny list (.env,
+    # keys, credential files: server/context/policy.py), as gitignore patterns ("secrets/",
+    # "*.tfvars").  In such a file difill suggests nothing.  Changing it rebuilds the index.
+    context_exclude: tuple[str, ...] = setting("contextExclude", Globs(), ())
 
     # Budget, in tokens, of the snippets from other files put before the prefix; 0: none.
     snippet_tokens: int = setting("snippetTokens", BoundedInt(0, 8192), 64)

@@ -63,7 +63,12 @@ class DifillServer(LanguageServer):
         self.trees = SyntaxTrees()  # one parse per document version, for suggestions and edits alike
         self.host = EngineHost(self.send_status)
         self.suggestions = SuggestionService(
-            self.documents, self.host, self.settings, self.trees, context_source=self.workspace_context
+            self.documents,
+            self.host,
+            self.settings,
+            self.trees,
+            context_source=self.workspace_context,
+            excluded=self.excluded_document,
         )
         self.edits = EditService(
             self.documents,
@@ -72,6 +77,7 @@ class DifillServer(LanguageServer):
             self.trees,
             self.protocol.notify,
             lambda: self.encoding,
+            self.excluded_document,
         )
         self.encoding: str = UTF16
         self.context = ContextFeature(
@@ -141,6 +147,10 @@ class DifillServer(LanguageServer):
         document itself (open documents, the most similar workspace files) and the snippets for
         the prompt; None while the index is off."""
         return self.context.retrieve(uri, text, offset, language_id)
+
+    def excluded_document(self, uri: str) -> bool:
+        """The document is on the secrets deny list or in contextExclude: no suggestion, no edit."""
+        return self.context.excluded(uri)
 
     def send_status(self, state: str, message: str | None = None, latency_ms: float | None = None) -> None:
         """``difill/status`` for status bars: loading | ready | busy | error; ``recentLatencyMs`` is

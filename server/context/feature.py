@@ -20,6 +20,7 @@ from pygls.uris import to_fs_path
 
 from difill.server.config import Settings
 from difill.server.context.index import IndexLimits, Retrieval, WorkspaceIndex
+from difill.server.context.policy import ContextPolicy
 from difill.server.documents import Documents
 from difill.server.lifecycle import Feature
 
@@ -29,7 +30,9 @@ if TYPE_CHECKING:  # server.py imports this module: the type only, never at run 
 log = logging.getLogger("difill.server")
 
 WATCHER_ID = "difill-workspace-index"
-INDEX_FIELDS = ("workspace_index", "index_max_files", "index_max_bytes", "index_max_file_bytes")
+INDEX_FIELDS = (
+    "workspace_index", "index_max_files", "index_max_bytes", "index_max_file_bytes", "context_exclude",
+)  # fmt: skip
 
 
 def limits_of(settings: Settings) -> IndexLimits:
@@ -60,6 +63,7 @@ class ContextFeature(Feature):
         self.folders: list[str] = []
         self.client_watches_dynamically = False
         self._server: DifillServer | None = None
+        self.policy = ContextPolicy(settings().context_exclude)  # policy.py: what is never read
 
     # ---- server events ----
 
@@ -96,6 +100,8 @@ class ContextFeature(Feature):
                 log.info("no file watching: %s", type(err).__name__)
 
     def settings_changed(self, before: Settings, after: Settings) -> None:
+        if before.context_exclude != after.context_exclude:
+            self.policy = ContextPolicy(after.context_exclude)
         if any(getattr(before, name) != getattr(after, name) for name in INDEX_FIELDS):
             self._restart()
 
@@ -153,6 +159,12 @@ class ContextFeature(Feature):
 
     # ---- for the suggestion path ----
 
+    def excluded(self, uri: str) -> bool:
+        """Whether the document ``uri`` is on the secrets deny list or ``contextExclude``: difill
+        suggests nothing there, so that its text never reaches a model or a remote."""
+        path = folder_path(uri)
+        return path is not None and self.policy.denies_path(path, self.folders)
+
     def retrieve(self, uri: str, text: str, offset: int, language_id: str) -> Retrieval | None:
         """Draft sources and snippets for a cursor (index.py's ``Retrieval``); None when the
         workspace index is off.  Cheap (a few ms): callable on the event loop."""
@@ -169,7 +181,7 @@ class ContextFeature(Feature):
         progress = None
         if getattr(self._server, "client_has_progress", False):
             progress = LoopProgress(self._server, asyncio.get_running_loop())
-        self.index = WorkspaceIndex(limits_of(settings), progress, self.model_busy)
+        self.index = WorkspaceIndex(limits_of(settings), progress, self.model_busy, self.policy)
         self.index.start()
         for uri, document in self.documents.snapshot().items():
             self.index.set_open(uri, document.language_id, document.text)

@@ -14,7 +14,9 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import pathspec
+from difill.server.context import ignore
+from difill.server.context.ignore import RuleSet
+from difill.server.context.policy import ContextPolicy
 
 # Directories never indexed: version control, virtual environments, dependencies, build output.
 SKIPPED_DIRS = frozenset({
@@ -30,6 +32,8 @@ BINARY_SUFFIXES = (
     ".mp3", ".mp4", ".wav", ".ogg", ".safetensors", ".pt", ".pth", ".npy", ".npz", ".pkl", ".lock",
 )  # fmt: skip
 SNIFF_BYTES = 8192  # a NUL in the first 8 KiB: binary (what git and grep do)
+MAX_IGNORE_BYTES = 256 * 1024
+MAX_REPOSITORY_DEPTH = 64  # directories climbed looking for the repository's .git
 MAX_LINE_CHARS = 2000  # a longer line: minified or generated, useless as a snippet and slow to scan
 
 
@@ -54,49 +58,138 @@ def list_dir(path: str) -> list[os.DirEntry]:
         return []
 
 
-def _ignore_spec(directory: str) -> pathspec.PathSpec | None:
+def _ignore_rules(directory: str, root: str, base: str = "", prepend: str = "") -> RuleSet | None:
     """The rules of ``directory``/.gitignore; None when it has none (or it cannot be read)."""
-    text = read_text(os.path.join(directory, ".gitignore"), directory, 256 * 1024)
-    if not text:
-        return None
-    return pathspec.GitIgnoreSpec.from_lines(text.splitlines())
+    text = read_text(os.path.join(directory, ".gitignore"), root, MAX_IGNORE_BYTES)
+    rules = ignore.parse(text) if text else ()
+    return ignore.RuleSet(rules, base, prepend) if rules else None
 
 
-def walk(root: str) -> Iterator[Listed]:
-    """The candidate files under ``root``, breadth first (a capped index keeps the files nearest
-    the top), honouring every .gitignore on the way (each relative to its own directory)."""
+def git_rules(root: str) -> tuple[RuleSet, ...]:
+    """The ignore rules that apply to the folder ``root`` from outside it, lowest precedence
+    first: the global excludes file, the repository's ``info/exclude``, then the ``.gitignore``
+    of each directory from the repository root down to ``root``'s parent.  Empty outside a git
+    repository (git applies none of them there)."""
     root = os.path.realpath(root)
-    # (directory, its path relative to root, the .gitignore rules that apply: (base, spec) pairs)
-    queue: deque[tuple[str, str, tuple[tuple[str, pathspec.PathSpec], ...]]] = deque([(root, "", ())])
+    repository, git_dir = _repository_of(root)
+    if repository is None:
+        return ()
+    prepend = "" if repository == root else os.path.relpath(root, repository).replace(os.sep, "/") + "/"
+    rule_sets: list[RuleSet] = []
+    for source in (_global_excludes(), os.path.join(git_dir, "info", "exclude") if git_dir else None):
+        text = _read_config(source) if source else None
+        rules = ignore.parse(text) if text else ()
+        if rules:
+            rule_sets.append(ignore.RuleSet(rules, "", prepend))
+    directory = repository
+    while directory != root:
+        below = os.path.relpath(root, directory).replace(os.sep, "/") + "/"
+        rules_here = _ignore_rules(directory, directory, "", below)
+        if rules_here is not None:
+            rule_sets.append(rules_here)
+        directory = os.path.join(directory, below.split("/")[0])
+    return tuple(rule_sets)
+
+
+def _repository_of(root: str) -> tuple[str | None, str | None]:
+    """(the work tree's top, its git directory) for a folder at or below it; (None, None) when
+    there is none.  A ``.git`` file (a worktree, a submodule) names its git directory."""
+    directory = root
+    for _ in range(MAX_REPOSITORY_DEPTH):
+        dot_git = os.path.join(directory, ".git")
+        try:
+            info = os.lstat(dot_git)
+        except OSError:
+            info = None
+        if info is not None and stat.S_ISDIR(info.st_mode):
+            return directory, dot_git
+        if info is not None and stat.S_ISREG(info.st_mode):
+            text = _read_config(dot_git) or ""
+            target = text.strip().removeprefix("gitdir:").strip() if text.startswith("gitdir:") else ""
+            git_dir = os.path.normpath(os.path.join(directory, target)) if target else None
+            return directory, git_dir
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None, None
+        directory = parent
+    return None, None
+
+
+def _global_excludes() -> str | None:
+    """git's core.excludesFile, else $XDG_CONFIG_HOME/git/ignore (what git reads by default)."""
+    home = os.path.expanduser("~")
+    config_home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    for config in (os.path.join(config_home, "git", "config"), os.path.join(home, ".gitconfig")):
+        named = _excludes_file_setting(_read_config(config) or "")
+        if named:
+            return os.path.expanduser(named)
+    return os.path.join(config_home, "git", "ignore")
+
+
+def _excludes_file_setting(config: str) -> str | None:
+    section = ""
+    found = None
+    for line in config.splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            section = line.strip("[]").strip().lower()
+        elif section == "core" and "=" in line:
+            key, _, value = line.partition("=")
+            if key.strip().lower() == "excludesfile":
+                found = value.strip().strip('"')
+    return found
+
+
+def _read_config(path: str) -> str | None:
+    """A small configuration file outside the workspace (git's): a regular file only."""
+    data = _read_regular(path, MAX_IGNORE_BYTES)
+    return None if data is None else data.decode("utf-8", errors="replace")
+
+
+def walk(root: str, policy: ContextPolicy | None = None, below: str = "") -> Iterator[Listed]:
+    """The candidate files under ``root`` (or only under its folder-relative directory
+    ``below``), breadth first (a capped index keeps the files nearest the top), honouring the git
+    ignore stack (``git_rules``, then every .gitignore on the way, each relative to its own
+    directory) and the secrets policy (policy.py).  Nothing that is not a directory, a regular
+    file or a symlink is listed: a FIFO or a device is never opened."""
+    root = os.path.realpath(root)
+    policy = policy or ContextPolicy()
+    parts = [part for part in below.split("/") if part]
+    if any(part in SKIPPED_DIRS or part.endswith(".egg-info") for part in parts):
+        return
+    if parts and policy.denies("/".join(parts), True):
+        return
+    rules = _rules_down_to(root, parts)
+    if rules is None:
+        return
+    # (directory, its path relative to root, the ignore rules that apply there)
+    queue: deque[tuple[str, str, tuple[RuleSet, ...]]] = deque(
+        [(os.path.join(root, *parts), "/".join(parts), rules)]
+    )
     while queue:
         directory, relative_dir, rules = queue.popleft()
-        spec = _ignore_spec(directory)
-        if spec is not None:
-            rules = (*rules, (relative_dir, spec))
+        here = _ignore_rules(directory, root, relative_dir)
+        if here is not None:
+            rules = (*rules, here)
         for entry in list_dir(directory):
             relative = f"{relative_dir}/{entry.name}" if relative_dir else entry.name
             try:
                 is_link = entry.is_symlink()
                 is_dir = not is_link and entry.is_dir(follow_symlinks=False)
+                is_file = is_link or entry.is_file(follow_symlinks=False)
             except OSError:
                 continue
             if is_dir:
                 if entry.name in SKIPPED_DIRS or entry.name.endswith(".egg-info"):
                     continue
-                if not _ignored(rules, relative + "/"):
+                if not ignore.ignored(rules, relative, True) and not policy.denies(relative, True):
                     queue.append((entry.path, relative, rules))
                 continue
-            if entry.name.endswith(BINARY_SUFFIXES) or _ignored(rules, relative):
+            if not is_file or entry.name.endswith(BINARY_SUFFIXES):
+                continue
+            if ignore.ignored(rules, relative, False) or policy.denies(relative):
                 continue
             yield Listed(entry.path, relative)
-
-
-def _ignored(rules: tuple[tuple[str, pathspec.PathSpec], ...], relative: str) -> bool:
-    for base, spec in rules:
-        below = relative[len(base) + 1 :] if base else relative
-        if spec.match_file(below):
-            return True
-    return False
 
 
 def read_text(path: str, root: str, max_bytes: int) -> str | None:
@@ -110,22 +203,9 @@ def read_text(path: str, root: str, max_bytes: int) -> str | None:
     real = os.path.realpath(path)
     if not inside(real, os.path.realpath(root)):
         return None
-    try:
-        # O_NONBLOCK: opening a FIFO must not wait for a writer; O_NOFOLLOW: the real path was
-        # checked above, a symlink put there since is refused rather than followed.
-        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
+    data = _read_regular(real, max_bytes)
+    if data is None:
         return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(max_bytes + 1)  # the file may have grown since fstat
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     if len(data) > max_bytes or b"\0" in data[:SNIFF_BYTES]:
         return None
     text = data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
@@ -134,9 +214,48 @@ def read_text(path: str, root: str, max_bytes: int) -> str | None:
     return text
 
 
-def admitted(root: str, path: str) -> Listed | None:
+def _read_regular(path: str, max_bytes: int) -> bytes | None:
+    """The bytes of ``path`` when it is a regular file of at most ``max_bytes``; None otherwise.
+
+    The type is checked before the file is opened: opening a FIFO releases a writer blocked on
+    it (whose next write then fails), and opening a device node may have effects of its own."""
+    try:
+        info = os.lstat(path)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
+            return None
+        # O_NONBLOCK: a FIFO put there since the lstat must not wait for a writer; O_NOFOLLOW: a
+        # symlink put there since is refused rather than followed.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(max_bytes + 1)  # the file may have grown since the lstat
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return None if len(data) > max_bytes else data
+
+
+def _rules_down_to(root: str, parts: list[str]) -> tuple[RuleSet, ...] | None:
+    """The ignore rules that apply inside the folder-relative path ``parts`` (its own .gitignore
+    not included), or None when the path itself or a directory above it is ignored."""
+    rules = git_rules(root)
+    for depth in range(len(parts)):
+        here = _ignore_rules(os.path.join(root, *parts[:depth]), root, "/".join(parts[:depth]))
+        if here is not None:
+            rules = (*rules, here)
+        if ignore.ignored(rules, "/".join(parts[: depth + 1]), depth + 1 < len(parts)):
+            return None
+    return rules
+
+
+def admitted(root: str, path: str, policy: ContextPolicy | None = None) -> Listed | None:
     """``path`` as ``walk`` would list it, or None when ``walk`` would not (outside ``root``, in a
-    skipped directory, binary by name, ignored): the rule for one file changed on disk."""
+    skipped directory, binary by name, ignored, denied): the rule for one file changed on disk."""
     root = os.path.realpath(root)
     path = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
     if path == root or not inside(path, root):
@@ -145,15 +264,8 @@ def admitted(root: str, path: str) -> Listed | None:
     parts = relative.split("/")
     if any(part in SKIPPED_DIRS or part.endswith(".egg-info") for part in parts[:-1]):
         return None
-    if parts[-1].endswith(BINARY_SUFFIXES):
+    if parts[-1].endswith(BINARY_SUFFIXES) or (policy or ContextPolicy()).denies(relative):
         return None
-    rules: tuple[tuple[str, pathspec.PathSpec], ...] = ()
-    for depth in range(len(parts)):
-        base = "/".join(parts[:depth])
-        spec = _ignore_spec(os.path.join(root, *parts[:depth]))
-        if spec is not None:
-            rules = (*rules, (base, spec))
-        below = "/".join(parts[: depth + 1]) + ("/" if depth + 1 < len(parts) else "")
-        if _ignored(rules, below):
-            return None
+    if _rules_down_to(root, parts) is None:
+        return None
     return Listed(path, relative)

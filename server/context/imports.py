@@ -21,7 +21,9 @@ import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-FREE_SCAN_CHARS = 256 * 1024  # of the document, around the cursor, scanned for free names
+FREE_SCAN_CHARS = (
+    64 * 1024
+)  # of the document, around the cursor, scanned for free names (linear: a bound on time)
 MAX_FREE_NAMES = 256  # looked up in the index
 MAX_IMPORTED = 8  # names on one drafted import line
 MIN_NAME = 2
@@ -39,14 +41,16 @@ IDENTIFIER = re.compile(r"(?<![\w.])([A-Za-z_]\w*)(?![\w])")
 PROSE = re.compile(
     r"#[^\n]*|\"\"\"[\s\S]*?(?:\"\"\"|$)|'''[\s\S]*?(?:'''|$)|\"(?:\\.|[^\"\\\n])*\"?|'(?:\\.|[^'\\\n])*'?"
 )
+# Every repetition that can run past its line is bounded: unbounded, a 64 KB line of "for for for"
+# or "lambda lambda" made each match scan to the line's end, quadratic (issue 37, item 6).
 BINDINGS = re.compile(
     r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)"  # def / class
     r"|^[ \t]*((?:\w+[ \t]*,[ \t]*)*\w+)[ \t]*(?::[^=\n]*)?=(?!=)"  # assignment, tuple targets
-    r"|\bfor[ \t]+([\w, \t()]+?)[ \t]+in\b"  # loop and comprehension targets
+    r"|\bfor[ \t]+([\w, \t()]{1,256}?)[ \t]+in\b"  # loop and comprehension targets
     r"|\bas[ \t]+(\w+)"  # with / except / import ... as
     r"|^[ \t]*(?:global|nonlocal)[ \t]+([\w, \t]+)"
     r"|(\w+)[ \t]*:="  # walrus
-    r"|\blambda([^:]*):",
+    r"|\blambda([^:\n]{0,256}):",
     re.M,
 )
 # A module's ``__all__`` names what it exports: each listed name is bound in it, so a listed name
@@ -58,9 +62,9 @@ ALL_ENTRY = re.compile(r"""(["'])([A-Za-z_]\w*)\1""")
 QUOTED_TYPE = re.compile(r"""(["'])[\w. \[\],|]+\1""")
 F_STRING_FIELD = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")  # a literal brace, or a replacement field
 IMPORTED = re.compile(
-    r"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]+(\([^)]*\)?|[^\n]*)|^[ \t]*import[ \t]+([^\n]*)", re.M
+    r"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]+(\([^)]{0,8192}\)?|[^\n]*)|^[ \t]*import[ \t]+([^\n]*)", re.M
 )
-PARAMETERS = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+\w+[ \t]*\(([^)]*)\)", re.M)
+PARAMETERS = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+\w+[ \t]*\(([^)]{0,1024})\)", re.M)
 TOP_IMPORT = re.compile(r"(?:from|import)[ \t]+[\w.]")
 RELATIVE_IMPORT = re.compile(r"^[ \t]*from[ \t]+\.", re.M)
 IMPORT_ROOT = re.compile(r"^[ \t]*(?:from|import)[ \t]+(\w+)", re.M)

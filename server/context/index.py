@@ -19,6 +19,7 @@ import logging
 import os
 import queue
 import re
+import stat
 import threading
 import time
 from collections import OrderedDict
@@ -41,7 +42,8 @@ from difill.server.context.imports import (
     import_targets,
     typed_import,
 )
-from difill.server.context.similarity import Window, identifiers, jaccard, query_text, window_around, windows
+from difill.server.context.policy import ContextPolicy
+from difill.server.context.similarity import identifiers, jaccard, query_text, window_around
 from difill.server.context.store import IndexedFile, Store
 
 log = logging.getLogger("difill.server")
@@ -53,6 +55,7 @@ YIELD_POLL_S = 0.005
 # After the model was last busy, the build waits this long more: while the user types, fills come
 # one after another, and a build resumed between two of them is mid-file when the next one starts.
 YIELD_GRACE_S = 0.3
+MAX_PENDING_EVENTS = 10000  # distinct paths waiting; past it the folders are listed again (watchman's rule)
 LISTED_PER_FILE = 10  # a build stops after listing this many entries per file the cap allows
 MAX_SIMILAR = 4  # similar windows returned: the best window of each of the most similar files
 MIN_JACCARD = 0.05
@@ -62,6 +65,7 @@ DEFINITION_TRIES = 3  # definition lines parsed per name (the line rule may matc
 MAX_OPEN_SOURCES = 8  # draft sources: open documents, then the most similar workspace files
 MAX_WORKSPACE_SOURCES = 4
 RECENT_EDITS = 16
+OPEN_REFRESH_PER_LOOKUP = 4  # open documents (re-)indexed by one lookup: about 6 ms each at 2,000 lines
 MAX_IMPORT_SOURCES = 3  # a free name defined at the top of more modules than this cannot pick one
 CURRENT_SOURCE_CHARS = 256 * 1024  # of the current document, each side of the cursor, for import drafts
 CACHED_DEFINITIONS = 256
@@ -109,7 +113,6 @@ class _Open:
     path: str | None
     language_id: str
     text: str
-    windows: list[Window] | None = None  # computed on first use; a change makes a new _Open
 
 
 @dataclass
@@ -125,7 +128,51 @@ class _Shared:
 
     folders: list[str] = field(default_factory=list)
     open: dict[str, _Open] = field(default_factory=dict)
+    # The open documents' chunks and postings (keyed by uri), as the workspace files' are: a lookup
+    # scores chunks from postings, not every window of every open document (60 open documents
+    # of 2,000 lines took 100-700 ms a lookup).  A document changed since the last lookup is
+    # re-indexed at the next lookup, unless it is the one being typed in (never its own source).
+    open_store: Store = field(default_factory=Store)
+    stale: set[str] = field(default_factory=set)
     edits: list[tuple[str, int]] = field(default_factory=list)  # (uri, line), most recent first
+
+
+class _Events:
+    """Files changed on disk, waiting for the worker: one entry per path, the latest kind winning
+    (a burst of events for one file is one re-read), at most ``MAX_PENDING_EVENTS`` of them; past
+    that, they are dropped for one RESCAN of the folders."""
+
+    RESCAN = "rescan"
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: OrderedDict[str, str] = OrderedDict()
+        self._overflowed = False
+
+    def put(self, path: str, kind: str) -> bool:
+        """Queue an event; True when nothing was waiting before it."""
+        with self._lock:
+            was_empty = not self._pending and not self._overflowed
+            if self._overflowed:
+                return False
+            self._pending.pop(path, None)
+            self._pending[path] = kind
+            if len(self._pending) > MAX_PENDING_EVENTS:
+                self._pending.clear()
+                self._overflowed = True
+            return was_empty
+
+    def take(self) -> tuple[str, str] | str | None:
+        """The oldest event, RESCAN after an overflow, None when nothing waits."""
+        with self._lock:
+            if self._overflowed:
+                self._overflowed = False
+                return self.RESCAN
+            return self._pending.popitem(last=False) if self._pending else None
+
+    def __bool__(self) -> bool:
+        with self._lock:
+            return bool(self._pending) or self._overflowed
 
 
 class WorkspaceIndex:
@@ -134,8 +181,10 @@ class WorkspaceIndex:
         limits: IndexLimits | None = None,
         progress: IndexProgress | None = None,
         yield_to: Callable[[], bool] | None = None,
+        policy: ContextPolicy | None = None,
     ) -> None:
         self.limits = limits or IndexLimits()
+        self.policy = policy or ContextPolicy()
         self.progress = progress
         # While this says so (the model is filling), a build waits between two files: building
         # in Python takes the GIL from the model's own Python and made ghost text 2.5x slower.
@@ -144,7 +193,9 @@ class WorkspaceIndex:
         self._store = Store()
         self._shared = _Shared()
         self._lock = threading.Lock()
-        self._jobs: queue.Queue[tuple[str, str]] = queue.Queue()
+        self._jobs: queue.Queue[tuple[str, str]] = queue.Queue()  # folders, stop: few, in order
+        self._events = _Events()  # files changed on disk: many, coalesced per path
+        self._stopped = threading.Event()
         self._builds: list[_Build] = []
         self._last_report = 0.0
         self._last_busy = float("-inf")
@@ -161,10 +212,14 @@ class WorkspaceIndex:
             self._thread = threading.Thread(target=self._run, name="difill-index", daemon=True)
             self._thread.start()
 
-    def stop(self) -> None:
+    def stop(self, wait_s: float = 0.0) -> None:
+        """Stop the worker.  It stops between two files or events, so the event loop never waits
+        for it (a backlog of 50,000 file events blocked a settings change for 5 s); ``wait_s``:
+        wait that long for it to end (tests)."""
+        self._stopped.set()
         self._put("stop", "")
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=5)
+        if wait_s and self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=wait_s)
         self._thread = None
 
     def add_folder(self, path: str) -> None:
@@ -174,20 +229,34 @@ class WorkspaceIndex:
         self._put("remove_folder", path)
 
     def file_changed(self, path: str) -> None:
-        self._put("changed", path)
+        """A file or a folder created or changed on disk."""
+        self._event(path, "changed")
 
     def file_deleted(self, path: str) -> None:
-        self._put("deleted", path)
+        """A file or a folder deleted: a folder's whole subtree leaves the index."""
+        self._event(path, "deleted")
+
+    def _event(self, path: str, kind: str) -> None:
+        self._idle.clear()
+        if self._events.put(path, kind):  # the first one waiting: wake the worker
+            self._jobs.put(("events", ""))
 
     def set_open(self, uri: str, language_id: str, text: str | None) -> None:
         """The live text of an open document (None: it was closed).  One over the file size cap
-        is left out, as it would be on disk: scanning it on every lookup would cost seconds."""
+        is left out, as it would be on disk: scanning it on every lookup would cost seconds.  So is
+        one the secrets policy denies (a .env open in a tab): it is never a source for another."""
+        path = _path_of(uri)
         with self._lock:
-            if text is None or len(text) > self.limits.max_file_bytes:  # closed, or too big to scan
-                self._shared.open.pop(uri, None)
-                self._shared.edits = [edit for edit in self._shared.edits if edit[0] != uri]
+            shared = self._shared
+            denied = path is not None and self.policy.denies_path(path, shared.folders)
+            if text is None or denied or len(text) > self.limits.max_file_bytes:
+                shared.open.pop(uri, None)
+                shared.open_store.remove(uri)
+                shared.stale.discard(uri)
+                shared.edits = [edit for edit in shared.edits if edit[0] != uri]
             else:
-                self._shared.open[uri] = _Open(uri, _path_of(uri), language_id, _lf(text))
+                shared.open[uri] = _Open(uri, path, language_id, _lf(text))
+                shared.stale.add(uri)
 
     def note_edit(self, uri: str, line: int) -> None:
         """An edit at ``line`` of ``uri``: its surroundings become a snippet candidate."""
@@ -199,7 +268,12 @@ class WorkspaceIndex:
         """Wait until every job so far is done (tests and the benchmark)."""
         deadline = time.monotonic() + timeout
         while True:
-            if self._jobs.unfinished_tasks == 0 and not self._builds and self._idle.is_set():
+            if (
+                self._jobs.unfinished_tasks == 0
+                and not self._builds
+                and not self._events
+                and self._idle.is_set()
+            ):
                 return True
             if time.monotonic() >= deadline:
                 return False
@@ -226,29 +300,33 @@ class WorkspaceIndex:
     # ---- the worker ----
 
     def _run(self) -> None:
-        while True:
+        while not self._stopped.is_set():
             try:
-                if self._builds:
+                if self._builds or self._events:
                     while True:  # the jobs that came in during the last batch first
-                        if self._handle(*self._jobs.get_nowait()) == "stop":
-                            return
+                        self._handle(*self._jobs.get_nowait())
                 else:
                     self._idle.set()
-                    if self._handle(*self._jobs.get()) == "stop":
-                        return
+                    self._handle(*self._jobs.get())
             except queue.Empty:
                 pass
             except Exception:  # one bad job must not end indexing for the session
                 log.exception("workspace index: a job failed")
-            if self._builds:
+            if self._stopped.is_set():
+                return
+            if self._builds or self._events:
                 if self._model_recently_busy():
                     time.sleep(YIELD_POLL_S)
                     continue
                 try:
-                    self._advance()
+                    if self._events:
+                        self._apply_events()
+                    else:
+                        self._advance()
                 except Exception:
                     log.exception("workspace index: a build failed")
-                    self._builds.pop(0)
+                    if self._builds and not self._events:
+                        self._builds.pop(0)
                 time.sleep(PAUSE_S)
 
     def _model_recently_busy(self) -> bool:
@@ -257,20 +335,52 @@ class WorkspaceIndex:
             self._last_busy = now
         return now - self._last_busy < YIELD_GRACE_S
 
-    def _handle(self, kind: str, path: str) -> str:
+    def _handle(self, kind: str, path: str) -> None:
         try:
             if kind == "add_folder":
                 self._add_folder(path)
             elif kind == "remove_folder":
                 self._remove_folder(path)
-            elif kind == "changed":
-                self._file_changed(path)
-            elif kind == "deleted":
-                with self._lock:
-                    self._store.remove(_normal(path))
         finally:
             self._jobs.task_done()
-        return kind
+
+    def _apply_events(self) -> None:
+        """File events for ``BATCH_S``, then back to the jobs (a stop, a folder removed)."""
+        started = time.monotonic()
+        while time.monotonic() - started < BATCH_S and not self._stopped.is_set():
+            taken = self._events.take()
+            if taken is None:
+                return
+            if taken == _Events.RESCAN:
+                self._rescan()
+                return
+            path, kind = taken
+            if kind == "deleted":
+                self._remove_path(path)
+            else:
+                self._file_changed(path)
+
+    def _rescan(self) -> None:
+        """Too many events to keep: list every folder again, as at the start."""
+        log.info(
+            "workspace index: over %d file events waiting; listing the folders again", MAX_PENDING_EVENTS
+        )
+        with self._lock:
+            folders = list(self._shared.folders)
+        for folder in folders:
+            self._remove_folder(folder)
+            self._add_folder(folder)
+
+    def _remove_path(self, path: str) -> None:
+        """A deleted file, or a deleted folder with every file below it."""
+        target = _normal(path)
+        with self._lock:
+            store = self._store
+            if target in store.by_path:
+                store.remove(target)
+            elif store.directories.get(target):
+                for doomed in [p for p in store.by_path if files.inside(p, target)]:
+                    store.remove(doomed)
 
     def _add_folder(self, path: str) -> None:
         folder = os.path.realpath(path)
@@ -283,7 +393,7 @@ class WorkspaceIndex:
             return
         if not self._builds and self.progress is not None:
             self.progress.begin("difill: indexing the workspace", os.path.basename(folder) or folder)
-        self._builds.append(_Build(folder, files.walk(folder)))
+        self._builds.append(_Build(folder, files.walk(folder, self.policy)))
         self._last_report = time.monotonic()
 
     def _remove_folder(self, path: str) -> None:
@@ -300,10 +410,22 @@ class WorkspaceIndex:
             self._finish_if_done()
 
     def _file_changed(self, path: str) -> None:
+        """A file changed (re-read), or a folder created or renamed into place (listed as a build)."""
         with self._lock:
             folders = list(self._shared.folders)
+        try:
+            is_dir = stat.S_ISDIR(os.lstat(path).st_mode)
+        except OSError:
+            return
         for folder in folders:
-            listed = files.admitted(folder, path)
+            if is_dir:
+                target = _normal(path)
+                if files.inside(target, folder) and target != folder:
+                    below = os.path.relpath(target, folder).replace(os.sep, "/")
+                    self._builds.append(_Build(folder, files.walk(folder, self.policy, below)))
+                    return
+                continue
+            listed = files.admitted(folder, path, self.policy)
             if listed is not None:
                 with self._lock:
                     self._store.remove(listed.path)
@@ -354,6 +476,7 @@ class WorkspaceIndex:
         record = IndexedFile(listed.path, folder, listed.relative, language, text, cost=cost)
         with self._lock:
             if folder in self._shared.folders:  # else removed since this build began
+                store.remove(listed.path)  # a folder listed again (created, renamed) may hold it
                 store.add(record, chunks, definitions)
         return True
 
@@ -374,6 +497,14 @@ class WorkspaceIndex:
         current_path = _path_of(uri)
         with self._lock:
             store, shared = self._store, self._shared
+            self._refresh_open(uri)
+            current_open = shared.open_store.by_path.get(uri)
+            open_hits = shared.open_store.similar_chunks(
+                query, {current_open} if current_open is not None else set(), MIN_JACCARD
+            )
+            open_similar = [
+                (hit, shared.open[shared.open_store.files[hit.file_id].path]) for hit in open_hits
+            ]
             others = [o for u, o in shared.open.items() if u != uri]
             open_paths = {o.path for o in shared.open.values() if o.path} | {current_path}
             open_ids = {store.by_path[p] for p in open_paths if p in store.by_path}
@@ -387,7 +518,7 @@ class WorkspaceIndex:
                 found = store.definitions_of(name, current_ids)
                 if 0 < len(found) <= MAX_DEFINITION_SITES:
                     definitions.append((len(found), name, [(store.files[f], f, at) for f, at in found]))
-        similar = self._similar(query, others, edits, workspace, folders)
+        similar = self._similar(query, open_similar, others, edits, workspace, folders)
         snippets = [*self._definition_snippets(definitions), *similar]
         drafts = self._import_drafts(text, offset, current_path) if language_id == "python" else []
         recent = {u: rank for rank, (u, _) in reversed(list(enumerate(edits)))}
@@ -479,9 +610,23 @@ class WorkspaceIndex:
                 self._definitions.popitem(last=False)
         return text
 
+    def _refresh_open(self, current_uri: str) -> None:
+        """Index the open documents changed since the last lookup, but the current one (under the
+        lock), ``OPEN_REFRESH_PER_LOOKUP`` at most: sixty documents opened at once are indexed
+        over the next lookups, never in one."""
+        shared = self._shared
+        for uri in sorted(u for u in shared.stale if u != current_uri)[:OPEN_REFRESH_PER_LOOKUP]:
+            shared.stale.discard(uri)
+            document = shared.open[uri]
+            shared.open_store.remove(uri)
+            chunks, definitions, cost = shared.open_store.cost_of(document.text, None)
+            record = IndexedFile(uri, "", uri, document.language_id, document.text, cost=cost)
+            shared.open_store.add(record, chunks, [])
+
     def _similar(
         self,
         query: set[str],
+        open_similar: list,
         others: list[_Open],
         edits: list[tuple[str, int]],
         workspace: list,
@@ -490,14 +635,9 @@ class WorkspaceIndex:
         """The best window of each of the most similar open documents and workspace files."""
         candidates: list[Snippet] = []
         by_uri = {o.uri: o for o in others}
-        for other in others:
-            if other.windows is None:
-                other.windows = windows(other.text)
-            name = _display_path(other, folders)
-            candidates += [
-                Snippet(name, w.start_line, w.text, "similar", jaccard(query, set(w.names)))
-                for w in other.windows
-            ]
+        for hit, other in open_similar:
+            body = other.text[hit.start : hit.end].strip("\n")
+            candidates.append(Snippet(_display_path(other, folders), hit.line, body, "similar", hit.score))
         for uri, line in edits:
             other = by_uri.get(uri)
             if other is not None:

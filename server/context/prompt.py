@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from difill.server.context.policy import redact
+
 if TYPE_CHECKING:  # the index imports pygls: `difill fill --remote` loads no LSP library
     from difill.server.context.index import Snippet
 
@@ -48,7 +50,8 @@ def snippet_block(
     Snippets are taken in priority order while they fit (a snippet that does not fit whole is
     cut to the lines that do, and nothing after it is taken; one that overlaps lines of the same
     file already taken is passed over); the chosen ones are then written
-    in (path, line) order, each as ``<comment> Path: <path>`` and its lines commented."""
+    in (path, line) order, each as ``<comment> Path: <path>`` and its lines commented, key-shaped
+    text redacted (policy.redact)."""
     marker = LINE_COMMENT.get(language_id)
     if marker is None or budget_tokens <= 0:
         return ""
@@ -60,7 +63,8 @@ def snippet_block(
         if any(path == snippet.path and first <= end and start <= last for path, start, end in spans):
             continue  # lines of a file already in the block (a definition inside a similar window)
         header = f"{marker} Path: {_printable(snippet.path)}\n"
-        lines = [f"{marker} {line}".rstrip() + "\n" for line in snippet.text.split("\n")]
+        # Key-shaped text never goes into a prompt, whichever backend (a remote) reads it.
+        lines = [f"{marker} {line}".rstrip() + "\n" for line in redact(snippet.text).split("\n")]
         cost = count_tokens(header)
         taken = []
         for line in lines:

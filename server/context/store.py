@@ -12,8 +12,10 @@ Not thread-safe: index.py holds its lock around every call.
 
 from __future__ import annotations
 
+import os
 import sys
 from array import array
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,6 +62,7 @@ class Store:
     def __init__(self) -> None:
         self.files: dict[int, IndexedFile] = {}
         self.by_path: dict[str, int] = {}
+        self.directories: Counter[str] = Counter()  # directory -> files indexed below it (a folder deleted)
         self.bytes = 0
         self._next_file = 0
         self._postings: dict[str, array] = {}  # name -> chunk ids
@@ -123,6 +126,7 @@ class Store:
         record.name_bytes = min(record.cost, NAME_BYTES * new_names)  # counted by cost_of
         self.files[file_id] = record
         self.by_path[record.path] = file_id
+        self.directories.update(_directories_of(record))
         self.bytes += record.cost
         self._live_postings += record.postings
         return file_id
@@ -132,6 +136,10 @@ class Store:
         if file_id is None:
             return
         record = self.files.pop(file_id)
+        for directory in _directories_of(record):
+            self.directories[directory] -= 1
+            if self.directories[directory] <= 0:
+                del self.directories[directory]
         for chunk_id in range(record.first_chunk, record.first_chunk + record.chunks):
             self._chunk_file[chunk_id] = -1
         for definition_id in range(record.first_definition, record.first_definition + record.definitions):
@@ -214,3 +222,18 @@ class Store:
             if file_id >= 0 and file_id not in excluded:
                 found.append((file_id, self._definition_start[definition_id]))
         return found
+
+
+def _directories_of(record: IndexedFile) -> list[str]:
+    """The directories between ``record``'s file and its folder (the folder included)."""
+    found: list[str] = []
+    if not record.folder:  # an open document, keyed by its uri
+        return found
+    directory = os.path.dirname(record.path)
+    while len(directory) >= len(record.folder) and directory.startswith(record.folder):
+        found.append(directory)
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    return found

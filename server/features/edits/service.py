@@ -46,8 +46,10 @@ class EditService(OneJobPerDocument):
         trees: SyntaxTrees,
         notify: Notify,
         encoding: Callable[[], str],
+        excluded: Callable[[str], bool] = lambda uri: False,
     ) -> None:
         self.documents = documents
+        self.excluded = excluded  # a document on the secrets deny list (server/context/policy.py)
         self.host = host
         self.settings = settings
         self.trees = trees
@@ -105,6 +107,12 @@ class EditService(OneJobPerDocument):
         document and the range they will replace."""
         settings = self.settings()
         document = self.current(request.uri, request.version)
+        if self.excluded(request.uri):
+            raise JsonRpcException(
+                message="difill does not read this file: it is on the secrets deny list or in the "
+                "contextExclude setting (README, Security notes)",
+                code=REQUEST_FAILED,
+            )
         try:
             check_size(request, document, settings.hole_marker)
         except EditError as err:

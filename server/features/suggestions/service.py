@@ -76,8 +76,10 @@ class SuggestionService(OneJobPerDocument):
         trees: SyntaxTrees | None = None,
         speculate: bool = True,
         context_source: ContextSource | None = None,
+        excluded: Callable[[str], bool] = lambda uri: False,
     ) -> None:
         self.documents = documents
+        self.excluded = excluded  # a document on the secrets deny list (server/context/policy.py)
         self.context_source = context_source
         self.host = host
         self.settings = settings
@@ -102,6 +104,8 @@ class SuggestionService(OneJobPerDocument):
         settings = self.settings()
         if not settings.enabled_for(document.language_id):
             return Suggestions([], "language disabled")
+        if self.excluded(document.uri):  # its text must reach no model and no remote
+            return Suggestions([], "excluded")
         count = settings.candidates if invoked else 1
         started = time.perf_counter()
         ctx = self.context_at(document, offset)

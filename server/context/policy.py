@@ -1,0 +1,117 @@
+"""The secrets policy: which files difill never reads, indexes, offers or sends, and the redaction
+of key-shaped text in every snippet put into a prompt.
+
+One policy, applied where text enters the context (issue 37):
+
+* ``DENIED``: secret files by name, built in (SSH and cloud keys, key stores, ``.env`` files
+  except the ``.example`` / ``.sample`` / ``.template`` ones, credential files of common tools,
+  shell histories), extended by the ``contextExclude`` setting (gitignore syntax).  The workspace
+  index never opens them (files.py lists, then reads), an open document matching them is never a
+  source for another document, and in such a document difill suggests nothing, so that its
+  text never goes to a remote.
+* the git ignore stack (files.py): every ``.gitignore`` in the folder and above it up to the
+  repository root, ``.git/info/exclude`` and the global excludes file.
+* ``redact``: known key shapes (private key blocks, AWS, GitHub, Slack, OpenAI, Google, Stripe
+  keys, JWTs, ``password = "..."`` assignments) and long high-entropy tokens, replaced by
+  ``REDACTED`` in every snippet block (prompt.py), whatever the backend.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+from difill.server.context.ignore import RuleSet, decide, parse
+
+# gitignore syntax; a pattern without "/" matches at any depth, "**/" makes one with "/" do so.
+DENIED_PATTERNS = (
+    # environment files: every variant but the documented templates
+    ".env", ".env.*", "*.env", ".envrc",
+    "!.env.example", "!.env.*.example", "!.env.sample", "!.env.*.sample",
+    "!.env.template", "!.env.*.template",
+    # SSH, GPG and cloud credentials
+    ".ssh/", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk", "id_ed25519_sk",
+    ".gnupg/", ".aws/", ".azure/", "**/.config/gcloud/", "**/.config/gh/", ".kube/config",
+    ".docker/config.json", "credentials.json", "service-account*.json",
+    # keys and key stores
+    "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "*.ppk", "*.kdbx",
+    # tools' credential files
+    ".netrc", "_netrc", ".git-credentials", ".npmrc", ".yarnrc.yml", ".pypirc", ".pgpass",
+    ".my.cnf", ".htpasswd", ".vault-token", "*.tfstate", "*.tfstate.backup",
+    # shell and REPL histories: what was typed at a prompt, passwords included
+    ".bash_history", ".zsh_history", ".python_history", ".psql_history", ".mysql_history",
+    ".node_repl_history",
+)  # fmt: skip
+
+REDACTED = "<redacted>"
+# Known key shapes.  Each is bounded (no nested repetition): linear on any text.
+KEY_SHAPES = re.compile(
+    r"-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----[\s\S]{0,8192}?(?:-----END[A-Z ]{0,40}PRIVATE KEY-----|$)"
+    r"|\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b"  # AWS access key ids
+    r"|\bgh[pousr]_[A-Za-z0-9]{30,255}\b|\bgithub_pat_[A-Za-z0-9_]{30,255}\b"  # GitHub tokens
+    r"|\bxox[abposr]-[A-Za-z0-9-]{10,255}"  # Slack
+    r"|\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,255}"  # OpenAI, Anthropic
+    r"|\bAIza[0-9A-Za-z_-]{35}"  # Google API keys
+    r"|\b[rs]k_(?:live|test)_[0-9A-Za-z]{16,255}"  # Stripe
+    r"|\beyJ[A-Za-z0-9_-]{8,2048}\.eyJ[A-Za-z0-9_-]{8,4096}\.[A-Za-z0-9_-]{8,2048}"  # JWT
+)
+# name = "value" where the name says secret: the value goes, the name stays.
+SECRET_ASSIGNMENT = re.compile(
+    r"(?i)((?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|auth)"
+    r"\w{0,32}[\"']?[ \t]{0,8}[:=][ \t]{0,8})([\"'])([^\"'\n]{8,512})\2"
+)
+# A token that may be random: letters and digits (and + / _ - =), 24 characters or more.
+TOKEN = re.compile(r"[A-Za-z0-9+/_=-]{24,1024}")
+MIN_ENTROPY_BITS = 4.0  # per character; English words and identifiers stay below about 3.5
+
+
+def denied_rules(extra: Sequence[str] = ()) -> RuleSet:
+    """The deny list, built in plus ``extra`` (the contextExclude setting's globs), as one rule set."""
+    return RuleSet(parse("\n".join((*DENIED_PATTERNS, *extra))))
+
+
+class ContextPolicy:
+    """Whether a path may enter the context: not on the deny list (``denied_rules``)."""
+
+    def __init__(self, exclude: Sequence[str] = ()) -> None:
+        self.rules = denied_rules(exclude)
+
+    def denies(self, relative: str, is_dir: bool = False) -> bool:
+        """``relative``: '/'-separated, from the workspace folder (or an absolute path's parts).
+        A path is denied when it or any directory above it is."""
+        parts = [part for part in relative.split("/") if part]
+        for depth in range(1, len(parts) + 1):
+            below = "/".join(parts[:depth])
+            if decide((self.rules,), below, is_dir or depth < len(parts)) is True:
+                return True
+        return False
+
+    def denies_path(self, path: str, folders: Sequence[str]) -> bool:
+        """An absolute path: relative to the workspace folder holding it, else as a whole."""
+        path = os.path.normpath(path)
+        for folder in folders:
+            folder = os.path.normpath(folder)
+            if path.startswith(folder.rstrip(os.sep) + os.sep):
+                return self.denies(os.path.relpath(path, folder).replace(os.sep, "/"))
+        return self.denies(path.replace(os.sep, "/"))
+
+
+def redact(text: str) -> str:
+    """``text`` with every key-shaped and high-entropy token replaced by REDACTED."""
+    text = KEY_SHAPES.sub(REDACTED, text)
+    text = SECRET_ASSIGNMENT.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}{m.group(2)}", text)
+    return TOKEN.sub(lambda m: REDACTED if _random_looking(m.group()) else m.group(), text)
+
+
+def _random_looking(token: str) -> bool:
+    """Mixed letters and digits with a high Shannon entropy: a key, not a word or a path."""
+    if not (any(c.isdigit() for c in token) and any(c.isalpha() for c in token)):
+        return False
+    if not (any(c.isupper() for c in token) or sum(c.isdigit() for c in token) >= 6):
+        return False  # snake_case names with a digit or two (test_case_2_of_3_passes) are code
+    counts = Counter(token)
+    entropy = -sum(n / len(token) * math.log2(n / len(token)) for n in counts.values())
+    return entropy >= MIN_ENTROPY_BITS
