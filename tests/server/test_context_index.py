@@ -97,7 +97,11 @@ def test_ignores_skips_and_reads_nothing_outside(tmp_path, index_factory, record
     home = tmp_path / "home"  # git's own configuration (the global excludes file) is read from here
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    git_configuration = {str(home / ".gitconfig"), str(home / ".config/git/config"), str(home / ".config/git/ignore")}
+    git_configuration = {
+        str(home / ".gitconfig"),
+        str(home / ".config/git/config"),
+        str(home / ".config/git/ignore"),
+    }
     write(outside / "secret.py", "outside_secret_name = 1\n")
     write(root / "pkg/util.py", UTIL)
     write(root / ".gitignore", "generated/\n*.log\n")
@@ -126,7 +130,9 @@ def test_ignores_skips_and_reads_nothing_outside(tmp_path, index_factory, record
     text = index.retrieve("file:///elsewhere/x.py", "caf", 3, "python").sources
     assert all("outside_secret_name" not in t for _, t in text)
     real_root = os.path.realpath(root)
-    outside_reads = [p for p in recorded_reads if not files.inside(p, real_root) and p not in git_configuration]
+    outside_reads = [
+        p for p in recorded_reads if not files.inside(p, real_root) and p not in git_configuration
+    ]
     assert recorded_reads and not outside_reads, outside_reads
 
 

@@ -126,7 +126,10 @@ def test_a_lookup_does_not_grow_with_the_open_documents(tmp_path):
     words = [f"name{i}" for i in range(3000)]
 
     def document(k: int) -> str:
-        return "".join(f"    {rng.choice(words)} = {rng.choice(words)}({rng.choice(words)}, {k}) + {i}\n" for i in range(2000))
+        return "".join(
+            f"    {rng.choice(words)} = {rng.choice(words)}({rng.choice(words)}, {k}) + {i}\n"
+            for i in range(2000)
+        )
 
     index = WorkspaceIndex()
     index.start()

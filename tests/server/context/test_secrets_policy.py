@@ -134,7 +134,14 @@ def test_the_whole_git_ignore_stack_is_honoured(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(config_home))
     monkeypatch.setenv("HOME", str(tmp_path / "nohome"))
     folder = repo / "app"  # the workspace is a subfolder of the repository
-    for name in ("main.py", "local_notes.py", "generated_api.py", "rooted_only.py", "x.scratch.py", "sub/rooted_only.py"):
+    for name in (
+        "main.py",
+        "local_notes.py",
+        "generated_api.py",
+        "rooted_only.py",
+        "x.scratch.py",
+        "sub/rooted_only.py",
+    ):
         write(folder / name, "name_here = 1\n")
     index = built(folder)
     try:
@@ -150,7 +157,9 @@ def test_the_whole_git_ignore_stack_is_honoured(tmp_path, monkeypatch):
 def test_a_core_excludes_file_in_gitconfig_is_used(tmp_path, monkeypatch):
     repo = tmp_path / "repo"
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    write(tmp_path / "home/.gitconfig", f"[user]\n  name = x\n[core]\n  excludesFile = {tmp_path}/my-ignores\n")
+    write(
+        tmp_path / "home/.gitconfig", f"[user]\n  name = x\n[core]\n  excludesFile = {tmp_path}/my-ignores\n"
+    )
     write(tmp_path / "my-ignores", "*.private.py\n")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "empty"))
@@ -218,4 +227,7 @@ def test_snippets_in_a_prompt_have_keys_redacted():
         assert secret not in block
     assert block.count(REDACTED) == 4
     assert "def compute_checksum_for_record(record_id): return record_id" in block  # code stays
-    assert redact("for index, value in enumerate(values_2024_q3):") == "for index, value in enumerate(values_2024_q3):"
+    assert (
+        redact("for index, value in enumerate(values_2024_q3):")
+        == "for index, value in enumerate(values_2024_q3):"
+    )
