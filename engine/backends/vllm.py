@@ -48,6 +48,10 @@ CANVAS_MODES = ("auto", "seeded", "plain")
 CANVAS_SIZES = (32, 64, 128, 256)  # a request's canvas is rounded up to one of these (few shapes to compile)
 MAX_SAMPLES = 32  # #57250's bound on diffusion_samples
 CACHE_ENTRIES = 256  # tokenized text windows (and detokenized middles) kept
+CACHE_BYTES = 4 * 1024 * 1024  # and at most this much of them (ids counted at ID_BYTES each)
+ID_BYTES = 36  # a list slot and a small int object
+SPECIAL_TOKEN_SLACK = 8  # ids a tokenizer may add beyond one per byte (markers)
+MAX_CHARS_PER_TOKEN = 1024  # a /detokenize answer longer than this per id is not a detokenization
 CHARS_PER_TOKEN_BOUND = 8  # a suffix window this many characters per wanted token holds enough tokens
 CONTRACT = "vLLM pull request #57250"
 
@@ -163,18 +167,24 @@ def answered_canvases(answer: Any, sent: SeededCanvas, vocab_size: int, where: s
 
 
 class TokenCache:
-    """The server's /tokenize and /detokenize, remembered per text (LRU): typing re-sends nothing."""
+    """The server's /tokenize and /detokenize, remembered per text (LRU): typing re-sends nothing.
+
+    A hostile or broken server's answer must not fill memory: a /tokenize answer with more ids
+    than its text has bytes (+ a few for a tokenizer's markers) is refused, and each cache holds
+    at most ``CACHE_ENTRIES`` entries and ``CACHE_BYTES`` (3 million ids for a short window, once
+    kept whole per entry, grew the process by 24 MB a fill)."""
 
     def __init__(self, post: Post, model: Callable[[Any], str]) -> None:
         self._post = post
         self._model = model
-        self._ids: OrderedDict[str, list[int]] = OrderedDict()
-        self._texts: OrderedDict[tuple[int, ...], str] = OrderedDict()
+        self._ids = _Bounded()
+        self._texts = _Bounded()
 
     def tokenize(self, text: str, should_stop) -> list[int]:
         if text == "":
             return []
-        if text not in self._ids:
+        ids = self._ids.get(text)
+        if ids is None:
             body = {"model": self._model(should_stop), "prompt": text, "add_special_tokens": False}
             answer = self._post("/tokenize", body, should_stop)
             tokens = answer.get("tokens") if isinstance(answer, dict) else None
@@ -182,29 +192,61 @@ class TokenCache:
                 isinstance(t, int) and not isinstance(t, bool) for t in tokens
             ):
                 raise ContractRefused("its /tokenize answer has no list of token ids")
-            _remember(self._ids, text, tokens)
-        self._ids.move_to_end(text)
-        return self._ids[text]
+            most = len(text.encode("utf-8", "replace")) + SPECIAL_TOKEN_SLACK
+            if len(tokens) > most:
+                raise ContractRefused(
+                    f"its /tokenize answer has {len(tokens)} ids for a text of {most - SPECIAL_TOKEN_SLACK} "
+                    "bytes: no tokenizer gives more ids than bytes"
+                )
+            ids = tokens
+            self._ids.put(text, ids, ID_BYTES * len(ids) + len(text))
+        return ids
 
     def detokenize(self, ids: list[int], should_stop) -> str:
         if not ids:
             return ""
         key = tuple(ids)
-        if key not in self._texts:
+        text = self._texts.get(key)
+        if text is None:
             body = {"model": self._model(should_stop), "tokens": ids}
             answer = self._post("/detokenize", body, should_stop)
             text = answer.get("prompt") if isinstance(answer, dict) else None
             if not isinstance(text, str):
                 raise ContractRefused("its /detokenize answer has no 'prompt' text")
-            _remember(self._texts, key, text)
-        self._texts.move_to_end(key)
-        return self._texts[key]
+            if len(text) > MAX_CHARS_PER_TOKEN * len(ids):
+                raise ContractRefused(f"its /detokenize answer has {len(text)} characters for {len(ids)} ids")
+            self._texts.put(key, text, ID_BYTES * len(ids) + len(text))
+        return text
 
 
-def _remember(cache: OrderedDict, key, value) -> None:
-    cache[key] = value
-    while len(cache) > CACHE_ENTRIES:
-        cache.popitem(last=False)
+class _Bounded:
+    """An LRU of at most CACHE_ENTRIES entries and CACHE_BYTES bytes (as the caller counts them)."""
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[Any, tuple[Any, int]] = OrderedDict()
+        self.bytes = 0
+
+    def get(self, key: Any) -> Any:
+        found = self._entries.get(key)
+        if found is None:
+            return None
+        self._entries.move_to_end(key)
+        return found[0]
+
+    def put(self, key: Any, value: Any, size: int) -> None:
+        if size > CACHE_BYTES:
+            return  # used once, never kept
+        old = self._entries.pop(key, None)
+        if old is not None:
+            self.bytes -= old[1]
+        self._entries[key] = (value, size)
+        self.bytes += size
+        while len(self._entries) > CACHE_ENTRIES or self.bytes > CACHE_BYTES:
+            _, (_, dropped) = self._entries.popitem(last=False)
+            self.bytes -= dropped
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 class SeededCanvasClient:

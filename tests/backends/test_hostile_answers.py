@@ -195,3 +195,22 @@ def test_scrub_hides_remembered_keys_in_their_escaped_forms_userinfo_and_queries
     shown = secrets.scrub(text)
     assert "s3cr3t" not in shown and "bob" not in shown and "pw@" not in shown and "abc" not in shown
     assert "http://***@host:1/p?***" in shown
+
+
+def test_an_absurd_tokenize_answer_is_refused_and_the_token_cache_is_bounded_by_bytes():
+    """Issue 37, item 9: 3 million ids for a short window were kept whole (+24 MB a fill)."""
+    from difill.engine.backends import vllm
+
+    answer: dict = {"tokens": [1] * 3_000_000}
+    cache = vllm.TokenCache(lambda path, body, stop: answer, lambda stop: "m")
+    with pytest.raises(vllm.ContractRefused, match="3000000 ids for a text of 11 bytes"):
+        cache.tokenize("short text!", lambda: False)
+    assert len(cache._ids) == 0
+    # Honest answers (one id a byte) for 256 windows of 16 KiB: kept within the byte cap.
+    cache = vllm.TokenCache(lambda path, body, stop: {"tokens": [7] * len(body["prompt"])}, lambda stop: "m")
+    for i in range(256):
+        assert len(cache.tokenize(f"{i:04d}" + "x" * 16380, lambda: False)) == 16384
+    assert cache._ids.bytes <= vllm.CACHE_BYTES and 0 < len(cache._ids) < 256
+    hostile = vllm.TokenCache(lambda path, body, stop: {"prompt": "y" * 10_000_000}, lambda stop: "m")
+    with pytest.raises(vllm.ContractRefused, match="10000000 characters for 2 ids"):
+        hostile.detokenize([1, 2], lambda: False)
