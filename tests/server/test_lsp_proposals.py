@@ -112,6 +112,25 @@ async def test_accept_applies_exactly_the_proposal_once(reviewer):
     assert len(reviewer.applied_edits) == before + 1
 
 
+async def test_accepting_a_proposal_expires_the_ones_it_overlaps(reviewer):
+    """Issue 37, item 12: two overlapping proposals accepted back to back both went out pinned to
+    the same version, and a client without documentChanges ended with a mix of the two."""
+    uri = uri_for(reviewer, "overlap")
+    open_document(reviewer, uri, FUNCTION, version=1)
+    first = await propose(reviewer, uri, selection(1, 4, 2, 31), 1)
+    second = await propose(reviewer, uri, selection(2, 0, 2, 31), 1)
+    apart = await propose(reviewer, uri, selection(0, 0, 0, 20), 1)  # line 0 only: no overlap
+    before = len(reviewer.applied_edits)
+    assert (await run(reviewer, "difill.acceptEdit", {"id": first["id"]}))["applied"]
+    with pytest.raises(JsonRpcException) as refused:  # before the applied edit's didChange arrives
+        await run(reviewer, "difill.acceptEdit", {"id": second["id"]})
+    assert refused.value.code == JsonRpcContentModified.CODE and "overlapping" in refused.value.message
+    assert len(reviewer.applied_edits) == before + 1
+    assert await run(reviewer, "difill.rejectEdit", {"id": apart["id"]}) == {
+        "rejected": True
+    }  # still pending
+
+
 async def test_reject_drops_the_proposal_and_bad_ids_are_invalid_params(reviewer):
     uri = uri_for(reviewer, "reject")
     open_document(reviewer, uri, FUNCTION, version=1)

@@ -103,8 +103,13 @@ async def propose(server: RequestContext, request: EditRequest, token: str | Non
 
 async def accept_edit(server: RequestContext, arguments: tuple[Any, ...]) -> dict[str, Any]:
     """``difill.acceptEdit [{id}]``: the proposal's versioned ``workspace/applyEdit``."""
-    proposal = server.edits.proposals.take(_proposal_id(arguments))
+    proposals = server.edits.proposals
+    proposal_id = _proposal_id(arguments)
+    proposal = proposals.take(proposal_id)
     if proposal is None:
+        why = proposals.superseded.pop(proposal_id, None)
+        if why is not None:
+            raise JsonRpcContentModified(why)
         raise JsonRpcInvalidParams("no pending edit has this id (accepted, rejected or expired)")
     try:
         document = server.edits.current(proposal.uri, proposal.version)
@@ -114,6 +119,7 @@ async def accept_edit(server: RequestContext, arguments: tuple[Any, ...]) -> dic
             )
     except JsonRpcContentModified as err:
         raise JsonRpcContentModified(f"{err.message}; the proposal is dropped") from None
+    proposals.expire_overlapping(proposal)
     return await apply(server, document, proposal.edits, proposal.version, proposal.label)
 
 

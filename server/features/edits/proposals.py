@@ -7,7 +7,8 @@ here, under its id, until the user accepts it (``difill.acceptEdit``), rejects i
 
 * its document closes;
 * its document changes inside (or at an edge of) the range it replaces: what the user reviewed is
-  no longer what it would replace.
+  no longer what it would replace;
+* a proposal overlapping it is accepted (accepting it then answers ContentModified).
 
 A change elsewhere does not expire it, but the proposal stays pinned to the version it was
 computed for: accepting it then is refused with ContentModified, as an edit is never applied to a
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from lsprotocol import types
@@ -29,6 +31,7 @@ from difill.server.documents import Documents
 from difill.server.lifecycle import Feature
 
 MAX_PENDING_PER_DOCUMENT = 8
+REMEMBERED_EXPIRIES = 64  # ids of proposals an accepted overlapping one expired, for the reason
 
 
 @dataclass
@@ -56,6 +59,8 @@ class Proposals(Feature):
         self.pending: dict[str, Proposal] = {}
         self.running: dict[str, tuple[str, asyncio.Task]] = {}  # id -> (uri, the command's task)
         self.stopped: set[str] = set()  # running edits the client rejected: their command says so
+        # Proposals expired by accepting one they overlap: a later accept of one says why.
+        self.superseded: OrderedDict[str, str] = OrderedDict()
 
     def count(self, uri: str) -> int:
         """Pending and running edits of ``uri``: what the per-document limit counts."""
@@ -69,6 +74,17 @@ class Proposals(Feature):
     def take(self, proposal_id: str) -> Proposal | None:
         """The pending proposal, removed (None if unknown or expired)."""
         return self.pending.pop(proposal_id, None)
+
+    def expire_overlapping(self, accepted: Proposal) -> None:
+        """Accepting ``accepted`` expires every other pending proposal whose range overlaps (or
+        touches) it: both were computed on the same text, and applying the second after the first
+        would mix them (a client without versioned edits applies both as they are)."""
+        for other in [p for p in self.pending.values() if p.uri == accepted.uri]:
+            if other.start <= accepted.end and accepted.start <= other.end:
+                del self.pending[other.id]
+                self.superseded[other.id] = "an overlapping edit was accepted before it; the proposal expired"
+                while len(self.superseded) > REMEMBERED_EXPIRIES:
+                    self.superseded.popitem(last=False)
 
     def cancel_running(self, proposal_id: str) -> bool:
         """Stop the edit still denoising under ``proposal_id``; False if there is none."""
