@@ -190,10 +190,12 @@ class StdioServer:
 
     # ------------------------------------------------------------------ life cycle
 
-    def initialize(self, capabilities: dict | None = None, options: dict | None = None) -> dict:
+    def initialize(
+        self, capabilities: dict | None = None, options: dict | None = None, root_uri: str | None = None
+    ) -> dict:
         response = self.request(
             "initialize",
-            {"processId": None, "rootUri": None, "capabilities": capabilities or {},
+            {"processId": None, "rootUri": root_uri, "capabilities": capabilities or {},
              "initializationOptions": options},
         )  # fmt: skip
         self.notify("initialized", {})

@@ -25,6 +25,7 @@ class FakeRemote:
         self.mode = "ok"
         self.delay_s = 2.0
         self.seen: list[tuple[str, str | None]] = []
+        self.bodies: list[str] = []  # every POST body, as sent
         remote = self
 
         class Handle(http.server.BaseHTTPRequestHandler):
@@ -44,7 +45,9 @@ class FakeRemote:
                 self._send(200, {"status": "ok", "server": "difill"})
 
             def do_POST(self):  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                remote.bodies.append(raw.decode("utf-8", "replace"))
+                body = json.loads(raw)
                 remote.seen.append((self.path, self.headers.get("Authorization")))
                 if remote.mode == "503":
                     return self._send(503, {"error": {"message": "the GPU is busy (fake)"}})
