@@ -8,7 +8,8 @@ import json
 import time
 from pathlib import Path
 
-from test_hostile_round2 import fake_remote, inline, open_doc  # noqa: F401 - fake_remote is a fixture
+import pytest
+from test_hostile_round2 import FakeRemote, inline, open_doc
 
 ENV_KEY = "sk-proj-Zq8vN3xK2mLp9RtY7wEaB4cD6fGh1JkL"
 DB_PASSWORD = "db-Pa55w0rd-in-dotenv-file"
@@ -34,6 +35,13 @@ def load_settings():
     """The settings of the app: region, client and key."""
     return Settings(AWS_ACCESS_KEY_ID)
 '''
+
+
+@pytest.fixture()
+def fake_remote():
+    remote = FakeRemote()  # it records every POST body
+    yield remote
+    remote.close()
 
 
 def workspace(tmp_path: Path) -> Path:
