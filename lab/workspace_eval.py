@@ -41,7 +41,8 @@ from difill.lab.training.corpus import is_wanted, package_path
 from difill.lab.training.corpus_sources import Pin, archive_licence, archive_members, fetch, is_permissive
 from difill.lab.training.evaluate import ShapeScore, TypingReplay
 from difill.lab.training.examples import EVAL_SHAPES, InfillExample, sample_eval_example
-from difill.server.context.index import Retrieval, WorkspaceIndex
+from difill.server.context.index import WorkspaceIndex
+from difill.server.context.retrieval import Retrieval
 from difill.server.served import ServedModel, Shown
 
 ROWS = ("retrieval", "model", "seeded", "served")

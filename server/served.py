@@ -38,7 +38,7 @@ from difill.server.context.prompt import snippet_block
 from difill.server.trees import SyntaxTrees
 
 if TYPE_CHECKING:  # the index imports pygls: `difill fill --remote` loads no LSP library
-    from difill.server.context.index import Snippet
+    from difill.server.context.retrieval import Snippet
 
 log = logging.getLogger("difill.server")
 _SAID: set[str] = set()  # why a language got no model text, each logged once

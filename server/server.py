@@ -24,7 +24,7 @@ from pygls.lsp.server import LanguageServer
 from difill.engine import secrets
 from difill.server.config import RELOAD_FIELDS, Settings, SettingsLayers
 from difill.server.context.feature import ContextFeature
-from difill.server.context.index import Retrieval
+from difill.server.context.retrieval import Retrieval
 from difill.server.documents import UTF16, Documents
 from difill.server.engine_host import EngineHost, LoadProgress
 from difill.server.features.edits.code_actions import COMMANDS, code_actions, resolve_code_action

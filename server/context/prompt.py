@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from difill.server.context.policy import redact
 
 if TYPE_CHECKING:  # the index imports pygls: `difill fill --remote` loads no LSP library
-    from difill.server.context.index import Snippet
+    from difill.server.context.retrieval import Snippet
 
 
 # Line-comment syntax by LSP language id.  A language not here gets no snippets: text that is

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from lsprotocol import types
 
 from difill.server.config import Settings
-from difill.server.context.index import Retrieval, Snippet
+from difill.server.context.retrieval import Retrieval, Snippet
 from difill.server.documents import UTF16, Documents
 from difill.server.engine_host import EngineHost, Job, JobCancelled, ModelState
 from difill.server.features.suggestions.service import SuggestionService

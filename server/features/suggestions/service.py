@@ -31,8 +31,8 @@ from difill.engine.text.pipeline import shown_texts
 from difill.engine.text.shape import only_closers
 from difill.server.config import Settings
 from difill.server.context.drafts import Draft
-from difill.server.context.index import Retrieval
 from difill.server.context.prompt import snippet_block
+from difill.server.context.retrieval import Retrieval
 from difill.server.documents import Document, Documents
 from difill.server.engine_host import EngineHost, JobCancelled, Jobs, OneJobPerDocument
 from difill.server.features.suggestions.cache import Asked, SuggestionCache
