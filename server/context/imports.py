@@ -46,11 +46,11 @@ PROSE = re.compile(
 BINDINGS = re.compile(
     r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)"  # def / class
     r"|^[ \t]*((?:\w+[ \t]*,[ \t]*)*\w+)[ \t]*(?::[^=\n]*)?=(?!=)"  # assignment, tuple targets
-    r"|\bfor[ \t]+([\w, \t()]{1,256}?)[ \t]+in\b"  # loop and comprehension targets
+    r"|\bfor[ \t]+([\w, \t()]{1,64}?)[ \t]+in\b"  # loop and comprehension targets
     r"|\bas[ \t]+(\w+)"  # with / except / import ... as
     r"|^[ \t]*(?:global|nonlocal)[ \t]+([\w, \t]+)"
     r"|(\w+)[ \t]*:="  # walrus
-    r"|\blambda([^:\n]{0,256}):",
+    r"|\blambda([^:\n]{0,128}):",
     re.M,
 )
 # A module's ``__all__`` names what it exports: each listed name is bound in it, so a listed name
@@ -64,7 +64,7 @@ F_STRING_FIELD = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")  # a literal brace, or a 
 IMPORTED = re.compile(
     r"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]+(\([^)]{0,8192}\)?|[^\n]*)|^[ \t]*import[ \t]+([^\n]*)", re.M
 )
-PARAMETERS = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+\w+[ \t]*\(([^)]{0,1024})\)", re.M)
+PARAMETERS = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+\w+[ \t]*\(([^)]{0,512})\)", re.M)
 TOP_IMPORT = re.compile(r"(?:from|import)[ \t]+[\w.]")
 RELATIVE_IMPORT = re.compile(r"^[ \t]*from[ \t]+\.", re.M)
 IMPORT_ROOT = re.compile(r"^[ \t]*(?:from|import)[ \t]+(\w+)", re.M)

@@ -28,6 +28,7 @@ export const SERVER_SETTING_KEYS = [
   "indexMaxBytes",
   "indexMaxFileBytes",
   "snippetTokens",
+  "contextExclude",
 ] as const;
 
 export type ServerSettingKey = (typeof SERVER_SETTING_KEYS)[number];
