@@ -99,6 +99,15 @@ def language_for_path(path: str) -> str | None:
     return spec.name if spec is not None else None
 
 
+# Languages whose code continues each other's: a TypeScript file's drafts may come from JavaScript.
+FAMILIES = {"typescript": "javascript", "typescriptreact": "javascript"}
+
+
+def family_of(language: str | None) -> str | None:
+    """The family of a language named as ``language_of`` names it (itself for most)."""
+    return FAMILIES.get(language or "", language)
+
+
 def spec_of(language: str | None) -> LanguageSpec | None:
     """The facts of a language named as ``language_of`` names it (None: unknown)."""
     return BY_NAME.get(language or "")

@@ -30,7 +30,8 @@ from difill.engine.api import (
 )
 from difill.engine.languages import language_of
 from difill.engine.text.context import FillContext, build_context, to_lf
-from difill.engine.text.pipeline import shown_middles, shown_texts
+from difill.engine.text.filters import PIPELINE, apply_filters
+from difill.engine.text.pipeline import errors_around, shown_middles, shown_texts
 from difill.engine.text.rules import with_middles
 from difill.server.config import Settings
 from difill.server.context.drafts import Draft, find_drafts
@@ -146,7 +147,7 @@ class ServedModel:
     ) -> tuple[list[Draft], str]:
         """The shaped drafts for a cursor (``drafts_at``), and the best one as the filters show it
         (the first the filters leave text of, as with "show"): retrieval without a model."""
-        drafts = shaped_drafts(drafts_at(text, offset, sources, index_drafts), ctx)
+        drafts = fitting_drafts(text, offset, ctx, sources, index_drafts)
         shown = shown_texts(drafts_result(drafts).candidates, ctx)
         return drafts, shown[0] if shown else ""
 
@@ -191,8 +192,32 @@ def shaped_drafts(drafts: Sequence[Draft], ctx: FillContext) -> list[Draft]:
     return out
 
 
+def fitting_drafts(
+    text: str,
+    offset: int,
+    ctx: FillContext,
+    sources: Sequence[tuple[str, str]] = (),
+    index_drafts: Sequence[Draft] = (),
+) -> list[Draft]:
+    """The drafts a suggestion may use at a cursor: found (``drafts_at``), cut to the request's
+    shape (``shaped_drafts``), and only those that add no syntax error to the code around the
+    cursor, as it parses with nothing inserted (languages with a grammar): a draft is checked
+    as a model's candidate is ranked (pipeline.errors_around), on the text the filters show."""
+    drafts = shaped_drafts(drafts_at(text, offset, sources, index_drafts, ctx.language), ctx)
+    if ctx.language is None or not drafts:
+        return drafts
+    before = errors_around(ctx, "")
+    if before is None:
+        return drafts
+    return [d for d in drafts if (errors_around(ctx, apply_filters(d.text, ctx, PIPELINE)) or 0) <= before]
+
+
 def drafts_at(
-    text: str, offset: int, sources: Sequence[tuple[str, str]] = (), index_drafts: Sequence[Draft] = ()
+    text: str,
+    offset: int,
+    sources: Sequence[tuple[str, str]] = (),
+    index_drafts: Sequence[Draft] = (),
+    language: str | None = None,
 ) -> list[Draft]:
     """The drafts for a cursor, best first: the workspace index's own (``Retrieval.drafts``: an
     import line completed with the names the document lacks, server/context/imports.py), then
@@ -200,7 +225,9 @@ def drafts_at(
     (``find_drafts``: longest match first).  On the tuning packages an import draft first named
     the symbol more often than a long match first (docs/drafts.md "Import drafts")."""
     after = ("current", to_lf(text[offset:]))
-    found = find_drafts(to_lf(text[:offset]), [after, *sources], max_drafts=DRAFTS_PER_REQUEST)
+    found = find_drafts(
+        to_lf(text[:offset]), [after, *sources], max_drafts=DRAFTS_PER_REQUEST, language=language
+    )
     return [*index_drafts, *found]
 
 

@@ -21,6 +21,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from difill.engine.languages import LanguageSpec, spec_of
+
 TOKEN = re.compile(r"\w+|[^\w\s]")
 MAX_QUERY_TOKENS = 8  # the longest match tried; prompt-lookup implementations use a few tokens
 QUERY_WINDOW = 400  # characters before the cursor that the query tokens come from
@@ -47,12 +49,15 @@ def find_drafts(
     max_drafts: int = 3,
     max_chars: int = 256,
     max_source_chars: int = 8_000_000,
+    language: str | None = None,
 ) -> list[Draft]:
     """Up to ``max_drafts`` distinct continuations of ``before_cursor``, best first.
 
     ``sources`` are (source, text) pairs searched after the current document's own text before
     the cursor (source "current"), where the occurrence at the cursor itself does not count.
-    Each draft is at most ``max_chars`` characters.
+    Each draft is at most ``max_chars`` characters.  When the cursor is in code (not in a
+    comment or string of ``language``, by its line), a draft that starts inside a comment or a
+    string of its source is passed over: prose that happens to match is not code.
     """
     if max_drafts <= 0:
         return []
@@ -72,6 +77,8 @@ def find_drafts(
     ]
     drafts: list[Draft] = []
     seen: set[str] = set()
+    spec = spec_of(language)
+    code_only = not in_prose(before_cursor[before_cursor.rfind("\n") + 1 :], spec)
     for count in range(max(longest, default=0), min_count - 1, -1):
         for (source, text), source_longest in zip(searched, longest, strict=True):
             if source_longest < count:
@@ -81,11 +88,36 @@ def find_drafts(
                 continuation = text[end : end + max_chars]
                 if not continuation.strip() or continuation in seen:
                     continue
+                if code_only and in_prose(text[text.rfind("\n", 0, end) + 1 : end], spec):
+                    continue
                 seen.add(continuation)
                 drafts.append(Draft(continuation, source, count))
                 if len(drafts) >= max_drafts:
                     return drafts
     return drafts
+
+
+def in_prose(line: str, spec: LanguageSpec | None) -> bool:
+    """Whether the end of ``line`` (the text of a line up to a point) is inside a string or a line
+    comment of the language (``spec``; a ``#`` or ``//`` comment and both quotes when unknown).
+    One line only: a block comment or a docstring that began on an earlier line is not seen."""
+    comments = spec.line_comment if spec is not None else ("#", "//")
+    quotes = spec.quotes + ("`" if spec is not None and spec.backquote_strings else "") if spec else "\"'`"
+    quote = ""
+    i = 0
+    while i < len(line):
+        char = line[i]
+        if quote:
+            if char == "\\":
+                i += 1
+            elif char == quote:
+                quote = ""
+        elif char in quotes and not (spec is not None and spec.lifetimes and char == "'"):
+            quote = char
+        elif any(line.startswith(marker, i) for marker in comments):
+            return True
+        i += 1
+    return bool(quote)
 
 
 def _longest_match(
@@ -143,8 +175,10 @@ def _pattern(query: list[str], trailing: str) -> str:
         if i:
             parts.append(r"\s+" if _is_word(query[i - 1]) and _is_word(token) else r"\s*")
         parts.append(re.escape(token))
-    if trailing:  # the cursor stands after whitespace: the draft starts at the next text
-        parts.append(r"\s*" if "\n" in trailing else r"[ \t]*")
+    if "\n" in trailing:  # a line typed to its end: the source must end its line there too
+        parts.append(r"[ \t]*\n\s*")
+    elif trailing:  # the cursor stands after spaces: the draft starts at the next text
+        parts.append(r"[ \t]*")
     return "".join(parts)
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from pygls.uris import to_fs_path
 
+from difill.engine.languages import family_of, language_of
 from difill.server.context import files
 from difill.server.context.definitions import definition_at
 from difill.server.context.drafts import Draft
@@ -136,14 +137,26 @@ class Retriever:
         similar = self._similar(query, open_similar, others, edits, workspace, folders)
         snippets = [*self._definition_snippets(definitions), *similar]
         drafts = self._import_drafts(text, offset, current_path) if language_id == "python" else []
+        # Draft sources: the document's language (or family: TS and JS) only - a Go file got
+        # Python from the workspace; test code after library code for library code, and the
+        # other way round in a test file; open documents most recently edited first.
+        family = family_of(language_of(language_id, uri))
+        testing = is_test_path(current_path or uri)
         recent = {u: rank for rank, (u, _) in reversed(list(enumerate(edits)))}
-        others.sort(key=lambda o: (recent.get(o.uri, len(edits)), o.uri))
+        open_sources = [
+            o for o in others if family is None or family_of(language_of(o.language_id, o.uri)) == family
+        ]
+        open_sources.sort(
+            key=lambda o: (is_test_path(o.path or o.uri) != testing, recent.get(o.uri, len(edits)), o.uri)
+        )
+        files_sources = [r for _, r in workspace if family is None or family_of(r.language) == family]
+        files_sources.sort(key=lambda r: is_test_path(r.path) != testing)  # stable: by similarity within
         # The current document is not a source here: the finder searches it itself, before and
         # after the cursor, never at the cursor (served.drafts_at).  Without its line, the text
         # before the cursor runs on into the next line, and a source made of it "matched" there:
         # at the start of a line, a full-length match whose draft repeated the line below.
-        sources = [(o.uri, o.text) for o in others[:MAX_OPEN_SOURCES]]
-        sources += [(record.path, record.text) for _, record in workspace[:MAX_WORKSPACE_SOURCES]]
+        sources = [(o.uri, o.text) for o in open_sources[:MAX_OPEN_SOURCES]]
+        sources += [(record.path, record.text) for record in files_sources[:MAX_WORKSPACE_SOURCES]]
         return Retrieval(sources, snippets, drafts)
 
     def _import_drafts(self, text: str, offset: int, current_path: str | None) -> list[Draft]:
@@ -274,6 +287,16 @@ class Retriever:
             if snippet.score >= MIN_JACCARD and snippet.path not in best:
                 best[snippet.path] = snippet
         return list(best.values())[:MAX_SIMILAR]
+
+
+# A test file by its path: a tests/ or test/ folder, or a test naming convention of its language.
+TEST_PATH = re.compile(
+    r"(?:^|/)(?:tests?|__tests__|spec)/|(?:^|/)test_[^/]*$|_test\.\w+$|[./](?:test|spec)\.[jt]sx?$|Tests?\.\w+$"
+)
+
+
+def is_test_path(path: str) -> bool:
+    return TEST_PATH.search(path.replace(os.sep, "/")) is not None
 
 
 def lf(text: str) -> str:

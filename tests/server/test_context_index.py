@@ -228,7 +228,7 @@ def test_a_200k_file_workspace_stays_under_the_caps(tmp_path, index_factory, mon
     # The listing itself (200k entries) is the biggest allocation; the index adds at most its cap.
     assert peak < 60 * 1024 * 1024, peak
     text = "module_000001_helper(1)\n"
-    assert index.retrieve("file:///x.py", text, len(text), "python").sources
+    assert index.retrieve("file:///x.txt", text, len(text), "plaintext").sources  # its sources are .txt
 
 
 def test_a_50mb_minified_file_is_never_read_whole(tmp_path, index_factory):

@@ -37,7 +37,7 @@ from difill.server.documents import Document, Documents
 from difill.server.engine_host import EngineHost, JobCancelled, Jobs, OneJobPerDocument
 from difill.server.features.suggestions.cache import Asked, SuggestionCache
 from difill.server.features.suggestions.inflight import KeptWork, RunningFill
-from difill.server.served import context_for, drafts_at, shaped_drafts, suggestion_fill
+from difill.server.served import context_for, fitting_drafts, suggestion_fill
 from difill.server.trees import SyntaxTrees
 
 log = logging.getLogger("difill.server.suggestions")
@@ -219,7 +219,7 @@ class SuggestionService(OneJobPerDocument):
         if settings.context_drafts == "off":
             return [], block
         sources, index_drafts = (retrieval.sources, retrieval.drafts) if retrieval else ((), ())
-        return shaped_drafts(drafts_at(fill.text, fill.offset, sources, index_drafts), fill.ctx), block
+        return fitting_drafts(fill.text, fill.offset, fill.ctx, sources, index_drafts), block
 
     async def _wait(self, fill: RunningFill) -> list[str]:
         """The fill's texts.  If this request is cancelled ($/cancelRequest), the fill is not: it

@@ -1,0 +1,94 @@
+"""Issue 36, part 3: drafts that fit where they land.  Each test failed on main before the fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from difill.engine.syntax import parser_for
+from difill.engine.text.context import build_context
+from difill.server.context.drafts import find_drafts, in_prose
+from difill.server.context.index import WorkspaceIndex
+from difill.server.served import drafts_at, fitting_drafts
+
+SOURCE = "        return max(0, min(result, self.max_wait))\n"
+
+
+def test_after_enter_the_old_lines_draft_does_not_come_back():
+    typed = "    def wait(self, result):\n        return max(0, min(result, self.m"
+    assert find_drafts(typed, [("a.py", SOURCE)])[0].text.startswith("ax_wait))")
+    after_enter = typed + "\n            "
+    assert all(not d.text.startswith("ax_wait") for d in find_drafts(after_enter, [("a.py", SOURCE)]))
+    # A source with the same line break there still gives its next line.
+    assert find_drafts("if ready:\n    ", [("a.py", "if ready:\n        start()\n")])[0].text == "start()\n"
+
+
+def test_a_draft_never_starts_inside_a_comment_or_string_when_the_cursor_is_in_code():
+    source = "# result = compute_total(cart)\nlabel = 'result = compute_label(x)'\n"
+    assert find_drafts("result = compute_", [("a.py", source)], language="python") == []
+    code = source + "result = compute_price(cart)\n"
+    assert [d.text for d in find_drafts("result = compute_", [("a.py", code)], language="python")] == [
+        "price(cart)\n"
+    ]
+    # In a comment, a comment is a fine draft.
+    assert find_drafts("# result = compute_", [("a.py", source)], language="python")[0].text.startswith(
+        "total"
+    )
+    assert (
+        in_prose('x = "a # b', None)
+        and in_prose("x = 1  // note", None)
+        and not in_prose("x = 'a' + b", None)
+    )
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_draft_sources_are_in_the_documents_language_and_tests_rank_by_kind(tmp_path):
+    root = tmp_path / "ws"
+    write(root / "retry/base.py", "class RetryBase(abc.ABC):\n    def retry_base(self): ...\n")
+    write(root / "retry/retry.go", "package retry\n\nfunc RetryBase() error { return nil }\n")
+    write(root / "lib/waits.py", "def wait_for(result, limit):\n    result = wait_random(limit)\n")
+    write(
+        root / "tests/test_waits.py",
+        "def test_wait_for(result, limit):\n    result = _retryable_test(limit)\n",
+    )
+    index = WorkspaceIndex()
+    index.start()
+    index.add_folder(str(root))
+    assert index.wait_idle(60)
+    try:
+        text = "package retry\n\nfunc main() {\n    retry_base"
+        go = index.retrieve((root / "cmd/main.go").as_uri(), text, len(text), "go")
+        assert go.sources and all(path.endswith(".go") for path, _ in go.sources), [p for p, _ in go.sources]
+        text = "def wait(result, limit):\n    result = "
+        library = index.retrieve((root / "lib/more.py").as_uri(), text, len(text), "python")
+        names = [Path(path).name for path, _ in library.sources]
+        assert names.index("waits.py") < names.index("test_waits.py"), names
+        tests = index.retrieve((root / "tests/test_more.py").as_uri(), text, len(text), "python")
+        names = [Path(path).name for path, _ in tests.sources]
+        assert names.index("test_waits.py") < names.index("waits.py"), names
+    finally:
+        index.stop()
+
+
+def context(text: str, offset: int, language: str):
+    tree = parser_for(language).parse(text.encode())
+    return build_context(text, offset, language, 1024, 32, tree)
+
+
+def test_a_draft_that_adds_a_syntax_error_is_not_offered():
+    text = "class Queue<T> {\n  push(item: T) {\n    const found = this.items.find((x) => x === item);\n    this.\n  }\n}\n"
+    offset = text.index("this.\n") + len("this.")
+    ctx = context(text, offset, "typescript")
+    bad = (
+        "b.ts",
+        "impl Queue {\n    fn push(this.&mut self, item: T) {\n",
+    )  # "this." then Rust: an error here
+    good = ("c.ts", "    this.items.push(item);\n")
+    found = [d.text for d in drafts_at(text, offset, [bad, good], language="typescript")]
+    assert any("&mut self" in d for d in found), found  # the finder finds it; the syntax check drops it
+    kept = [d.text for d in fitting_drafts(text, offset, ctx, [bad, good])]
+    assert "items.push(item);" in kept and not any("&mut" in d for d in kept), kept
