@@ -35,6 +35,7 @@ BANNER_CHARS = set("=-*#~_+/")  # "# =======" is a banner, not a model stuck in 
 MAX_REPEAT_UNIT = 30
 NEXT_LINES = 8  # how many of the document's next lines a suggestion is compared with
 OPEN_BRACKET_LINES = 20  # prefix lines scanned for brackets still open at the cursor
+NEXT_LINE_START_LINES = 4  # lines a suggestion that starts on the next line may keep
 
 
 def apply_filters(text: str, ctx: FillContext, pipeline: list[Filter]) -> str:
@@ -61,25 +62,40 @@ def drop_control_characters(text: str, ctx: FillContext) -> str:
     return text if found is None else text[:found]
 
 
+def no_doubled_space(text: str, ctx: FillContext) -> str:
+    """After a space typed mid-line (``return █``), a suggestion's own leading space would make
+    two (``return  this;``): it goes.  At a line's indentation it is indentation, and stays."""
+    if ctx.line_before.strip() and ctx.line_before.endswith((" ", "\t")) and ctx.string_quote is None:
+        return text.lstrip(" \t")
+    return text
+
+
 def stay_inside_string(text: str, ctx: FillContext) -> str:
-    """Inside a string, never close it or escape its end: cut at the string's quote or at a
-    backslash (an escape the model half-wrote can make the whole file invalid)."""
+    """Inside a string, never escape its end: cut at a backslash (an escape the model half-wrote
+    can make the whole file invalid).  Where the rest of the line already closes the string, cut
+    at its quote too; where it does not (``print("Hello, █`` at the end of the line), the quote
+    and what closes after it stay (``world!")``): the string was open, and so was the call."""
     if ctx.string_quote is None:
         return text
-    cut = min((i for i in (text.find(ctx.string_quote), text.find("\\")) if i >= 0), default=len(text))
-    return text[:cut]
+    backslash = text.find("\\")
+    text = text if backslash < 0 else text[:backslash]
+    if ctx.string_quote in ctx.line_after:
+        quote = text.find(ctx.string_quote)
+        return text if quote < 0 else text[:quote]
+    return text.split("\n", 1)[0]
 
 
 def limit_to_scope(text: str, ctx: FillContext) -> str:
     """One line for one-line shapes; otherwise stop at a line that leaves the cursor's scope
     (less indented than it) and after the shape's line bound.  Where the shape allows it
-    (``open_block_lines``), a block the suggestion opens is kept to its end instead."""
+    (``open_block_lines``), a block the suggestion opens is kept to its end instead.  At the end
+    of a line, a suggestion that starts on the next line is kept (``_next_line_start``)."""
     lines = text.split("\n")
     block = _own_block(lines, ctx)
     if block:
         return "\n".join(block)
     if ctx.shape.single_line:
-        return lines[0]
+        return _next_line_start(lines, ctx) or lines[0]
     kept = [lines[0]]
     for line in lines[1 : ctx.shape.max_lines]:
         if (
@@ -92,6 +108,31 @@ def limit_to_scope(text: str, ctx: FillContext) -> str:
             break
         kept.append(line)
     return "\n".join(kept)
+
+
+def _next_line_start(lines: list[str], ctx: FillContext) -> str:
+    """A suggestion that starts with a line break at the end of a line (``POSTGRES_PASSWORD:
+    pass█`` -> ``\\n  POSTGRES_DB: mydb``; ``return a + b█`` -> ``\\n}``), when the cursor's line
+    is complete (nothing after the cursor but closers): its next lines at the cursor line's
+    indentation or deeper, up to ``NEXT_LINE_START_LINES``, and a line of closers that leaves
+    the scope as its last.  "" when it is not one."""
+    if ctx.shape.kind is not ShapeKind.LINE_REST or lines[0].strip() or len(lines) < 2:
+        return ""
+    if ctx.line_after.strip() and not only_closers(ctx.line_after) or not ctx.line_before.strip():
+        return ""
+    scope = indent_width(ctx.line_before)
+    kept: list[str] = []
+    for line in lines[1 : 1 + NEXT_LINE_START_LINES]:
+        if not line.strip():
+            break  # a blank line after a complete statement: the suggestion is done
+        if indent_width(line) < scope:
+            if only_closers(line) or (spec_of(ctx.language) is not None and re.match(
+                spec_of(ctx.language).block_close or "^$", line.strip()
+            )):  # fmt: skip
+                kept.append(line)
+            break
+        kept.append(line)
+    return "\n" + "\n".join(kept) if kept else ""
 
 
 def _closes_unclosed_block(line: str, ctx: FillContext) -> bool:
@@ -322,6 +363,7 @@ def keep_line_endings(text: str, ctx: FillContext) -> str:
 PIPELINE: list[Filter] = [
     middle_to_lf,
     drop_control_characters,
+    no_doubled_space,
     stay_inside_string,
     limit_to_scope,
     drop_repetition,
