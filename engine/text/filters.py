@@ -156,12 +156,13 @@ def _own_block(lines: list[str], ctx: FillContext) -> list[str]:
     (``get█`` -> ``ter() {`` ... ``}``); [] when it opens none, or does not close it in time."""
     spec = spec_of(ctx.language)
     bound = ctx.shape.open_block_lines
-    if not bound or spec is None or len(lines) < 2:
+    if not bound or len(lines) < 2:
         return []
     # The block opens on the suggestion's first line, or, on a blank line, on a line of the scope.
+    # Without a grammar (spec None) only a "{" opens one: CSS, Vue, Solidity, C#, ... use braces.
     for start in range(min(len(lines), ctx.shape.max_lines)):
         line = (ctx.line_before if start == 0 else "") + lines[start]
-        if opens_block(line, spec):
+        if opens_block(line, spec) if spec is not None else line.rstrip().endswith("{"):
             break
     else:
         return []
@@ -169,7 +170,7 @@ def _own_block(lines: list[str], ctx: FillContext) -> list[str]:
     depth = 0
     for end in range(start, min(len(lines), start + bound)):
         line = lines[end]
-        if spec.block_style is BlockStyle.BRACES:
+        if spec is None or spec.block_style is BlockStyle.BRACES:
             code = code_only(line, ctx.language)
             depth += code.count("{") - code.count("}")
             closed = end > start and depth <= 0
