@@ -2,7 +2,8 @@
 
 mlx and mlx-vlm are an optional extra (``pip install "difill[mlx]"``).  mlx-vlm reads difill's
 checkpoint as it ships (config.json with ``global_head_dim`` and ``num_global_key_value_heads``,
-safetensors weights) and an MLX-converted one (``mlx_vlm.convert``, quantised or not).
+safetensors weights), one saved by transformers without those keys (read off the weights here)
+and an MLX-converted one (``mlx_vlm.convert``, quantised or not).
 
 dtype: MLX's CPU backend runs the MoE layers' ``gather_mm`` in float32 only, so float16 and
 bfloat16 weights are cast to float32 when the device is the CPU; on Metal they stay as stored.
@@ -11,7 +12,9 @@ bfloat16 weights are cast to float32 when the device is the CPU; on Metal they s
 from __future__ import annotations
 
 import json
-import re
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +22,7 @@ from difill.engine.api import ModelLoadError
 
 INSTALL = 'pip install "difill[mlx]"'
 # Keys mlx-vlm reads with a default that does not fit DiffusionGemma's full-attention layers
-# (it assumes 512-wide heads): a config without them fails on shapes, so name them first.
+# (it assumes 512-wide heads): a config without them fails on shapes.
 REQUIRED_TEXT_KEYS = ("global_head_dim", "num_global_key_value_heads")
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 
@@ -36,20 +39,49 @@ def require_mlx() -> Any:
     return mx
 
 
-def check_mlx_config(path: Path) -> None:
-    """Raise ModelLoadError naming the config keys mlx-vlm needs and ``path`` lacks."""
+def completed_config(path: Path) -> dict | None:
+    """config.json with the keys mlx-vlm needs read off the weights where it lacks them (as the
+    GGUF exporter does: transformers leaves them out of configs it saves); None: nothing missing.
+    Raises ModelLoadError naming the keys when the weights cannot tell them either."""
     try:
         config = json.loads((path / "config.json").read_text())
     except (OSError, ValueError) as err:
         raise ModelLoadError(f"cannot read {path / 'config.json'}: {err}") from None
     text = config.get("text_config", config)
     missing = [key for key in REQUIRED_TEXT_KEYS if key not in text]
-    if missing:
+    if not missing:
+        return None
+    from safetensors import safe_open
+
+    from difill.engine.native.gguf_export import attention_shapes
+
+    try:
+        with safe_open(path / "model.safetensors", "np") as tensors:
+            shapes = attention_shapes(tensors, text["layer_types"])
+        text.update({key: shapes[key] for key in missing})
+    except Exception:  # noqa: BLE001 - no single safetensors file, other weight names, no layer_types
         raise ModelLoadError(
             f"{path / 'config.json'} has no {' or '.join(missing)} in text_config, which mlx-vlm needs "
-            "for DiffusionGemma's full-attention layers (it would assume 512): add them as the "
-            "checkpoint's weights have them (its full-attention k_proj rows / heads)"
-        )
+            "for DiffusionGemma's full-attention layers (it would assume 512), and they could not be "
+            "read off model.safetensors: add them to text_config"
+        ) from None
+    return config
+
+
+@contextmanager
+def mlx_readable(path: Path) -> Iterator[Path]:
+    """``path``, or a temporary directory of links to its files with the completed config.json."""
+    config = completed_config(path)
+    if config is None:
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="difill-mlx-") as tmp:
+        view = Path(tmp)
+        for item in path.iterdir():
+            if item.name != "config.json":
+                (view / item.name).symlink_to(item.resolve())
+        (view / "config.json").write_text(json.dumps(config))
+        yield view
 
 
 def load_mlx_model(path: Path, dtype: str = "auto") -> Any:
@@ -59,9 +91,11 @@ def load_mlx_model(path: Path, dtype: str = "auto") -> Any:
 
     if dtype not in DTYPES:
         raise ModelLoadError(f"unknown MLX dtype {dtype!r}; use one of {', '.join(DTYPES)}")
-    check_mlx_config(path)
     try:
-        model = load_model(path)
+        with mlx_readable(path) as readable:
+            model = load_model(readable)  # eager: every weight is read before the links go
+    except ModelLoadError:
+        raise
     except Exception as err:  # noqa: BLE001 - mlx-vlm raises ValueError, KeyError, FileNotFoundError...
         raise ModelLoadError(f"mlx-vlm could not load {path}: {load_failure(err)}") from None
     if not hasattr(model, "diffusion_prefill_cache"):
@@ -83,10 +117,12 @@ def load_mlx_model(path: Path, dtype: str = "auto") -> Any:
 
 
 def load_failure(err: BaseException) -> str:
-    """The first line of mlx-vlm's error, with the parameter it names kept in view."""
-    text = str(err).strip() or type(err).__name__
-    first = text.splitlines()[0]
-    if len(first) > 400:  # "Missing N parameters: a, b, ..." lists every one: name the first few
-        names = re.findall(r"[\w.]+\.(?:weight|bias|scales|biases)", first)
-        first = first[:200] + (f"... ({', '.join(names[:3])} ...)" if names else "...")
-    return first
+    """mlx-vlm's error on one line; "Missing N parameters: ..." lists every one, so at most five
+    of them are named."""
+    text = " ".join(str(err).split()) or type(err).__name__
+    head, sep, names = text.partition("parameters: ")
+    if sep and names:
+        listed = names.split(", ")
+        more = f" and {len(listed) - 5} more" if len(listed) > 5 else ""
+        return f"{head}{sep}{', '.join(listed[:5])}{more}"
+    return text[:500]
