@@ -28,6 +28,7 @@ import torch
 from difill.engine.infill import InfillEngine
 from difill.engine.mlx.runtime import load_mlx_model, require_mlx
 from difill.engine.model import LoadedModel, load_checkpoint_meta
+from difill.engine.prefix_cache import common_prefix
 from difill.engine.sampler import DenoiseRequest, SamplerConfig
 
 
@@ -55,9 +56,7 @@ class MlxPrefix:
         """A cache holding exactly ``token_ids``.  The caller must not modify it."""
         if not token_ids:
             raise ValueError("a prefix needs at least one token (the engine adds bos or a newline)")
-        common, limit = 0, min(len(token_ids), len(self.token_ids))
-        while common < limit and token_ids[common] == self.token_ids[common]:
-            common += 1
+        common = common_prefix(token_ids, self.token_ids)
         remove = len(self.token_ids) - common
         if self.cache is not None and remove and common:
             if all(layer.is_trimmable() for layer in self.cache):
