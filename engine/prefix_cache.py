@@ -50,10 +50,7 @@ class PrefixCache:
         """A cache holding exactly ``token_ids`` (batch 1).  The caller must not modify it."""
         if not token_ids:
             raise ValueError("a prefix needs at least one token (the engine adds bos or a newline)")
-        common = 0
-        limit = min(len(token_ids), len(self.token_ids))
-        while common < limit and token_ids[common] == self.token_ids[common]:
-            common += 1
+        common = common_prefix(token_ids, self.token_ids)
         if common < len(self.token_ids) and common > 0 and not self._crop(len(self.token_ids) - common):
             self.reencodes += 1
             common = 0
@@ -123,6 +120,15 @@ class PrefixCache:
             layer.cumulative_length = kept
         self.token_ids = self.token_ids[:kept]
         return True
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    """How many leading tokens ``a`` and ``b`` share: what a prefix cache holding ``b`` can keep
+    (this cache, and the MLX engine's in engine/mlx/engine.py)."""
+    n, limit = 0, min(len(a), len(b))
+    while n < limit and a[n] == b[n]:
+        n += 1
+    return n
 
 
 def expand_cache(cache: DynamicCache, batch: int) -> DynamicCache:

@@ -17,7 +17,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 
-ENGINES = ("auto", "torch", "llamacpp")  # engine/backends' ENGINES (not imported: it loads the remote client)
+# engine/backends' ENGINES (not imported: it loads the remote client)
+ENGINES = ("auto", "torch", "llamacpp", "mlx")
 
 
 def runs(target: str):
@@ -49,7 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
             "--engine",
             default="auto",
             choices=ENGINES,
-            help="auto: llama.cpp where --gguf names a GGUF, else torch (docs/llamacpp.md)",
+            help="auto: llama.cpp where --gguf names a GGUF, else torch (docs/llamacpp.md); "
+            "mlx: mlx-vlm, pip install difill[mlx] (docs/mlx.md)",
         )
         p.add_argument(
             "--gguf", help="the model's GGUF for --engine llamacpp (the shipped model's is exported)"

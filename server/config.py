@@ -200,9 +200,10 @@ class Settings:
     device: str = setting("device", Device(), "auto")
 
     # Which in-process engine runs the model: "torch", "llamacpp" (llama.cpp's DiffusionGemma,
-    # docs/llamacpp.md; `difill build-native` first) or "auto" (llama.cpp where `ggufPath` names a
-    # GGUF, else torch).  Changing it reloads.
-    engine: str = setting("engine", Choice(("auto", "torch", "llamacpp")), "auto")
+    # docs/llamacpp.md; `difill build-native` first), "mlx" (mlx-vlm on a Mac, docs/mlx.md;
+    # `pip install "difill[mlx]"`) or "auto" (llama.cpp where `ggufPath` names a GGUF, else torch).
+    # Changing it reloads.
+    engine: str = setting("engine", Choice(("auto", "torch", "llamacpp", "mlx")), "auto")
 
     # The GGUF of `modelPath` for the llama.cpp engine (the shipped model's is exported on first
     # use).  Changing it reloads.

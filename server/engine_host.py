@@ -247,6 +247,8 @@ class EngineHost(Feature):
         where = remote or (loaded.path if loaded else model_path)
         if getattr(engine, "worker", None) is not None:  # engine/native/engine.py
             where = f"{where} (llama.cpp)"
+        elif getattr(engine, "mlx_model", None) is not None:  # engine/mlx/engine.py
+            where = f"{where} (MLX)"
         progress.end(f"ready ({elapsed / 1000:.1f} s)")
         log.info("model ready at %s in %.0f ms", where, elapsed)
         # The load time goes in the message: `latencyMs` is a suggestion's latency, which clients

@@ -16,7 +16,7 @@ __all__ = [
     "API_KEY_ENV", "BackendError", "EngineChoice", "InfillBackend", "RemoteBackend", "local_backend",
     "make_backend",
 ]  # fmt: skip
-ENGINES = ("auto", "torch", "llamacpp")
+ENGINES = ("auto", "torch", "llamacpp", "mlx")
 ENGINE_ENV = "DIFILL_ENGINE"  # replaces "auto" where it is set
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,8 @@ class EngineChoice:
 
     ``auto``: llama.cpp where a GGUF is named (and its worker is built), else torch.
     ``llamacpp`` also runs the shipped model (its GGUF is exported on first use), and fails with
-    what to build or export.
+    what to build or export.  ``mlx`` runs the checkpoint in mlx-vlm (``difill[mlx]``, docs/mlx.md):
+    difill's own directory or an MLX-converted one; never chosen by ``auto``.
     """
 
     name: str = "auto"
@@ -62,6 +63,10 @@ def local_backend(
             if engine.name == "llamacpp":
                 raise
             log.warning("the llama.cpp engine did not start (%s); using torch", err)
+    if engine.name == "mlx":  # MLX picks its own device: Metal on a Mac, else the CPU
+        from difill.engine.mlx.engine import load_mlx_engine
+
+        return load_mlx_engine(model)
     from difill.engine.infill import InfillEngine
     from difill.engine.model import load_model
 

@@ -184,7 +184,7 @@ class RemoteBackend:
         answer = self._post("/v1/chat/completions", body, should_stop)
         text, complete, tokens = self._parse(lambda a: answers.first_choice(a, True, None), answer)
         text = self._parse(lambda t: answers.bounded_rewrite(t, selection, body["max_tokens"]), text)
-        text = openai.strip_fences(text)
+        text = openai.chat_text(text)
         return openai.result_of(
             text, complete, tokens, len(selection), (time.perf_counter() - started) * 1000
         )
@@ -201,26 +201,28 @@ class RemoteBackend:
             )
         else:
             answer = self._openai_completion(model, prefix, suffix, options, should_stop)
-            if answer is None:  # the server refused `suffix`: use the chat prompt from now on
+            if answer is None:  # no `suffix` (or no /v1/completions) there: use chat from now on
                 self.fim = chat = "chat"
                 body = openai.fim_chat_body(model, prefix, suffix, options)
                 answer = self._post("/v1/chat/completions", body, should_stop)
         limit = options.max_hole_tokens
         text, complete, tokens = self._parse(lambda a: answers.first_choice(a, bool(chat), limit), answer)
         if chat:
-            text = openai.strip_fences(text)
+            text = openai.chat_text(text)
         elapsed = (time.perf_counter() - started) * 1000
         return openai.result_of(text, complete, tokens, options.max_hole_tokens, elapsed)
 
     def _openai_completion(self, model, prefix, suffix, options, should_stop) -> Any | None:
-        """The /v1/completions answer, or None when the server does not take ``suffix`` (fim auto)."""
+        """The /v1/completions answer, or None (fim auto) when the server does not take ``suffix``
+        (vLLM: a 400 about it) or has no /v1/completions (mlx-vlm's server: a 404)."""
         body = openai.completion_body(model, prefix, options, options.max_hole_tokens)
         if suffix:
             body["suffix"] = suffix
         try:
             return self._post("/v1/completions", body, should_stop)
         except HttpStatusError as err:
-            if self.fim == "auto" and suffix and err.status in (400, 422) and "suffix" in err.detail.lower():
+            refused_suffix = suffix and err.status in (400, 422) and "suffix" in err.detail.lower()
+            if self.fim == "auto" and (refused_suffix or err.status == 404):
                 return None
             raise
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from backend_helpers import read_body, send
 
-from difill.engine.api import FillOptions
+from difill.engine.api import BackendError, FillOptions
 from difill.engine.backends import RemoteBackend
 from difill.engine.text.context import build_context
 from difill.engine.text.pipeline import shown_texts
@@ -105,3 +106,57 @@ def test_the_context_block_goes_before_the_prefix_in_an_openai_prompt(fake_serve
     path, body = requests[-1]
     assert (path, body["prompt"], body["suffix"]) == ("/v1/completions", block + "print(add(", ")\n")
     remote.close()
+
+
+def test_a_server_without_completions_gets_the_chat_prompt_and_its_markers_are_dropped(fake_server):
+    """mlx-vlm's server: /v1/completions answers 404, and its chat answers keep special tokens."""
+    requests = []
+    answer = "<|hole|>a + b<|fill|><|fill|>)\n<turn|>"
+    handler = vllm_like(requests, accepts_suffix=True, chat_answer=answer)
+
+    def no_completions(request):
+        if request.path == "/v1/completions":
+            requests.append((request.path, json.loads(read_body(request))))
+            send(request, 404, b'{"detail": "Not Found"}')
+        else:
+            handler(request)
+
+    remote = RemoteBackend(fake_server(no_completions))
+    assert remote.fill("print(add(", ")\n").text == "a + b"
+    assert remote.fim == "chat"
+    assert [p for p, _ in requests[-2:]] == ["/v1/completions", "/v1/chat/completions"]
+    remote.close()
+
+
+def test_a_404_is_not_taken_for_a_missing_endpoint_when_fim_is_pinned(fake_server):
+    requests = []
+
+    def no_completions(request):
+        read_body(request)
+        requests.append(request.path)
+        if request.path == "/v1/models":
+            send(request, 200, json.dumps({"object": "list", "data": [{"id": MODEL}]}).encode())
+        else:
+            send(request, 404, b'{"detail": "Not Found"}')
+
+    remote = RemoteBackend(fake_server(no_completions), protocol="openai", fim="suffix", canvas="plain")
+    with pytest.raises(BackendError, match="404"):
+        remote.fill("x = ", "\n")
+    assert "/v1/chat/completions" not in requests
+    remote.close()
+
+
+@pytest.mark.parametrize(
+    "answer,text",
+    [
+        ("a + b<|fill|><|fill|>", "a + b"),
+        ("<start_of_turn>a + b<end_of_turn>\nmore", "a + b"),
+        ("<|turn>```python\na + b\n```<turn|>", "a + b"),
+        ("x<|fill_here|>y<eos>z", "xy"),
+        ("a <| b |> c", "a <| b |> c"),  # not a special token: kept
+    ],
+)
+def test_chat_answers_lose_the_models_special_tokens(answer, text):
+    from difill.engine.backends.openai import chat_text
+
+    assert chat_text(answer) == text

@@ -9,7 +9,7 @@
 ---@field contextDrafts? "auto"|"show"|"seed"|"off"  drafts from the context: shown as ghost text, seeded into the canvas, or not used
 ---@field remoteCanvas? "auto"|"seeded"|"plain"  how fills reach a vLLM remote: seeded canvas (vLLM #57250), chat prompt, or auto
 ---@field device? "auto"|"cpu"|"cuda"
----@field engine? "auto"|"torch"|"llamacpp"  the engine that runs the model (llamacpp: `difill build-native` first)
+---@field engine? "auto"|"torch"|"llamacpp"|"mlx"  the engine that runs the model (llamacpp: `difill build-native` first; mlx: `pip install "difill[mlx]"`)
 ---@field ggufPath? string         the model's GGUF for the llama.cpp engine (default: the shipped model's)
 ---@field llamacppWorker? string   the difill-llama-worker binary (default: the one built)
 ---@field llamacppThreads? integer llama.cpp threads (0: half the cores)
