@@ -228,13 +228,27 @@ def drafts_at(
     found = find_drafts(
         to_lf(text[:offset]), [after, *sources], max_drafts=DRAFTS_PER_REQUEST, language=language
     )
-    return [*index_drafts, *found]
+    names = [d for d in index_drafts if d.kind == "symbol"]
+    if not names:
+        return [*index_drafts, *found]
+    # A symbol with what followed it elsewhere (``errors.`` -> ``RetryError(attempt)``) beats the
+    # bare name: the lookup carries its arguments.  Other lookups name no candidate: after them.
+    with_names = [
+        Draft(d.text, d.source, d.matched, kind="symbol")
+        for d in found
+        if any(d.text.startswith(n.text) and not d.text[len(n.text) : len(n.text) + 1].isidentifier()
+               for n in names)
+    ]  # fmt: skip
+    others = [d for d in index_drafts if d.kind != "symbol"]
+    rest = [d for d in found if d.text not in {w.text for w in with_names}]
+    return [*others, *with_names, *names, *rest]
 
 
 def is_sure(draft: Draft) -> bool:
     """A draft that "show" makes the ghost text with no model run: an import line from the
-    workspace index, or a continuation after a long match (docs/drafts.md, SHOW_MIN_MATCH)."""
-    return draft.kind in ("import", "new-import") or draft.matched >= SHOW_MIN_MATCH
+    workspace index, a name the module or the imports define (server/context/symbols.py), or a
+    continuation after a long match (docs/drafts.md, SHOW_MIN_MATCH)."""
+    return draft.kind in ("import", "new-import", "symbol") or draft.matched >= SHOW_MIN_MATCH
 
 
 def draft_mode(engine: object, settings: Settings) -> str:

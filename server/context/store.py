@@ -62,6 +62,7 @@ class Store:
     def __init__(self) -> None:
         self.files: dict[int, IndexedFile] = {}
         self.by_path: dict[str, int] = {}
+        self.generation = 0  # changes with every file added or removed: what a cache keys on
         self.directories: Counter[str] = Counter()  # directory -> files indexed below it (a folder deleted)
         self.bytes = 0
         self._next_file = 0
@@ -126,6 +127,7 @@ class Store:
         record.name_bytes = min(record.cost, NAME_BYTES * new_names)  # counted by cost_of
         self.files[file_id] = record
         self.by_path[record.path] = file_id
+        self.generation += 1
         self.directories.update(_directories_of(record))
         self.bytes += record.cost
         self._live_postings += record.postings
@@ -136,6 +138,7 @@ class Store:
         if file_id is None:
             return
         record = self.files.pop(file_id)
+        self.generation += 1
         for directory in _directories_of(record):
             self.directories[directory] -= 1
             if self.directories[directory] <= 0:

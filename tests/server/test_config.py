@@ -105,6 +105,11 @@ def test_every_setting_declares_a_key_and_a_kind():
 
 KIND_CASES = [
     # (kind, raw value, (converted, problem))
+    ("Globs", ["secrets/", "*.tfvars"], (("secrets/", "*.tfvars"), None)),
+    ("Globs", [], ((), None)),
+    ("Globs", ["a\nb"], (None, "must be a list of at most 1000 one-line glob patterns (gitignore syntax)")),
+    ("Globs", "secrets/", (None, "must be a list of at most 1000 one-line glob patterns (gitignore syntax)")),
+    ("Globs", ["x" * 1025], (None, "must be a list of at most 1000 one-line glob patterns (gitignore syntax)")),
     ("DirectoryPath", "/models/m", ("/models/m", None)),
     ("DirectoryPath", "  ", (None, None)),
     ("DirectoryPath", None, (None, None)),

@@ -1,0 +1,184 @@
+"""Names from other files (issue 36): cases where the code at the cursor starts with a symbol that
+another file of the same package defines, scored through the server's suggestion path.
+
+    python -m difill.lab.symbol_eval [--cases 60] [--packages workspace|tuning] [--seed 0]
+
+Kinds, each from every package's own files (the corpus's rule: no tests), the cursor where a
+user would stand and the rest of its line gone (it is still to be written):
+
+* ``module``: right after ``alias.``, where ``alias`` is an import of a package module that
+  defines the next name at its top level (``errors.█RetryError(...)``);
+* ``imported``: right before a use of a name the file imports from another package module
+  (``raise █TryAgain``), nothing of it typed;
+* ``imported, 2 typed``: the same with its first two characters typed.
+
+Each package is indexed whole as a workspace folder by the server's own index (workspace_eval's
+``PackageIndexes``), so the defining file is in the index and every request gets the server's
+retrieval.  Rows: ``retrieval`` (the best draft alone, no model) and ``served`` (the editor's
+default path, the model run when no sure draft).  ``named``: the shown text starts with the
+symbol (the rest of it, when typed); ``exact``: the whole rest of the line.  The cases are
+drawn with the seed and never chosen by how a row does on them; ``--packages tuning`` picks the
+tuning packages, on which any ranking choice is made before the workspace packages are run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import re
+import statistics
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from difill.lab.workspace_eval import PackageIndexes, Packages, fetch_packages
+from difill.server.context import symbols
+from difill.server.context.drafts import in_prose
+from difill.server.served import ServedModel
+
+KINDS = ("module", "imported", "imported, 2 typed")
+USE = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*){0,4})\.([A-Za-z_]\w*)")
+NAME = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\b")
+IMPORT_STATEMENT = re.compile(r"^[ \t]*(?:from|import)[ \t]")
+
+
+@dataclass(frozen=True)
+class SymbolCase:
+    path: str  # package/relative path
+    text: str  # the file without the rest of the cursor's line
+    offset: int
+    expected: str  # the rest of the line that was removed
+    symbol: str  # the part of the symbol still to write
+
+
+def _inside(path: str) -> str:
+    return path.split("/", 1)[1]
+
+
+def symbol_cases(packages: Packages, per_kind: int, seed: int) -> dict[str, list[SymbolCase]]:
+    found: dict[str, list[SymbolCase]] = {kind: [] for kind in KINDS}
+    for files in packages.values():
+        by_relative = {_inside(path): text for path, text in files if path.endswith(".py")}
+        names_of = {relative: set(symbols.top_level_names(text)) for relative, text in by_relative.items()}
+
+        for path, text in files:
+            if not path.endswith(".py"):
+                continue
+            current = _inside(path)
+            imports = symbols.imports_of(text)
+            lines = text.split("\n")
+            last_import = max((i for i, line in enumerate(lines) if IMPORT_STATEMENT.match(line)), default=-1)
+            start = sum(len(line) + 1 for line in lines[: last_import + 1])
+            for match in USE.finditer(text, start):
+                module = symbols.module_of_chain(match.group(1), imports)
+                target = _defining(by_relative, module, current) if module else None
+                if target and match.group(2) in names_of[target]:
+                    case = _case(path, text, match.start(2), match.group(2), 0)
+                    if case is not None:
+                        found["module"].append(case)
+            for match in NAME.finditer(text, start):
+                name = match.group(1)
+                if name not in imports.names:
+                    continue
+                module, original = imports.names[name]
+                target = _defining(by_relative, module, current)
+                if target and original in names_of[target]:
+                    for kind, typed in (("imported", 0), ("imported, 2 typed", 2)):
+                        case = _case(path, text, match.start(1), name, typed)
+                        if case is not None and len(name) > typed + 1:
+                            found[kind].append(case)
+    rng = random.Random(seed)
+    return {kind: rng.sample(cases, min(per_kind, len(cases))) for kind, cases in found.items()}
+
+
+def _defining(by_relative: dict[str, str], module: str, current: str) -> str | None:
+    """The package file (relative path) that ``module`` names from ``current``, not itself."""
+    for tail in symbols.module_paths(module, current):
+        for relative in by_relative:
+            whole = tail.startswith("/")
+            if (relative == tail[1:]) if whole else (relative == tail or relative.endswith("/" + tail)):
+                return relative if relative != current else None
+    return None
+
+
+def _case(path: str, text: str, at: int, name: str, typed: int) -> SymbolCase | None:
+    line_start = text.rfind("\n", 0, at) + 1
+    line_end = text.find("\n", at)
+    line_end = len(text) if line_end < 0 else line_end
+    before = text[line_start:at]
+    if IMPORT_STATEMENT.match(text[line_start:line_end]) or in_prose(before, None) or not before.strip():
+        return None
+    offset = at + typed
+    return SymbolCase(path, text[:offset] + text[line_end:], offset, text[offset:line_end], name[typed:])
+
+
+def score(model: ServedModel, cases: dict[str, list[SymbolCase]], indexes: PackageIndexes) -> dict:
+    served = {"retrieval": model, "served": model}
+    report: dict = {}
+    for kind, kind_cases in cases.items():
+        rows = {row: {"named": 0, "exact": 0, "ms": []} for row in served}
+        for case in kind_cases:
+            started = time.perf_counter()
+            context = indexes.retrieval(case.path, case.text, case.offset)
+            lookup_ms = (time.perf_counter() - started) * 1000
+            shown = model.suggest(case.text, case.offset, indexes.uri(case.path), sources=context.sources,
+                                  snippets=context.snippets, index_drafts=context.drafts)  # fmt: skip
+            for row, text, ms in (
+                ("retrieval", shown.retrieved, shown.retrieval_ms + lookup_ms),
+                ("served", shown.text, shown.ms + lookup_ms),
+            ):
+                rest = text[len(case.symbol) : len(case.symbol) + 1]
+                rows[row]["named"] += text.startswith(case.symbol) and not (rest.isalnum() or rest == "_")
+                rows[row]["exact"] += text.strip() == case.expected.strip()
+                rows[row]["ms"].append(ms)
+        report[kind] = {
+            row: {
+                "cases": len(kind_cases),
+                "named": round(r["named"] / max(1, len(kind_cases)), 4),
+                "exact": round(r["exact"] / max(1, len(kind_cases)), 4),
+                "p50_ms": round(statistics.median(r["ms"]), 1) if r["ms"] else None,
+            }
+            for row, r in rows.items()
+        }
+    return report
+
+
+def format_report(report: dict) -> str:
+    lines = ["| kind (cases) | row | symbol named | exact rest of line | p50 ms |", "|---|---|---|---|---|"]
+    for kind, rows in report.items():
+        for row, r in rows.items():
+            lines.append(
+                f"| {kind} ({r['cases']}) | {row} | {r['named']:.1%} | {r['exact']:.1%} | {r['p50_ms']} |"
+            )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from difill.lab.quality import load_served
+    from difill.lab.training.corpus_sources import TUNING_PACKAGE_LIST, WORKSPACE_PACKAGE_LIST, read_pins
+
+    parser = argparse.ArgumentParser(
+        prog="python -m difill.lab.symbol_eval", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--cases", type=int, default=60, help="cases per kind")
+    parser.add_argument("--packages", choices=("workspace", "tuning"), default="workspace")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--cache", default="data/archives", help="where the fetched package archives are kept"
+    )
+    args = parser.parse_args(argv)
+    pins = read_pins(WORKSPACE_PACKAGE_LIST if args.packages == "workspace" else TUNING_PACKAGE_LIST)
+    packages = fetch_packages(pins, Path(args.cache))
+    cases = symbol_cases(packages, args.cases, args.seed)
+    model = load_served(None)
+    model = ServedModel(model.engine, replace(model.settings), model.experiment)
+    indexes = PackageIndexes(packages)
+    try:
+        print(format_report(score(model, cases, indexes)))
+    finally:
+        indexes.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
