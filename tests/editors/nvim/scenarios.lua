@@ -211,6 +211,49 @@ S[#S + 1] = { name = "code_action_with_instruction_asks", fn = function(r)
   assert(ok, err)
 end }
 
+--- The `gra` menu as a user meets it: a linewise selection, Neovim's own code-action menu
+--- (inputlist), "1<CR>" for "Rewrite selection"; the time from that choice to the first draft
+--- drawn in the buffer. With codeAction/resolve in the path Neovim ended the keystroke in Visual
+--- mode after the menu's message and paused ~4 s before drawing anything (issue 40).
+S[#S + 1] = { name = "code_action_menu_to_first_draft", fn = function(r)
+  local proposals = require("difill.proposals")
+  local select, on_draft = vim.ui.select, proposals.on_draft
+  local chosen_at, drawn_at
+  vim.ui.select = function(items, opts, on_choice)
+    r.titles = vim.tbl_map(opts.format_item or tostring, items)
+    vim.api.nvim_input("1<CR>") -- what the user types at the menu's prompt: read by inputlist()
+    return select(items, opts, function(item, idx)
+      chosen_at = vim.uv.hrtime()
+      return on_choice(item, idx)
+    end)
+  end
+  proposals.on_draft = function(err, params, ctx)
+    on_draft(err, params, ctx)
+    local drawn = #vim.api.nvim_buf_get_extmarks(0, proposals.ns, 0, -1, {}) > 0
+    if chosen_at and not drawn_at and drawn then
+      drawn_at = vim.uv.hrtime()
+    end
+  end
+  local ok, err = pcall(function()
+    open("menu_action.py", function_variants()[1])
+    vim.api.nvim_input("4GVjjgra") -- a linewise selection, then Neovim's default code-action key
+    T.wait(function()
+      return drawn_at
+    end, ANSWER_MS, "the first draft after the menu")
+    r.first_draft_ms = (drawn_at - chosen_at) / 1e6
+    r.mode = vim.api.nvim_get_mode().mode
+    T.wait(function()
+      return proposals.at_cursor(0, false) or #T.notifications() > 0
+    end, ANSWER_MS, "the edit to end")
+    if proposals.at_cursor(0, false) then
+      vim.cmd("DifillReject")
+    end
+  end)
+  vim.ui.select, proposals.on_draft = select, on_draft
+  r.chosen = chosen_at ~= nil
+  assert(ok, err)
+end }
+
 S[#S + 1] = { name = "ghost_is_drawn_in_its_own_highlight", fn = function(r)
   open("hl.py", { "x = 1", "y = " })
   T.input("2GA")

@@ -372,20 +372,23 @@ function M.setup(opts)
       ["difill/draft"] = function(...)
         return proposals.on_draft(...)
       end,
-      -- Code actions run difill.fillHoles / completeBlock here: their answer may be a proposal.
-      ["workspace/executeCommand"] = function(err, result, ctx)
-        local client = vim.lsp.get_client_by_id(ctx.client_id)
-        if err then
-          vim.notify(("difill: %s"):format(err.message), vim.log.levels.ERROR)
-        elseif client then
-          proposals.show(ctx.bufnr, client, result)
-        end
-      end,
     },
+    -- Our code actions carry their command (edits are proposals, see review_edits), so the
+    -- client never needs codeAction/resolve: without it, the menu's choice runs the command at
+    -- once, inside the `gra` keystroke, where visual mode can still be left before it ends.
+    -- (Ending that keystroke in Visual mode after the menu's message makes Neovim pause about
+    -- 4 s before it handles anything else, so with resolve the first draft waited 4 s.)
+    on_init = function(client)
+      local provider = client.server_capabilities.codeActionProvider
+      if cfg.review_edits and type(provider) == "table" then
+        provider.resolveProvider = false
+      end
+    end,
     commands = {
       -- The "Edit selection with instruction..." code action carries no instruction: ask.
       -- (A plain rewrite may carry the same command without one; its title tells them apart.)
       ["difill.editSelection"] = function(command, ctx)
+        leave_visual_mode()
         local args = vim.deepcopy((command.arguments or {})[1] or {})
         if args.instruction or not (command.title or ""):lower():find("instruction", 1, true) then
           return M.execute(ctx.bufnr, "difill.editSelection", args)
@@ -394,6 +397,14 @@ function M.setup(opts)
           args.instruction = text
           M.execute(ctx.bufnr, "difill.editSelection", args)
         end)
+      end,
+      ["difill.fillHoles"] = function(command, ctx)
+        leave_visual_mode()
+        M.execute(ctx.bufnr, command.command, vim.deepcopy((command.arguments or {})[1] or {}))
+      end,
+      ["difill.completeBlock"] = function(command, ctx)
+        leave_visual_mode()
+        M.execute(ctx.bufnr, command.command, vim.deepcopy((command.arguments or {})[1] or {}))
       end,
     },
   })
