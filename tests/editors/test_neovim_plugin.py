@@ -106,6 +106,20 @@ def test_server_reports_ready_through_difill_status(nvim_results):
     assert record["status"].startswith("difill: ready")
 
 
+def test_text_typed_while_the_model_loads_gets_ghost_text_once_it_is_ready(nvim_results):
+    record = scenario(nvim_results, "typing_before_ready")
+    assert record["state_when_typed"] in ("starting", "loading"), record["state_when_typed"]
+    assert record["suggestion"]
+    assert record["lines_after"] == record["lines"]  # no keystroke after the typing
+
+
+def test_the_model_load_shows_progress_in_the_message_area(nvim_results):
+    record = scenario(nvim_results, "typing_before_ready")
+    loading = [m for m in record["echoed"] if m.startswith("difill: ") and "%)" in m]
+    assert loading, record["echoed"]
+    assert any(m.startswith("difill: ready") for m in record["echoed"]), record["echoed"]
+
+
 def test_server_accepts_the_settings_the_plugin_sends(nvim_results):
     # The harness sets maxTokens and steps; the server reports bad settings via showMessage.
     record = scenario(nvim_results, "server_ready")
@@ -209,8 +223,9 @@ def test_difill_status_command_reports_state(nvim_results):
 
 def test_status_after_loading_shows_no_latency(nvim_results):
     # "ready 4905ms" right after start was the load time, read as a suggestion's latency.
-    record = scenario(nvim_results, "server_ready")
-    assert not re.search(r"\d+ms", record["status"]), record["status"]
+    record = scenario(nvim_results, "typing_before_ready")
+    assert record["status_at_ready"].startswith("difill: ready"), record["status_at_ready"]
+    assert not re.search(r"\d+ms", record["status_at_ready"]), record["status_at_ready"]
 
 
 def test_status_command_shows_no_stale_progress(nvim_results):

@@ -79,6 +79,45 @@ end
 
 local S = {}
 
+--- First, while the model still loads (loadWaitMs 0: a request made then is answered empty at
+--- once, as it is after 3 s by default): text typed then gets its ghost text when the model is
+--- ready, with no further keystroke; and the load shows its progress in the message area.
+S[#S + 1] = { name = "typing_before_ready", fn = function(r)
+  local echo = vim.api.nvim_echo
+  r.echoed = {}
+  vim.api.nvim_echo = function(chunks, history, opts)
+    r.echoed[#r.echoed + 1] = table.concat(vim.tbl_map(function(c) return c[1] end, chunks))
+    return echo(chunks, history, opts)
+  end
+  -- The status line right when the model is ready, before any suggestion was answered.
+  local au = vim.api.nvim_create_autocmd("User", { pattern = "DifillStatus", callback = function(ev)
+    if ev.data.state == "ready" and not r.status_at_ready then
+      r.status_at_ready = difill.status()
+    end
+  end })
+  local ok, err = pcall(function()
+    open("early.py", { "def greet(name):", "" })
+    difill.configure({ loadWaitMs = 0 })
+    T.input("2GA")
+    T.input("    re")
+    local client = vim.lsp.get_clients({ bufnr = 0, name = "difill" })[1]
+    local st = difill.statuses[client.id]
+    r.state_when_typed = st and st.state or "starting"
+    r.status_when_typed = difill.status()
+    r.lines = T.lines()
+    T.wait(function()
+      local now = difill.statuses[client.id]
+      return now and now.state == "ready"
+    end, LOAD_MS, "the model to be ready")
+    r.suggestion = T.wait(difill.suggestion, ANSWER_MS, "ghost text once the model is ready")
+    r.lines_after = T.lines()
+  end)
+  vim.api.nvim_echo = echo
+  vim.api.nvim_del_autocmd(au)
+  difill.configure({ loadWaitMs = 3000 })
+  assert(ok, err)
+end }
+
 S[#S + 1] = { name = "server_ready", fn = function(r)
   open("ready.py", { "def add(a, b):", "    " })
   T.wait(function()

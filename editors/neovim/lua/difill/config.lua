@@ -55,6 +55,7 @@
 ---@field hl_group string               highlight of the ghost text
 ---@field keymaps difill.Keymaps|false  `false` sets no keymaps at all
 ---@field review_edits boolean         show each edit for review (:DifillAccept / :DifillReject) before it lands
+---@field progress boolean             echo the model's loading progress in the message area
 local defaults = {
   cmd = { "difill", "serve" },
   -- Every language the server has a grammar for (engine/languages.py, docs/languages.md).
@@ -81,6 +82,7 @@ local defaults = {
     reject_edit = "<leader>dr",
   },
   review_edits = true,
+  progress = true,
 }
 
 return defaults

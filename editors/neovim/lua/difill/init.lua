@@ -15,6 +15,12 @@ M.config = vim.deepcopy(require("difill.config"))
 ---@type table<integer, { state: string, message?: string, latencyMs?: number }>
 M.statuses = {}
 
+--- The model's loading progress per client id while it loads ("difill: reading the model (30%)").
+---@type table<integer, string>
+M.progress = {}
+
+local ask_again -- defined with the handlers below
+
 local function builtin()
   local b = M.config.builtin
   return b ~= false and vim.lsp.inline_completion ~= nil and vim.lsp.inline_completion.enable ~= nil
@@ -216,7 +222,8 @@ function M.status()
   if not st then
     return "difill: starting"
   end
-  local parts = { "difill: " .. st.state }
+  -- While loading, the step it is at says more than the state: "difill: reading the model (30%)".
+  local parts = { st.state == "loading" and M.progress[client.id] or ("difill: " .. st.state) }
   if st.latencyMs then
     parts[#parts + 1] = ("%dms"):format(st.latencyMs)
   end
@@ -298,6 +305,32 @@ local function create_commands()
   end, { desc = "difill: server state and last latency" })
 end
 
+--- The model just became ready: text typed while it loaded got no ghost text (those requests
+--- were answered empty), so ask again at the cursor without waiting for another keystroke.
+---@param client_id integer
+ask_again = function(client_id)
+  local bufnr = buf()
+  local client = util.client(bufnr)
+  if M.config.auto_trigger and client and client.id == client_id and api.nvim_get_mode().mode:sub(1, 1) == "i" then
+    ghost.ask(bufnr)
+  end
+end
+
+--- Model loading ($/progress from the server) in the message area, for the default UI, which
+--- shows no LSP progress by itself; statuslines can use status() or vim.lsp.status() instead.
+local function show_progress(ev)
+  local client = vim.lsp.get_client_by_id(ev.data.client_id)
+  local value = vim.tbl_get(ev.data, "params", "value")
+  if not M.config.progress or not client or client.name ~= "difill" or type(value) ~= "table" then
+    return
+  end
+  local text = value.kind == "end" and ("difill: " .. (value.message or "done"))
+    or ("difill: %s%s"):format(value.message or value.title or "loading",
+      value.percentage and (" (%d%%)"):format(value.percentage) or "")
+  M.progress[client.id] = value.kind ~= "end" and text or nil
+  api.nvim_echo({ { text } }, false, {})
+end
+
 ---@param t table
 ---@return table
 local function json_object(t)
@@ -359,7 +392,11 @@ function M.setup(opts)
     },
     handlers = {
       ["difill/status"] = function(_, params, ctx)
+        local before = M.statuses[ctx.client_id]
         M.statuses[ctx.client_id] = params
+        if params.state == "ready" and (not before or before.state == "loading") then
+          ask_again(ctx.client_id)
+        end
         -- recentLatencyMs: the median of the last answers, steadier than one answer's latencyMs.
         local latency = params.recentLatencyMs or params.latencyMs
         if latency then
@@ -410,8 +447,10 @@ function M.setup(opts)
   })
   vim.lsp.enable("difill")
 
+  local group = api.nvim_create_augroup("difill.attach", { clear = true })
+  api.nvim_create_autocmd("LspProgress", { group = group, callback = show_progress })
   api.nvim_create_autocmd("LspAttach", {
-    group = api.nvim_create_augroup("difill.attach", { clear = true }),
+    group = group,
     callback = function(ev)
       local client = vim.lsp.get_client_by_id(ev.data.client_id)
       if not client or client.name ~= "difill" then
