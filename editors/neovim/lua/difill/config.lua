@@ -24,6 +24,7 @@
 ---@field holeMarker? string       marker that :DifillFill fills (default "<|hole|>")
 ---@field debounceMs? integer      server-side wait before running the model (client debounces too)
 ---@field loadWaitMs? integer      how long a request waits for a loading model
+---@field logFile? string          the server's log file, opened by :DifillLog (default: difill-server.log in stdpath("log"))
 ---@field workspaceIndex? boolean  index open documents and workspace folders (docs/context.md)
 ---@field indexMaxFiles? integer   files the workspace index holds at most
 ---@field indexMaxBytes? integer   memory the workspace index may hold, in bytes

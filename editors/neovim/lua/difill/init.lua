@@ -21,6 +21,39 @@ M.progress = {}
 
 local ask_again -- defined with the handlers below
 
+--- For :DifillStatus: what the server said and did last. `loaded`: the ready message of the last
+--- load ("model loaded from ... (torch) in 2.1 s"); `error`: its last error; `exit`: how the last
+--- server process ended, when it failed, with the end of what it wrote to stderr.
+---@type { loaded?: string, error?: string, exit?: { code: integer, signal: integer, stderr: string } }
+M.last = {}
+
+local STDERR_KEEP = 4000 -- bytes of the server's stderr kept: argparse's usage and error fit
+local stderr_tail = "" -- the newest stderr of the server command
+
+--- Neovim sends a server's stderr only to lsp.log (vim.lsp.log.error("rpc", cmd, "stderr", chunk));
+--- keep ours too, so that a server that exits at once can say why where the user looks.
+local function capture_stderr()
+  local lsp_log = require("vim.lsp.log")
+  if lsp_log.difill_wrapped then
+    return
+  end
+  local error_fn = lsp_log.error
+  lsp_log.error = function(...)
+    local what, cmd, stream, chunk = ...
+    if what == "rpc" and stream == "stderr" and type(chunk) == "string" and cmd == M.config.cmd[1] then
+      stderr_tail = (stderr_tail .. chunk):sub(-STDERR_KEEP)
+    end
+    return error_fn(...)
+  end
+  lsp_log.difill_wrapped = true
+end
+
+--- The server's log file: the logFile setting, by default next to Neovim's own lsp.log.
+---@return string
+function M.log_file()
+  return M.config.settings.logFile
+end
+
 local function builtin()
   local b = M.config.builtin
   return b ~= false and vim.lsp.inline_completion ~= nil and vim.lsp.inline_completion.enable ~= nil
@@ -216,7 +249,11 @@ M.start_error = nil
 function M.status()
   local client = util.client(buf())
   if not client then
-    return "difill: not attached" .. (M.start_error and (" (" .. M.start_error .. ")") or "")
+    local exit = M.last.exit
+    local why = M.start_error
+      or (exit and ("the server exited with code %d%s"):format(exit.code, exit.signal ~= 0 and
+        (", signal " .. exit.signal) or ""))
+    return "difill: not attached" .. (why and (" (" .. why .. ")") or "")
   end
   local st = M.statuses[client.id]
   if not st then
@@ -298,11 +335,34 @@ local function create_commands()
     local progress = vim.lsp.status()
     local client = util.client(buf())
     local st = client and M.statuses[client.id]
-    if progress ~= "" and st and st.state == "loading" then
+    if progress ~= "" and st and st.state == "loading" and not M.progress[client.id] then
       lines[#lines + 1] = progress
     end
+    if M.last.loaded and not lines[1]:find(M.last.loaded, 1, true) then
+      lines[#lines + 1] = M.last.loaded -- "model loaded from /path (torch) in 2.1 s"
+    end
+    if M.last.error then
+      lines[#lines + 1] = "last error: " .. M.last.error
+    end
+    local exit = M.last.exit
+    if exit then
+      lines[#lines + 1] = ("the server exited with code %d%s"):format(exit.code,
+        exit.stderr ~= "" and (", stderr:\n" .. vim.trim(exit.stderr)) or " (no stderr)")
+    end
+    lines[#lines + 1] = ("log: %s (:DifillLog); Neovim's: %s (:LspLog)"):format(M.log_file(), vim.lsp.get_log_path())
     vim.notify(table.concat(lines, "\n"))
-  end, { desc = "difill: server state and last latency" })
+  end, { desc = "difill: server state, model, last error, log file" })
+
+  api.nvim_create_user_command("DifillLog", function()
+    local file = M.log_file()
+    if vim.fn.filereadable(file) == 0 then
+      vim.notify("difill: no server log at " .. file .. " yet", vim.log.levels.WARN)
+      return
+    end
+    vim.cmd.split(vim.fn.fnameescape(file))
+    vim.bo.readonly, vim.bo.autoread = true, true
+    vim.cmd("normal! G")
+  end, { desc = "difill: open the server's log file" })
 end
 
 --- The model just became ready: text typed while it loaded got no ghost text (those requests
@@ -364,6 +424,9 @@ end
 function M.setup(opts)
   M.config = vim.tbl_deep_extend("force", vim.deepcopy(require("difill.config")), opts or {})
   local cfg = M.config
+  -- The server always keeps a log that :DifillLog can open: next to Neovim's lsp.log by default.
+  cfg.settings.logFile = cfg.settings.logFile or vim.fs.joinpath(vim.fn.stdpath("log"), "difill-server.log")
+  capture_stderr()
   ghost.opts = { debounce_ms = cfg.debounce_ms, hl_group = cfg.hl_group }
   -- Ghost text must never look like code: a grey that terminals without truecolor draw too
   -- (Comment has no 256-colour value in the default colourscheme).
@@ -394,6 +457,11 @@ function M.setup(opts)
       ["difill/status"] = function(_, params, ctx)
         local before = M.statuses[ctx.client_id]
         M.statuses[ctx.client_id] = params
+        if params.state == "ready" and not params.latencyMs and params.message then
+          M.last.loaded = params.message -- the load's own ready: which model, which engine
+        elseif params.state == "error" then
+          M.last.error = params.message
+        end
         if params.state == "ready" and (not before or before.state == "loading") then
           ask_again(ctx.client_id)
         end
@@ -415,7 +483,19 @@ function M.setup(opts)
     -- once, inside the `gra` keystroke, where visual mode can still be left before it ends.
     -- (Ending that keystroke in Visual mode after the menu's message makes Neovim pause about
     -- 4 s before it handles anything else, so with resolve the first draft waited 4 s.)
+    on_exit = function(code, signal)
+      if code == 0 and signal == 0 then
+        return
+      end
+      M.last.exit = { code = code, signal = signal, stderr = stderr_tail }
+      local last_line = vim.trim(stderr_tail):match("[^\n]*$")
+      vim.schedule(function()
+        vim.notify(("difill: the server exited with code %d%s (:DifillStatus, :DifillLog)"):format(code,
+          last_line ~= "" and (": " .. last_line) or ""), vim.log.levels.ERROR)
+      end)
+    end,
     on_init = function(client)
+      stderr_tail = "" -- a new process: what an older one wrote is not its
       local provider = client.server_capabilities.codeActionProvider
       if cfg.review_edits and type(provider) == "table" then
         provider.resolveProvider = false
