@@ -401,6 +401,27 @@ def test_the_proposal_is_shown_as_a_diff_and_accept_applies_exactly_it(nvim_resu
     assert record["marks_after"] == []
 
 
+def test_an_off_screen_proposal_says_where_it_is_and_jump_shows_it(nvim_results):
+    record = scenario(nvim_results, "offscreen_proposal_then_same_range_again")
+    assert record["view_before"] == "below"  # the premise: it hung below the window
+    line = record["first_line"]
+    assert record["message"] == (
+        f"difill: add type hints: proposed at line {line}, below the window (<leader>dj or :DifillJump shows it)"
+    )
+    assert record["view_after"] is None and record["cursor_after"] == line
+
+
+def test_an_instruction_edit_is_labelled_with_its_instruction(nvim_results):
+    record = scenario(nvim_results, "offscreen_proposal_then_same_range_again")
+    assert record["label"] == "difill: add type hints (:DifillAccept / :DifillReject)"
+
+
+def test_a_second_edit_of_the_same_range_replaces_the_first(nvim_results):
+    record = scenario(nvim_results, "offscreen_proposal_then_same_range_again")
+    assert record["ids"] == [record["second_id"]] and record["second_id"] != record["first_id"]
+    assert record["marks"] == 2  # one highlight and one block of lines: not two proposals
+
+
 def test_reject_leaves_the_buffer_byte_identical(nvim_results):
     record = scenario(nvim_results, "proposal_reject")
     assert record["bytes_after"] == record["bytes_before"]

@@ -454,6 +454,70 @@ S[#S + 1] = { name = "proposal_on_changed_buffer_refused", fn = function(r)
   r.after = T.lines()
 end }
 
+--- :DifillEdit on the last two lines in the window: the proposal hangs below it, so the plugin
+--- says where it is and :DifillJump brings it into view; the same edit again replaces it.
+S[#S + 1] = { name = "offscreen_proposal_then_same_range_again", fn = function(r)
+  r.attempts = {}
+  local shown
+  for i = 1, 4 do
+    local lines = {}
+    for n = 1, 60 do
+      lines[n] = ("value_%d = compute(%d, %d)"):format(n, n * i, n + i)
+    end
+    open(("offscreen_%d.py"):format(i), lines)
+    T.input("gg")
+    local last = vim.fn.line("w$")
+    r.window = { top = vim.fn.line("w0"), last = last, height = vim.api.nvim_win_get_height(0) }
+    local seen = #T.notifications()
+    T.input(("%dGV%dG:DifillEdit add type hints<CR>"):format(last - 1, last))
+    local outcome = T.wait(function()
+      for _, s in pairs(proposals.shown) do
+        if s.proposal and s.bufnr == vim.api.nvim_get_current_buf() then
+          return s
+        end
+      end
+      if #T.notifications() > seen then
+        return "refused: " .. T.notifications()[#T.notifications()]
+      end
+    end, ANSWER_MS, "a proposal (or the server's refusal)")
+    if type(outcome) == "table" then
+      shown = outcome
+      r.message = T.wait(function()
+        return #T.notifications() > seen and T.notifications()[#T.notifications()]
+      end, 2000, "the message about the proposal")
+      break
+    end
+    r.attempts[#r.attempts + 1] = outcome
+  end
+  assert(shown, "no variant got a proposal: " .. vim.inspect(r.attempts))
+  r.first_line = shown.proposal.range.start.line + 1
+  r.label = proposal_marks()[2] and proposal_marks()[2].lines[1] or vim.NIL
+  r.view_before = proposals.out_of_view(0, shown) or vim.NIL
+  vim.cmd("DifillJump")
+  r.view_after = proposals.out_of_view(0, shown) or vim.NIL
+  r.top_after, r.below = vim.fn.line("w0"), shown.below
+  r.cursor_after = vim.api.nvim_win_get_cursor(0)[1]
+  -- The same edit of the same lines again: one proposal, the new one.
+  local first_id = shown.id
+  T.input(("%dGV%dG:DifillEdit add type hints<CR>"):format(r.first_line, r.first_line + 1))
+  local second = T.wait(function()
+    for id, s in pairs(proposals.shown) do
+      if id ~= first_id and s.proposal and s.bufnr == vim.api.nvim_get_current_buf() then
+        return s
+      end
+    end
+  end, ANSWER_MS, "the second proposal")
+  r.ids = {}
+  for id, s in pairs(proposals.shown) do
+    if s.bufnr == vim.api.nvim_get_current_buf() then
+      r.ids[#r.ids + 1] = id
+    end
+  end
+  r.second_id, r.first_id = second.id, first_id
+  r.marks = #proposal_marks()
+  vim.cmd("DifillReject")
+end }
+
 S[#S + 1] = { name = "status_command", fn = function(r)
   open("status.py", { "pass" })
   local messages = {}

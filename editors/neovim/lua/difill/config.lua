@@ -44,6 +44,8 @@
 --- Normal-mode keys for :DifillAccept / :DifillReject (proposed edits, see review_edits).
 ---@field accept_edit string|false
 ---@field reject_edit string|false
+--- Normal-mode key for :DifillJump (scroll to the newest proposed edit).
+---@field jump_edit string|false
 
 ---@class difill.Config
 ---@field cmd string[]                  how to start the server (stdio LSP)
@@ -81,6 +83,7 @@ local defaults = {
     edit = "<leader>de",
     accept_edit = "<leader>da",
     reject_edit = "<leader>dr",
+    jump_edit = "<leader>dj",
   },
   review_edits = true,
   progress = true,

@@ -291,6 +291,7 @@ local function set_keymaps(bufnr)
   map("x", km.edit, ":DifillEdit<CR>", "edit selection with instruction")
   map("n", km.accept_edit, "<Cmd>DifillAccept<CR>", "accept the proposed edit")
   map("n", km.reject_edit, "<Cmd>DifillReject<CR>", "reject the proposed edit (or stop it)")
+  map("n", km.jump_edit, "<Cmd>DifillJump<CR>", "show the newest proposed edit")
 end
 
 --- A range command's callback: ``run(bufnr, range, cmd)`` with the command's range in the
@@ -327,6 +328,10 @@ local function create_commands()
   api.nvim_create_user_command("DifillReject", function()
     proposals.settle("reject", buf())
   end, { desc = "difill: drop the proposed edit at the cursor, or stop the running one" })
+
+  api.nvim_create_user_command("DifillJump", function()
+    proposals.jump()
+  end, { desc = "difill: scroll to the newest proposed edit in this buffer" })
 
   api.nvim_create_user_command("DifillStatus", function()
     local lines = { M.status() }
@@ -437,6 +442,8 @@ function M.setup(opts)
     vim.notify("difill: " .. M.start_error, vim.log.levels.ERROR)
   end
   proposals.highlights()
+  local jump_key = cfg.keymaps and cfg.keymaps.jump_edit
+  proposals.jump_hint = jump_key and (jump_key .. " or :DifillJump") or ":DifillJump"
 
   vim.lsp.config("difill", {
     cmd = cfg.cmd,
