@@ -485,11 +485,6 @@ function M.setup(opts)
         return proposals.on_draft(...)
       end,
     },
-    -- Our code actions carry their command (edits are proposals, see review_edits), so the
-    -- client never needs codeAction/resolve: without it, the menu's choice runs the command at
-    -- once, inside the `gra` keystroke, where visual mode can still be left before it ends.
-    -- (Ending that keystroke in Visual mode after the menu's message makes Neovim pause about
-    -- 4 s before it handles anything else, so with resolve the first draft waited 4 s.)
     on_exit = function(code, signal)
       if code == 0 and signal == 0 then
         return
@@ -501,10 +496,23 @@ function M.setup(opts)
           last_line ~= "" and (": " .. last_line) or ""), vim.log.levels.ERROR)
       end)
     end,
+    -- Without resolveSupport the server gives applied edits the same commands (review_edits =
+    -- false): the edit then also starts inside the keystroke.
+    before_init = function(params)
+      local code_action = vim.tbl_get(params, "capabilities", "textDocument", "codeAction")
+      if code_action then
+        code_action.resolveSupport = nil
+      end
+    end,
+    -- Our code actions carry their command (see before_init), so the client never needs
+    -- codeAction/resolve: without it, the menu's choice runs the command at
+    -- once, inside the `gra` keystroke, where visual mode can still be left before it ends.
+    -- (Ending that keystroke in Visual mode after the menu's message makes Neovim pause about
+    -- 4 s before it handles anything else, so with resolve the first draft waited 4 s.)
     on_init = function(client)
       stderr_tail = "" -- a new process: what an older one wrote is not its
       local provider = client.server_capabilities.codeActionProvider
-      if cfg.review_edits and type(provider) == "table" then
+      if type(provider) == "table" then
         provider.resolveProvider = false
       end
     end,
