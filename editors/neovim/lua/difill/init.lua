@@ -510,7 +510,8 @@ function M.setup(opts)
     -- (Ending that keystroke in Visual mode after the menu's message makes Neovim pause about
     -- 4 s before it handles anything else, so with resolve the first draft waited 4 s.)
     on_init = function(client)
-      stderr_tail = "" -- a new process: what an older one wrote is not its
+      -- A new process: what an older one wrote, or how it ended, is not its.
+      stderr_tail, M.last.exit, M.last.error = "", nil, nil
       local provider = client.server_capabilities.codeActionProvider
       if type(provider) == "table" then
         provider.resolveProvider = false
