@@ -223,7 +223,7 @@ def test_difill_status_command_reports_state(nvim_results):
 
 def test_difill_status_names_the_model_the_engine_and_the_log_file(nvim_results):
     (message,) = scenario(nvim_results, "status_command")["messages"]
-    assert re.search(r"model loaded from \S+ \((torch|llama\.cpp)\)", message), message
+    assert re.search(r"model loaded from \S+ \((torch|llama\.cpp|MLX)\)", message), message
     log = re.search(r"^log: (\S+) \(:DifillLog\)", message, re.M)
     assert log and Path(log.group(1)).name == "difill-server.log", message
     assert Path(log.group(1)).exists(), message  # the server writes it: the logFile setting works
