@@ -217,6 +217,10 @@ class Settings:
     llamacpp_threads: int = setting("llamacppThreads", BoundedInt(0, 256), 0)
     llamacpp_gpu_layers: int = setting("llamacppGpuLayers", BoundedInt(0, 1000), 0)
 
+    # A file the server also writes its log to (beside stderr and `--log-file`), for :DifillLog
+    # and the output channel; the clients send a default location.  None: no such file.
+    log_file: str | None = setting("logFile", FilePath(), None)
+
     # Longest suggestion, in tokens.  Single-line suggestions use at most this; an empty block body
     # may use up to twice this (see engine/text/shape.py).
     max_tokens: int = setting("maxTokens", BoundedInt(1, 512), 32)

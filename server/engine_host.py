@@ -249,6 +249,8 @@ class EngineHost(Feature):
             where = f"{where} (llama.cpp)"
         elif getattr(engine, "mlx_model", None) is not None:  # engine/mlx/engine.py
             where = f"{where} (MLX)"
+        elif not remote:  # named too, so that :DifillStatus says which engine runs the model
+            where = f"{where} (torch)"
         progress.end(f"ready ({elapsed / 1000:.1f} s)")
         log.info("model ready at %s in %.0f ms", where, elapsed)
         # The load time goes in the message: `latencyMs` is a suggestion's latency, which clients

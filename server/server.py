@@ -41,7 +41,7 @@ from difill.server.features.suggestions.inline_completion import inline_completi
 from difill.server.features.suggestions.service import SuggestionService
 from difill.server.lifecycle import Lifecycle
 from difill.server.transport.framing import ClientWriter, ResyncingReader
-from difill.server.transport.log_messages import LogMessageHandler, configure_logging
+from difill.server.transport.log_messages import LogMessageHandler, configure_logging, use_log_file
 from difill.server.transport.progress import ProgressReporter
 from difill.server.transport.protocol import DifillProtocol
 from difill.server.transport.tcp import check_host, serve_one_tcp_client
@@ -259,6 +259,8 @@ def create_server(base: Settings | None = None) -> DifillServer:
         ls.client_reviews_edits = reviews_edits(capabilities.experimental)
         ls._pending_problems = ls.layers.set_initialization(params.initialization_options)
         ls._refresh_settings()
+        if (problem := use_log_file(ls.settings().log_file)) is not None:
+            ls._pending_problems.append(problem)
         ls.context.initialize(params)
         if ls.log_handler is not None:
             ls.log_handler.loop = asyncio.get_running_loop()
@@ -287,6 +289,8 @@ def create_server(base: Settings | None = None) -> DifillServer:
         ls.show_problems(problems, "settings")
         ls._refresh_settings()
         after = ls.settings()
+        if before.log_file != after.log_file:
+            ls.show_problems([p for p in [use_log_file(after.log_file)] if p], "settings")
         ls.suggestions.cache.clear()
         ls.context.settings_changed(before, after)
         if any(getattr(before, name) != getattr(after, name) for name in RELOAD_FIELDS):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -114,6 +115,47 @@ def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
         return False
 
 
+def _add(handler: logging.Handler, level: int, debug: bool) -> None:
+    """``handler`` on difill's and pygls' loggers, with the format and filters every output has."""
+    handler.setLevel(level)
+    handler.setFormatter(logging.Formatter(FORMAT))
+    handler.addFilter(QuietRefusals())
+    if not debug:
+        handler.addFilter(RedactArguments())
+    handler.addFilter(ScrubSecrets())
+    logging.getLogger(DIFILL).addHandler(handler)
+    logging.getLogger(PYGLS).addHandler(handler)
+
+
+# The file of the `logFile` setting (its handler, and the level and --log-file it sits beside).
+_SETTING_FILE: dict[str, Any] = {"handler": None, "level": logging.INFO, "cli": None}
+
+
+def use_log_file(path: str | None) -> str | None:
+    """Log to ``path`` too (the ``logFile`` setting; None: stop), beside stderr and ``--log-file``;
+    returns why it cannot be opened, or None.  The same file as ``--log-file`` is not opened twice."""
+    old: logging.Handler | None = _SETTING_FILE["handler"]
+    wanted = os.path.abspath(os.path.expanduser(path)) if path else None
+    if old is not None and getattr(old, "baseFilename", None) == wanted:
+        return None
+    if old is not None:
+        for name in (DIFILL, PYGLS):
+            logging.getLogger(name).removeHandler(old)
+        old.close()
+        _SETTING_FILE["handler"] = None
+    if wanted is None or wanted == _SETTING_FILE["cli"]:
+        return None
+    try:
+        os.makedirs(os.path.dirname(wanted), exist_ok=True)
+        handler = logging.FileHandler(wanted, encoding="utf-8")
+    except OSError as err:
+        return f"cannot write the log file {wanted}: {err.strerror or err}"
+    level = _SETTING_FILE["level"]
+    _add(handler, level, level <= logging.DEBUG)
+    _SETTING_FILE["handler"] = handler
+    return None
+
+
 def configure_logging(
     server: DifillServer, level: str = "INFO", log_file: str | None = None
 ) -> LogMessageHandler:
@@ -130,22 +172,12 @@ def configure_logging(
         for old in list(logger.handlers):
             logger.removeHandler(old)
 
-    handlers: list[logging.Handler] = []
     stderr = logging.StreamHandler(sys.stderr)
     stderr.setLevel(logging.WARNING)
-    handlers.append(stderr)
+    _add(stderr, logging.WARNING, debug)
     if log_file:
-        file_handler = logging.FileHandler(log_file, encoding="utf-8")
-        file_handler.setLevel(numeric)
-        handlers.append(file_handler)
-    for handler in handlers:
-        handler.setFormatter(logging.Formatter(FORMAT))
-        handler.addFilter(QuietRefusals())
-        if not debug:
-            handler.addFilter(RedactArguments())
-        handler.addFilter(ScrubSecrets())
-        difill_logger.addHandler(handler)
-        pygls_logger.addHandler(handler)
+        _add(logging.FileHandler(log_file, encoding="utf-8"), numeric, debug)
+    _SETTING_FILE.update(level=numeric, cli=os.path.abspath(log_file) if log_file else None)
 
     to_client = LogMessageHandler(server)
     to_client.setLevel(numeric)

@@ -191,15 +191,28 @@ async def test_proposals_expire_on_a_change_in_their_range_and_on_close(reviewer
 async def test_at_most_eight_pending_per_document(reviewer):
     uri = uri_for(reviewer, "limit")
     open_document(reviewer, uri, FUNCTION, version=1)
+    # Eight ranges: a proposal for the same range would replace the one there, not add to it.
     ids = [
-        (await propose(reviewer, uri, selection(1, 4, 2, 31), 1))["id"]
-        for _ in range(MAX_PENDING_PER_DOCUMENT)
+        (await propose(reviewer, uri, selection(1, 4, 2, 31 - k), 1))["id"]
+        for k in range(MAX_PENDING_PER_DOCUMENT)
     ]
     with pytest.raises(JsonRpcException) as full:
-        await propose(reviewer, uri, selection(1, 4, 2, 31), 1)
+        await propose(reviewer, uri, selection(1, 4, 2, 20), 1)
     assert full.value.code == REQUEST_FAILED and "pending" in full.value.message
     await run(reviewer, "difill.rejectEdit", {"id": ids[0]})
-    await propose(reviewer, uri, selection(1, 4, 2, 31), 1)  # room again
+    await propose(reviewer, uri, selection(1, 4, 2, 20), 1)  # room again
+
+
+async def test_a_second_edit_of_the_same_range_replaces_the_first(reviewer):
+    uri = uri_for(reviewer, "replace")
+    open_document(reviewer, uri, FUNCTION, version=1)
+    first = await propose(reviewer, uri, selection(1, 4, 2, 31), 1)
+    second = await propose(reviewer, uri, selection(1, 4, 2, 31), 1)
+    assert second["replaces"] == [first["id"]] and second["label"] == "difill: use a generator"
+    with pytest.raises(JsonRpcException) as gone:
+        await run(reviewer, "difill.acceptEdit", {"id": first["id"]})
+    assert gone.value.code == -32602  # InvalidParams: no pending edit has this id
+    await run(reviewer, "difill.rejectEdit", {"id": second["id"]})
 
 
 async def test_reject_while_denoising_stops_it(reviewer):

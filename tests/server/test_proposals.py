@@ -82,6 +82,26 @@ def _check_change(text, start, end, offset, old_len, new_text, expires):
         assert proposal.version == 1  # still pinned to the version it was computed for
 
 
+def test_a_new_proposal_for_the_same_range_replaces_the_old_one():
+    documents, proposals, _ = proposals_with(6, 12)
+    again = Proposal("p2", URI, 1, 6, 12, "B = 3\n", [], "difill: add type hints", TEXT)
+    assert proposals.add(again) == ["p1"]
+    assert proposals.take("p1") is None and proposals.count(URI) == 1
+    elsewhere = Proposal("p3", URI, 1, 0, 6, "A = 1\n", [], "difill: rewrite selection", TEXT)
+    assert proposals.add(elsewhere) == []  # another range: both stay
+    assert proposals.count(URI) == 2
+
+
+def test_the_label_says_what_the_edit_is():
+    from difill.server.features.edits.commands import _label
+
+    assert _label("rewrite", "add type hints") == "difill: add type hints"
+    assert _label("rewrite") == "difill: rewrite selection"
+    assert _label("fillHoles") == "difill: fill holes in selection"
+    long = _label("rewrite", "use\nthe sum builtin " * 10)
+    assert "\n" not in long and len(long) <= len("difill: ") + 60 and long.endswith("…")
+
+
 def test_close_expires_and_the_count_includes_running_edits():
     documents, proposals, _ = proposals_with(6, 12)
     assert proposals.count(URI) == 1

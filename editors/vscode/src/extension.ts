@@ -2,6 +2,7 @@
 // Inline completion (ghost text), code actions with lazy resolve, workspace/applyEdit and
 // $/progress while the model loads are all handled by vscode-languageclient itself; this file
 // adds the commands, the status bar item and the settings plumbing.
+import * as path from "path";
 import * as vscode from "vscode";
 import {
   ExecuteCommandRequest,
@@ -20,10 +21,11 @@ import {
   serverCommand,
   serverSettings,
   withApprovedDestinations,
+  withLogFile,
   workspaceOverride,
 } from "./settings";
 import { Pacer } from "./pacing";
-import { draftText, StatusParams, statusView } from "./status";
+import { becameReady, draftText, StatusParams, statusLogLine, statusView } from "./status";
 import { Proposals, proposalsCapability } from "./proposals";
 import { Draft, proposalOf } from "./proposalView";
 
@@ -31,12 +33,20 @@ let client: LanguageClient | undefined;
 let output: vscode.LogOutputChannel;
 let statusItem: vscode.StatusBarItem;
 let lastLatencyMs: number | undefined;
+let lastState: string | undefined; // the last difill/status state, to see the model become ready
+let defaultLogFile = ""; // server.log in the extension's log folder: the logFile setting's default
 const pacer = new Pacer(); // adaptive debounce of ghost-text requests (src/pacing.ts)
 let proposals: Proposals; // edits shown for review before they land (proposals.ts)
 
 let answers: vscode.Memento | undefined; // the user's answers about workspace values, per workspace
 
 const config = () => vscode.workspace.getConfiguration("difill");
+
+/** The settings sent to the server, with the log file at its default location unless set. */
+const settingsForServer = () => withLogFile(serverSettings(serverConfig()), defaultLogFile);
+
+/** Where the server writes its log (the logFile setting, or its default). */
+const logFile = () => String(settingsForServer().difill.logFile);
 
 /** The settings the server gets: a workspace's modelPath or remote only once the user allowed it. */
 const serverConfig = (): ConfigGetter =>
@@ -73,6 +83,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   statusItem.command = "difill.showOutput";
   context.subscriptions.push(output, statusItem);
   answers = context.workspaceState;
+  defaultLogFile = path.join(context.logUri.fsPath, "server.log");
   proposals = new Proposals(() => client, (message) => output.info(message));
   context.subscriptions.push(proposals);
 
@@ -82,6 +93,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("difill.fillHolesInSelection", fillHoles),
     vscode.commands.registerCommand("difill.restartServer", restart),
     vscode.commands.registerCommand("difill.showOutput", () => output.show(true)),
+    vscode.commands.registerCommand("difill.openLog", async () => {
+      try {
+        await vscode.window.showTextDocument(vscode.Uri.file(logFile()), { preview: true });
+      } catch (err) {
+        void vscode.window.showWarningMessage(`difill: cannot open the server log ${logFile()}: ${err}`);
+      }
+    }),
     vscode.workspace.onDidChangeConfiguration(async (e) => {
       if (!e.affectsConfiguration("difill")) return;
       await askAboutWorkspaceDestinations();
@@ -89,9 +107,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         await restart();
       } else {
         // Only the server's own keys: sending difill.server.* would be reported as unknown.
-        await client?.sendNotification("workspace/didChangeConfiguration", {
-          settings: serverSettings(serverConfig()),
-        });
+        await client?.sendNotification("workspace/didChangeConfiguration", { settings: settingsForServer() });
       }
     }),
     { dispose: () => void client?.stop() },
@@ -116,7 +132,7 @@ function createClient(): LanguageClient {
     // model was trained on.  No `language` filter here (tests/editors/test_vscode_extension.py).
     documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
     // Flat in initializationOptions, nested under `difill` in didChangeConfiguration.
-    initializationOptions: serverSettings(serverConfig()).difill,
+    initializationOptions: settingsForServer().difill,
     outputChannel: output,
     middleware: {
       // Ghost text: wait only while the server is busy or slow, and drop a request that a newer
@@ -148,6 +164,7 @@ function createClient(): LanguageClient {
 async function start(): Promise<void> {
   client = createClient();
   showStatus({ state: "starting" });
+  output.info(`difill: the server's log is ${logFile()} (difill: Open Server Log)`);
   // Registered before start so the first "loading" is not missed.
   client.onNotification("difill/status", (params: StatusParams) => showStatus(params));
   client.onNotification("difill/draft", (params: Draft) => {
@@ -186,6 +203,14 @@ function showProposal<T>(answer: T): T {
 
 function showStatus(params: StatusParams): void {
   if (params.latencyMs !== undefined) lastLatencyMs = params.latencyMs;
+  const logLine = statusLogLine(params);
+  if (logLine) output.info(logLine);
+  // Text typed while the model loaded was answered with nothing: ask again at the cursor now,
+  // rather than after the next keystroke.
+  if (becameReady(lastState, params.state) && vscode.window.activeTextEditor) {
+    void vscode.commands.executeCommand("editor.action.inlineSuggest.trigger");
+  }
+  lastState = params.state;
   // The median of the last answers paces requests; one answer's latency is the fallback.
   pacer.latencyMs = params.recentLatencyMs ?? params.latencyMs ?? pacer.latencyMs;
   const view = statusView(params, lastLatencyMs);

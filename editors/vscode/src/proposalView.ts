@@ -15,6 +15,8 @@ export interface Proposal {
   range: Range; // the selection it replaces
   newText: string; // the selection's new text
   edits: TextEdit[]; // the smallest edits, all inside `range`
+  label?: string; // what the edit is: "difill: add type hints"
+  replaces?: string[]; // proposals for the same range that the server dropped for this one
 }
 
 /** A difill/draft notification: the canvas at one denoising step (or the last one, `done`). */
@@ -87,8 +89,14 @@ const contains = (r: Range, line: number) => r.start.line <= line && line <= r.e
 export class ProposalBook {
   private byId = new Map<string, Proposal>();
 
-  add(p: Proposal): void {
+  /** Keep `p`; a proposal for the same range of the same document is replaced (the server
+   *  drops it too: a second edit of a selection does not stack). Returns the ids replaced. */
+  add(p: Proposal): string[] {
+    const same = (q: Proposal) => q.uri === p.uri && JSON.stringify(q.range) === JSON.stringify(p.range);
+    const replaced = [...this.byId.values()].filter((q) => q.id !== p.id && same(q)).map((q) => q.id);
+    for (const id of [...replaced, ...(p.replaces ?? [])]) this.byId.delete(id);
     this.byId.set(p.id, p);
+    return replaced;
   }
 
   remove(id: string): Proposal | undefined {

@@ -89,12 +89,20 @@ export class Proposals implements vscode.CodeLensProvider, vscode.Disposable {
     void this.setContext();
     this.redraw();
     this.lensChanged.fire();
+    // A proposal drawn outside the view would go unseen: scroll to it.
+    const editor = vscode.window.visibleTextEditors.find((e) => e.document.uri.toString() === uri);
+    const where = asRange(range);
+    if (editor && !editor.visibleRanges.some((v) => v.contains(where))) {
+      editor.revealRange(where, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+    }
   }
 
   provideCodeLenses(document: vscode.TextDocument): vscode.CodeLens[] {
     return this.book.forUri(document.uri.toString()).flatMap((p) => {
       const at = new vscode.Range(p.range.start.line, 0, p.range.start.line, 0);
       return [
+        // What the edit is ("difill: add type hints"), then what to do with it.
+        new vscode.CodeLens(at, { title: p.label ?? "difill: proposed edit", command: "" }),
         new vscode.CodeLens(at, { title: "$(check) Accept (Tab)", command: "difill.acceptProposal", arguments: [p.id] }),
         new vscode.CodeLens(at, { title: "$(close) Reject (Esc)", command: "difill.rejectProposal", arguments: [p.id] }),
       ];

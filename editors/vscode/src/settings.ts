@@ -23,6 +23,7 @@ export const SERVER_SETTING_KEYS = [
   "holeMarker",
   "debounceMs",
   "loadWaitMs",
+  "logFile",
   "workspaceIndex",
   "indexMaxFiles",
   "indexMaxBytes",
@@ -35,7 +36,7 @@ export type ServerSettingKey = (typeof SERVER_SETTING_KEYS)[number];
 export type ServerSettings = Partial<Record<ServerSettingKey, unknown>>;
 
 /** Paths and URLs whose empty value means the server's default. */
-const PATH_KEYS: readonly string[] = ["modelPath", "remote", "ggufPath", "llamacppWorker"];
+const PATH_KEYS: readonly string[] = ["modelPath", "remote", "ggufPath", "llamacppWorker", "logFile"];
 
 /** Reads one `difill.*` key; `vscode.WorkspaceConfiguration.get` fits. */
 export type ConfigGetter = (key: string) => unknown;
@@ -53,6 +54,12 @@ export function serverSettings(get: ConfigGetter): { difill: ServerSettings } {
     out[key] = value;
   }
   return { difill: out };
+}
+
+/** The server's settings with `logFile` at ``defaultLogFile`` unless the user named a file: the
+ *  server always keeps a log that the output channel can point to. */
+export function withLogFile(settings: { difill: ServerSettings }, defaultLogFile: string): { difill: ServerSettings } {
+  return { difill: { ...settings.difill, logFile: settings.difill.logFile ?? defaultLogFile } };
 }
 
 /** Settings that choose where code goes, which files load as a model or which program runs it: a

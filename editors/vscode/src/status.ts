@@ -45,3 +45,16 @@ export function draftText(params: { text?: string; step?: number }, width = 40):
   const cut = oneLine.length > width ? `${oneLine.slice(0, width - 1)}…` : oneLine;
   return `$(sync~spin) difill step ${params.step ?? "?"}: ${cut}`;
 }
+
+/** Whether this status is the model becoming ready after it loaded (not a "ready" after each
+ *  answer): the moment to ask for ghost text again, as requests made while it loaded got none. */
+export function becameReady(previous: string | undefined, next: string): boolean {
+  return next === "ready" && (previous === undefined || previous === "starting" || previous === "loading");
+}
+
+/** What the output channel records of a status: the model and engine once loaded, errors. */
+export function statusLogLine(params: StatusParams): string | undefined {
+  if (params.state === "ready" && params.message) return `difill: ${params.message}`;
+  if (params.state === "error") return `difill error: ${params.message ?? "(no message)"}`;
+  return undefined;
+}

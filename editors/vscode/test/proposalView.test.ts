@@ -57,6 +57,16 @@ test("the book finds the proposal at the cursor, and a change in its range drops
   assert.equal(book.at("file:///f.py", 0), undefined);
 });
 
+test("a second proposal for the same range replaces the first instead of stacking", () => {
+  const book = new ProposalBook();
+  book.add(proposal("a", r(0, 0, 0, 9)));
+  book.add(proposal("b", r(2, 0, 2, 12)));
+  assert.deepEqual(book.add(proposal("c", r(0, 0, 0, 9))), ["a"]);
+  assert.deepEqual(book.forUri("file:///f.py").map((p) => p.id), ["b", "c"]);
+  book.add({ ...proposal("d", r(1, 0, 1, 3)), replaces: ["b"] }); // as the server says
+  assert.deepEqual(book.forUri("file:///f.py").map((p) => p.id), ["c", "d"]);
+});
+
 test("only a real proposal in a command's answer is shown", () => {
   assert.equal(proposalOf({ proposal: proposal("a") })?.id, "a");
   assert.equal(proposalOf({ applied: true, edits: 1 }), undefined);

@@ -6,6 +6,7 @@ import {
   serverSettings,
   SERVER_SETTING_KEYS,
   withApprovedDestinations,
+  withLogFile,
   workspaceOverride,
 } from "../src/settings";
 
@@ -87,4 +88,13 @@ test("a workspace's remote is used only once the user allowed it; else the user'
 test("without a user value, a refused workspace remote means none: the local model", () => {
   const get = withApprovedDestinations(getter({ remote: "http://theirs" }), () => ({ workspaceValue: "http://theirs" }), () => false);
   assert.deepEqual(serverSettings(get), { difill: {} });
+});
+
+test("the server keeps a log at the default location unless the user names a file", () => {
+  assert.deepEqual(withLogFile(serverSettings(getter({ logFile: "" })), "/logs/server.log"), {
+    difill: { logFile: "/logs/server.log" },
+  });
+  assert.deepEqual(withLogFile(serverSettings(getter({ logFile: "/mine.log" })), "/logs/server.log"), {
+    difill: { logFile: "/mine.log" },
+  });
 });

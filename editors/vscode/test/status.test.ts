@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { draftText, statusView } from "../src/status";
+import { becameReady, draftText, statusLogLine, statusView } from "../src/status";
 
 test("ready shows the latency", () => {
   const v = statusView({ state: "ready", latencyMs: 123.4 });
@@ -29,4 +29,28 @@ test("error is flagged for the error background and explains itself", () => {
 test("a draft is one shortened line with its step", () => {
   const t = draftText({ text: "def f(x):\n    return " + "x".repeat(100), step: 3 }, 20);
   assert.equal(t, "$(sync~spin) difill step 3: def f(x): return xx…");
+});
+
+test("starting then loading both show the spinner while the model loads", () => {
+  assert.equal(statusView({ state: "starting" }).text, "$(loading~spin) difill starting");
+  const v = statusView({ state: "loading", message: "loading the model from /m" });
+  assert.equal(v.text, "$(loading~spin) difill loading");
+  assert.equal(v.error, false);
+});
+
+test("ghost text is asked for again when the model becomes ready, not after every answer", () => {
+  assert.equal(becameReady("loading", "ready"), true);
+  assert.equal(becameReady("starting", "ready"), true);
+  assert.equal(becameReady(undefined, "ready"), true);
+  assert.equal(becameReady("busy", "ready"), false);
+  assert.equal(becameReady("ready", "ready"), false);
+  assert.equal(becameReady("loading", "error"), false);
+});
+
+test("the output channel records the model loaded and errors, not every answer", () => {
+  assert.equal(statusLogLine({ state: "ready", message: "model loaded from /m (torch) in 2.0 s" }),
+    "difill: model loaded from /m (torch) in 2.0 s");
+  assert.equal(statusLogLine({ state: "ready", latencyMs: 40 }), undefined);
+  assert.equal(statusLogLine({ state: "error", message: "no model at /x" }), "difill error: no model at /x");
+  assert.equal(statusLogLine({ state: "busy" }), undefined);
 });

@@ -49,7 +49,8 @@ async def run_edit_command(server: RequestContext, kind: str, arguments: tuple[A
     computed = await server.edits.compute(request, draft_token=token)
     if not computed.edits:
         return {"applied": False, "edits": 0}
-    return await apply(server, computed.document, computed.edits, request.version, _label(kind))
+    label = _label(kind, request.instruction)
+    return await apply(server, computed.document, computed.edits, request.version, label)
 
 
 async def propose(server: RequestContext, request: EditRequest, token: str | None) -> dict[str, Any]:
@@ -75,7 +76,8 @@ async def propose(server: RequestContext, request: EditRequest, token: str | Non
     if not computed.edits:
         return {"proposal": None}  # the model proposed the selection as it is
     document = computed.document
-    proposals.add(
+    label = _label(request.kind, request.instruction)
+    replaced = proposals.add(
         Proposal(
             id=proposal_id,
             uri=request.uri,
@@ -84,7 +86,7 @@ async def propose(server: RequestContext, request: EditRequest, token: str | Non
             end=request.end,
             new_text=computed.new_text,
             edits=computed.edits,
-            label=_label(request.kind),
+            label=label,
             seen_text=document.text,
         )  # fmt: skip
     )
@@ -97,6 +99,8 @@ async def propose(server: RequestContext, request: EditRequest, token: str | Non
             "range": range_json(document.range_of(request.start, request.end, server.encoding)),
             "newText": computed.new_text,
             "edits": [converter.unstructure(edit) for edit in computed.edits],
+            "label": label,  # what the edit is, for the client to show
+            "replaces": replaced,  # ids of proposals for the same range, now dropped
         }
     }
 
@@ -139,8 +143,16 @@ def _proposal_id(arguments: tuple[Any, ...]) -> str:
     return arg["id"]
 
 
-def _label(kind: str) -> str:
-    return f"difill: {TITLES[kind].lower()}"
+LABEL_CHARS = 60  # an instruction is a label on one line: a long one is cut
+
+
+def _label(kind: str, instruction: str | None = None) -> str:
+    """What the edit is, for the editor's undo history and the proposal's heading: the instruction
+    when there is one ("difill: add type hints"), else the kind ("difill: rewrite selection")."""
+    what = " ".join(instruction.split()) if instruction else ""
+    if len(what) > LABEL_CHARS:
+        what = what[: LABEL_CHARS - 1] + "…"
+    return f"difill: {what or TITLES[kind].lower()}"
 
 
 async def apply(

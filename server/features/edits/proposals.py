@@ -8,7 +8,8 @@ here, under its id, until the user accepts it (``difill.acceptEdit``), rejects i
 * its document closes;
 * its document changes inside (or at an edge of) the range it replaces: what the user reviewed is
   no longer what it would replace;
-* a proposal overlapping it is accepted (accepting it then answers ContentModified).
+* a proposal overlapping it is accepted (accepting it then answers ContentModified);
+* a newer proposal for the same range of the same document replaces it.
 
 A change elsewhere does not expire it, but the proposal stays pinned to the version it was
 computed for: accepting it then is refused with ContentModified, as an edit is never applied to a
@@ -43,7 +44,7 @@ class Proposal:
     end: int
     new_text: str  # the range's new text
     edits: list[types.TextEdit]  # the smallest edits that turn the range into ``new_text``
-    label: str  # for workspace/applyEdit, e.g. "difill: rewrite selection"
+    label: str  # for workspace/applyEdit, e.g. "difill: add type hints"
     seen_text: str  # the document's text when last checked, to find where a change landed
 
 
@@ -68,8 +69,18 @@ class Proposals(Feature):
             u == uri for u, _ in self.running.values()
         )
 
-    def add(self, proposal: Proposal) -> None:
+    def add(self, proposal: Proposal) -> list[str]:
+        """Keep ``proposal``; a pending one for the same range of the same document is dropped (a
+        second edit of a selection replaces the first instead of stacking).  Returns their ids."""
+        replaced = [
+            p.id
+            for p in self.pending.values()
+            if (p.uri, p.start, p.end) == (proposal.uri, proposal.start, proposal.end)
+        ]
+        for proposal_id in replaced:
+            del self.pending[proposal_id]
         self.pending[proposal.id] = proposal
+        return replaced
 
     def take(self, proposal_id: str) -> Proposal | None:
         """The pending proposal, removed (None if unknown or expired)."""

@@ -34,10 +34,10 @@ from difill.server.context.drafts import Draft
 from difill.server.context.prompt import snippet_block
 from difill.server.context.retrieval import Retrieval
 from difill.server.documents import Document, Documents
-from difill.server.engine_host import EngineHost, JobCancelled, Jobs, OneJobPerDocument
+from difill.server.engine_host import EngineHost, JobCancelled, Jobs, ModelState, OneJobPerDocument
 from difill.server.features.suggestions.cache import Asked, SuggestionCache
 from difill.server.features.suggestions.inflight import KeptWork, RunningFill
-from difill.server.served import context_for, fitting_drafts, suggestion_fill
+from difill.server.served import context_for, drafts_result, fitting_drafts, is_sure, suggestion_fill
 from difill.server.trees import SyntaxTrees
 
 log = logging.getLogger("difill.server.suggestions")
@@ -135,6 +135,10 @@ class SuggestionService(OneJobPerDocument):
 
         if settings.debounce_ms:
             await asyncio.sleep(settings.debounce_ms / 1000)
+        if self.host.state is ModelState.LOADING:  # drafts need no model: offer them meanwhile
+            early = await asyncio.to_thread(self._drafts_while_loading, document, offset, ctx, settings)
+            if early:
+                return Suggestions(early[:count], "drafts while loading", auto_closed(ctx))
         if await self.host.wait_ready(settings.load_wait_ms / 1000) is None:
             return Suggestions([], self.host.state.value)
         if (stale := self._stale(document)) is not None:  # changed while this waited: not worth a fill
@@ -207,19 +211,33 @@ class SuggestionService(OneJobPerDocument):
     def _context(self, fill: RunningFill) -> tuple[list[Draft], str]:
         """The context's drafts for the fill's cursor, shaped, and the snippet block for the
         model; on the worker (the sources may be megabytes: find_drafts bounds the work)."""
-        retrieval = (
-            self.context_source(fill.uri, fill.text, fill.offset, fill.language_id)
-            if self.context_source
-            else None
+        return self._drafts_and_block(
+            fill.uri, fill.text, fill.offset, fill.language_id, fill.ctx, fill.settings
         )
-        settings = fill.settings
-        block = (
-            snippet_block(retrieval.snippets, fill.language_id, settings.snippet_tokens) if retrieval else ""
-        )
+
+    def _drafts_and_block(
+        self, uri: str, text: str, offset: int, language_id: str, ctx: FillContext, settings: Settings
+    ) -> tuple[list[Draft], str]:
+        retrieval = self.context_source(uri, text, offset, language_id) if self.context_source else None
+        block = snippet_block(retrieval.snippets, language_id, settings.snippet_tokens) if retrieval else ""
         if settings.context_drafts == "off":
             return [], block
         sources, index_drafts = (retrieval.sources, retrieval.drafts) if retrieval else ((), ())
-        return fitting_drafts(fill.text, fill.offset, fill.ctx, sources, index_drafts), block
+        return fitting_drafts(text, offset, ctx, sources, index_drafts), block
+
+    def _drafts_while_loading(
+        self, document: Document, offset: int, ctx: FillContext, settings: Settings
+    ) -> list[str]:
+        """The drafts "show" would make the ghost text with no model run, as they would be shown;
+        none unless ``contextDrafts`` is "show" or "auto" (which checkpoint loads, and so what
+        "auto" means for it, is not known yet).  On a thread: the sources may be large."""
+        if settings.context_drafts not in ("show", "auto"):
+            return []
+        drafts, _ = self._drafts_and_block(
+            document.uri, document.text, offset, document.language_id, ctx, settings
+        )
+        sure = [d for d in drafts if is_sure(d)]
+        return shown_texts(drafts_result(sure).candidates, ctx) if sure else []
 
     async def _wait(self, fill: RunningFill) -> list[str]:
         """The fill's texts.  If this request is cancelled ($/cancelRequest), the fill is not: it

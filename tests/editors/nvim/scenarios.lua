@@ -79,6 +79,45 @@ end
 
 local S = {}
 
+--- First, while the model still loads (loadWaitMs 0: a request made then is answered empty at
+--- once, as it is after 3 s by default): text typed then gets its ghost text when the model is
+--- ready, with no further keystroke; and the load shows its progress in the message area.
+S[#S + 1] = { name = "typing_before_ready", fn = function(r)
+  local echo = vim.api.nvim_echo
+  r.echoed = {}
+  vim.api.nvim_echo = function(chunks, history, opts)
+    r.echoed[#r.echoed + 1] = table.concat(vim.tbl_map(function(c) return c[1] end, chunks))
+    return echo(chunks, history, opts)
+  end
+  -- The status line right when the model is ready, before any suggestion was answered.
+  local au = vim.api.nvim_create_autocmd("User", { pattern = "DifillStatus", callback = function(ev)
+    if ev.data.state == "ready" and not r.status_at_ready then
+      r.status_at_ready = difill.status()
+    end
+  end })
+  local ok, err = pcall(function()
+    open("early.py", { "def greet(name):", "" })
+    difill.configure({ loadWaitMs = 0 })
+    T.input("2GA")
+    T.input("    re")
+    local client = vim.lsp.get_clients({ bufnr = 0, name = "difill" })[1]
+    local st = difill.statuses[client.id]
+    r.state_when_typed = st and st.state or "starting"
+    r.status_when_typed = difill.status()
+    r.lines = T.lines()
+    T.wait(function()
+      local now = difill.statuses[client.id]
+      return now and now.state == "ready"
+    end, LOAD_MS, "the model to be ready")
+    r.suggestion = T.wait(difill.suggestion, ANSWER_MS, "ghost text once the model is ready")
+    r.lines_after = T.lines()
+  end)
+  vim.api.nvim_echo = echo
+  vim.api.nvim_del_autocmd(au)
+  difill.configure({ loadWaitMs = 3000 })
+  assert(ok, err)
+end }
+
 S[#S + 1] = { name = "server_ready", fn = function(r)
   open("ready.py", { "def add(a, b):", "    " })
   T.wait(function()
@@ -208,6 +247,49 @@ S[#S + 1] = { name = "code_action_with_instruction_asks", fn = function(r)
   end
   local ok, err = pcall(code_action, r, "Edit selection with instruction...")
   vim.ui.input = input
+  assert(ok, err)
+end }
+
+--- The `gra` menu as a user meets it: a linewise selection, Neovim's own code-action menu
+--- (inputlist), "1<CR>" for "Rewrite selection"; the time from that choice to the first draft
+--- drawn in the buffer. With codeAction/resolve in the path Neovim ended the keystroke in Visual
+--- mode after the menu's message and paused ~4 s before drawing anything (issue 40).
+S[#S + 1] = { name = "code_action_menu_to_first_draft", fn = function(r)
+  local proposals = require("difill.proposals")
+  local select, on_draft = vim.ui.select, proposals.on_draft
+  local chosen_at, drawn_at
+  vim.ui.select = function(items, opts, on_choice)
+    r.titles = vim.tbl_map(opts.format_item or tostring, items)
+    vim.api.nvim_input("1<CR>") -- what the user types at the menu's prompt: read by inputlist()
+    return select(items, opts, function(item, idx)
+      chosen_at = vim.uv.hrtime()
+      return on_choice(item, idx)
+    end)
+  end
+  proposals.on_draft = function(err, params, ctx)
+    on_draft(err, params, ctx)
+    local drawn = #vim.api.nvim_buf_get_extmarks(0, proposals.ns, 0, -1, {}) > 0
+    if chosen_at and not drawn_at and drawn then
+      drawn_at = vim.uv.hrtime()
+    end
+  end
+  local ok, err = pcall(function()
+    open("menu_action.py", function_variants()[1])
+    vim.api.nvim_input("4GVjjgra") -- a linewise selection, then Neovim's default code-action key
+    T.wait(function()
+      return drawn_at
+    end, ANSWER_MS, "the first draft after the menu")
+    r.first_draft_ms = (drawn_at - chosen_at) / 1e6
+    r.mode = vim.api.nvim_get_mode().mode
+    T.wait(function()
+      return proposals.at_cursor(0, false) or #T.notifications() > 0
+    end, ANSWER_MS, "the edit to end")
+    if proposals.at_cursor(0, false) then
+      vim.cmd("DifillReject")
+    end
+  end)
+  vim.ui.select, proposals.on_draft = select, on_draft
+  r.chosen = chosen_at ~= nil
   assert(ok, err)
 end }
 
@@ -370,6 +452,70 @@ S[#S + 1] = { name = "proposal_on_changed_buffer_refused", fn = function(r)
   end, ANSWER_MS, "the refusal")
   T.sleep(300)
   r.after = T.lines()
+end }
+
+--- :DifillEdit on the last two lines in the window: the proposal hangs below it, so the plugin
+--- says where it is and :DifillJump brings it into view; the same edit again replaces it.
+S[#S + 1] = { name = "offscreen_proposal_then_same_range_again", fn = function(r)
+  r.attempts = {}
+  local shown
+  for i = 1, 4 do
+    local lines = {}
+    for n = 1, 60 do
+      lines[n] = ("value_%d = compute(%d, %d)"):format(n, n * i, n + i)
+    end
+    open(("offscreen_%d.py"):format(i), lines)
+    T.input("gg")
+    local last = vim.fn.line("w$")
+    r.window = { top = vim.fn.line("w0"), last = last, height = vim.api.nvim_win_get_height(0) }
+    local seen = #T.notifications()
+    T.input(("%dGV%dG:DifillEdit add type hints<CR>"):format(last - 1, last))
+    local outcome = T.wait(function()
+      for _, s in pairs(proposals.shown) do
+        if s.proposal and s.bufnr == vim.api.nvim_get_current_buf() then
+          return s
+        end
+      end
+      if #T.notifications() > seen then
+        return "refused: " .. T.notifications()[#T.notifications()]
+      end
+    end, ANSWER_MS, "a proposal (or the server's refusal)")
+    if type(outcome) == "table" then
+      shown = outcome
+      r.message = T.wait(function()
+        return #T.notifications() > seen and T.notifications()[#T.notifications()]
+      end, 2000, "the message about the proposal")
+      break
+    end
+    r.attempts[#r.attempts + 1] = outcome
+  end
+  assert(shown, "no variant got a proposal: " .. vim.inspect(r.attempts))
+  r.first_line = shown.proposal.range.start.line + 1
+  r.label = proposal_marks()[2] and proposal_marks()[2].lines[1] or vim.NIL
+  r.view_before = proposals.out_of_view(0, shown) or vim.NIL
+  vim.cmd("DifillJump")
+  r.view_after = proposals.out_of_view(0, shown) or vim.NIL
+  r.top_after, r.below = vim.fn.line("w0"), shown.below
+  r.cursor_after = vim.api.nvim_win_get_cursor(0)[1]
+  -- The same edit of the same lines again: one proposal, the new one.
+  local first_id = shown.id
+  T.input(("%dGV%dG:DifillEdit add type hints<CR>"):format(r.first_line, r.first_line + 1))
+  local second = T.wait(function()
+    for id, s in pairs(proposals.shown) do
+      if id ~= first_id and s.proposal and s.bufnr == vim.api.nvim_get_current_buf() then
+        return s
+      end
+    end
+  end, ANSWER_MS, "the second proposal")
+  r.ids = {}
+  for id, s in pairs(proposals.shown) do
+    if s.bufnr == vim.api.nvim_get_current_buf() then
+      r.ids[#r.ids + 1] = id
+    end
+  end
+  r.second_id, r.first_id = second.id, first_id
+  r.marks = #proposal_marks()
+  vim.cmd("DifillReject")
 end }
 
 S[#S + 1] = { name = "status_command", fn = function(r)

@@ -24,6 +24,7 @@
 ---@field holeMarker? string       marker that :DifillFill fills (default "<|hole|>")
 ---@field debounceMs? integer      server-side wait before running the model (client debounces too)
 ---@field loadWaitMs? integer      how long a request waits for a loading model
+---@field logFile? string          the server's log file, opened by :DifillLog (default: difill-server.log in stdpath("log"))
 ---@field workspaceIndex? boolean  index open documents and workspace folders (docs/context.md)
 ---@field indexMaxFiles? integer   files the workspace index holds at most
 ---@field indexMaxBytes? integer   memory the workspace index may hold, in bytes
@@ -43,6 +44,8 @@
 --- Normal-mode keys for :DifillAccept / :DifillReject (proposed edits, see review_edits).
 ---@field accept_edit string|false
 ---@field reject_edit string|false
+--- Normal-mode key for :DifillJump (scroll to the newest proposed edit).
+---@field jump_edit string|false
 
 ---@class difill.Config
 ---@field cmd string[]                  how to start the server (stdio LSP)
@@ -55,6 +58,7 @@
 ---@field hl_group string               highlight of the ghost text
 ---@field keymaps difill.Keymaps|false  `false` sets no keymaps at all
 ---@field review_edits boolean         show each edit for review (:DifillAccept / :DifillReject) before it lands
+---@field progress boolean             echo the model's loading progress in the message area
 local defaults = {
   cmd = { "difill", "serve" },
   -- Every language the server has a grammar for (engine/languages.py, docs/languages.md).
@@ -79,8 +83,10 @@ local defaults = {
     edit = "<leader>de",
     accept_edit = "<leader>da",
     reject_edit = "<leader>dr",
+    jump_edit = "<leader>dj",
   },
   review_edits = true,
+  progress = true,
 }
 
 return defaults

@@ -305,6 +305,12 @@ function M.next(bufnr)
   end)
 end
 
+--- Ask at the cursor now, as typing would (one candidate), with no debounce.
+---@param bufnr integer
+function M.ask(bufnr)
+  M.request(bufnr, AUTOMATIC)
+end
+
 ---@param bufnr integer
 function M.trigger(bufnr)
   M.request(bufnr, INVOKED)

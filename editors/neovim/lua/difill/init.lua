@@ -15,6 +15,45 @@ M.config = vim.deepcopy(require("difill.config"))
 ---@type table<integer, { state: string, message?: string, latencyMs?: number }>
 M.statuses = {}
 
+--- The model's loading progress per client id while it loads ("difill: reading the model (30%)").
+---@type table<integer, string>
+M.progress = {}
+
+local ask_again -- defined with the handlers below
+
+--- For :DifillStatus: what the server said and did last. `loaded`: the ready message of the last
+--- load ("model loaded from ... (torch) in 2.1 s"); `error`: its last error; `exit`: how the last
+--- server process ended, when it failed, with the end of what it wrote to stderr.
+---@type { loaded?: string, error?: string, exit?: { code: integer, signal: integer, stderr: string } }
+M.last = {}
+
+local STDERR_KEEP = 4000 -- bytes of the server's stderr kept: argparse's usage and error fit
+local stderr_tail = "" -- the newest stderr of the server command
+
+--- Neovim sends a server's stderr only to lsp.log (vim.lsp.log.error("rpc", cmd, "stderr", chunk));
+--- keep ours too, so that a server that exits at once can say why where the user looks.
+local function capture_stderr()
+  local lsp_log = require("vim.lsp.log")
+  if lsp_log.difill_wrapped then
+    return
+  end
+  local error_fn = lsp_log.error
+  lsp_log.error = function(...)
+    local what, cmd, stream, chunk = ...
+    if what == "rpc" and stream == "stderr" and type(chunk) == "string" and cmd == M.config.cmd[1] then
+      stderr_tail = (stderr_tail .. chunk):sub(-STDERR_KEEP)
+    end
+    return error_fn(...)
+  end
+  lsp_log.difill_wrapped = true
+end
+
+--- The server's log file: the logFile setting, by default next to Neovim's own lsp.log.
+---@return string
+function M.log_file()
+  return M.config.settings.logFile
+end
+
 local function builtin()
   local b = M.config.builtin
   return b ~= false and vim.lsp.inline_completion ~= nil and vim.lsp.inline_completion.enable ~= nil
@@ -210,13 +249,18 @@ M.start_error = nil
 function M.status()
   local client = util.client(buf())
   if not client then
-    return "difill: not attached" .. (M.start_error and (" (" .. M.start_error .. ")") or "")
+    local exit = M.last.exit
+    local why = M.start_error
+      or (exit and ("the server exited with code %d%s"):format(exit.code, exit.signal ~= 0 and
+        (", signal " .. exit.signal) or ""))
+    return "difill: not attached" .. (why and (" (" .. why .. ")") or "")
   end
   local st = M.statuses[client.id]
   if not st then
     return "difill: starting"
   end
-  local parts = { "difill: " .. st.state }
+  -- While loading, the step it is at says more than the state: "difill: reading the model (30%)".
+  local parts = { st.state == "loading" and M.progress[client.id] or ("difill: " .. st.state) }
   if st.latencyMs then
     parts[#parts + 1] = ("%dms"):format(st.latencyMs)
   end
@@ -247,6 +291,7 @@ local function set_keymaps(bufnr)
   map("x", km.edit, ":DifillEdit<CR>", "edit selection with instruction")
   map("n", km.accept_edit, "<Cmd>DifillAccept<CR>", "accept the proposed edit")
   map("n", km.reject_edit, "<Cmd>DifillReject<CR>", "reject the proposed edit (or stop it)")
+  map("n", km.jump_edit, "<Cmd>DifillJump<CR>", "show the newest proposed edit")
 end
 
 --- A range command's callback: ``run(bufnr, range, cmd)`` with the command's range in the
@@ -284,6 +329,10 @@ local function create_commands()
     proposals.settle("reject", buf())
   end, { desc = "difill: drop the proposed edit at the cursor, or stop the running one" })
 
+  api.nvim_create_user_command("DifillJump", function()
+    proposals.jump()
+  end, { desc = "difill: scroll to the newest proposed edit in this buffer" })
+
   api.nvim_create_user_command("DifillStatus", function()
     local lines = { M.status() }
     -- vim.lsp.status() keeps progress messages until read: only while the model loads are they
@@ -291,11 +340,60 @@ local function create_commands()
     local progress = vim.lsp.status()
     local client = util.client(buf())
     local st = client and M.statuses[client.id]
-    if progress ~= "" and st and st.state == "loading" then
+    if progress ~= "" and st and st.state == "loading" and not M.progress[client.id] then
       lines[#lines + 1] = progress
     end
+    if M.last.loaded and not lines[1]:find(M.last.loaded, 1, true) then
+      lines[#lines + 1] = M.last.loaded -- "model loaded from /path (torch) in 2.1 s"
+    end
+    if M.last.error then
+      lines[#lines + 1] = "last error: " .. M.last.error
+    end
+    local exit = M.last.exit
+    if exit then
+      lines[#lines + 1] = ("the server exited with code %d%s"):format(exit.code,
+        exit.stderr ~= "" and (", stderr:\n" .. vim.trim(exit.stderr)) or " (no stderr)")
+    end
+    lines[#lines + 1] = ("log: %s (:DifillLog); Neovim's: %s (:LspLog)"):format(M.log_file(), vim.lsp.get_log_path())
     vim.notify(table.concat(lines, "\n"))
-  end, { desc = "difill: server state and last latency" })
+  end, { desc = "difill: server state, model, last error, log file" })
+
+  api.nvim_create_user_command("DifillLog", function()
+    local file = M.log_file()
+    if vim.fn.filereadable(file) == 0 then
+      vim.notify("difill: no server log at " .. file .. " yet", vim.log.levels.WARN)
+      return
+    end
+    vim.cmd.split(vim.fn.fnameescape(file))
+    vim.bo.readonly, vim.bo.autoread = true, true
+    vim.cmd("normal! G")
+  end, { desc = "difill: open the server's log file" })
+end
+
+--- The model just became ready: text typed while it loaded got no ghost text (those requests
+--- were answered empty), so ask again at the cursor without waiting for another keystroke.
+---@param client_id integer
+ask_again = function(client_id)
+  local bufnr = buf()
+  local client = util.client(bufnr)
+  if M.config.auto_trigger and client and client.id == client_id and api.nvim_get_mode().mode:sub(1, 1) == "i" then
+    ghost.ask(bufnr)
+  end
+end
+
+--- Model loading ($/progress from the server) in the message area, for the default UI, which
+--- shows no LSP progress by itself; statuslines can use status() or vim.lsp.status() instead.
+local function show_progress(ev)
+  local client = vim.lsp.get_client_by_id(ev.data.client_id)
+  local value = vim.tbl_get(ev.data, "params", "value")
+  if not M.config.progress or not client or client.name ~= "difill" or type(value) ~= "table" then
+    return
+  end
+  local text = value.kind == "end" and ("difill: " .. (value.message or "done"))
+    or ("difill: %s%s"):format(value.message or value.title or "loading",
+      value.percentage and (" (%d%%)"):format(value.percentage) or "")
+  M.progress[client.id] = value.kind ~= "end" and text or nil
+  api.nvim_echo({ { text } }, false, {})
 end
 
 ---@param t table
@@ -331,6 +429,9 @@ end
 function M.setup(opts)
   M.config = vim.tbl_deep_extend("force", vim.deepcopy(require("difill.config")), opts or {})
   local cfg = M.config
+  -- The server always keeps a log that :DifillLog can open: next to Neovim's lsp.log by default.
+  cfg.settings.logFile = cfg.settings.logFile or vim.fs.joinpath(vim.fn.stdpath("log"), "difill-server.log")
+  capture_stderr()
   ghost.opts = { debounce_ms = cfg.debounce_ms, hl_group = cfg.hl_group }
   -- Ghost text must never look like code: a grey that terminals without truecolor draw too
   -- (Comment has no 256-colour value in the default colourscheme).
@@ -341,6 +442,8 @@ function M.setup(opts)
     vim.notify("difill: " .. M.start_error, vim.log.levels.ERROR)
   end
   proposals.highlights()
+  local jump_key = cfg.keymaps and cfg.keymaps.jump_edit
+  proposals.jump_hint = jump_key and (jump_key .. " or :DifillJump") or ":DifillJump"
 
   vim.lsp.config("difill", {
     cmd = cfg.cmd,
@@ -359,7 +462,16 @@ function M.setup(opts)
     },
     handlers = {
       ["difill/status"] = function(_, params, ctx)
+        local before = M.statuses[ctx.client_id]
         M.statuses[ctx.client_id] = params
+        if params.state == "ready" and not params.latencyMs and params.message then
+          M.last.loaded = params.message -- the load's own ready: which model, which engine
+        elseif params.state == "error" then
+          M.last.error = params.message
+        end
+        if params.state == "ready" and (not before or before.state == "loading") then
+          ask_again(ctx.client_id)
+        end
         -- recentLatencyMs: the median of the last answers, steadier than one answer's latencyMs.
         local latency = params.recentLatencyMs or params.latencyMs
         if latency then
@@ -372,20 +484,44 @@ function M.setup(opts)
       ["difill/draft"] = function(...)
         return proposals.on_draft(...)
       end,
-      -- Code actions run difill.fillHoles / completeBlock here: their answer may be a proposal.
-      ["workspace/executeCommand"] = function(err, result, ctx)
-        local client = vim.lsp.get_client_by_id(ctx.client_id)
-        if err then
-          vim.notify(("difill: %s"):format(err.message), vim.log.levels.ERROR)
-        elseif client then
-          proposals.show(ctx.bufnr, client, result)
-        end
-      end,
     },
+    on_exit = function(code, signal)
+      if code == 0 and signal == 0 then
+        return
+      end
+      M.last.exit = { code = code, signal = signal, stderr = stderr_tail }
+      local last_line = vim.trim(stderr_tail):match("[^\n]*$")
+      vim.schedule(function()
+        vim.notify(("difill: the server exited with code %d%s (:DifillStatus, :DifillLog)"):format(code,
+          last_line ~= "" and (": " .. last_line) or ""), vim.log.levels.ERROR)
+      end)
+    end,
+    -- Without resolveSupport the server gives applied edits the same commands (review_edits =
+    -- false): the edit then also starts inside the keystroke.
+    before_init = function(params)
+      local code_action = vim.tbl_get(params, "capabilities", "textDocument", "codeAction")
+      if code_action then
+        code_action.resolveSupport = nil
+      end
+    end,
+    -- Our code actions carry their command (see before_init), so the client never needs
+    -- codeAction/resolve: without it, the menu's choice runs the command at
+    -- once, inside the `gra` keystroke, where visual mode can still be left before it ends.
+    -- (Ending that keystroke in Visual mode after the menu's message makes Neovim pause about
+    -- 4 s before it handles anything else, so with resolve the first draft waited 4 s.)
+    on_init = function(client)
+      -- A new process: what an older one wrote, or how it ended, is not its.
+      stderr_tail, M.last.exit, M.last.error = "", nil, nil
+      local provider = client.server_capabilities.codeActionProvider
+      if type(provider) == "table" then
+        provider.resolveProvider = false
+      end
+    end,
     commands = {
       -- The "Edit selection with instruction..." code action carries no instruction: ask.
       -- (A plain rewrite may carry the same command without one; its title tells them apart.)
       ["difill.editSelection"] = function(command, ctx)
+        leave_visual_mode()
         local args = vim.deepcopy((command.arguments or {})[1] or {})
         if args.instruction or not (command.title or ""):lower():find("instruction", 1, true) then
           return M.execute(ctx.bufnr, "difill.editSelection", args)
@@ -395,12 +531,22 @@ function M.setup(opts)
           M.execute(ctx.bufnr, "difill.editSelection", args)
         end)
       end,
+      ["difill.fillHoles"] = function(command, ctx)
+        leave_visual_mode()
+        M.execute(ctx.bufnr, command.command, vim.deepcopy((command.arguments or {})[1] or {}))
+      end,
+      ["difill.completeBlock"] = function(command, ctx)
+        leave_visual_mode()
+        M.execute(ctx.bufnr, command.command, vim.deepcopy((command.arguments or {})[1] or {}))
+      end,
     },
   })
   vim.lsp.enable("difill")
 
+  local group = api.nvim_create_augroup("difill.attach", { clear = true })
+  api.nvim_create_autocmd("LspProgress", { group = group, callback = show_progress })
   api.nvim_create_autocmd("LspAttach", {
-    group = api.nvim_create_augroup("difill.attach", { clear = true }),
+    group = group,
     callback = function(ev)
       local client = vim.lsp.get_client_by_id(ev.data.client_id)
       if not client or client.name ~= "difill" then

@@ -18,10 +18,16 @@ M.ns = api.nvim_create_namespace("difill.proposals")
 ---@field mark integer         the extmark highlighting the replaced range
 ---@field lines_mark integer   the extmark holding the virtual lines under it
 ---@field proposal? table      the server's proposal; nil while the canvas still denoises
+---@field range lsp.Range      the range it replaces
+---@field below integer        the row its virtual lines hang under
+---@field height integer       how many virtual lines it draws
 
 --- Proposals and running edits, by id.
 ---@type table<string, difill.Shown>
 M.shown = {}
+
+--- How the message about an off-screen proposal names the way to it (init.lua sets the key).
+M.jump_hint = ":DifillJump"
 
 local attached = {} ---@type table<integer, boolean>
 
@@ -54,7 +60,7 @@ local function draw(id, bufnr, client, range, text, hl_text, label)
   local lines_mark = api.nvim_buf_set_extmark(bufnr, M.ns, below, 0, { virt_lines = virt_lines(lines, hl_text) })
   M.shown[id] = {
     id = id, bufnr = bufnr, client_id = client.id, mark = mark, lines_mark = lines_mark,
-    proposal = old and old.proposal,
+    proposal = old and old.proposal, range = range, below = below, height = #lines,
   }
   return M.shown[id]
 end
@@ -120,6 +126,58 @@ function M.on_draft(_, params, ctx)
     ("difill: denoising, step %d (:DifillReject stops it)"):format(params.step or 0))
 end
 
+--- Whether all of `s` (the range and the lines under it) is in window `win`: nil when it is (or
+--- the window shows another buffer), else "above" or "below".
+---@param win integer
+---@param s difill.Shown
+---@return "above"|"below"|nil
+function M.out_of_view(win, s)
+  win = win == 0 and api.nvim_get_current_win() or win -- line("w0", 0) knows no window 0
+  if api.nvim_win_get_buf(win) ~= s.bufnr then
+    return nil
+  end
+  local pos = api.nvim_buf_get_extmark_by_id(s.bufnr, M.ns, s.mark, {})
+  local top = vim.fn.line("w0", win) - 1
+  if not pos[1] or pos[1] < top then
+    return "above"
+  end
+  -- Virtual lines under a row are not part of its text height: add them.
+  local height = api.nvim_win_text_height(win, { start_row = top, end_row = s.below }).all + s.height
+  return height > api.nvim_win_get_height(win) and "below" or nil
+end
+
+--- Scroll the current window so that the newest proposal (or running edit) of the buffer is in
+--- view, with the cursor on its first line. Returns false when there is none.
+---@return boolean
+function M.jump()
+  local bufnr = api.nvim_get_current_buf()
+  local newest
+  for _, s in pairs(M.shown) do
+    if s.bufnr == bufnr and (not newest or s.mark > newest.mark) then
+      newest = s
+    end
+  end
+  if not newest then
+    vim.notify("difill: no proposed edit in this buffer", vim.log.levels.WARN)
+    return false
+  end
+  local row = api.nvim_buf_get_extmark_by_id(bufnr, M.ns, newest.mark, {})[1]
+  api.nvim_win_set_cursor(0, { row + 1, 0 })
+  vim.cmd("normal! zt") -- the range at the top: the lines under it fit when anything can
+  return true
+end
+
+--- Drop what is shown for the same range as `s` in its buffer (a proposal the new one replaces:
+--- the server has dropped it too), and those the server names in `replaces`.
+local function drop_replaced(s, replaces)
+  for id, other in pairs(M.shown) do
+    if id ~= s.id and other.proposal and other.bufnr == s.bufnr
+      and (vim.deep_equal(other.range, s.range) or vim.list_contains(replaces or {}, id)) then
+      drop(id)
+    end
+  end
+end
+
 --- An edit command's answer: show its proposal, if it is one. Returns true when it was.
 ---@param bufnr integer
 ---@param client vim.lsp.Client
@@ -135,9 +193,16 @@ function M.show(bufnr, client, result)
   end
   bufnr = vim.uri_to_bufnr(p.uri) or bufnr
   watch(bufnr)
+  local label = type(p.label) == "string" and p.label or "difill: proposed edit"
   local s = draw(p.id, bufnr, client, p.range, p.newText, "DifillAdded",
-    "difill: proposed edit (:DifillAccept / :DifillReject)")
+    label .. " (:DifillAccept / :DifillReject)")
   s.proposal = p
+  drop_replaced(s, p.replaces)
+  local where = M.out_of_view(api.nvim_get_current_win(), s)
+  if where then
+    vim.notify(("%s: proposed at line %d, %s the window (%s shows it)"):format(label, p.range.start.line + 1,
+      where, M.jump_hint))
+  end
   return true
 end
 
