@@ -238,7 +238,7 @@ class Retriever:
             if found is None:
                 return []
             names = self._module_names(found)
-            best = symbols.ranked(query, names, texts)[: symbols.MAX_SYMBOL_DRAFTS]
+            best = symbols.ranked(query, names, texts, text[:offset])[: symbols.MAX_SYMBOL_DRAFTS]
             return [Draft(name[len(query.partial) :], found.relative, kind="symbol") for name in best]
         best = symbols.ranked(query, list(imports.names), texts)[: symbols.MAX_SYMBOL_DRAFTS]
         return [Draft(name[len(query.partial) :], "imported", kind="symbol") for name in best]

@@ -28,6 +28,7 @@ MAX_MODULE_NAMES = 2000
 IMPORT_SCAN_CHARS = 64 * 1024
 USAGE_SCAN_CHARS = 256 * 1024
 MAX_SYMBOL_DRAFTS = 3
+SEQUENCE_LINES = 4  # lines above the cursor looked at for the module name used last (``successor``)
 MIN_TYPED = 2  # characters of a word typed before imported names are offered for it
 
 IMPORT_LINE = re.compile(r"^[ \t]*import[ \t]+([\w. \t,]{1,1024})", re.M)
@@ -152,11 +153,15 @@ def top_level_names(text: str) -> list[str]:
     return list(names)[:MAX_MODULE_NAMES]
 
 
-def ranked(query: SymbolQuery, candidates: Sequence[str], texts: Sequence[str]) -> list[str]:
-    """``candidates`` that continue ``query.partial``, best first (the module docstring's order)."""
+def ranked(
+    query: SymbolQuery, candidates: Sequence[str], texts: Sequence[str], before_cursor: str = ""
+) -> list[str]:
+    """``candidates`` that continue ``query.partial``, best first (the module docstring's order).
+    ``before_cursor``: the document up to the cursor, for ``successor``."""
     typed = [name for name in candidates if name.startswith(query.partial) and name != query.partial]
     if not typed:
         return []
+    following = successor(query, candidates, before_cursor)
     after = re.escape(query.chain) + r"\." if query.chain else ""
     uses = re.compile(rf"(?<![\w.]){after}([A-Za-z_]\w*)\b" if after else r"(?<![\w.])([A-Za-z_]\w*)\b")
     same = (
@@ -174,4 +179,27 @@ def ranked(query: SymbolQuery, candidates: Sequence[str], texts: Sequence[str]) 
         if same is not None:
             in_context.update(m.group(1) for m in same.finditer(text) if m.group(1) in wanted)
     order = {name: i for i, name in enumerate(typed)}
-    return sorted(typed, key=lambda n: (-in_context[n], -used[n], n.startswith("_"), order[n]))
+    return sorted(
+        typed, key=lambda n: (n != following, -in_context[n], -used[n], n.startswith("_"), order[n])
+    )
+
+
+def successor(query: SymbolQuery, candidates: Sequence[str], before_cursor: str) -> str | None:
+    """Code that walks a module's names in its order (a block of ``defaults.X = ...`` lines, an
+    ``isinstance`` chain): the name after the one the lines just above used, in the module's
+    order; None when the lines above use none."""
+    if not query.chain:
+        return None
+    cut = len(before_cursor)
+    for _ in range(SEQUENCE_LINES + 1):
+        cut = before_cursor.rfind("\n", 0, cut)
+        if cut < 0:
+            cut = 0
+            break
+    above = before_cursor[cut : before_cursor.rfind("\n") + 1 if "\n" in before_cursor else 0]
+    used = re.findall(rf"(?<![\w.]){re.escape(query.chain)}\.([A-Za-z_]\w*)", above)
+    position = {name: i for i, name in enumerate(candidates)}
+    if not used or used[-1] not in position:
+        return None
+    after = position[used[-1]] + 1
+    return candidates[after] if after < len(candidates) else None
