@@ -233,12 +233,12 @@ def drafts_at(
         return [*index_drafts, *found]
     # A symbol with what followed it elsewhere (``errors.`` -> ``RetryError(attempt)``) beats the
     # bare name: the lookup carries its arguments.  Other lookups name no candidate: after them.
-    with_names = [
+    with_names = [  # in the candidates' order: the lookups that start with each
         Draft(d.text, d.source, d.matched, kind="symbol")
+        for n in names
         for d in found
-        if any(d.text.startswith(n.text) and not d.text[len(n.text) : len(n.text) + 1].isidentifier()
-               for n in names)
-    ]  # fmt: skip
+        if d.text.startswith(n.text) and not d.text[len(n.text) : len(n.text) + 1].isidentifier()
+    ]
     others = [d for d in index_drafts if d.kind != "symbol"]
     rest = [d for d in found if d.text not in {w.text for w in with_names}]
     return [*others, *with_names, *names, *rest]
