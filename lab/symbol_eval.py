@@ -49,6 +49,7 @@ class SymbolCase:
     offset: int
     expected: str  # the rest of the line that was removed
     symbol: str  # the part of the symbol still to write
+    defining: str = ""  # package/relative path of the file that defines it
 
 
 def _inside(path: str) -> str:
@@ -75,7 +76,7 @@ def symbol_cases(packages: Packages, per_kind: int, seed: int) -> dict[str, list
                 if target and match.group(2) in names_of[target]:
                     case = _case(path, text, match.start(2), match.group(2), 0)
                     if case is not None:
-                        found["module"].append(case)
+                        found["module"].append(replace(case, defining=_package_path(path, target)))
             for match in NAME.finditer(text, start):
                 name = match.group(1)
                 if name not in imports.names:
@@ -86,9 +87,13 @@ def symbol_cases(packages: Packages, per_kind: int, seed: int) -> dict[str, list
                     for kind, typed in (("imported", 0), ("imported, 2 typed", 2)):
                         case = _case(path, text, match.start(1), name, typed)
                         if case is not None and len(name) > typed + 1:
-                            found[kind].append(case)
+                            found[kind].append(replace(case, defining=_package_path(path, target)))
     rng = random.Random(seed)
     return {kind: rng.sample(cases, min(per_kind, len(cases))) for kind, cases in found.items()}
+
+
+def _package_path(path: str, relative: str) -> str:
+    return f"{path.split('/', 1)[0]}/{relative}"
 
 
 def _defining(by_relative: dict[str, str], module: str, current: str) -> str | None:
@@ -112,15 +117,30 @@ def _case(path: str, text: str, at: int, name: str, typed: int) -> SymbolCase | 
     return SymbolCase(path, text[:offset] + text[line_end:], offset, text[offset:line_end], name[typed:])
 
 
-def score(model: ServedModel, cases: dict[str, list[SymbolCase]], indexes: PackageIndexes) -> dict:
+def score(
+    model: ServedModel,
+    cases: dict[str, list[SymbolCase]],
+    indexes: PackageIndexes,
+    open_defining: bool = False,
+) -> dict:
+    """Each kind's rows; with ``open_defining`` the defining file is open in a tab meanwhile (the
+    issue found an open defining file made the answers worse)."""
     served = {"retrieval": model, "served": model}
     report: dict = {}
     for kind, kind_cases in cases.items():
         rows = {row: {"named": 0, "exact": 0, "ms": []} for row in served}
         for case in kind_cases:
+            tab = None
+            if open_defining:
+                indexes.retrieval(case.path, case.text, case.offset)  # the package's index exists
+                tab = indexes.indexes[case.path.split("/", 1)[0]], indexes.uri(case.defining)
+                source = dict(indexes.packages[case.path.split("/", 1)[0]])[case.defining]
+                tab[0].set_open(tab[1], "python", source)
             started = time.perf_counter()
             context = indexes.retrieval(case.path, case.text, case.offset)
             lookup_ms = (time.perf_counter() - started) * 1000
+            if tab is not None:
+                tab[0].set_open(tab[1], "python", None)
             shown = model.suggest(case.text, case.offset, indexes.uri(case.path), sources=context.sources,
                                   snippets=context.snippets, index_drafts=context.drafts)  # fmt: skip
             for row, text, ms in (
@@ -163,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", type=int, default=60, help="cases per kind")
     parser.add_argument("--packages", choices=("workspace", "tuning"), default="workspace")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--open-defining", action="store_true", help="the defining file open in a tab")
     parser.add_argument(
         "--cache", default="data/archives", help="where the fetched package archives are kept"
     )
@@ -174,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     model = ServedModel(model.engine, replace(model.settings), model.experiment)
     indexes = PackageIndexes(packages)
     try:
-        print(format_report(score(model, cases, indexes)))
+        print(format_report(score(model, cases, indexes, args.open_defining)))
     finally:
         indexes.close()
     return 0

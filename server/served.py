@@ -209,7 +209,25 @@ def fitting_drafts(
     before = errors_around(ctx, "")
     if before is None:
         return drafts
-    return [d for d in drafts if (errors_around(ctx, apply_filters(d.text, ctx, PIPELINE)) or 0) <= before]
+    fitted = []
+    for draft in drafts:
+        text = _without_new_errors(draft.text, ctx, before)
+        if text:
+            fitted.append(replace(draft, text=text))
+    return fitted
+
+
+def _without_new_errors(text: str, ctx: FillContext, before: int) -> str:
+    """``text``, or its longest run of whole first lines, that adds no syntax error to the code
+    around the cursor: a draft cut to the shape's line bound inside a block ends at its last
+    complete statement instead of being dropped.  "" when not even its first line fits."""
+    lines = text.split("\n")
+    for keep in range(len(lines), 0, -1):
+        candidate = "\n".join(lines[:keep]).rstrip()
+        shown = apply_filters(candidate, ctx, PIPELINE)
+        if candidate.strip() and (errors_around(ctx, shown) or 0) <= before:
+            return candidate
+    return ""
 
 
 def drafts_at(
