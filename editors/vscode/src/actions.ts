@@ -51,10 +51,14 @@ export function effectiveRange(sel: Range, lineLength: (line: number) => number)
   return sel;
 }
 
-/** The code action "Edit selection with instruction..." carries difill.editSelection
- *  without an instruction; the client asks for one. True when `args` needs one. */
-export function needsInstruction(command: string, args: unknown[] | undefined): boolean {
-  if (command !== "difill.editSelection") return false;
-  const first = args?.[0] as Partial<SelectionArgs> | undefined;
-  return !first || typeof first.instruction !== "string" || first.instruction.trim() === "";
+/** The code action "Edit selection with instruction..." carries difill.editSelection without an
+ *  instruction, as "Rewrite selection" does: only the title tells them apart. True for the
+ *  one the client must ask an instruction for. */
+export function asksInstruction(action: CodeActionLike): boolean {
+  const args = action.command?.arguments?.[0] as Partial<SelectionArgs> | undefined;
+  return (
+    action.command?.command === "difill.editSelection" &&
+    action.title.toLowerCase().includes("instruction") &&
+    (typeof args?.instruction !== "string" || args.instruction.trim() === "")
+  );
 }

@@ -12,7 +12,7 @@ import {
   State,
 } from "vscode-languageclient/node";
 import type { CodeAction as LspCodeAction } from "vscode-languageclient/node";
-import { effectiveRange, findAction, needsInstruction, SelectionArgs } from "./actions";
+import { asksInstruction, effectiveRange, findAction, SelectionArgs } from "./actions";
 import {
   approvalKey,
   ConfigGetter,
@@ -41,6 +41,9 @@ let proposals: Proposals; // edits shown for review before they land (proposals.
 let answers: vscode.Memento | undefined; // the user's answers about workspace values, per workspace
 
 const config = () => vscode.workspace.getConfiguration("difill");
+
+/** The command the "Edit selection with instruction..." code action runs (not in the palette). */
+const ASK_AND_EDIT = "difill.editSelectionFromCodeAction";
 
 /** The settings sent to the server, with the log file at its default location unless set. */
 const settingsForServer = () => withLogFile(serverSettings(serverConfig()), defaultLogFile);
@@ -92,6 +95,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("difill.rewriteSelection", rewriteSelection),
     vscode.commands.registerCommand("difill.fillHolesInSelection", fillHoles),
     vscode.commands.registerCommand("difill.restartServer", restart),
+    vscode.commands.registerCommand(ASK_AND_EDIT, editWithInstructionFromAction),
     vscode.commands.registerCommand("difill.showOutput", () => output.show(true)),
     vscode.commands.registerCommand("difill.openLog", async () => {
       try {
@@ -141,15 +145,20 @@ function createClient(): LanguageClient {
         if (!(await pacer.wait(token))) return undefined;
         return pacer.track(async () => next(document, position, context, token));
       },
-      // The "Edit selection with instruction..." code action carries difill.editSelection
-      // without an instruction: ask for one before it reaches the server.
-      // Either way the answer may be a proposal to show for review.
-      executeCommand: async (cmd, args, next) => {
-        if (!needsInstruction(cmd, args)) return showProposal(await next(cmd, args));
-        const instruction = await askInstruction();
-        if (!instruction) return undefined;
-        return showProposal(await next(cmd, [{ ...(args[0] as object), instruction }, ...args.slice(1)]));
+      // "Rewrite selection" and "Edit selection with instruction..." both carry difill.editSelection
+      // without an instruction; only the title tells them apart. The second goes through a client
+      // command that asks for the instruction first; the first runs at once from the menu.
+      provideCodeActions: async (document, range, context, token, next) => {
+        const actions = await next(document, range, context, token);
+        for (const action of actions ?? []) {
+          if (action instanceof vscode.CodeAction && action.command && asksInstruction({ title: action.title, command: action.command })) {
+            action.command = { ...action.command, command: ASK_AND_EDIT, arguments: action.command.arguments };
+          }
+        }
+        return actions;
       },
+      // A code action's command: the answer may be a proposal to show for review.
+      executeCommand: async (cmd, args, next) => showProposal(await next(cmd, args)),
     },
   };
   const c = new LanguageClient("difill", "difill", serverOptions, clientOptions);
@@ -268,6 +277,16 @@ async function editSelectionWithInstruction(): Promise<void> {
   if (!instruction) return;
   const args = selectionArgs(editor);
   if (!args) return;
+  await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Window, title: "difill: editing" },
+    () => runServerCommand("difill.editSelection", { ...args, instruction }),
+  );
+}
+
+/** The "Edit selection with instruction..." code action: ask, then edit the action's selection. */
+async function editWithInstructionFromAction(args: SelectionArgs): Promise<void> {
+  const instruction = await askInstruction();
+  if (!instruction || !client?.isRunning()) return;
   await vscode.window.withProgress(
     { location: vscode.ProgressLocation.Window, title: "difill: editing" },
     () => runServerCommand("difill.editSelection", { ...args, instruction }),

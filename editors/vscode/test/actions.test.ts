@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { effectiveRange, findAction, needsInstruction } from "../src/actions";
+import { asksInstruction, effectiveRange, findAction } from "../src/actions";
 
 const lengths = [10, 20, 30];
 const len = (n: number) => lengths[n];
@@ -32,9 +32,14 @@ test("the rewrite action is found by title and refactor.rewrite kind", () => {
   assert.equal(findAction(null, "Rewrite"), undefined);
 });
 
-test("the instruction-less edit command asks for an instruction, others pass through", () => {
-  assert.equal(needsInstruction("difill.editSelection", [{ uri: "u", range: r(0, 0, 0, 1), version: 1 }]), true);
-  assert.equal(needsInstruction("difill.editSelection", [{ uri: "u", instruction: "  " }]), true);
-  assert.equal(needsInstruction("difill.editSelection", [{ uri: "u", instruction: "add types" }]), false);
-  assert.equal(needsInstruction("difill.fillHoles", [{ uri: "u" }]), false);
+test("only the instruction action asks for an instruction; Rewrite selection runs as it is", () => {
+  const sel = { uri: "u", range: r(0, 0, 0, 1), version: 1 };
+  const action = (title: string, command: string, arg: object = sel) => ({ title, command: { command, arguments: [arg] } });
+  assert.equal(asksInstruction(action("Edit selection with instruction...", "difill.editSelection")), true);
+  assert.equal(asksInstruction(action("Edit selection with instruction...", "difill.editSelection", { ...sel, instruction: "  " })), true);
+  assert.equal(asksInstruction(action("Edit selection with instruction...", "difill.editSelection", { ...sel, instruction: "add types" })), false);
+  // Same command, same argument, no instruction: the plain rewrite.
+  assert.equal(asksInstruction(action("Rewrite selection", "difill.editSelection")), false);
+  assert.equal(asksInstruction(action("Fill holes in selection", "difill.fillHoles")), false);
+  assert.equal(asksInstruction({ title: "Edit selection with instruction..." }), false);
 });
