@@ -95,7 +95,7 @@ def limit_to_scope(text: str, ctx: FillContext) -> str:
     if block:
         return "\n".join(block)
     if ctx.shape.single_line:
-        return _next_line_start(lines, ctx) or lines[0]
+        return _next_line_start(lines, ctx) or _sibling_lines(lines, ctx) or lines[0]
     kept = [lines[0]]
     for line in lines[1 : ctx.shape.max_lines]:
         if (
@@ -133,6 +133,31 @@ def _next_line_start(lines: list[str], ctx: FillContext) -> str:
             break
         kept.append(line)
     return "\n" + "\n".join(kept) if kept else ""
+
+
+def _sibling_lines(lines: list[str], ctx: FillContext) -> str:
+    """At the end of a line in a language whose blocks have a visible end (braces, ``end``, or no
+    grammar), a first line that ends a statement or an entry (``;``, ``,``) may be followed by its
+    siblings: the next lines at the cursor line's indentation (``e█`` in an interface ->
+    ``mail: string;`` and ``age: number;``), up to ``NEXT_LINE_START_LINES``, stopping at a blank
+    or less indented line (the block's end, which the document has).  Python keeps its one line.
+    "" when it does not apply."""
+    spec = spec_of(ctx.language)
+    if spec is not None and spec.block_style is BlockStyle.INDENT:
+        return ""
+    if ctx.shape.kind is not ShapeKind.LINE_REST or len(lines) < 2 or not ctx.line_before.strip():
+        return ""
+    if ctx.line_after.strip() and not only_closers(ctx.line_after):
+        return ""
+    if not lines[0].rstrip().endswith((";", ",")):
+        return ""
+    scope = indent_width(ctx.line_before)
+    kept = [lines[0]]
+    for line in lines[1:NEXT_LINE_START_LINES]:
+        if not line.strip() or indent_width(line) != scope:
+            break
+        kept.append(line)
+    return "\n".join(kept) if len(kept) > 1 else ""
 
 
 def _closes_unclosed_block(line: str, ctx: FillContext) -> bool:
