@@ -278,6 +278,10 @@ class Settings:
     # "*.tfvars").  In such a file difill suggests nothing.  Changing it rebuilds the index.
     context_exclude: tuple[str, ...] = setting("contextExclude", Globs(), ())
 
+    # Next-edit suggestions (textDocument/copilotInlineEdit): "drafts" offers the last edit again
+    # at the other places it applies (a rename, an inserted argument; no model), "off" none.
+    next_edit: str = setting("nextEdit", Choice(("drafts", "off")), "drafts")
+
     # Budget, in tokens, of the snippets from other files put before the prefix; 0: none.
     snippet_tokens: int = setting("snippetTokens", BoundedInt(0, 8192), 64)
 

@@ -36,6 +36,9 @@ from difill.server.features.edits.commands import (
     run_edit_command,
 )
 from difill.server.features.edits.service import EditService
+from difill.server.features.next_edit.service import METHOD as NEXT_EDIT_METHOD
+from difill.server.features.next_edit.service import SHOWN as NEXT_EDIT_SHOWN
+from difill.server.features.next_edit.service import NextEditService
 from difill.server.features.suggestions.completion import completion
 from difill.server.features.suggestions.inline_completion import inline_completion
 from difill.server.features.suggestions.service import SuggestionService
@@ -80,12 +83,13 @@ class DifillServer(LanguageServer):
             self.excluded_document,
         )
         self.encoding: str = UTF16
+        self.next_edits = NextEditService(self.documents, self.settings, lambda: self.encoding)
         self.context = ContextFeature(
             self.documents, self.settings, lambda: self.host.busy
         )  # workspace index
         # Every event goes to each of these, in this order: jobs stop before the model host.
         self.lifecycle = Lifecycle()
-        for feature in (self.suggestions, self.edits, self.trees, self.context, self.host):
+        for feature in (self.suggestions, self.edits, self.next_edits, self.trees, self.context, self.host):
             self.lifecycle.add(feature)
         self.client_has_inline_completion = False
         self.client_has_progress = False
@@ -310,12 +314,12 @@ def create_server(base: Settings | None = None) -> DifillServer:
     def did_change(ls: DifillServer, params: types.DidChangeTextDocumentParams) -> None:
         uri = params.text_document.uri
         was_unsynced = ls.documents.unsynced_reason(uri) is not None
-        if (
-            ls.documents.change(uri, params.text_document.version, params.content_changes, ls.encoding)
-            is None
-        ):
+        before = ls.documents.get(uri)
+        after = ls.documents.change(uri, params.text_document.version, params.content_changes, ls.encoding)
+        if after is None:
             log.warning("didChange for a document that is not open; ignored")
             return
+        ls.next_edits.text_changed(before, after)
         why = ls.documents.unsynced_reason(uri)
         if why is not None and not was_unsynced:
             ls.lost_sync([uri], why)
@@ -331,6 +335,14 @@ def create_server(base: Settings | None = None) -> DifillServer:
     @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
     async def on_inline_completion(ls: DifillServer, params: types.InlineCompletionParams):
         return await inline_completion(ls, params)
+
+    @server.feature(NEXT_EDIT_METHOD)
+    def on_inline_edit(ls: DifillServer, params: Any):
+        return ls.next_edits.answer(params)
+
+    @server.feature(NEXT_EDIT_SHOWN)
+    def on_inline_edit_shown(ls: DifillServer, params: Any) -> None:
+        ls.next_edits.did_show(params)
 
     @server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions())
     async def on_completion(ls: DifillServer, params: types.CompletionParams):

@@ -70,6 +70,14 @@ class DifillProtocol(LanguageServerProtocol):
             return None
         return super()._handle_notification(method_name, params)
 
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(self, params: types.InitializeParams):
+        result = yield from super().lsp_initialize(params)
+        # Next-edit suggestions (textDocument/copilotInlineEdit) are no LSP capability yet: they
+        # are advertised here, as clients that speak the method look for them.
+        result.capabilities.experimental = {"inlineEditProvider": True, "difill": {"nextEdit": True}}
+        return result
+
     @lsp_method(types.SHUTDOWN)
     def lsp_shutdown(self, *args):
         if (user_handler := self.fm.features.get(types.SHUTDOWN)) is not None:

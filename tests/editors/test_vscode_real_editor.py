@@ -23,7 +23,9 @@ def test_vsix_in_code_server_shows_ghost_text_and_reviews_edits(tmp_path):
     proc = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=1500)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     # The measured figures, for `pytest -s` (editors/README.md records them).
-    print("\n".join(l for l in proc.stdout.splitlines() if re.search(r"code action:|loading|re-ask", l)))
+    print(
+        "\n".join(out for out in proc.stdout.splitlines() if re.search(r"code action:|loading|re-ask", out))
+    )
     for line in (
         "ghost text shown",
         "Tab accepted",
@@ -40,7 +42,9 @@ def test_vsix_in_code_server_shows_ghost_text_and_reviews_edits(tmp_path):
         assert line in proc.stdout, line
     # The Quick Fix menu's "Rewrite selection" to the first draft on screen: a deadline (issue 40;
     # Neovim's was 4 s), not a benchmark.
-    drafts = [int(ms) for ms in re.findall(r"code action: first draft (\d+) ms after the menu choice", proc.stdout)]
+    drafts = [
+        int(ms) for ms in re.findall(r"code action: first draft (\d+) ms after the menu choice", proc.stdout)
+    ]
     assert len(drafts) == 3, proc.stdout[-4000:]
     assert max(drafts) <= 1000, drafts
     shots = Path(env["DIFILL_SCREENSHOT_DIR"])

@@ -109,7 +109,11 @@ KIND_CASES = [
     ("Globs", [], ((), None)),
     ("Globs", ["a\nb"], (None, "must be a list of at most 1000 one-line glob patterns (gitignore syntax)")),
     ("Globs", "secrets/", (None, "must be a list of at most 1000 one-line glob patterns (gitignore syntax)")),
-    ("Globs", ["x" * 1025], (None, "must be a list of at most 1000 one-line glob patterns (gitignore syntax)")),
+    (
+        "Globs",
+        ["x" * 1025],
+        (None, "must be a list of at most 1000 one-line glob patterns (gitignore syntax)"),
+    ),
     ("DirectoryPath", "/models/m", ("/models/m", None)),
     ("DirectoryPath", "  ", (None, None)),
     ("DirectoryPath", None, (None, None)),

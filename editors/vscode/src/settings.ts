@@ -30,6 +30,7 @@ export const SERVER_SETTING_KEYS = [
   "indexMaxFileBytes",
   "snippetTokens",
   "contextExclude",
+  "nextEdit",
 ] as const;
 
 export type ServerSettingKey = (typeof SERVER_SETTING_KEYS)[number];

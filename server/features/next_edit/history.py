@@ -1,0 +1,78 @@
+"""Each open document's recent edits, from its didChange events (issue 35).
+
+Keystrokes are coalesced into edits: a change that touches the span of the edit being made
+(typing on at its end, a backspace in it), less than ``BURST_GAP_S`` after its last keystroke,
+extends it; any other change ends it and starts the next - an accepted next edit elsewhere is
+an edit of its own, with the same pattern.  An edit is kept as the document's text before it (its *anchor*) and the
+text after it, so its pattern is one diff of the two (patterns.py).
+
+Bounds: the last ``MAX_EDITS`` edits of a document are kept (the texts of the older ones are
+dropped: only the newest is a pattern), a document over ``MAX_DOCUMENT_CHARS`` keeps none, and
+a change of more than ``MAX_CHANGE_CHARS`` (a paste, a whole-file replace) is no pattern: it
+ends the edit and leaves nothing to repeat, with no diff computed on the event loop.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+BURST_GAP_S = 2.0
+MAX_EDITS = 8
+MAX_DOCUMENT_CHARS = 1024 * 1024
+MAX_CHANGE_CHARS = 4096
+
+
+@dataclass
+class Edit:
+    before: str  # the document's text before the edit
+    after: str  # and after it (the document now, for the newest edit)
+    low: int  # the span the edit's keystrokes touched, in ``after``
+    high: int
+    last_at: float  # the time of its last keystroke
+    version: int  # the document version after it
+
+
+@dataclass
+class _Document:
+    edits: list[Edit] = field(default_factory=list)
+
+
+class EditHistory:
+    def __init__(self, clock=time.monotonic) -> None:
+        self.clock = clock
+        self._documents: dict[str, _Document] = {}
+
+    def changed(self, uri: str, before: str, after: str, span: tuple[int, int, int], version: int) -> None:
+        """A didChange of ``uri``: ``before`` -> ``after``, ``span`` (start, old end, new end) the
+        changed region (from the change events, not a diff)."""
+        start, old_end, new_end = span
+        if len(after) > MAX_DOCUMENT_CHARS or max(old_end, new_end) - start > MAX_CHANGE_CHARS:
+            self._documents.pop(uri, None)  # not a pattern, and what came before it no longer applies
+            return
+        document = self._documents.setdefault(uri, _Document())
+        now = self.clock()
+        last = document.edits[-1] if document.edits else None
+        shift = new_end - old_end
+        if (
+            last is not None
+            and last.after == before
+            and now - last.last_at < BURST_GAP_S
+            and last.low <= start <= last.high
+        ):
+            last.after = after
+            last.low = min(last.low, start)
+            last.high = max(last.high + shift if last.high >= old_end else last.high, new_end)
+            last.last_at = now
+            last.version = version
+            return
+        for old in document.edits:  # only the newest is diffed: the older ones keep no text
+            old.before = old.after = ""
+        document.edits = [*document.edits, Edit(before, after, start, new_end, now, version)][-MAX_EDITS:]
+
+    def last(self, uri: str) -> Edit | None:
+        document = self._documents.get(uri)
+        return document.edits[-1] if document and document.edits else None
+
+    def forget(self, uri: str) -> None:
+        self._documents.pop(uri, None)

@@ -1,0 +1,74 @@
+"""Issue 35: textDocument/copilotInlineEdit through the real server with a scripted client:
+the edits, Tab-Tab (accept, then the next), versions, a closed document, malformed params."""
+
+from __future__ import annotations
+
+import pytest
+from lsp_helpers import _plain, open_document, running_server, send_raw_request
+from lsprotocol import types
+
+METHOD = "textDocument/copilotInlineEdit"
+SOURCE = "def area(width, height):\n    half = width / 2\n    return width * height + half\n"
+
+
+def change(client, uri: str, version: int, line: int, start: int, end: int, text: str) -> None:
+    rng = types.Range(
+        start=types.Position(line=line, character=start), end=types.Position(line=line, character=end)
+    )
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[types.TextDocumentContentChangePartial(range=rng, text=text)],
+    ))  # fmt: skip
+
+
+async def ask(client, params: dict, msg_id: str) -> dict:
+    return _plain(await send_raw_request(client, METHOD, params, msg_id))
+
+
+def params(uri: str, version: int, line: int = 0, character: int = 13) -> dict:
+    return {"textDocument": {"uri": uri, "version": version}, "position": {"line": line, "character": character},
+            "context": {"triggerKind": 1}}  # fmt: skip
+
+
+async def test_a_rename_is_offered_at_the_other_uses_then_the_next_after_accepting(tiny_model_dir):
+    async with running_server(tiny_model_dir) as client:
+        assert client.init_result.capabilities.experimental["difill"]["nextEdit"] is True
+        uri = "file:///tmp/next_edit/area.py"
+        open_document(client, uri, SOURCE)
+        change(client, uri, 2, 0, 9, 14, "w")  # width -> w in the signature
+        answer = await ask(client, params(uri, 2), "ne-1")
+        edits = answer["edits"]
+        assert [e["text"] for e in edits] == ["w", "w"]
+        assert edits[0]["range"] == {
+            "start": {"line": 1, "character": 11},
+            "end": {"line": 1, "character": 16},
+        }
+        assert edits[0]["textDocument"] == {"uri": uri, "version": 2}
+        # Tab: the client applies the first; the server then offers the one left.
+        change(client, uri, 3, 1, 11, 16, "w")
+        client.protocol.notify("textDocument/didShowInlineEdit", {"item": edits[0]})
+        answer = await ask(client, params(uri, 3, 1, 12), "ne-2")
+        assert [e["range"]["start"] for e in answer["edits"]] == [{"line": 2, "character": 11}]
+
+
+async def test_versions_closed_documents_and_malformed_params(tiny_model_dir):
+    async with running_server(tiny_model_dir) as client:
+        uri = "file:///tmp/next_edit/versions.py"
+        open_document(client, uri, SOURCE)
+        change(client, uri, 2, 0, 9, 14, "w")
+        with pytest.raises(Exception) as stale:
+            await send_raw_request(client, METHOD, params(uri, 1), "ne-3")
+        assert getattr(stale.value, "code", None) == -32801  # ContentModified: never for another version
+        for bad in ({"textDocument": {"uri": 3}, "position": {"line": 0, "character": 0}},
+                    {"textDocument": {"uri": uri}, "position": {"line": -1, "character": 0}},
+                    {"textDocument": {"uri": uri, "version": "2"}, "position": {"line": 0, "character": 0}}):  # fmt: skip
+            with pytest.raises(Exception) as refused:
+                await send_raw_request(client, METHOD, bad, f"ne-bad-{id(bad)}")
+            assert getattr(refused.value, "code", None) == -32602
+        assert await ask(client, params("file:///tmp/next_edit/closed.py", 1), "ne-4") == {"edits": []}
+        # a paste is no pattern: nothing is offered, and the server answers at once
+        client.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=3),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=SOURCE + "x = 1\n" * 100_000)],
+        ))  # fmt: skip
+        assert await ask(client, params(uri, 3), "ne-5") == {"edits": []}

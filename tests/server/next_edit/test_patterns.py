@@ -1,0 +1,84 @@
+"""Issue 35, edit drafts: the pattern of the last edit and the places it applies (no model)."""
+
+from __future__ import annotations
+
+import pytest
+
+from difill.server.features.next_edit.history import EditHistory
+from difill.server.features.next_edit.patterns import pattern_of, places
+
+
+def applied(text: str, before: str) -> list[str]:
+    """The document after each place's edit, line by line where it lands."""
+    pattern = pattern_of(before, text)
+    assert pattern is not None
+    out = []
+    for place in places(pattern, text, pattern.at):
+        edited = text[: place.start] + place.text + text[place.end :]
+        out.append(edited.split("\n")[text.count("\n", 0, place.start)])
+    return out
+
+
+def test_rename_every_other_use_not_in_comments_strings_or_attributes():
+    before = "def total(items, count):\n    x = count + 1\n    self.count = 'count'\n    return count * x  # count\n"
+    after = before.replace("items, count", "items, cnt")
+    assert applied(after, before) == ["    x = cnt + 1", "    return cnt * x  # count"]
+
+
+def test_inserted_argument_goes_to_the_other_calls_and_not_where_it_is():
+    before = "a = f(x, y)\nb = f(x, y)\nc = f(x, y, z)\n"
+    after = before.replace("a = f(x, y)", "a = f(x, y, z)")
+    assert applied(after, before) == ["b = f(x, y, z)"]
+
+
+def test_deleted_argument():
+    before = "a = f(x, y)\nb = f(x, y)\n"
+    assert applied(before.replace("a = f(x, y)", "a = f(x)"), before) == ["b = f(x)"]
+
+
+def test_changed_keyword_and_multi_token_substitution():
+    before = "if a == None:\n    pass\nif b == None:\n    pass\n"
+    assert applied(before.replace("a == None", "a is None"), before) == ["if b is None:"]
+    before = "log.warn('a')\nlog.warn('b')\n"
+    assert applied(before.replace("log.warn('a')", "log.warning('a')"), before) == ["log.warning('b')"]
+
+
+def test_a_partial_identifier_edit_is_widened_to_the_whole_name():
+    before = "value = load()\nprint(value)\n"
+    after = before.replace("value = load", "values = load")  # one character typed at the end
+    assert applied(after, before) == ["print(values)"]
+
+
+@pytest.mark.parametrize(("before", "after"), [
+    ("x = 1\n", "x = 1\n"),  # nothing changed
+    ("x = 1\n", "x = 1\n\n"),  # whitespace only
+    ("x = 1\n", "x = 1\n" + "y = 2\n" * 200),  # a paste is no pattern
+])  # fmt: skip
+def test_no_pattern(before, after):
+    assert pattern_of(before, after) is None
+
+
+def test_outside_the_window_only_renames_apply():
+    before = "a = f(x, y)\n" + "pass\n" * 40 + "b = f(x, y)\n"
+    after = before.replace("a = f(x, y)", "a = f(x, y, z)", 1)
+    pattern = pattern_of(before, after)
+    assert pattern is not None and places(pattern, after, 0) == []
+
+
+def test_history_coalesces_keystrokes_and_bounds_what_it_keeps():
+    now = [0.0]
+    history = EditHistory(clock=lambda: now[0])
+    texts = ["count = 1\n", "coun = 1\n", "cou = 1\n", "co = 1\n", "c = 1\n", "cn = 1\n", "cnt = 1\n"]
+    for version, (before, after) in enumerate(zip(texts, texts[1:], strict=False), 2):
+        now[0] += 0.1
+        start = 0
+        history.changed(
+            "u", before, after, (start, len(before.split(" ")[0]), len(after.split(" ")[0])), version
+        )
+    edit = history.last("u")
+    assert edit is not None and (edit.before, edit.after) == ("count = 1\n", "cnt = 1\n")  # one edit
+    now[0] += 5  # a pause: the next change is another edit
+    history.changed("u", "cnt = 1\n", "cnt = 2\n", (6, 7, 7), 9)
+    assert history.last("u").before == "cnt = 1\n"
+    history.changed("u", "cnt = 2\n", "cnt = 2\n" + "x" * 10_000, (8, 8, 10_008), 10)  # a paste
+    assert history.last("u") is None
