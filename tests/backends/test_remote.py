@@ -16,18 +16,12 @@ import pytest
 from backend_helpers import SERVER_KEY, read_body, send
 
 from difill.engine.api import Cancelled, FillOptions, RewriteRequest
-from difill.engine.backends import BackendError, InfillBackend, RemoteBackend
+from difill.engine.backends import BackendError, RemoteBackend
 from difill.server import cli
 from difill.server.served import ServedModel
 
 PREFIX = "def add(a, b):\n    return"
 SUFFIX = "\n\n\nprint(add(1, 2))\n"
-
-
-def test_remote_and_local_backends_share_one_interface(served):
-    remote = RemoteBackend(served, api_key=SERVER_KEY)
-    assert isinstance(remote, InfillBackend)
-    remote.close()
 
 
 @pytest.mark.parametrize("protocol", ["difill", "openai"])

@@ -120,12 +120,16 @@ def test_events_reach_the_index_and_settings_turn_it_off(tmp_path):
 async def test_the_server_indexes_with_progress_and_survives_bad_workspace_input(tiny_model_dir, tmp_path):
     workspace, first = tmp_path / "ws", tmp_path / "first"
     write(first / "start.py", "started = True\n")
-    write(workspace / "pkg/util.py", "def load_config(path):\n    return open(path).read()\n")
+    write(
+        workspace / "pkg/util.py",
+        "def load_config(path):\n    return open(path).read()\n\n\nconfig = load_config('settings.toml')\n",
+    )
     capabilities = client_capabilities("visual-studio-code")
     async with running_server(
         tiny_model_dir,
         "visual_studio_code",
-        {"workspaceIndex": True},
+        # minTokenProb 1: the random model's own text never shows, so what shows is the index's draft.
+        {"workspaceIndex": True, "contextDrafts": "show", "minTokenProb": 1.0},
         wait_ready=False,
         capabilities=capabilities,
         root_uri=first.as_uri(),
@@ -165,11 +169,15 @@ async def test_the_server_indexes_with_progress_and_survives_bad_workspace_input
                 ]
             )
         )
-        open_document(client, (workspace / "main.py").as_uri(), "x = load_config('a')\n")
+        open_document(
+            client, (workspace / "main.py").as_uri(), "from pkg.util import load_config\n\nsettings = load_"
+        )
         result = await asyncio.wait_for(
             client.text_document_inline_completion_async(
-                inline_params((workspace / "main.py").as_uri(), 0, 5)
+                inline_params((workspace / "main.py").as_uri(), 2, 16, invoked=False)
             ),
             60,
         )
-        assert result is not None  # still answering
+        # Still answering, from the same index: the draft is what followed "= load_" in
+        # pkg/util.py, and nothing of /etc/passwd or the bad folders got in.
+        assert [item.insert_text for item in result.items] == ["config('settings.toml')"]
