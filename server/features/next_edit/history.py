@@ -15,7 +15,9 @@ ends the edit and leaves nothing to repeat, with no diff computed on the event l
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from difill.server.features.edits.proposals import changed_span
 
 BURST_GAP_S = 2.0
 MAX_EDITS = 8
@@ -33,46 +35,43 @@ class Edit:
     version: int  # the document version after it
 
 
-@dataclass
-class _Document:
-    edits: list[Edit] = field(default_factory=list)
-
-
 class EditHistory:
     def __init__(self, clock=time.monotonic) -> None:
         self.clock = clock
-        self._documents: dict[str, _Document] = {}
+        self._edits: dict[str, list[Edit]] = {}  # uri -> its edits, oldest first
 
-    def changed(self, uri: str, before: str, after: str, span: tuple[int, int, int], version: int) -> None:
-        """A didChange of ``uri``: ``before`` -> ``after``, ``span`` (start, old end, new end) the
-        changed region (from the change events, not a diff)."""
-        start, old_end, new_end = span
-        if len(after) > MAX_DOCUMENT_CHARS or max(old_end, new_end) - start > MAX_CHANGE_CHARS:
-            self._documents.pop(uri, None)  # not a pattern, and what came before it no longer applies
+    def changed(self, uri: str, before: str, after: str, version: int) -> None:
+        """A didChange of ``uri``: ``before`` -> ``after``."""
+        if len(after) > MAX_DOCUMENT_CHARS or abs(len(after) - len(before)) > MAX_CHANGE_CHARS:
+            self._edits.pop(uri, None)  # a paste or a whole-file replace: no diff on the loop
             return
-        document = self._documents.setdefault(uri, _Document())
+        start, old_end, new_end = changed_span(before, after)
+        if max(old_end, new_end) - start > MAX_CHANGE_CHARS:
+            self._edits.pop(uri, None)  # not a pattern, and what came before it no longer applies
+            return
+        edits = self._edits.setdefault(uri, [])
         now = self.clock()
-        last = document.edits[-1] if document.edits else None
-        shift = new_end - old_end
+        last = edits[-1] if edits else None
         if (
             last is not None
             and last.after == before
             and now - last.last_at < BURST_GAP_S
-            and last.low <= start <= last.high
+            and start <= last.high
+            and old_end >= last.low  # it touches the edit's span: typing on, or a backspace into it
         ):
             last.after = after
             last.low = min(last.low, start)
-            last.high = max(last.high + shift if last.high >= old_end else last.high, new_end)
+            last.high = max(last.high + new_end - old_end if last.high >= old_end else last.high, new_end)
             last.last_at = now
             last.version = version
             return
-        for old in document.edits:  # only the newest is diffed: the older ones keep no text
+        for old in edits:  # only the newest is diffed: the older ones keep no text
             old.before = old.after = ""
-        document.edits = [*document.edits, Edit(before, after, start, new_end, now, version)][-MAX_EDITS:]
+        self._edits[uri] = [*edits, Edit(before, after, start, new_end, now, version)][-MAX_EDITS:]
 
     def last(self, uri: str) -> Edit | None:
-        document = self._documents.get(uri)
-        return document.edits[-1] if document and document.edits else None
+        edits = self._edits.get(uri)
+        return edits[-1] if edits else None
 
     def forget(self, uri: str) -> None:
-        self._documents.pop(uri, None)
+        self._edits.pop(uri, None)

@@ -18,6 +18,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from lsprotocol import types
 from pygls.exceptions import JsonRpcContentModified, JsonRpcInvalidParams
 
 from difill.engine.languages import language_of
@@ -25,8 +26,8 @@ from difill.engine.syntax import syntax_errors
 from difill.server.config import Settings
 from difill.server.documents import Document, Documents
 from difill.server.features.edits.service import range_json
-from difill.server.features.next_edit.history import MAX_CHANGE_CHARS, MAX_DOCUMENT_CHARS, EditHistory
-from difill.server.features.next_edit.patterns import common_prefix, common_suffix, pattern_of, places
+from difill.server.features.next_edit.history import EditHistory
+from difill.server.features.next_edit.patterns import pattern_of, places
 from difill.server.lifecycle import Feature
 
 log = logging.getLogger("difill.server.next_edit")
@@ -50,15 +51,8 @@ class NextEditService(Feature):
 
     def text_changed(self, before: Document | None, after: Document | None) -> None:
         """After a didChange: the edit it makes (coalesced with the keystrokes before it)."""
-        if before is None or after is None or after.uri != before.uri:
-            return
-        if len(after.text) > MAX_DOCUMENT_CHARS or abs(len(after.text) - len(before.text)) > MAX_CHANGE_CHARS:
-            self.history.forget(after.uri)  # a paste or a whole-file replace: no diff on the loop
-            return
-        start = common_prefix(before.text, after.text)
-        tail = common_suffix(before.text[start:], after.text[start:])
-        span = (start, len(before.text) - tail, len(after.text) - tail)
-        self.history.changed(after.uri, before.text, after.text, span, after.version)
+        if before is not None and after is not None and after.uri == before.uri:
+            self.history.changed(after.uri, before.text, after.text, after.version)
 
     def document_closed(self, uri: str) -> None:
         self.history.forget(uri)
@@ -121,7 +115,6 @@ class NextEditService(Feature):
 
 def _read_params(params: Any) -> tuple[str, int | None, Any]:
     """(uri, version, position) of a request; InvalidParams, naming the field, when malformed."""
-    from lsprotocol import types
 
     def field(obj: Any, name: str) -> Any:
         return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)

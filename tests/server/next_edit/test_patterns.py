@@ -71,14 +71,11 @@ def test_history_coalesces_keystrokes_and_bounds_what_it_keeps():
     texts = ["count = 1\n", "coun = 1\n", "cou = 1\n", "co = 1\n", "c = 1\n", "cn = 1\n", "cnt = 1\n"]
     for version, (before, after) in enumerate(zip(texts, texts[1:], strict=False), 2):
         now[0] += 0.1
-        start = 0
-        history.changed(
-            "u", before, after, (start, len(before.split(" ")[0]), len(after.split(" ")[0])), version
-        )
+        history.changed("u", before, after, version)
     edit = history.last("u")
     assert edit is not None and (edit.before, edit.after) == ("count = 1\n", "cnt = 1\n")  # one edit
     now[0] += 5  # a pause: the next change is another edit
-    history.changed("u", "cnt = 1\n", "cnt = 2\n", (6, 7, 7), 9)
+    history.changed("u", "cnt = 1\n", "cnt = 2\n", 9)
     assert history.last("u").before == "cnt = 1\n"
-    history.changed("u", "cnt = 2\n", "cnt = 2\n" + "x" * 10_000, (8, 8, 10_008), 10)  # a paste
+    history.changed("u", "cnt = 2\n", "cnt = 2\n" + "x" * 10_000, 10)  # a paste
     assert history.last("u") is None
