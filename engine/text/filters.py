@@ -121,14 +121,14 @@ def _next_line_start(lines: list[str], ctx: FillContext) -> str:
     if ctx.line_after.strip() and not only_closers(ctx.line_after) or not ctx.line_before.strip():
         return ""
     scope = indent_width(ctx.line_before)
+    spec = spec_of(ctx.language)
     kept: list[str] = []
     for line in lines[1 : 1 + NEXT_LINE_START_LINES]:
         if not line.strip():
             break  # a blank line after a complete statement: the suggestion is done
         if indent_width(line) < scope:
-            if only_closers(line) or (spec_of(ctx.language) is not None and re.match(
-                spec_of(ctx.language).block_close or "^$", line.strip()
-            )):  # fmt: skip
+            closes = spec is not None and spec.block_close and re.match(spec.block_close, line.strip())
+            if only_closers(line) or closes:
                 kept.append(line)
             break
         kept.append(line)

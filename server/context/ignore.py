@@ -16,8 +16,9 @@ anchored to its file's directory and one without matches at any depth, ``**/``, 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 MAX_RULE_CHARS = 1024  # no path component is longer than 255 bytes: a longer rule is not a path rule
 MAX_RULES = 2000  # per file; real .gitignore files hold tens to hundreds
@@ -163,26 +164,32 @@ def _one(token: Token, char: str) -> bool:
     return token == char
 
 
-def match_segment(tokens: Sequence[Token], name: str) -> bool:
-    """Whether one path segment ``name`` matches ``tokens``: at most len(tokens) x len(name)
-    steps (on a mismatch, only the last STAR takes one more character)."""
-    t = n = 0
-    star_t, star_n = -1, 0
-    while n < len(name):
-        if t < len(tokens) and tokens[t] == STAR:
-            star_t, star_n = t, n
-            t += 1
-        elif t < len(tokens) and _one(tokens[t], name[n]):
-            t += 1
-            n += 1
-        elif star_t >= 0:
-            t, star_n = star_t + 1, star_n + 1
-            n = star_n
+def _wildcard(pattern: Sequence, items: Sequence, star: str, one: Callable[[Any, Any], bool]) -> bool:
+    """Whether ``items`` match ``pattern``, where ``star`` takes any run of items and every other
+    element one item (``one``): the single-backtrack-point algorithm, at most len(pattern) x
+    len(items) steps (on a mismatch, only the last star takes one more item)."""
+    p = i = 0
+    star_p, star_i = -1, 0
+    while i < len(items):
+        if p < len(pattern) and pattern[p] == star:
+            star_p, star_i = p, i
+            p += 1
+        elif p < len(pattern) and one(pattern[p], items[i]):
+            p += 1
+            i += 1
+        elif star_p >= 0:
+            p, star_i = star_p + 1, star_i + 1
+            i = star_i
         else:
             return False
-    while t < len(tokens) and tokens[t] == STAR:
-        t += 1
-    return t == len(tokens)
+    while p < len(pattern) and pattern[p] == star:
+        p += 1
+    return p == len(pattern)
+
+
+def match_segment(tokens: Sequence[Token], name: str) -> bool:
+    """Whether one path segment ``name`` matches ``tokens`` (STAR: any run of characters)."""
+    return _wildcard(tokens, name, STAR, _one)
 
 
 def match_path(rule: Rule, parts: Sequence[str]) -> bool:
@@ -191,23 +198,11 @@ def match_path(rule: Rule, parts: Sequence[str]) -> bool:
     path = rule.path
     if len(path) == 2 and path[0] == GLOBSTAR and isinstance(path[1], tuple):
         return match_segment(path[1], parts[-1])  # "*.log", "name": the last segment decides
-    p = s = 0
-    star_p, star_s = -1, 0
-    while s < len(parts):
-        if p < len(path) and path[p] == GLOBSTAR:
-            star_p, star_s = p, s
-            p += 1
-        elif p < len(path) and (path[p] == ONE_SEGMENT or match_segment(path[p], parts[s])):  # type: ignore[arg-type]
-            p += 1
-            s += 1
-        elif star_p >= 0:
-            p, star_s = star_p + 1, star_s + 1
-            s = star_s
-        else:
-            return False
-    while p < len(path) and path[p] == GLOBSTAR:
-        p += 1
-    return p == len(path)
+    return _wildcard(path, parts, GLOBSTAR, _segment_matches)
+
+
+def _segment_matches(element: tuple[Token, ...] | str, part: str) -> bool:
+    return element == ONE_SEGMENT or (isinstance(element, tuple) and match_segment(element, part))
 
 
 def decide(rule_sets: Sequence[RuleSet], relative: str, is_dir: bool) -> bool | None:

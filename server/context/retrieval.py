@@ -231,7 +231,7 @@ class Retriever:
         if query is None:
             return []
         imports = symbols.imports_of(text)
-        texts = [text[:offset] + text[offset:], *source_texts]
+        texts = [text, *source_texts]
         if query.chain:
             module = symbols.module_of_chain(query.chain, imports)
             found = self._module_record(module, current_path) if module else None

@@ -24,6 +24,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from difill.server.context.imports import ALL_ENTRY, ALL_LIST
+
 MAX_MODULE_NAMES = 2000
 IMPORT_SCAN_CHARS = 64 * 1024
 USAGE_SCAN_CHARS = 256 * 1024
@@ -42,8 +44,6 @@ TOKEN_BEFORE = re.compile(r"(\w+|[^\w\s])\s*$")
 TOP_LEVEL = re.compile(
     r"^(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w*)|^([A-Za-z_]\w*)[ \t]*(?::[^=\n]{0,256})?=(?!=)", re.M
 )
-ALL_LIST = re.compile(r"^__all__[ \t]*\+?=[ \t]*[\[(]([^\])]{0,65536})", re.M)
-ALL_ENTRY = re.compile(r"""(["'])([A-Za-z_]\w*)\1""")
 
 
 @dataclass(frozen=True)
@@ -190,13 +190,7 @@ def successor(query: SymbolQuery, candidates: Sequence[str], before_cursor: str)
     order; None when the lines above use none."""
     if not query.chain:
         return None
-    cut = len(before_cursor)
-    for _ in range(SEQUENCE_LINES + 1):
-        cut = before_cursor.rfind("\n", 0, cut)
-        if cut < 0:
-            cut = 0
-            break
-    above = before_cursor[cut : before_cursor.rfind("\n") + 1 if "\n" in before_cursor else 0]
+    above = "\n".join(before_cursor.rsplit("\n", SEQUENCE_LINES + 1)[-SEQUENCE_LINES - 1 : -1])
     used = re.findall(rf"(?<![\w.]){re.escape(query.chain)}\.([A-Za-z_]\w*)", above)
     position = {name: i for i, name in enumerate(candidates)}
     if not used or used[-1] not in position:

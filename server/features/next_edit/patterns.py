@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 
 from difill.server.context.drafts import in_prose
+from difill.server.features.edits.proposals import changed_span
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
 IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
@@ -51,9 +52,7 @@ class Place:
 def pattern_of(before: str, after: str) -> Pattern | None:
     """The pattern of the edit ``before`` -> ``after`` (whole documents), or None when there is
     none: no change, a change too big to be a pattern, or one that is only whitespace."""
-    start = common_prefix(before, after)
-    tail = common_suffix(before[start:], after[start:])
-    old_end, new_end = len(before) - tail, len(after) - tail
+    start, old_end, new_end = changed_span(before, after)
     if old_end - start > MAX_CHANGE_CHARS or new_end - start > MAX_CHANGE_CHARS:
         return None
     # Whole tokens: a change inside an identifier takes the identifier.
@@ -96,8 +95,7 @@ def places(pattern: Pattern, text: str, cursor: int) -> list[Place]:
         # operator changed after different names ("a == 1" -> "a is 1", then "b == 1") needs none.
         for size in range(len(pattern.before), -1 if pattern.old.strip() else 0, -1):
             found = _anchored(pattern, pattern.before[len(pattern.before) - size :], text, low, high)
-            found = [p for p in found if not _overlaps_edit(p, pattern)]
-            if found:
+            if any(not _overlaps_edit(p, pattern) for p in found):
                 break
     found = [p for p in found if not _overlaps_edit(p, pattern)]
     found.sort(key=lambda p: (abs(p.start - cursor), p.start))
@@ -119,8 +117,6 @@ def _anchored(pattern: Pattern, anchor: tuple[str, ...], text: str, low: int, hi
         start, end = match.start(1), match.end(1)
         if not pattern.old and text.startswith(pattern.new.lstrip(), start):
             continue  # an insertion already there
-        if pattern.old and not old:
-            continue
         found.append(Place(start, end, pattern.new))
     return found
 
@@ -142,25 +138,3 @@ def _window(text: str, at: int) -> tuple[int, int]:
 
 def _word(char: str) -> bool:
     return char.isalnum() or char == "_"
-
-
-def common_prefix(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    step = 4096
-    while i + step <= n and a[i : i + step] == b[i : i + step]:
-        i += step
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
-
-
-def common_suffix(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    step = 4096
-    while i + step <= n and a[len(a) - i - step : len(a) - i] == b[len(b) - i - step : len(b) - i]:
-        i += step
-    while i < n and a[len(a) - 1 - i] == b[len(b) - 1 - i]:
-        i += 1
-    return i
