@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from engine_parity import FILLS, assert_same_fill, assert_same_holes_rewrite_and_draft_rows
 
 from difill.engine.api import Cancelled, FillOptions, InfillBackend, ModelLoadError, RewriteRequest
 from difill.engine.backends import EngineChoice, local_backend
@@ -111,33 +112,13 @@ def test_a_longer_or_shorter_prompt_encodes_only_what_changed(shipped):
             )
 
 
-FILLS = [
-    ("def add(a, b):\n    return ", "\n\nprint(add(1, 2))\n"),
-    ("import os\n\npath = os.path.join(", ")\n"),
-    ("for i in range(10):\n    ", "\n"),
-    ("class Point:\n    def __init__(self, x, y):\n        self.x = x\n        self.", "\n"),
-]
-
-
 @pytest.mark.parametrize("prefix,suffix", FILLS)
 def test_the_same_fill_from_both_engines(shipped, prefix, suffix):
-    torch_engine, mlx_engine = shipped
-    options = FillOptions(seed=7)
-    ours, theirs = torch_engine.fill(prefix, suffix, options), mlx_engine.fill(prefix, suffix, options)
-    assert [c.text for c in theirs.candidates] == [c.text for c in ours.candidates]
-    assert theirs.stats.steps == ours.stats.steps
+    assert_same_fill(*shipped, prefix, suffix)
 
 
 def test_the_same_holes_rewrite_and_draft_rows_from_both_engines(shipped):
-    torch_engine, mlx_engine = shipped
-    text = "def area(w, h):\n    return <|hole|>\n\n\ndef perimeter(w, h):\n    return <|hole|>\n"
-    assert mlx_engine.fill_holes(text).middles == torch_engine.fill_holes(text).middles
-    request = RewriteRequest("def area(w, h):\n", "    return w * h\n", "\n", strength=0.6)
-    assert mlx_engine.rewrite(request).text == torch_engine.rewrite(request).text
-    options = FillOptions(drafts=("w * h", "width * height"), seed=1)
-    ours = torch_engine.fill("def area(w, h):\n    return ", "\n", options)
-    theirs = mlx_engine.fill("def area(w, h):\n    return ", "\n", options)
-    assert [(c.text, c.source) for c in theirs.candidates] == [(c.text, c.source) for c in ours.candidates]
+    assert_same_holes_rewrite_and_draft_rows(*shipped)
 
 
 def test_difill_fill_engine_mlx_prints_the_torch_engines_text(capsys):

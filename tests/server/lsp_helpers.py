@@ -174,3 +174,20 @@ async def changed_settings(client: LanguageClient, values: dict):
         yield
     finally:
         client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"difill": {}}))
+
+
+async def assert_inline_as_torch(
+    client: LanguageClient, uri: str, document: str, line: int, character: int
+) -> None:
+    """An invoked inline completion from ``client``'s engine is what ``difill serve --engine torch``
+    gives at the same place (the engines besides torch: llama.cpp, MLX)."""
+    open_document(client, uri, document)
+    ours = await client.text_document_inline_completion_async(
+        inline_params(uri, line, character, invoked=True)
+    )
+    async with running_server(None, "neovim", extra_args=("--engine", "torch")) as torch_client:
+        open_document(torch_client, uri, document)
+        theirs = await torch_client.text_document_inline_completion_async(
+            inline_params(uri, line, character, invoked=True)
+        )
+    assert ours.items and [i.insert_text for i in ours.items] == [i.insert_text for i in theirs.items]

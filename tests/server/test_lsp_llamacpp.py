@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from lsp_helpers import inline_params, open_document, running_server
+from lsp_helpers import assert_inline_as_torch, inline_params, open_document, running_server
 from lsprotocol import types
 
 from difill.engine.native.build import build_native
@@ -39,15 +39,7 @@ async def llama_client():
 async def test_the_server_says_it_runs_llama_cpp_and_answers_as_torch_does(llama_client):
     ready = next(s for s in llama_client.statuses if s.get("state") == "ready")
     assert "(llama.cpp)" in ready["message"]
-    uri = "file:///tmp/llama/inline.py"
-    open_document(llama_client, uri, DOCUMENT)
-    ours = await llama_client.text_document_inline_completion_async(inline_params(uri, 1, 16, invoked=True))
-    async with running_server(None, "neovim", extra_args=("--engine", "torch")) as torch_client:
-        open_document(torch_client, uri, DOCUMENT)
-        theirs = await torch_client.text_document_inline_completion_async(
-            inline_params(uri, 1, 16, invoked=True)
-        )
-    assert ours.items and [i.insert_text for i in ours.items] == [i.insert_text for i in theirs.items]
+    await assert_inline_as_torch(llama_client, "file:///tmp/llama/inline.py", DOCUMENT, 1, 16)
 
 
 @pytest.mark.asyncio(loop_scope="module")

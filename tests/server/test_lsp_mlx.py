@@ -7,7 +7,7 @@ import sys
 
 import pytest
 import pytest_asyncio
-from lsp_helpers import inline_params, open_document, running_server
+from lsp_helpers import assert_inline_as_torch, inline_params, open_document, running_server
 from lsprotocol import types
 
 if sys.platform not in ("linux", "darwin"):  # the only platforms with MLX wheels
@@ -26,15 +26,7 @@ async def mlx_client():
 async def test_the_server_says_it_runs_mlx_and_answers_as_torch_does(mlx_client):
     ready = next(s for s in mlx_client.statuses if s.get("state") == "ready")
     assert "(MLX)" in ready["message"]
-    uri = "file:///tmp/mlx/inline.py"
-    open_document(mlx_client, uri, DOCUMENT)
-    ours = await mlx_client.text_document_inline_completion_async(inline_params(uri, 1, 16, invoked=True))
-    async with running_server(None, "neovim", extra_args=("--engine", "torch")) as torch_client:
-        open_document(torch_client, uri, DOCUMENT)
-        theirs = await torch_client.text_document_inline_completion_async(
-            inline_params(uri, 1, 16, invoked=True)
-        )
-    assert ours.items and [i.insert_text for i in ours.items] == [i.insert_text for i in theirs.items]
+    await assert_inline_as_torch(mlx_client, "file:///tmp/mlx/inline.py", DOCUMENT, 1, 16)
 
 
 @pytest.mark.asyncio(loop_scope="module")

@@ -1,0 +1,31 @@
+"""What every engine besides torch must give exactly as torch does (llama.cpp, MLX): the same
+fills, holes, rewrites and draft rows on the same seed.  Their test files call these."""
+
+from __future__ import annotations
+
+from difill.engine.api import FillOptions, RewriteRequest
+
+FILLS = [
+    ("def add(a, b):\n    return ", "\n\nprint(add(1, 2))\n"),
+    ("import os\n\npath = os.path.join(", ")\n"),
+    ("for i in range(10):\n    ", "\n"),
+    ("class Point:\n    def __init__(self, x, y):\n        self.x = x\n        self.", "\n"),
+]
+
+
+def assert_same_fill(torch_engine, other, prefix: str, suffix: str) -> None:
+    options = FillOptions(seed=7)
+    ours, theirs = torch_engine.fill(prefix, suffix, options), other.fill(prefix, suffix, options)
+    assert [c.text for c in theirs.candidates] == [c.text for c in ours.candidates]
+    assert theirs.stats.steps == ours.stats.steps
+
+
+def assert_same_holes_rewrite_and_draft_rows(torch_engine, other) -> None:
+    text = "def area(w, h):\n    return <|hole|>\n\n\ndef perimeter(w, h):\n    return <|hole|>\n"
+    assert other.fill_holes(text).middles == torch_engine.fill_holes(text).middles
+    request = RewriteRequest("def area(w, h):\n", "    return w * h\n", "\n", strength=0.6)
+    assert other.rewrite(request).text == torch_engine.rewrite(request).text
+    options = FillOptions(drafts=("w * h", "width * height"), seed=1)
+    ours = torch_engine.fill("def area(w, h):\n    return ", "\n", options)
+    theirs = other.fill("def area(w, h):\n    return ", "\n", options)
+    assert [(c.text, c.source) for c in theirs.candidates] == [(c.text, c.source) for c in ours.candidates]
