@@ -107,7 +107,7 @@ def _segment_tokens(part: str) -> tuple[Token, ...] | None:
         if char == "\\":
             if i + 1 == len(part):
                 return None
-            tokens.append(part[i + 1])
+            tokens.append((False, ((part[i + 1], part[i + 1]),)))  # a class of one: "\\*" is no STAR
             i += 2
         elif char == "*":
             if not tokens or tokens[-1] != STAR:

@@ -30,13 +30,15 @@ name\\ with\\ space\\{escaped_space}
 ?q.py
 sub/deep/
 foo*bar
+\\*.lit
+\\?q.lit
 """.format(escaped_space=" ")  # an escaped trailing space: written here, kept by ruff
 PATHS = [
     "x.log", "d/x.log", "keep.log", "d/keep.log", "rooted.txt", "d/rooted.txt", "build", "d/build",
     "build.py", "docs/a.md", "docs/x/y/a.md", "docs/a.txt", "cache", "d/e/cache", "a/z", "a/b/c/z",
     "b/a/z", "trail", "trail/x", "trail/x/y", "name with space ", "name with space", "#hash",
     "!bang", "ax.py", "dx.py", "ay.py", "1y.py", "xq.py", "xxq.py", "sub/deep", "d/sub/deep",
-    "foobar", "foo_x_bar", "d/foo.bar", "plain.py",
+    "foobar", "foo_x_bar", "d/foo.bar", "plain.py", "*.lit", "x.lit", "?q.lit", "xq.lit",
 ]  # fmt: skip
 DIRECTORIES = {"build", "d/build", "cache", "d/e/cache", "trail", "trail/x", "sub/deep", "d/sub/deep"}
 
