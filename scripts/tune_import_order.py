@@ -1,4 +1,4 @@
-"""Where import drafts go among the drafts (server/served.py ``drafts_at``), chosen on the tuning
+"""Where import drafts go among the drafts (server/draft_policy.py ``drafts_at``), chosen on the tuning
 packages (lab/training/tuning_packages.txt), never on the eval's.
 
 Two orders on the same repository-level cases (lab/workspace_eval.py), the served row:
@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import difill.server.served as served
+import difill.server.draft_policy as draft_policy
 from difill.lab.quality import load_served
 from difill.lab.training.corpus_sources import TUNING_PACKAGE_LIST, read_pins
 from difill.lab.workspace_eval import (
@@ -30,15 +30,15 @@ from difill.lab.workspace_eval import (
 )
 from difill.server.config import Settings
 
-SHIPPED = served.drafts_at
+SHIPPED = draft_policy.drafts_at
 
 
 def long_match_first(text, offset, sources=(), index_drafts=()):
     found = SHIPPED(text, offset, sources)
     typed = [d for d in index_drafts if d.kind == "import"]
     new = [d for d in index_drafts if d.kind != "import"]
-    long = [d for d in found if d.matched >= served.SHOW_MIN_MATCH]
-    return [*typed, *long, *new, *[d for d in found if d.matched < served.SHOW_MIN_MATCH]]
+    long = [d for d in found if d.matched >= draft_policy.SHOW_MIN_MATCH]
+    return [*typed, *long, *new, *[d for d in found if d.matched < draft_policy.SHOW_MIN_MATCH]]
 
 
 def main() -> None:
@@ -54,7 +54,7 @@ def main() -> None:
     indexes = PackageIndexes(packages)
     try:
         for name, order in (("imports-first", SHIPPED), ("long-match-first", long_match_first)):
-            served.drafts_at = order
+            draft_policy.drafts_at = order
             report = score_workspace(models, cases, indexes)["served"]
             for shape, score in report.items():
                 print(
@@ -62,7 +62,7 @@ def main() -> None:
                     flush=True,
                 )
     finally:
-        served.drafts_at = SHIPPED
+        draft_policy.drafts_at = SHIPPED
         indexes.close()
 
 

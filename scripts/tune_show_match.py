@@ -1,4 +1,4 @@
-"""Choose ``SHOW_MIN_MATCH`` (server/served.py) on tuning packages, never on the eval's.
+"""Choose ``SHOW_MIN_MATCH`` (server/draft_policy.py) on tuning packages, never on the eval's.
 
 With ``contextDrafts`` "show", a draft is the ghost text when it matched at least this many tokens
 before the cursor; a draft on a shorter match is shown only where the model's text is empty.
@@ -28,7 +28,7 @@ import json
 import random
 from pathlib import Path
 
-import difill.server.served as served
+import difill.server.draft_policy as draft_policy
 from difill.lab.quality import load_served
 from difill.lab.training.corpus import read_jsonl
 from difill.lab.training.corpus_sources import TUNING_PACKAGE_LIST, read_pins
@@ -93,7 +93,7 @@ def main() -> None:
 
     try:
         for value in [int(v) for v in args.values.split(",")]:
-            served.SHOW_MIN_MATCH = value
+            draft_policy.SHOW_MIN_MATCH = value
             row: dict = {"show_min_match": value}
             for shape, examples in cases.items():
                 score = ShapeScore()

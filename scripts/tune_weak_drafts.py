@@ -30,6 +30,7 @@ import re
 import sys
 from pathlib import Path
 
+import difill.server.draft_policy as draft_policy
 import difill.server.served as served
 from difill.engine.text.pipeline import shown_texts
 from difill.lab.quality import load_served
@@ -69,15 +70,15 @@ def with_rule(rule: str):
 
     def fill(engine, ctx, settings, invoked, drafts, *args, **kwargs):
         result = SHIPPED(engine, ctx, settings, invoked, drafts, *args, **kwargs)
-        weak = [d for d in drafts if not served.is_sure(d)]
-        if invoked or served.draft_mode(engine, settings) != "show" or not weak or len(weak) < len(drafts):
+        weak = [d for d in drafts if not draft_policy.is_sure(d)]
+        if invoked or draft_policy.draft_mode(engine, settings) != "show" or not weak or len(weak) < len(drafts):
             return result  # a sure draft is shown anyway
         model_texts = shown_texts(result.candidates, ctx)
         if not model_texts or result.candidates[0].source != "model":
             return result  # the model showed nothing: the shipped rule already shows the draft
-        draft_texts = shown_texts(served.drafts_result(weak).candidates, ctx)
+        draft_texts = shown_texts(draft_policy.drafts_result(weak).candidates, ctx)
         if draft_texts and weak_draft_wins(rule, ctx, model_texts[0], draft_texts[0]):
-            result.candidates = served.drafts_result(weak).candidates + result.candidates
+            result.candidates = draft_policy.drafts_result(weak).candidates + result.candidates
             result.text = result.candidates[0].text
         return result
 
@@ -103,7 +104,7 @@ def main() -> None:
         served.suggestion_fill = SHIPPED if rule == "empty" else with_rule(rule)
         try:
             print(f"== {rule}", flush=True)
-            sys.argv = ["tune_show_match", "--files", str(args.files), "--values", str(served.SHOW_MIN_MATCH)]
+            sys.argv = ["tune_show_match", "--files", str(args.files), "--values", str(draft_policy.SHOW_MIN_MATCH)]
             tune_show_match.main()
             indexes = PackageIndexes(packages)
             try:

@@ -18,11 +18,9 @@ from tree_sitter import Tree
 from difill.engine.api import (
     HOLE_TOKENS,
     BackendError,
-    Candidate,
     DraftCallback,
     FillOptions,
     FillResult,
-    FillStats,
     HolesResult,
     InfillBackend,
     ShouldStop,
@@ -30,12 +28,12 @@ from difill.engine.api import (
 )
 from difill.engine.languages import language_of
 from difill.engine.text.context import FillContext, build_context, to_lf
-from difill.engine.text.filters import PIPELINE, apply_filters
-from difill.engine.text.pipeline import errors_around, shown_middles, shown_texts
+from difill.engine.text.pipeline import shown_middles, shown_texts
 from difill.engine.text.rules import with_middles
 from difill.server.config import Settings
-from difill.server.context.drafts import Draft, find_drafts
+from difill.server.context.drafts import Draft
 from difill.server.context.prompt import snippet_block
+from difill.server.draft_policy import draft_mode, drafts_result, fitting_drafts, is_sure
 from difill.server.trees import SyntaxTrees
 
 if TYPE_CHECKING:  # the index imports pygls: `difill fill --remote` loads no LSP library
@@ -43,13 +41,6 @@ if TYPE_CHECKING:  # the index imports pygls: `difill fill --remote` loads no LS
 
 log = logging.getLogger("difill.server")
 _SAID: set[str] = set()  # why a language got no model text, each logged once
-
-DRAFTS_PER_REQUEST = 3  # drafts that seed canvas rows when drafts are on (find_drafts' default)
-# "show": a draft is the ghost text when it matched this many tokens before the cursor
-# (Draft.matched); a draft on a shorter match only where the model's text is empty.  Chosen on
-# tuning packages the model never saw, not on the eval (docs/drafts.md "When a draft is shown"):
-# 1 (every draft) loses a quarter of the keystrokes typing at the end of a file saves.
-SHOW_MIN_MATCH = 4
 
 
 @dataclass
@@ -174,125 +165,6 @@ def context_for(
     """The FillContext of a cursor in a document, with the editor's budgets."""
     language = language_of(language_id, uri)
     return build_context(text, offset, language, settings.context_tokens, settings.max_tokens, tree)
-
-
-def shaped_drafts(drafts: Sequence[Draft], ctx: FillContext) -> list[Draft]:
-    """The drafts cut to the request's shape: at most its lines, without the last line's ending.
-
-    A draft runs on past what the hole should hold; cut where the shape ends, it is a whole
-    middle, and the filler written after it in its row says so.  Distinct, non-blank ones only.
-    """
-    out: list[Draft] = []
-    seen: set[str] = set()
-    for draft in drafts:
-        text = "\n".join(draft.text.split("\n")[: ctx.shape.max_lines]).rstrip()
-        if text.strip() and text not in seen:
-            seen.add(text)
-            out.append(Draft(text, draft.source, draft.matched, draft.kind))
-    return out
-
-
-def fitting_drafts(
-    text: str,
-    offset: int,
-    ctx: FillContext,
-    sources: Sequence[tuple[str, str]] = (),
-    index_drafts: Sequence[Draft] = (),
-) -> list[Draft]:
-    """The drafts a suggestion may use at a cursor: found (``drafts_at``), cut to the request's
-    shape (``shaped_drafts``), and only those that add no syntax error to the code around the
-    cursor, as it parses with nothing inserted (languages with a grammar): a draft is checked
-    as a model's candidate is ranked (pipeline.errors_around), on the text the filters show."""
-    drafts = shaped_drafts(drafts_at(text, offset, sources, index_drafts, ctx.language), ctx)
-    if ctx.language is None or not drafts:
-        return drafts
-    before = errors_around(ctx, "")
-    if before is None:
-        return drafts
-    fitted = []
-    for draft in drafts:
-        text = _without_new_errors(draft.text, ctx, before)
-        if text:
-            fitted.append(replace(draft, text=text))
-    return fitted
-
-
-def _without_new_errors(text: str, ctx: FillContext, before: int) -> str:
-    """``text``, or its longest run of whole first lines, that adds no syntax error to the code
-    around the cursor: a draft cut to the shape's line bound inside a block ends at its last
-    complete statement instead of being dropped.  "" when not even its first line fits."""
-    lines = text.split("\n")
-    for keep in range(len(lines), 0, -1):
-        candidate = "\n".join(lines[:keep]).rstrip()
-        shown = apply_filters(candidate, ctx, PIPELINE)
-        if candidate.strip() and (errors_around(ctx, shown) or 0) <= before:
-            return candidate
-    return ""
-
-
-def drafts_at(
-    text: str,
-    offset: int,
-    sources: Sequence[tuple[str, str]] = (),
-    index_drafts: Sequence[Draft] = (),
-    language: str | None = None,
-) -> list[Draft]:
-    """The drafts for a cursor, best first: the workspace index's own (``Retrieval.drafts``: an
-    import line completed with the names the document lacks, server/context/imports.py), then
-    what followed the same tokens in the document before the cursor, after it, then ``sources``
-    (``find_drafts``: longest match first).  On the tuning packages an import draft first named
-    the symbol more often than a long match first (docs/drafts.md "Import drafts")."""
-    after = ("current", to_lf(text[offset:]))
-    found = find_drafts(
-        to_lf(text[:offset]), [after, *sources], max_drafts=DRAFTS_PER_REQUEST, language=language
-    )
-    names = [d for d in index_drafts if d.kind == "symbol"]
-    if not names:
-        return [*index_drafts, *found]
-    # A symbol with what followed it elsewhere (``errors.`` -> ``RetryError(attempt)``) beats the
-    # bare name: the lookup carries its arguments.  Other lookups name no candidate: after them.
-    with_names = [  # in the candidates' order: the lookups that start with each
-        Draft(d.text, d.source, d.matched, kind="symbol")
-        for n in names
-        for d in found
-        if d.text.startswith(n.text) and not d.text[len(n.text) : len(n.text) + 1].isidentifier()
-    ]
-    others = [d for d in index_drafts if d.kind != "symbol"]
-    rest = [d for d in found if d.text not in {w.text for w in with_names}]
-    return [*others, *with_names, *names, *rest]
-
-
-def is_sure(draft: Draft) -> bool:
-    """A draft that "show" makes the ghost text with no model run: an import line from the
-    workspace index, a name the module or the imports define (server/context/symbols.py), or a
-    continuation after a long match (docs/drafts.md, SHOW_MIN_MATCH)."""
-    return draft.kind in ("import", "new-import", "symbol") or draft.matched >= SHOW_MIN_MATCH
-
-
-def draft_mode(engine: object, settings: Settings) -> str:
-    """How drafts reach a suggestion with this backend: "show", "seed" or "off".
-
-    The ``contextDrafts`` setting decides; with "auto" the checkpoint does (config
-    ``difill.drafts``).  A checkpoint difill trained that names no mode gets "show": measured on
-    the shipped weights (docs/drafts.md), retrieval alone was right far more often than the model,
-    and canvases seeded with the drafts less often than either (the model rewrites a right draft
-    more often than it keeps it).  Any other backend (a real checkpoint, a remote) gets "seed".
-    """
-    if settings.context_drafts != "auto":
-        return settings.context_drafts
-    # The checkpoint's config, which the llama.cpp engine has too, without torch weights.
-    config = getattr(getattr(engine, "loaded", None), "config", None)
-    meta = getattr(config, "difill", None)
-    if isinstance(meta, dict) and meta:
-        return meta["drafts"] if meta.get("drafts") in ("show", "seed", "off") else "show"
-    return "seed"
-
-
-def drafts_result(drafts: Sequence[Draft]) -> FillResult:
-    """Drafts as a fill's answer, when no model writes it: each a whole middle, as it was found."""
-    candidates = [Candidate(d.text, 0, 0.0, True, f"draft:{d.source}") for d in drafts]
-    stats = FillStats(candidates=len(candidates))
-    return FillResult(candidates[0].text if candidates else "", candidates, stats)
 
 
 def suggestion_fill(

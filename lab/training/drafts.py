@@ -1,7 +1,7 @@
 """Drafts for draft-seeded training canvases: what the engine's seeded rows start from.
 
 At inference a seeded row's hole starts from a retrieved draft (``server/context/drafts.py``
-``find_drafts``, cut to the request's lines by ``server/served.py`` ``shaped_drafts``) instead of
+``find_drafts``, cut to the request's lines by ``server/draft_policy.py`` ``shaped_drafts``) instead of
 noise, and the model must keep the draft's right tokens and mend its wrong ones.  A training
 draft is, for one example:
 * the exact true middle (``EXACT_SHARE``): a right draft must survive untouched;

@@ -61,7 +61,7 @@ class Retrieval:
     # order: the open documents (most recently edited first), then the most similar workspace files.
     sources: list[tuple[str, str]]
     snippets: list[Snippet]  # by priority (definitions, then similarity); prompt.py orders them
-    # Drafts only the index can make, before the finder's (served.drafts_at): an import line
+    # Drafts only the index can make, before the finder's (draft_policy.drafts_at): an import line
     # completed with the document's free names (imports.py).
     drafts: list[Draft] = field(default_factory=list)
 
@@ -161,7 +161,7 @@ class Retriever:
         files_sources = [r for _, r in workspace if family is None or family_of(r.language) == family]
         files_sources.sort(key=lambda r: is_test_path(r.path) != testing)  # stable: by similarity within
         # The current document is not a source here: the finder searches it itself, before and
-        # after the cursor, never at the cursor (served.drafts_at).  Without its line, the text
+        # after the cursor, never at the cursor (draft_policy.drafts_at).  Without its line, the text
         # before the cursor runs on into the next line, and a source made of it "matched" there:
         # at the start of a line, a full-length match whose draft repeated the line below.
         sources = [(o.uri, o.text) for o in open_sources[:MAX_OPEN_SOURCES]]

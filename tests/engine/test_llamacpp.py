@@ -402,7 +402,7 @@ def test_the_server_treats_drafts_as_the_checkpoint_says_on_either_engine(shippe
     """The checkpoint's difill metadata is read from its config, which the llama.cpp engine has
     without torch weights: the shipped model shows sure drafts rather than seeding canvases."""
     from difill.server.config import Settings
-    from difill.server.served import draft_mode
+    from difill.server.draft_policy import draft_mode
 
     torch_engine, llama_engine = shipped
     assert draft_mode(llama_engine, Settings()) == draft_mode(torch_engine, Settings()) == "show"

@@ -16,7 +16,7 @@ from difill.server.context.imports import (
     typed_import,
 )
 from difill.server.context.index import WorkspaceIndex
-from difill.server.served import drafts_at, is_sure
+from difill.server.draft_policy import drafts_at, is_sure
 
 DOCUMENT = '''"""A helper_unused in a docstring is prose."""
 from .base import Thing

@@ -13,7 +13,7 @@ import pytest
 
 from difill.server.context import files
 from difill.server.context.index import IndexLimits, WorkspaceIndex
-from difill.server.served import drafts_at, is_sure
+from difill.server.draft_policy import drafts_at, is_sure
 
 UTIL = '''def load_config(path):
     """Read the configuration file."""

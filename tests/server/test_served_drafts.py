@@ -4,7 +4,7 @@ declines the language."""
 
 from __future__ import annotations
 
-import difill.server.served as served_module
+import difill.server.draft_policy as draft_policy
 from difill.engine.api import Candidate, FillResult, FillStats
 from difill.server.config import Settings
 from difill.server.served import ServedModel
@@ -60,7 +60,7 @@ def test_off_asks_the_model_alone():
 def test_show_makes_the_best_draft_the_ghost_text_without_a_model_run():
     engine = RecordingEngine()
     shown = ServedModel(engine, Settings(context_drafts="show")).suggest(SEEN, len(SEEN))
-    assert shown.drafts[0].matched >= served_module.SHOW_MIN_MATCH
+    assert shown.drafts[0].matched >= draft_policy.SHOW_MIN_MATCH
     assert engine.options == []  # typing: the draft stands, no fill
     assert shown.text == "items, tax)" and shown.forwards == 0
     assert shown.result.candidates[0].source == "draft:current"
@@ -135,7 +135,7 @@ LONG = "total = compute_total(items, tax)\nprint(total)\n\ntotal = compute_"  # 
 
 
 def test_show_keeps_a_draft_on_a_short_match_behind_the_models_text(monkeypatch):
-    monkeypatch.setattr(served_module, "SHOW_MIN_MATCH", 3)
+    monkeypatch.setattr(draft_policy, "SHOW_MIN_MATCH", 3)
     settings = Settings(context_drafts="show")
     long = ServedModel(Answering("mean(items)"), settings).suggest(LONG, len(LONG))
     assert [d.matched for d in long.drafts] == [3]
@@ -149,7 +149,7 @@ def test_show_keeps_a_draft_on_a_short_match_behind_the_models_text(monkeypatch)
 
 
 def test_show_falls_back_to_a_short_match_draft_where_the_model_shows_nothing(monkeypatch):
-    monkeypatch.setattr(served_module, "SHOW_MIN_MATCH", 3)
+    monkeypatch.setattr(draft_policy, "SHOW_MIN_MATCH", 3)
     engine = Answering("")
     shown = ServedModel(engine, Settings(context_drafts="show")).suggest(SHORT, len(SHORT))
     assert len(engine.options) == 1 and shown.text == "total(items, tax)"

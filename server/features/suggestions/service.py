@@ -34,10 +34,11 @@ from difill.server.context.drafts import Draft
 from difill.server.context.prompt import snippet_block
 from difill.server.context.retrieval import Retrieval
 from difill.server.documents import Document, Documents
+from difill.server.draft_policy import drafts_result, fitting_drafts, is_sure
 from difill.server.engine_host import EngineHost, JobCancelled, Jobs, ModelState, OneJobPerDocument
 from difill.server.features.suggestions.cache import Asked, SuggestionCache
 from difill.server.features.suggestions.inflight import KeptWork, RunningFill
-from difill.server.served import context_for, drafts_result, fitting_drafts, is_sure, suggestion_fill
+from difill.server.served import context_for, suggestion_fill
 from difill.server.trees import SyntaxTrees
 
 log = logging.getLogger("difill.server.suggestions")

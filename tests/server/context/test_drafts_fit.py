@@ -8,7 +8,7 @@ from difill.engine.syntax import parser_for
 from difill.engine.text.context import build_context
 from difill.server.context.drafts import find_drafts, in_prose
 from difill.server.context.index import WorkspaceIndex
-from difill.server.served import drafts_at, fitting_drafts
+from difill.server.draft_policy import drafts_at, fitting_drafts
 
 SOURCE = "        return max(0, min(result, self.max_wait))\n"
 

@@ -10,7 +10,7 @@ from lsp_helpers import inline_params, open_document, running_server
 
 from difill.server.context import symbols
 from difill.server.context.index import WorkspaceIndex
-from difill.server.served import drafts_at, is_sure
+from difill.server.draft_policy import drafts_at, is_sure
 
 ERRORS = '''"""Errors."""
 
