@@ -1,10 +1,10 @@
 """`difill eval`: held-out quality of what the editor shows, for the diffusion model and the AR baseline.
 
-Every case goes through the language server's own suggestion path: the document and cursor make a
-``FillContext`` (``build_context``: the prefix/suffix windows, the tree-sitter shape and its token
-budget), ``fill_for_editor`` asks the model with the server's default ``Settings`` (maxTokens,
-steps, contextTokens; one hole length, as while typing), and ``shown_texts`` runs the text pipeline
-(engine/text/pipeline.py). The score is on the first text shown, "" when the filters leave nothing.
+Every case goes through the language server's own suggestion path (server/served.py ``suggest``):
+the document and cursor make a ``FillContext`` (``build_context``: the prefix/suffix windows, the
+tree-sitter shape and its token budget), the model is asked with the server's default ``Settings``
+(maxTokens, steps, contextTokens; one hole length, as while typing), and ``shown_texts`` runs the
+text pipeline (engine/text/pipeline.py). The score is on the first text shown, "" when the filters leave nothing.
 
 The typing replay types the last lines of held-out files character by character; after each
 character the server's suggestion is asked for, and when the text still to be typed starts with it,
@@ -20,6 +20,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from difill.engine.api import FillOptions, FillResult, InfillBackend
 from difill.lab.training.corpus import read_jsonl
 from difill.lab.training.evaluate import (
     ShapeScore,
@@ -46,16 +47,33 @@ def load_served(
     from difill.engine.backends import make_backend
 
     if not filler_policy:
-        return ServedModel(make_backend(None, model_dir, "cpu"), settings, experiment)
-    from dataclasses import replace
+        engine = make_backend(None, model_dir, "cpu")
+    else:
+        from difill.engine.infill import InfillEngine
+        from difill.engine.model import load_model
+        from difill.engine.vocab import TokenIds
 
-    from difill.engine.infill import InfillEngine
-    from difill.engine.model import load_model
-    from difill.engine.vocab import TokenIds
+        loaded = load_model(model_dir, "cpu")
+        ids = TokenIds.from_tokenizer(loaded.tokenizer, loaded.ids.vocab_size, filler_policy)
+        engine = InfillEngine(replace(loaded, ids=ids))
+    return ServedModel(WithOptions(engine, experiment) if experiment else engine, settings)
 
-    loaded = load_model(model_dir, "cpu")
-    ids = TokenIds.from_tokenizer(loaded.tokenizer, loaded.ids.vocab_size, filler_policy)
-    return ServedModel(InfillEngine(replace(loaded, ids=ids)), settings, experiment)
+
+class WithOptions:
+    """A backend whose fills take some FillOptions fields from an experiment (``difill eval
+    --revise``): an option is measured through the served path before it ships, and no production
+    signature carries it."""
+
+    def __init__(self, engine: InfillBackend, overrides: dict) -> None:
+        self.engine = engine
+        self.overrides = overrides
+
+    def fill(self, prefix, suffix, options=None, should_stop=None, on_draft=None) -> FillResult:
+        options = replace(options or FillOptions(), **self.overrides)
+        return self.engine.fill(prefix, suffix, options, should_stop=should_stop, on_draft=on_draft)
+
+    def __getattr__(self, name: str):  # the checkpoint's facts (loaded, languages), the edits
+        return getattr(self.engine, name)
 
 
 def score_cases(model: ServedModel, cases: dict, original_parses: dict) -> dict:

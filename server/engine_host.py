@@ -267,9 +267,14 @@ class EngineHost(Feature):
         return self.engine if self.state is ModelState.READY else None
 
     async def run(
-        self, job: Job, work: Callable[[InfillBackend], T], urgent: bool = False, background: bool = False
+        self,
+        job: Job,
+        work: Callable[..., T],
+        *args: object,
+        urgent: bool = False,
+        background: bool = False,
     ) -> T:
-        """``work(engine)`` on the worker thread; raises JobCancelled if the job is cancelled.
+        """``work(engine, *args)`` on the worker thread; raises JobCancelled if the job is cancelled.
 
         A BackendError (a remote server failed) is raised too, after the status says what the
         server said; the status stays so until a job succeeds ("ready").
@@ -281,6 +286,8 @@ class EngineHost(Feature):
         engine = self.engine
         if engine is None:  # unloaded by a reload since the caller waited for it
             raise JobCancelled()
+        if args:  # the caller names the function it runs (served.suggest, ...) and its arguments
+            work = _with_arguments(work, args)
         counted = not background
         if counted:
             self._active += 1
@@ -391,6 +398,13 @@ def _run_urgent_item(item: _Urgent) -> None:
         item.loop.call_soon_threadsafe(settle)
     except RuntimeError:  # the loop is closed: the server is gone
         pass
+
+
+def _with_arguments(work: Callable[..., T], args: tuple[object, ...]) -> Callable[[InfillBackend], T]:
+    def bound(engine: InfillBackend) -> T:
+        return work(engine, *args)
+
+    return bound
 
 
 def _run_job(engine: InfillBackend, job: Job, work: Callable[[InfillBackend], T]) -> T:

@@ -24,7 +24,6 @@ from pygls.lsp.server import LanguageServer
 from difill.engine import secrets
 from difill.server.config import RELOAD_FIELDS, Settings, SettingsLayers
 from difill.server.context.feature import ContextFeature
-from difill.server.context.retrieval import Retrieval
 from difill.server.documents import UTF16, Documents
 from difill.server.engine_host import EngineHost, LoadProgress
 from difill.server.features.edits.code_actions import COMMANDS, code_actions, resolve_code_action
@@ -65,12 +64,15 @@ class DifillServer(LanguageServer):
         self.documents = Documents()
         self.trees = SyntaxTrees()  # one parse per document version, for suggestions and edits alike
         self.host = EngineHost(self.send_status)
+        self.context = ContextFeature(
+            self.documents, self.settings, lambda: self.host.busy
+        )  # workspace index
         self.suggestions = SuggestionService(
             self.documents,
             self.host,
             self.settings,
             self.trees,
-            context_source=self.workspace_context,
+            workspace=self.context,
             excluded=self.excluded_document,
         )
         self.edits = EditService(
@@ -84,9 +86,6 @@ class DifillServer(LanguageServer):
         )
         self.encoding: str = UTF16
         self.next_edits = NextEditService(self.documents, self.settings, lambda: self.encoding)
-        self.context = ContextFeature(
-            self.documents, self.settings, lambda: self.host.busy
-        )  # workspace index
         # Every event goes to each of these, in this order: jobs stop before the model host.
         self.lifecycle = Lifecycle()
         for feature in (self.suggestions, self.edits, self.next_edits, self.trees, self.context, self.host):
@@ -145,12 +144,6 @@ class DifillServer(LanguageServer):
 
     def _refresh_settings(self) -> None:
         self._current_settings = self.layers.settings()
-
-    def workspace_context(self, uri: str, text: str, offset: int, language_id: str) -> Retrieval | None:
-        """The workspace index's context for a cursor: where drafts are looked for after the
-        document itself (open documents, the most similar workspace files) and the snippets for
-        the prompt; None while the index is off."""
-        return self.context.retrieve(uri, text, offset, language_id)
 
     def excluded_document(self, uri: str) -> bool:
         """The document is on the secrets deny list or in contextExclude: no suggestion, no edit."""

@@ -19,9 +19,9 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from difill.server.config import Settings
+from difill.server.context.found import Retrieval
 from difill.server.context.index import IndexLimits, WorkspaceIndex
 from difill.server.context.policy import ContextPolicy
-from difill.server.context.retrieval import Retrieval
 from difill.server.documents import Documents
 from difill.server.lifecycle import Feature
 

@@ -10,13 +10,9 @@ prefix cache keeps hitting.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
+from difill.server.context.found import Snippet
 from difill.server.context.policy import redact
-
-if TYPE_CHECKING:  # the index imports pygls: `difill fill --remote` loads no LSP library
-    from difill.server.context.retrieval import Snippet
-
 
 # Line-comment syntax by LSP language id.  A language not here gets no snippets: text that is
 # not a comment in that language would change what the model reads as code.
