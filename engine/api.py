@@ -108,7 +108,7 @@ class Candidate:
 
 @dataclass
 class FillResult:
-    """Middles as the model wrote them, in LF; engine/text/pipeline.py makes them fit the document."""
+    """Middles as the model wrote them, in LF; text/pipeline.py makes them fit the document."""
 
     text: str  # the first candidate's text ("" when there is none)
     candidates: list[Candidate]  # best first by the model's own judgement

@@ -3,7 +3,7 @@
 ``InfillEngine`` is the in-process backend (engine/api.py ``InfillBackend``).  It owns the model, a
 prefix cache and a lock (one fill at a time on one model); it is safe to call from worker threads.
 It reads and writes LF text and returns the middles as the model wrote them, best first by the
-model's own judgement; engine/text/pipeline.py makes them fit the document.
+model's own judgement; text/pipeline.py makes them fit the document.
 """
 
 from __future__ import annotations
@@ -37,8 +37,6 @@ from difill.engine.decoder import CanvasDecoder
 from difill.engine.model import LoadedModel
 from difill.engine.prefix_cache import PrefixCache, expand_cache
 from difill.engine.sampler import DenoiseRequest, DenoiseResult, SamplerConfig, denoise
-from difill.engine.text.instruction import with_instruction_comment
-from difill.engine.text.rules import with_middles
 from difill.engine.tokens import (
     block_tokens,
     draft_tokens,
@@ -46,6 +44,8 @@ from difill.engine.tokens import (
     encode_prefix_window,
     encode_suffix_window,
 )
+from difill.text.instruction import with_instruction_comment
+from difill.text.rules import with_middles
 
 WORD_END = re.compile(r"[A-Za-z0-9_]$")
 
@@ -377,7 +377,7 @@ def check_canvas(length: int, what: str) -> None:
 def model_order(candidates: list[Candidate]) -> list[Candidate]:
     """Best first by the model's own judgement: complete middles, then highest mean log-prob.
 
-    Empty middles and repeats are dropped.  The pipeline (engine/text/pipeline.py) ranks again
+    Empty middles and repeats are dropped.  The pipeline (text/pipeline.py) ranks again
     on the text as shown, adding the syntax errors around it.
     """
     seen: set[str] = set()

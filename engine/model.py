@@ -81,7 +81,7 @@ def checkpoint_min_token_prob(config) -> float:
 
 def checkpoint_languages(config) -> tuple[str, ...]:
     """The languages a checkpoint was trained on (``difill.languages``, named as
-    engine/languages.py names them); (): it names none and serves every language."""
+    text/languages.py names them); (): it names none and serves every language."""
     return tuple(str(name) for name in difill_meta(config).get("languages", ()))
 
 

@@ -4,7 +4,7 @@ Every case goes through the language server's own suggestion path (server/served
 the document and cursor make a ``FillContext`` (``build_context``: the prefix/suffix windows, the
 tree-sitter shape and its token budget), the model is asked with the server's default ``Settings``
 (maxTokens, steps, contextTokens; one hole length, as while typing), and ``shown_texts`` runs the
-text pipeline (engine/text/pipeline.py). The score is on the first text shown, "" when the filters leave nothing.
+text pipeline (text/pipeline.py). The score is on the first text shown, "" when the filters leave nothing.
 
 The typing replay types the last lines of held-out files character by character; after each
 character the server's suggestion is asked for, and when the text still to be typed starts with it,
@@ -118,7 +118,7 @@ def evaluate_served(
     repository-level cases from ``workspace_pins`` (packages not in the corpus, fetched into
     ``archive_cache``), retrieval alone vs the model alone vs draft-seeded canvases
     (lab/workspace_eval.py)."""
-    from difill.engine.syntax import parses
+    from difill.text.syntax import parses
 
     # The in-file cases come from the corpus's held-out split; the workspace eval alone needs none.
     cases = eval_cases(corpus, per_shape, seed) if per_shape else {}

@@ -36,7 +36,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from difill.engine.syntax import parses
 from difill.lab.training.corpus import is_wanted, package_path
 from difill.lab.training.corpus_sources import Pin, archive_licence, archive_members, fetch, is_permissive
 from difill.lab.training.evaluate import ShapeScore, TypingReplay
@@ -44,6 +43,7 @@ from difill.lab.training.examples import EVAL_SHAPES, InfillExample, sample_eval
 from difill.server.context.found import Retrieval
 from difill.server.context.index import WorkspaceIndex
 from difill.server.served import ServedModel, Shown
+from difill.text.syntax import parses
 
 ROWS = ("retrieval", "model", "seeded", "served")
 # The contextDrafts mode of each row that runs a model; "served" is the editor's default (auto).

@@ -21,12 +21,12 @@ import torch
 
 import difill.engine.infill as infill
 from difill.engine.api import Candidate
-from difill.engine.text.pipeline import shown_texts
 from difill.lab.quality import load_served
 from difill.lab.training.corpus import read_jsonl
 from difill.lab.training.examples import EVAL_SHAPES, sample_eval_example
 from difill.server.config import Settings
 from difill.server.draft_policy import fitting_drafts
+from difill.text.pipeline import shown_texts
 
 RECORDED: list = []
 

@@ -14,10 +14,10 @@ import time
 
 from difill.engine.api import BackendError, Candidate
 from difill.engine.backends import RemoteBackend
-from difill.engine.syntax import parser_for
-from difill.engine.text.context import build_context
-from difill.engine.text.pipeline import shown_texts
 from difill.server.features.suggestions.completion import typed_word
+from difill.text.context import build_context
+from difill.text.pipeline import shown_texts
+from difill.text.syntax import parser_for
 
 
 def completion_word() -> None:

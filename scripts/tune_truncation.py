@@ -20,10 +20,10 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from difill.engine.syntax import parses
 from difill.lab.quality import load_served, score_cases, typing_replay
 from difill.lab.training.corpus import read_jsonl
 from difill.lab.training.evaluate import eval_cases
+from difill.text.syntax import parses
 
 
 def main() -> None:

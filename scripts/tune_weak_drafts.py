@@ -32,7 +32,6 @@ from pathlib import Path
 
 import difill.server.draft_policy as draft_policy
 import difill.server.served as served
-from difill.engine.text.pipeline import shown_texts
 from difill.lab.quality import load_served
 from difill.lab.training.corpus_sources import TUNING_PACKAGE_LIST, read_pins
 from difill.lab.workspace_eval import (
@@ -43,6 +42,7 @@ from difill.lab.workspace_eval import (
     workspace_cases,
 )
 from difill.server.config import Settings
+from difill.text.pipeline import shown_texts
 
 SHIPPED = served.model_text
 WORD_BEFORE = re.compile(r"\w+$")

@@ -222,7 +222,7 @@ class Settings:
     log_file: str | None = setting("logFile", FilePath(), None)
 
     # Longest suggestion, in tokens.  Single-line suggestions use at most this; an empty block body
-    # may use up to twice this (see engine/text/shape.py).
+    # may use up to twice this (see text/shape.py).
     max_tokens: int = setting("maxTokens", BoundedInt(1, 512), 32)
 
     # Ghost text (automatic suggestions) ends before the first token the model gave less than this

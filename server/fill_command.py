@@ -45,9 +45,9 @@ def split_at(text: str, line: int, col: int) -> tuple[str, str]:
 def main(args: argparse.Namespace) -> int:
     from difill.engine.api import BackendError, ModelLoadError
     from difill.engine.backends import EngineChoice, make_backend
-    from difill.engine.languages import language_for_path
     from difill.server.config import Settings
     from difill.server.served import ServedModel
+    from difill.text.languages import language_for_path
 
     path, line, col = parse_location(args.location)
     try:

@@ -10,7 +10,7 @@ model's worker thread; ``ServedModel`` runs it for ``difill fill``, ``difill eva
       fitting_drafts(...)          the drafts that fit the cursor (server/draft_policy.py)
       snippet_block(...)           the snippets as the prompt reads them (server/context/prompt.py)
       model_text(...)              drafts shown / seeded / off, then engine.fill (engine/api.py)
-      shown_texts(...)             the text pipeline (engine/text/pipeline.py)
+      shown_texts(...)             the text pipeline (text/pipeline.py)
 
 No torch and no LSP types are imported here: a remote ``difill fill`` starts fast.
 """
@@ -35,16 +35,16 @@ from difill.engine.api import (
     ShouldStop,
     backend_languages,
 )
-from difill.engine.languages import language_of
-from difill.engine.text.context import FillContext, build_context, to_lf
-from difill.engine.text.pipeline import shown_middles, shown_texts
-from difill.engine.text.rules import with_middles
 from difill.server.config import Settings
 from difill.server.context.drafts import Draft
 from difill.server.context.found import Retrieval
 from difill.server.context.prompt import snippet_block
 from difill.server.draft_policy import draft_mode, drafts_result, fitting_drafts, is_sure
 from difill.server.trees import SyntaxTrees
+from difill.text.context import FillContext, build_context, to_lf
+from difill.text.languages import language_of
+from difill.text.pipeline import shown_middles, shown_texts
+from difill.text.rules import with_middles
 
 log = logging.getLogger("difill.server")
 _SAID: set[str] = set()  # why a language got no model text, each logged once
@@ -240,7 +240,7 @@ def context_for(
 
 def model_declines(engine: object, language: str | None, language_id: str) -> str | None:
     """Why ``engine``'s model must show nothing in a document of ``language`` (as
-    engine/languages.py names it; ``language_id`` as the editor does); None when it serves it.
+    text/languages.py names it; ``language_id`` as the editor does); None when it serves it.
 
     A checkpoint names the languages it was trained on (config ``difill.languages``; the shipped
     model: Python).  In any other language it writes noise, so suggestions and edits show none of

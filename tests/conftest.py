@@ -73,14 +73,21 @@ def _unit_tier(config: pytest.Config) -> bool:
     return (config.option.markexpr or "").strip() == "unit"
 
 
+def _is_unit_file(path: Path) -> bool:
+    return UNIT_MARK in path.read_text(encoding="utf-8")
+
+
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """With ``-m unit``, a test file is collected only when it declares itself a unit file:
-    importing the others would import torch before the marker could deselect their tests."""
-    if not _unit_tier(config) or collection_path.is_dir() or collection_path.suffix != ".py":
+    """With ``-m unit``, a test file is collected only when it declares itself a unit file, and a
+    folder only when it holds one: importing the others (or their folder's conftest.py) would
+    import torch before the marker could deselect their tests."""
+    if not _unit_tier(config):
         return None
-    if not collection_path.name.startswith("test_"):
+    if collection_path.is_dir():
+        return not any(_is_unit_file(p) for p in collection_path.rglob("test_*.py"))
+    if collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
         return None
-    return UNIT_MARK not in collection_path.read_text(encoding="utf-8")
+    return not _is_unit_file(collection_path)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

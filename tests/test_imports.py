@@ -1,6 +1,8 @@
 """The import structure the README's layout promises, checked on the source (no module is run).
 
 * ``engine/`` never imports ``server/`` or ``lab/``, nor pygls or lsprotocol.
+* ``text/`` (the text rules and language facts) imports no torch, no transformers, no LSP
+  library, and of ``engine/`` only its torch-free boundary ``engine/api.py``.
 * No import circles: module A importing B while B (directly or through others) imports A, at any
   depth and in function bodies too; only imports under ``if TYPE_CHECKING:`` are left out, as
   they never run.
@@ -13,8 +15,12 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = {"engine": "difill.engine", "server": "difill.server", "lab": "difill.lab"}
+PACKAGES = {"engine": "difill.engine", "text": "difill.text", "server": "difill.server", "lab": "difill.lab"}
 
 
 def module_name(path: Path) -> str:
@@ -107,6 +113,19 @@ def test_engine_imports_neither_the_server_nor_the_lab_nor_pygls():
                 m
                 for m in imports(path, with_type_checking=True)
                 if m.startswith(("difill.server", "difill.lab", "pygls", "lsprotocol"))
+            }
+            assert not wrong, f"{name} imports {sorted(wrong)}"
+
+
+def test_text_imports_no_torch_no_lsp_and_only_the_engines_boundary():
+    for name, path in sources().items():
+        if name.startswith("difill.text"):
+            found = imports(path, with_type_checking=True)
+            wrong = {
+                m
+                for m in found
+                if m.split(".")[0] in ("torch", "transformers", "pygls", "lsprotocol", "numpy")
+                or (m.startswith("difill.") and not m.startswith(("difill.text", "difill.engine.api")))
             }
             assert not wrong, f"{name} imports {sorted(wrong)}"
 

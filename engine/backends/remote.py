@@ -40,7 +40,7 @@ from difill.engine.backends import answers, openai
 from difill.engine.backends.transport import HttpStatusError, HttpTransport
 from difill.engine.backends.vllm import SeededCanvasClient
 from difill.engine.backends.wire import options_to_json
-from difill.engine.text.rules import trim_to_hole, with_middles
+from difill.text.rules import trim_to_hole, with_middles
 
 API_KEY_ENV = "DIFILL_API_KEY"
 PROTOCOLS = ("auto", "difill", "openai")

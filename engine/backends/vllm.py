@@ -41,8 +41,8 @@ from typing import Any
 
 from difill.engine.api import BackendError, Candidate, FillOptions, FillResult, FillStats, HolesResult
 from difill.engine.backends.transport import HttpStatusError
-from difill.engine.text.instruction import with_instruction_comment
-from difill.engine.text.rules import with_middles
+from difill.text.instruction import with_instruction_comment
+from difill.text.rules import with_middles
 
 CANVAS_MODES = ("auto", "seeded", "plain")
 CANVAS_SIZES = (32, 64, 128, 256)  # a request's canvas is rounded up to one of these (few shapes to compile)

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 
 from pygls.uris import to_fs_path
 
-from difill.engine.languages import family_of, language_of
 from difill.server.context import files, symbols
 from difill.server.context.definitions import definition_at
 from difill.server.context.drafts import Draft
@@ -29,6 +28,7 @@ from difill.server.context.imports import (
 )
 from difill.server.context.similarity import identifiers, jaccard, query_text, window_around
 from difill.server.context.store import IndexedFile, Store
+from difill.text.languages import family_of, language_of
 
 MAX_SIMILAR = 4  # similar windows returned: the best window of each of the most similar files
 MIN_JACCARD = 0.05

@@ -10,8 +10,8 @@ from backend_helpers import read_body, send
 
 from difill.engine.api import BackendError, FillOptions
 from difill.engine.backends import RemoteBackend
-from difill.engine.text.context import build_context
-from difill.engine.text.pipeline import shown_texts
+from difill.text.context import build_context
+from difill.text.pipeline import shown_texts
 
 MODEL = "google/diffusiongemma-26B-A4B-it"
 

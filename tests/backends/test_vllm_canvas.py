@@ -8,9 +8,9 @@ import pytest
 from difill.engine.api import BackendError, FillOptions, RewriteRequest
 from difill.engine.backends import RemoteBackend
 from difill.engine.backends.vllm import CANVAS_SIZES, canvas_size
-from difill.engine.text.context import build_context
-from difill.engine.text.pipeline import shown_texts
 from difill.lab.fake_vllm import PAD, VOCAB, FakeVllm, read_body, send, tokenize
+from difill.text.context import build_context
+from difill.text.pipeline import shown_texts
 
 PREFIX = "def add(a, b):\n    return "
 SUFFIX = "\n\nprint(add(1, 2))\n"

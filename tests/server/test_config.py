@@ -6,6 +6,8 @@ import pytest
 
 from difill.server.config import Settings, SettingsLayers, parse_settings, section_of
 
+pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/conftest.py)
+
 
 def test_valid_settings_are_taken():
     settings, problems = parse_settings(

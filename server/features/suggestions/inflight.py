@@ -12,10 +12,10 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from difill.engine.text.context import FillContext, to_lf
 from difill.server.config import Settings
 from difill.server.engine_host import Job
 from difill.server.features.suggestions.cache import MAX_TYPED_AHEAD, Asked
+from difill.text.context import FillContext, to_lf
 
 
 def typed_run(before: str, offset: int, after: str, max_chars: int = MAX_TYPED_AHEAD) -> str | None:

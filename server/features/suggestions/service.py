@@ -1,7 +1,7 @@
 """Suggestions at a cursor, shared by inline completion and the completion fallback.
 
-document -> FillContext (engine/text/context.py) -> cache or engine (off the event loop) ->
-the text pipeline (engine/text/pipeline.py) -> distinct texts, best first.  A result computed
+document -> FillContext (text/context.py) -> cache or engine (off the event loop) ->
+the text pipeline (text/pipeline.py) -> distinct texts, best first.  A result computed
 for a document version that is no longer current is dropped, never returned.
 
 A typist sends a change and a request on every key, so a fill is not thrown away when the user
@@ -24,9 +24,6 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from difill.engine.text.context import FillContext
-from difill.engine.text.filters import keep_line_endings
-from difill.engine.text.shape import only_closers
 from difill.server.config import Settings
 from difill.server.documents import Document, Documents
 from difill.server.engine_host import EngineHost, JobCancelled, Jobs, ModelState, OneJobPerDocument
@@ -34,6 +31,9 @@ from difill.server.features.suggestions.cache import Asked, SuggestionCache
 from difill.server.features.suggestions.inflight import KeptWork, RunningFill
 from difill.server.served import SuggestionRequest, Workspace, context_for, drafts_without_model, suggest
 from difill.server.trees import SyntaxTrees
+from difill.text.context import FillContext
+from difill.text.filters import keep_line_endings
+from difill.text.shape import only_closers
 
 log = logging.getLogger("difill.server.suggestions")
 

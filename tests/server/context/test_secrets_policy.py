@@ -17,6 +17,8 @@ from difill.server.context.index import WorkspaceIndex
 from difill.server.context.policy import REDACTED, ContextPolicy, redact
 from difill.server.context.prompt import snippet_block
 
+pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/conftest.py)
+
 KEY = "sk-proj-Zq8vN3xK2mLp9RtY7wEaB4cD6fGh1JkL"
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ8vN3xK2m"
 HOME_SECRETS = {

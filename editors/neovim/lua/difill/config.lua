@@ -62,7 +62,7 @@
 ---@field progress boolean             echo the model's loading progress in the message area
 local defaults = {
   cmd = { "difill", "serve" },
-  -- Every language the server has a grammar for (engine/languages.py, docs/languages.md).
+  -- Every language the server has a grammar for (text/languages.py, docs/languages.md).
   filetypes = {
     "python", "javascript", "javascriptreact", "typescript", "typescriptreact",
     "go", "rust", "java", "kotlin", "c", "cpp", "cs", "ruby", "php", "lua", "sh", "bash",
