@@ -99,6 +99,7 @@ class SuggestionService(OneJobPerDocument):
         count = settings.candidates if invoked else 1
         started = time.perf_counter()
         ctx = self.context_at(document, offset)
+        request = SuggestionRequest(document.uri, document.text, offset, document.language_id, ctx, invoked)
         asked = asked_for(ctx, invoked)
 
         hit = self.cache.lookup(asked, ctx.prefix, ctx.suffix)
@@ -126,9 +127,6 @@ class SuggestionService(OneJobPerDocument):
         if settings.debounce_ms:
             await asyncio.sleep(settings.debounce_ms / 1000)
         if self.host.state is ModelState.LOADING:  # drafts need no model: offer them meanwhile
-            request = SuggestionRequest(
-                document.uri, document.text, offset, document.language_id, ctx, invoked
-            )
             # On a thread: the workspace's sources may be large.
             early = await asyncio.to_thread(drafts_without_model, settings, request, self.workspace)
             if early:
@@ -137,8 +135,7 @@ class SuggestionService(OneJobPerDocument):
             return Suggestions([], self.host.state.value)
         if (stale := self._stale(document)) is not None:  # changed while this waited: not worth a fill
             return stale
-        fill = self._start(document.uri, document.text, offset, ctx, asked, settings,
-                           language_id=document.language_id)  # fmt: skip
+        fill = self._start(request, asked, settings)
         try:
             texts = await self._wait(fill)
         except JobCancelled:
@@ -157,22 +154,14 @@ class SuggestionService(OneJobPerDocument):
     # ------------------------------------------------------------------ fills
 
     def _start(
-        self,
-        uri: str,
-        text: str,
-        offset: int,
-        ctx: FillContext,
-        asked: Asked,
-        settings: Settings,
-        path: str = "",
-        language_id: str = "",
+        self, request: SuggestionRequest, asked: Asked, settings: Settings, path: str = ""
     ) -> RunningFill:
-        """A fill for ``ctx`` on the worker; it cancels the document's fill in flight.  With a
-        ``path`` it is speculative: ``text`` is the document after typing ``path`` at the cursor."""
-        job = self.jobs.start(uri)
-        fill = RunningFill(uri, text, offset, ctx, asked, settings, job, speculative=bool(path), path=path,
-                           language_id=language_id)  # fmt: skip
-        self.running[uri] = fill
+        """A fill for ``request`` on the worker; it cancels the document's fill in flight.  With a
+        ``path`` it is speculative: the request's text is the document after typing ``path`` at
+        the cursor."""
+        job = self.jobs.start(request.uri)
+        fill = RunningFill(request, asked, settings, job, speculative=bool(path), path=path)
+        self.running[request.uri] = fill
         fill.task = asyncio.ensure_future(self._run(fill, settings))
         fill.task.add_done_callback(lambda task: self._ended(fill, task))
         return fill
@@ -181,15 +170,12 @@ class SuggestionService(OneJobPerDocument):
         """The fill on the worker: the one suggestion path (server/served.py ``suggest``).  Its
         shown texts go to the cache for the text it was computed for (the cache is keyed on that
         text, so this holds even if the document moved on)."""
-        request = SuggestionRequest(
-            fill.uri, fill.text, fill.offset, fill.language_id, fill.ctx, fill.asked.invoked
-        )
         try:
             shown = await self.host.run(
                 fill.job,
                 suggest,
                 settings,
-                request,
+                fill.request,
                 self.workspace,
                 fill.job.should_stop,
                 fill.on_draft,
@@ -250,9 +236,8 @@ class SuggestionService(OneJobPerDocument):
         tree = self.trees.tree(document.uri, document.language_id, SPECULATIVE_VERSION, text)
         ctx = context_for(text, at, document.language_id, document.uri, settings, tree)
         if self.cache.lookup(asked, ctx.prefix, ctx.suffix) is None:
-            self._start(
-                document.uri, text, at, ctx, asked, settings, path=path, language_id=document.language_id
-            )
+            request = SuggestionRequest(document.uri, text, at, document.language_id, ctx, asked.invoked)
+            self._start(request, asked, settings, path=path)
 
     def _stale(self, document: Document) -> Suggestions | None:
         current = self.documents.get(document.uri)
