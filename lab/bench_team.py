@@ -103,8 +103,8 @@ def with_server(start: Callable[[], tuple[str, Callable[[], None]]], make: Calla
 
 def team_bench(model_dir: str | None, keystrokes: int | None = None) -> dict:
     from difill.engine.backends import local_backend
-    from difill.engine.backends.serve_http import FillService, build_app
-    from difill.engine.backends.serve_http import serve_in_thread as serve_app
+    from difill.server.serve_http import FillService, build_app
+    from difill.server.serve_http import serve_in_thread as serve_app
 
     report = {"rtt_ms": RTT_MS, "mbit_s": MBIT_S}
     backend = local_backend(model_dir, "cpu")

@@ -146,6 +146,13 @@ def test_no_feature_imports_the_server_module_even_for_a_type():
             assert "difill.server.server" not in imports(path, with_type_checking=True), name
 
 
+def test_the_cli_names_the_modules_of_its_commands():
+    # Each command's work is imported inside its handler (lazily), but by an import statement.
+    edges = graph(with_type_checking=False)["difill.server.cli"]
+    for module in ("lab.commands", "lab.quality", "lab.bench", "server.serve_http", "server.server"):
+        assert f"difill.{module}" in edges, module
+
+
 def test_the_circle_finder_finds_a_circle():
     # The checks above pass on an empty answer: the finder itself must see a circle when there is one.
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from pygls.io_ import run_async
 
-from difill.engine.backends.loopback import is_loopback
+from difill.server.loopback import is_loopback
 
 if TYPE_CHECKING:  # the pygls server type: server.py imports this module
     from pygls.lsp.server import LanguageServer
