@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 import httpx2 as httpx
 
-from difill.engine.backends import RemoteBackend
+from difill.engine.backends import RemoteBackend, RemoteConfig, connect
 from difill.lab.fake_vllm import FakeVllm, serve_in_thread
 from difill.server.served import ServedModel
 
@@ -110,13 +110,13 @@ def team_bench(model_dir: str | None, keystrokes: int | None = None) -> dict:
     backend = local_backend(model_dir, "cpu")
     report["serve-http"] = with_server(
         lambda: serve_app(build_app(FillService(backend, "bench", "cpu", 2), None)),
-        lambda url: RemoteBackend(url),
+        lambda url: connect(RemoteConfig(url)),
         keystrokes,
     )
     for name, contract in (("vllm-seeded", True), ("vllm-plain", False)):
         report[name] = with_server(
             lambda contract=contract: serve_in_thread(FakeVllm(contract=contract, numbered=True)),
-            lambda url: RemoteBackend(url, canvas="auto"),
+            lambda url: connect(RemoteConfig(url, canvas="auto")),
             keystrokes,
         )
     return report
