@@ -90,9 +90,7 @@ class OpenAIRemote(RemoteBackend):
     ) -> FillResult:
         prefix, selection, suffix = request.prefix, request.selection, request.suffix
         options = options or FillOptions()
-        seeded = self.seeded.rewrite(
-            prefix, selection, suffix, request.strength, request.instruction, options, should_stop
-        )
+        seeded = self.seeded.rewrite(request, options, should_stop)
         if seeded is not None:
             return seeded
         started = time.perf_counter()
