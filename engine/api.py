@@ -3,7 +3,7 @@
 Torch-free on purpose.  The server, the remote backend and the CLI are typed against these names
 and import this module only, so a remote fill never loads torch or transformers.  The in-process
 ``InfillEngine`` (engine/infill.py), ``BatchingBackend`` (engine/batcher.py), ``ARBackend``
-(engine/ar_baseline.py) and ``RemoteBackend`` (engine/backends/remote.py) all satisfy
+(engine/ar_baseline.py) and the remote backends (engine/backends/, one per wire protocol) all satisfy
 ``InfillBackend`` and return these dataclasses, so a caller never knows where the model ran.
 """
 

@@ -44,10 +44,10 @@ def load_served(
     ``filler_policy`` (experiment): end middles as a checkpoint without ``<|fill|>`` would
     (engine/vocab.py: ``eos``, ``pad`` or ``none``); ``<|fill|>`` is then banned like any special.
     """
-    from difill.engine.backends import make_backend
+    from difill.engine.backends import BackendSpec, make_backend
 
     if not filler_policy:
-        engine = make_backend(None, model_dir, "cpu")
+        engine = make_backend(BackendSpec(model_dir, "cpu"))
     else:
         from difill.engine.infill import InfillEngine
         from difill.engine.model import load_model

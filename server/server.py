@@ -22,7 +22,7 @@ from pygls.io_ import run_async
 from pygls.lsp.server import LanguageServer
 
 from difill.engine import secrets
-from difill.server.config import RELOAD_FIELDS, Settings, SettingsLayers
+from difill.server.config import Settings, SettingsLayers, backend_spec, command_line_settings, needs_reload
 from difill.server.context.feature import ContextFeature
 from difill.server.documents import UTF16, Documents
 from difill.server.engine_host import EngineHost, LoadProgress
@@ -219,21 +219,7 @@ class DifillServer(LanguageServer):
         settings = self.settings()
         progress = ProgressReporter(self) if self.client_has_progress else LoadProgress()
         self.suggestions.cache.clear()
-        return self.spawn(
-            self.host.load(
-                settings.model_path, settings.device, progress, settings.remote, settings.remote_canvas,
-                engine_choice(settings),
-            )
-        )  # fmt: skip
-
-
-def engine_choice(settings: Settings):
-    from difill.engine.backends import EngineChoice
-
-    return EngineChoice(
-        settings.engine, settings.gguf_path, settings.llamacpp_worker,
-        settings.llamacpp_threads or None, settings.llamacpp_gpu_layers,
-    )  # fmt: skip
+        return self.spawn(self.host.load(backend_spec(settings), progress))
 
 
 def create_server(base: Settings | None = None) -> DifillServer:
@@ -290,7 +276,7 @@ def create_server(base: Settings | None = None) -> DifillServer:
             ls.show_problems([p for p in [use_log_file(after.log_file)] if p], "settings")
         ls.suggestions.cache.clear()
         ls.context.settings_changed(before, after)
-        if any(getattr(before, name) != getattr(after, name) for name in RELOAD_FIELDS):
+        if needs_reload(before, after):
             log.info("model settings changed: reloading")
             ls.load_model()
 
@@ -397,16 +383,7 @@ def reviews_edits(experimental: Any) -> bool:
 
 def run_server(args: Any) -> int:
     """``difill serve``: stdio by default, ``--tcp`` on ``--host`` (127.0.0.1) and ``--port``."""
-    base = Settings(
-        model_path=getattr(args, "model", None),
-        device=getattr(args, "device", None) or "auto",
-        engine=getattr(args, "engine", None) or "auto",
-        gguf_path=getattr(args, "gguf", None),
-        llamacpp_worker=getattr(args, "llamacpp_worker", None),
-        llamacpp_threads=getattr(args, "llamacpp_threads", None) or 0,
-        llamacpp_gpu_layers=getattr(args, "llamacpp_gpu_layers", None) or 0,
-    )
-    server = create_server(base)
+    server = create_server(command_line_settings(args))
     server.log_handler = configure_logging(
         server, getattr(args, "log_level", "INFO"), getattr(args, "log_file", None)
     )

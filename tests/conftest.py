@@ -39,16 +39,14 @@ def build_tiny_model(out: Path, seed: int = 0) -> Path:
     import torch  # here, not at the top: the unit tier imports this file and no torch
     from transformers import DiffusionGemmaForBlockDiffusion
 
-    from difill.engine.model import build_config
+    from difill.engine.model import ModelShape, build_config
     from difill.engine.vocab import TokenIds
     from difill.lab.training.tokenizer import save_tokenizer, train_tokenizer
 
     tokenizer = train_tokenizer(_tiny_corpus(), vocab_size=600)
     ids = TokenIds.from_tokenizer(tokenizer, len(tokenizer))
-    config = build_config(
-        len(tokenizer), hidden_size=32, num_layers=2, num_heads=2, num_kv_heads=1,
-        max_positions=512, pad_id=ids.pad, eos_id=ids.eos, bos_id=ids.bos,
-    )  # fmt: skip
+    shape = ModelShape(hidden_size=32, num_layers=2, num_heads=2, num_kv_heads=1, max_positions=512)
+    config = build_config(ids, shape)
     config.difill = {"max_prefix_tokens": 128}
     torch.manual_seed(seed)
     model = DiffusionGemmaForBlockDiffusion(config)

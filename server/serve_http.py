@@ -47,13 +47,13 @@ from difill.engine.api import (
     RewriteRequest,
 )
 from difill.engine.backends import API_KEY_ENV
-from difill.engine.backends.loopback import host_header_is_loopback, is_loopback, origin_is_loopback
 from difill.engine.backends.wire import (
     OPTION_BOUNDS,
     fill_result_to_json,
     holes_result_to_json,
     options_from_json,
 )
+from difill.server.loopback import host_header_is_loopback, is_loopback, origin_is_loopback
 from difill.text.characters import has_lone_surrogate
 from difill.text.context import to_lf
 
