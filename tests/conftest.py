@@ -15,8 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-UNIT_MARK = "pytestmark = pytest.mark.unit"
+from tiers import UNIT_MARK
 
 TINY_CORPUS_MODULES = ("textwrap", "string", "json.encoder", "shlex")
 

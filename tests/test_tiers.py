@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import UNIT_MARK
+from tiers import UNIT_MARK
 
 ROOT = Path(__file__).resolve().parents[1]
 
