@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from test_neovim_plugin import HARNESS, PLUGIN, _nvim, _nvim_version, scenario
@@ -100,7 +99,11 @@ def test_accepting_is_its_own_undo_step(results):
     assert record["lines_after_undo"] == record["lines_after_accept"]
     insert = scenario(results, "insert_mode_accept_is_its_own_undo_step")
     assert insert["mode"] == "i"
-    assert insert["lines_after_accept"] == ["def area(width, h):", "    half = width / 2", "    return width * h + half"]
+    assert insert["lines_after_accept"] == [
+        "def area(width, h):",
+        "    half = width / 2",
+        "    return width * h + half",
+    ]
     assert insert["lines_after_undo"] == ["def area(width, h):", *SOURCE[1:]]
 
 
