@@ -74,7 +74,9 @@ def test_a_renamed_parameter_is_offered_at_its_next_use_as_a_diff(results):
     (added,) = [m for m in record["marks"] if m.get("pos") == "inline"]
     assert (added["row"], added["col"], added["text"]) == (1, 16, "w")
     (hint,) = [m for m in record["marks"] if "next edit" in m.get("text", "")]
-    assert hint["row"] == 1 and "<M-n> accepts" in hint["text"], hint
+    assert hint["row"] == 1 and "(<M-n> jumps to it, again accepts)" in hint["text"], (
+        hint
+    )  # the cursor is on the signature
     assert record["after_rename"] == ["def area(w, height):", *SOURCE[1:]]  # shown, not applied
 
 

@@ -70,8 +70,8 @@ export function tabAction(edit: InlineEdit, cursor: Position): "jump" | "accept"
   return onIt ? "accept" : "jump";
 }
 
-/** Where the gutter marker goes, and what its hint says: on the edit's first line when that line
- *  is on screen, else on the cursor's line, pointing at the edit. */
+/** Where the gutter marker goes, and what its hint says (what Tab does next): on the edit's
+ *  first line when that line is on screen, else on the cursor's line, pointing at the edit. */
 export function marker(
   edit: InlineEdit,
   visible: readonly { start: number; end: number }[],
@@ -79,7 +79,8 @@ export function marker(
 ): { line: number; hint: string } {
   const line = edit.range.start.line;
   if (visible.some((v) => v.start <= line && line <= v.end)) {
-    return { line, hint: "difill: next edit (Tab accepts, Esc dismisses)" };
+    const next = tabAction(edit, { line: cursorLine, character: 0 }) === "accept" ? "Tab accepts" : "Tab jumps to it, Tab again accepts";
+    return { line, hint: `difill: next edit (${next}, Esc dismisses)` };
   }
   const where = line < cursorLine ? "above" : "below";
   return { line: cursorLine, hint: `difill: next edit at line ${line + 1}, ${where} (Tab jumps to it, Esc dismisses)` };

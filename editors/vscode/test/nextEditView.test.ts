@@ -77,7 +77,10 @@ test("Tab jumps to an edit on another line, and accepts it once the cursor is on
 
 test("the gutter marker sits on the edit when it is on screen, else on the cursor's line pointing to it", () => {
   const far = { ...edit(1), range: r(80, 4, 80, 9) };
-  assert.deepEqual(marker(far, [{ start: 70, end: 95 }], 72).line, 80);
+  const onScreen = marker(far, [{ start: 70, end: 95 }], 72);
+  assert.equal(onScreen.line, 80);
+  assert.match(onScreen.hint, /\(Tab jumps to it, Tab again accepts/); // the hint says what Tab does next
+  assert.match(marker(far, [{ start: 70, end: 95 }], 80).hint, /\(Tab accepts, Esc dismisses\)/);
   const below = marker(far, [{ start: 0, end: 30 }], 12);
   assert.equal(below.line, 12);
   assert.match(below.hint, /line 81, below \(Tab jumps to it/);

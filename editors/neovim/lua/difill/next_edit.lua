@@ -105,11 +105,15 @@ local function draw_hint(bufnr)
   if s.hint_mark then
     pcall(api.nvim_buf_del_extmark, bufnr, M.ns, s.hint_mark)
   end
-  local row = s.edit.range.start.line
+  local row, last = s.edit.range.start.line, s.edit.range["end"].line
   local top, bottom = vim.fn.line("w0") - 1, vim.fn.line("w$") - 1
-  local text, at = ("difill: next edit (%s accepts)"):format(M.opts.key), row
+  local cursor = api.nvim_win_get_cursor(0)[1] - 1
+  -- The hint says what the key does next: accept on the edit's lines, else jump there.
+  local text = cursor >= row and cursor <= last and ("difill: next edit (%s accepts)"):format(M.opts.key)
+    or ("difill: next edit (%s jumps to it, again accepts)"):format(M.opts.key)
+  local at = row
   if row < top or row > bottom then
-    at = api.nvim_win_get_cursor(0)[1] - 1
+    at = cursor
     text = ("difill: next edit at line %d, %s (%s jumps to it)"):format(row + 1, row < top and "above" or "below",
       M.opts.key)
   end
