@@ -79,7 +79,7 @@ export function marker(
 ): { line: number; hint: string } {
   const line = edit.range.start.line;
   if (visible.some((v) => v.start <= line && line <= v.end)) {
-    const next = tabAction(edit, { line: cursorLine, character: 0 }) === "accept" ? "Tab accepts" : "Tab jumps to it, Tab again accepts";
+    const next = tabAction(edit, { line: cursorLine, character: 0 }) === "accept" ? "Tab accepts" : "Tab jumps, Tab again accepts";
     return { line, hint: `difill: next edit (${next}, Esc dismisses)` };
   }
   const where = line < cursorLine ? "above" : "below";

@@ -79,7 +79,7 @@ test("the gutter marker sits on the edit when it is on screen, else on the curso
   const far = { ...edit(1), range: r(80, 4, 80, 9) };
   const onScreen = marker(far, [{ start: 70, end: 95 }], 72);
   assert.equal(onScreen.line, 80);
-  assert.match(onScreen.hint, /\(Tab jumps to it, Tab again accepts/); // the hint says what Tab does next
+  assert.match(onScreen.hint, /\(Tab jumps, Tab again accepts, Esc dismisses\)/); // the hint says what Tab does next
   assert.match(marker(far, [{ start: 70, end: 95 }], 80).hint, /\(Tab accepts, Esc dismisses\)/);
   const below = marker(far, [{ start: 0, end: 30 }], 12);
   assert.equal(below.line, 12);
