@@ -128,6 +128,7 @@ def test_next_edit_off_asks_nothing(results):
     assert record["requests_off"] == 0
     assert record["shown_off"] is None and record["marks_off"] == []
     assert record["shown_on"]["text"] == "h"
+    assert record["shown_after_off"] is None and record["marks_after_off"] == []
 
 
 def test_an_edit_is_never_applied_to_a_version_it_was_not_made_for(results):

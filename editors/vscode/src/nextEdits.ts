@@ -33,6 +33,7 @@ const hintStyle = vscode.window.createTextEditorDecorationType({});
 
 export class NextEdits implements vscode.Disposable {
   private shown: InlineEdit | undefined;
+  private drawn = false; // decorations are on screen (cursor moves redraw only then)
   private debouncer: Debouncer<unknown>;
   private markerStyle: vscode.TextEditorDecorationType;
   private subscriptions: vscode.Disposable[] = [];
@@ -53,6 +54,9 @@ export class NextEdits implements vscode.Disposable {
       vscode.window.onDidChangeActiveTextEditor(() => this.dismiss()),
       vscode.window.onDidChangeTextEditorSelection(() => this.redraw()),
       vscode.window.onDidChangeTextEditorVisibleRanges(() => this.redraw()),
+      vscode.workspace.onDidChangeConfiguration((e) => {
+        if (e.affectsConfiguration("difill.nextEdit") && !nextEditEnabled(this.setting())) this.dismiss();
+      }),
       vscode.workspace.onDidCloseTextDocument((d) => {
         if (this.shown?.textDocument.uri === d.uri.toString()) this.dismiss();
       }),
@@ -168,6 +172,8 @@ export class NextEdits implements vscode.Disposable {
   }
 
   private redraw(): void {
+    if (!this.shown && !this.drawn) return;
+    this.drawn = this.shown !== undefined;
     for (const editor of vscode.window.visibleTextEditors) {
       const edit = this.shown;
       const mine = edit !== undefined && editor.document.uri.toString() === edit.textDocument.uri;

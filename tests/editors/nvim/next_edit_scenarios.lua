@@ -182,6 +182,9 @@ S[#S + 1] = { name = "setting_off", fn = function(r)
     vim.api.nvim_win_set_cursor(0, { 1, 16 })
     T.input("ciwh<Esc>")
     r.shown_on = T.wait(function() return next_edit.current(0) end, SHOW_MS, "a next edit once it is on again")
+    difill.configure({ nextEdit = "off" }) -- turning it off drops what is shown
+    r.shown_after_off = next_edit.current(0) or vim.NIL
+    r.marks_after_off = marks()
   end)
   difill.configure({ nextEdit = "drafts" })
   restore()

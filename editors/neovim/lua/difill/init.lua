@@ -444,6 +444,9 @@ end
 ---@param settings difill.ServerSettings
 function M.configure(settings)
   M.config.settings = vim.tbl_deep_extend("force", M.config.settings, settings)
+  if not next_edit.enabled() then
+    next_edit.dismiss_all() -- nextEdit off: what is shown goes too
+  end
   for _, client in ipairs(vim.lsp.get_clients({ name = "difill" })) do
     client.settings = { difill = json_object(M.config.settings) }
     client:notify("workspace/didChangeConfiguration", { settings = client.settings })

@@ -271,6 +271,13 @@ function M.dismiss(bufnr)
   clear(bufnr)
 end
 
+--- Drop what every buffer shows or asks (nextEdit turned off).
+function M.dismiss_all()
+  for bufnr in pairs(states) do
+    M.dismiss(bufnr)
+  end
+end
+
 --- Wire the autocommands for one buffer (called on LspAttach).
 ---@param bufnr integer
 function M.attach(bufnr)
