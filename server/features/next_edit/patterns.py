@@ -67,7 +67,7 @@ def pattern_of(before: str, after: str) -> Pattern | None:
         old_end += 1
         new_end += 1
     old, new = before[start:old_end], after[start:new_end]
-    if old.strip() == new.strip():
+    if old.strip() == new.strip() or (not old and _new_code(new)):
         return None
     if IDENTIFIER.fullmatch(old) and IDENTIFIER.fullmatch(new):
         return Pattern(old, new, (), "", start, rename=True, attribute=before[start - 1 : start] == ".")
@@ -119,6 +119,24 @@ def _anchored(pattern: Pattern, anchor: tuple[str, ...], text: str, low: int, hi
             continue  # an insertion already there
         found.append(Place(start, end, pattern.new))
     return found
+
+
+BRACKETS = {"(": ")", "[": "]", "{": "}"}
+
+
+def _new_code(inserted: str) -> bool:
+    """An insertion that is code being written, not an edit to repeat: it starts or ends a line
+    (typing a new line), or its brackets do not balance (the user is inside it).  Repeated
+    elsewhere it is noise: ``values)`` followed by a new ``return sum((v - m`` is no pattern."""
+    if "\n" in inserted:
+        return True
+    depth: list[str] = []
+    for char in inserted:
+        if char in BRACKETS:
+            depth.append(BRACKETS[char])
+        elif char in BRACKETS.values() and (not depth or depth.pop() != char):
+            return True
+    return bool(depth)
 
 
 def _overlaps_edit(place: Place, pattern: Pattern) -> bool:
