@@ -2,8 +2,9 @@
 
 Keystrokes are coalesced into edits: a change that touches the span of the edit being made
 (typing on at its end, a backspace in it), less than ``BURST_GAP_S`` after its last keystroke,
-extends it; any other change ends it and starts the next - an accepted next edit elsewhere is
-an edit of its own, with the same pattern.  An edit is kept as the document's text before it (its *anchor*) and the
+extends it, unless the edit is already too big to be a pattern (a block of text set or pasted);
+any other change ends it and starts the next - an accepted next edit elsewhere is an edit of its
+own, with the same pattern.  An edit is kept as the document's text before it (its *anchor*) and the
 text after it, so its pattern is one diff of the two (patterns.py).
 
 Bounds: the last ``MAX_EDITS`` edits of a document are kept (the texts of the older ones are
@@ -18,6 +19,7 @@ import time
 from dataclasses import dataclass
 
 from difill.server.features.edits.proposals import changed_span
+from difill.server.features.next_edit.patterns import MAX_CHANGE_CHARS as MAX_PATTERN_CHARS
 
 BURST_GAP_S = 2.0
 MAX_EDITS = 8
@@ -56,6 +58,9 @@ class EditHistory:
             last is not None
             and last.after == before
             and now - last.last_at < BURST_GAP_S
+            # An edit already too big to be a pattern (text set or pasted) takes no keystrokes: a
+            # rename inside it just after is an edit of its own, and one to repeat.
+            and last.high - last.low <= MAX_PATTERN_CHARS
             and start <= last.high
             and old_end >= last.low  # it touches the edit's span: typing on, or a backspace into it
         ):

@@ -93,3 +93,19 @@ def test_history_coalesces_keystrokes_and_bounds_what_it_keeps():
     assert history.last("u").before == "cnt = 1\n"
     history.changed("u", "cnt = 2\n", "cnt = 2\n" + "x" * 10_000, 10)  # a paste
     assert history.last("u") is None
+
+
+def test_a_rename_just_after_a_block_was_set_is_an_edit_of_its_own():
+    """Found by the Neovim client's tests: text set right after the file opened, then a rename
+    inside it within the keystroke gap, was one edit of 600 characters, and no pattern."""
+    now = [0.0]
+    history = EditHistory(clock=lambda: now[0])
+    block = "".join(f"def f{i}(count):\n    return count + {i}\n" for i in range(20))
+    history.changed("u", "", block, 2)
+    now[0] += 0.5
+    renamed = block.replace("def f0(count)", "def f0(total)", 1)
+    history.changed("u", block, renamed, 3)
+    edit = history.last("u")
+    assert edit is not None and edit.before == block
+    pattern = pattern_of(edit.before, edit.after)
+    assert pattern is not None and (pattern.old, pattern.new) == ("count", "total")
