@@ -30,7 +30,7 @@
 ---@field indexMaxBytes? integer   memory the workspace index may hold, in bytes
 ---@field indexMaxFileBytes? integer a larger file is not indexed
 ---@field snippetTokens? integer   token budget of the snippets from other files (0: none)
----@field nextEdit? string         "drafts" (the last edit again where it applies) or "off"
+---@field nextEdit? string         "drafts" (the last edit again where it applies), "on" (and the model's edits), "model" or "off"
 ---@field contextExclude? string[] gitignore patterns of files never read or sent, beyond the secrets deny list
 
 ---@class difill.Keymaps
