@@ -66,7 +66,8 @@ class Case:
 
 
 def parse_hunks(diff: str) -> dict[str, list[Hunk]]:
-    """The hunks of a ``git show -U0`` diff, by the path they change (new files are skipped)."""
+    """The hunks of a ``git show -U0`` diff, by the path they change (new and deleted files too:
+    a commit that adds a file is no edit of one document)."""
     out: dict[str, list[Hunk]] = {}
     path: str | None = None
     current: list | None = None
@@ -75,7 +76,8 @@ def parse_hunks(diff: str) -> dict[str, list[Hunk]]:
             path, current = None, None
         elif line.startswith("--- "):
             path = None if line == "--- /dev/null" else line[6:]
-        elif line.startswith("+++ ") and path is not None and line != "+++ /dev/null":
+        elif line.startswith("+++ "):
+            path = path if line == "+++ /dev/null" else line[6:]  # a deleted file keeps its old path
             out.setdefault(path, [])
         elif (m := HUNK.match(line)) and path in out:
             a, b, c, d = (int(g) if g is not None else 1 for g in m.groups())
@@ -94,7 +96,12 @@ def parse_hunks(diff: str) -> dict[str, list[Hunk]]:
 def small(hunk: Hunk) -> bool:
     chars = sum(len(x) for x in hunk.removed + hunk.added)
     changed = "\n".join(hunk.removed).split() != "\n".join(hunk.added).split()  # not whitespace only
-    return hunk.old_count <= MAX_HUNK_LINES and hunk.new_count <= MAX_HUNK_LINES and chars <= MAX_HUNK_CHARS and changed
+    return (
+        hunk.old_count <= MAX_HUNK_LINES
+        and hunk.new_count <= MAX_HUNK_LINES
+        and chars <= MAX_HUNK_CHARS
+        and changed
+    )
 
 
 def token_changes(hunk: Hunk) -> set[tuple[tuple[str, ...], tuple[str, ...]]]:
@@ -102,7 +109,11 @@ def token_changes(hunk: Hunk) -> set[tuple[tuple[str, ...], tuple[str, ...]]]:
     old = TOKEN.findall("\n".join(hunk.removed))
     new = TOKEN.findall("\n".join(hunk.added))
     matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
-    return {(tuple(old[i1:i2]), tuple(new[j1:j2])) for op, i1, i2, j1, j2 in matcher.get_opcodes() if op != "equal"}
+    return {
+        (tuple(old[i1:i2]), tuple(new[j1:j2]))
+        for op, i1, i2, j1, j2 in matcher.get_opcodes()
+        if op != "equal"
+    }
 
 
 def kind_of(first: Hunk, second: Hunk) -> str:

@@ -165,7 +165,8 @@ def _whole_lines(text: str, start: int, end: int) -> list[str]:
 
 
 def _touches(span: Span, protected: tuple[int, int]) -> bool:
-    """Whether an edit changes text inside the user's own last edit (it would undo it)."""
+    """Whether an edit changes text in or right beside the user's own last edit (it would undo or
+    extend it: ``w`` -> ``width`` is the rename taken back)."""
     start, end, _ = span
     low, high = protected
-    return start < high and low < end if end > start else low < start < high
+    return start <= high and low <= end
