@@ -265,7 +265,9 @@ class InfillEngine:
             confidence = result.token_confidence[row, :hole].cpu()
             change = confidence[changed].min().item() if bool(changed.any()) else None
             source = "model" if row == 0 else f"draft:{row - 1}"
-            candidates.append(Candidate(self._decode(tokens), hole, score, len(tokens) < hole, source, change))
+            candidates.append(
+                Candidate(self._decode(tokens), hole, score, len(tokens) < hole, source, change)
+            )
             lengths[source] = len(tokens)
         if len(candidates) > 1:  # with drafts: best first by the model's own judgement
             candidates.sort(key=lambda c: c.score, reverse=True)

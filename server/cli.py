@@ -284,9 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="instead: next-edit suggestions through `difill serve` on cases mined from git history "
         "(drafts alone, the model alone, as served: docs/next_edit.md)",
     )
-    p.add_argument(
-        "--next-edit-cases", help="the mined cases (default: benchmarks/next_edit/cases.jsonl)"
-    )
+    p.add_argument("--next-edit-cases", help="the mined cases (default: benchmarks/next_edit/cases.jsonl)")
     p.set_defaults(func=runs("difill.lab.quality:main"))
 
     p = sub.add_parser("bench", help="latency benchmark: diffusion vs AR, engine and server")
