@@ -13,7 +13,8 @@ is timed.  The first edit answered is applied and compared with the commit:
 
 Three rows, one server each: ``nextEdit`` = ``drafts`` (drafts alone), ``model`` (the model
 alone) and ``on`` (as served).  Nothing here knows the answers: the server gets only what an
-editor would send.
+editor would send.  A last table (lab/next_edit_gate.py, in process) says what the model wrote
+before the gate.
 """
 
 from __future__ import annotations
@@ -246,13 +247,18 @@ def main(args: argparse.Namespace) -> int:
     print(f"{len(cases)} cases from {path}: {dict(counts)}", file=sys.stderr)
     started = time.time()
     summaries = evaluate(cases, args.model)
+    from difill.lab.next_edit_gate import format_gate, gate_report
+
+    gate = gate_report(cases, args.model)  # in process: what the model wrote before the gate
     if args.json:
-        print(
-            json.dumps(
-                {"rows": summaries, "cases": dict(counts), "seconds": round(time.time() - started, 1)},
-                indent=1,
-            )
-        )
+        report = {
+            "rows": summaries,
+            "gate": gate,
+            "cases": dict(counts),
+            "seconds": round(time.time() - started, 1),
+        }
+        print(json.dumps(report, indent=1))
     else:
         print(format_rows(summaries))
+        print("\nThe gate (model alone, in process):\n" + format_gate(gate))
     return 0
