@@ -3,7 +3,7 @@
 Torch-free on purpose.  The server, the remote backend and the CLI are typed against these names
 and import this module only, so a remote fill never loads torch or transformers.  The in-process
 ``InfillEngine`` (engine/infill.py), ``BatchingBackend`` (engine/batcher.py), ``ARBackend``
-(engine/ar_baseline.py) and ``RemoteBackend`` (engine/backends/remote.py) all satisfy
+(engine/ar_baseline.py) and the remote backends (engine/backends/, one per wire protocol) all satisfy
 ``InfillBackend`` and return these dataclasses, so a caller never knows where the model ran.
 """
 
@@ -112,7 +112,7 @@ class Candidate:
 
 @dataclass
 class FillResult:
-    """Middles as the model wrote them, in LF; engine/text/pipeline.py makes them fit the document."""
+    """Middles as the model wrote them, in LF; text/pipeline.py makes them fit the document."""
 
     text: str  # the first candidate's text ("" when there is none)
     candidates: list[Candidate]  # best first by the model's own judgement

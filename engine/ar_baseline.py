@@ -80,7 +80,7 @@ class ARBaseline:
                 break  # FillOptions.min_token_prob: show only what the model is sure of
             generated.append(token)
             if single_line and token in self.newline_ids and len(generated) > 1:
-                break  # the pipeline (engine/text) cuts the text at that newline
+                break  # the pipeline (text) cuts the text at that newline
             out = self.model(input_ids=torch.tensor([[token]]), use_cache=True, **cache_kwargs(cache))
             cache, logits = output_cache(out), out.logits[:, -1]
             forwards += 1

@@ -3,7 +3,7 @@
 ``InfillEngine`` is the in-process backend (engine/api.py ``InfillBackend``).  It owns the model, a
 prefix cache and a lock (one fill at a time on one model); it is safe to call from worker threads.
 It reads and writes LF text and returns the middles as the model wrote them, best first by the
-model's own judgement; engine/text/pipeline.py makes them fit the document.
+model's own judgement; text/pipeline.py makes them fit the document.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import math
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import torch
@@ -37,8 +37,6 @@ from difill.engine.decoder import CanvasDecoder
 from difill.engine.model import LoadedModel
 from difill.engine.prefix_cache import PrefixCache, expand_cache
 from difill.engine.sampler import DenoiseRequest, DenoiseResult, SamplerConfig, denoise
-from difill.engine.text.instruction import with_instruction_comment
-from difill.engine.text.rules import with_middles
 from difill.engine.tokens import (
     block_tokens,
     draft_tokens,
@@ -46,8 +44,11 @@ from difill.engine.tokens import (
     encode_prefix_window,
     encode_suffix_window,
 )
+from difill.text.instruction import with_instruction_comment
+from difill.text.rules import with_middles
 
 WORD_END = re.compile(r"[A-Za-z0-9_]$")
+StepCallback = Callable[[int, torch.Tensor], None]  # (step, current best canvas): sampler.denoise's on_step
 
 
 class InfillEngine:
@@ -130,13 +131,15 @@ class InfillEngine:
         holes = list(lengths) + [lengths[-1]] * len(seeds)
 
         min_prob = options.cut_probability(self.loaded.min_token_prob)
-        result, stats = self._encode_and_denoise(
-            prefix_ids, canvases, options, should_stop,
+        request = replace(
+            self._request(canvases),
             slot_allowed=(0, allowed) if allowed is not None else None,
-            cut_below=math.log(min_prob) if min_prob > 0 else None,
-            on_step=self._draft_reporter(on_draft, canvases[-1].holes[0], heal_text, len(lengths) - 1),
-            seeded=seeded if seeds else None,
-        )  # fmt: skip
+            # the cut ends a monotone loop early; a revising loop re-decides slots, so it has none
+            cut_below=math.log(min_prob) if min_prob > 0 and not options.revise else None,
+            seeded=seeded.to(self.loaded.device) if seeds else None,
+        )
+        on_step = self._draft_reporter(on_draft, canvases[-1].holes[0], heal_text, len(lengths) - 1)
+        result, stats = self._encode_and_denoise(prefix_ids, request, options, should_stop, on_step)
 
         candidates = []
         for row, (canvas, hole, source) in enumerate(zip(canvases, holes, sources, strict=True)):
@@ -158,14 +161,11 @@ class InfillEngine:
         candidates = model_order(candidates)
 
         best = candidates[0] if candidates else None
-        stats.steps = stats.decoder_forwards = result.steps
         stats.hole_length = best.hole_length if best else 0
-        stats.hole_tokens = len(encode(self.tokenizer, best.text)) if best else 0
-        stats.tokens_per_forward = stats.hole_tokens / max(1, result.steps)
         stats.draft_rows = len(seeds)
         stats.draft_verified = result.done is not None
         stats.context_tokens = len(block)
-        stats.total_ms = (time.perf_counter() - started) * 1000
+        finish_stats(stats, result, len(encode(self.tokenizer, best.text)) if best else 0, started)
         return FillResult(best.text if best else "", candidates, stats)
 
     def fill_holes(
@@ -195,14 +195,11 @@ class InfillEngine:
         length = used_length(segments, ends)
         check_canvas(length, "the holes and the text between them")
         canvas = build_canvas(segments, length, self.ids, ends)
-        result, stats = self._encode_and_denoise(prefix_ids, [canvas], options, should_stop)
+        result, stats = self._encode_and_denoise(prefix_ids, self._request([canvas]), options, should_stop)
         middles = [
             self._decode(hole_tokens(result.canvas[0], span, self.ids.filler)) for span in canvas.holes
         ]
-        stats.steps = stats.decoder_forwards = result.steps
-        stats.hole_tokens = sum(len(encode(self.tokenizer, m)) for m in middles)
-        stats.tokens_per_forward = stats.hole_tokens / max(1, result.steps)
-        stats.total_ms = (time.perf_counter() - started) * 1000
+        finish_stats(stats, result, sum(len(encode(self.tokenizer, m)) for m in middles), started)
         return HolesResult(middles, with_middles(text, marker, middles), stats)
 
     def rewrite(
@@ -249,11 +246,10 @@ class InfillEngine:
         keep[:hole] = torch.rand(hole, generator=generator) >= strength
         if options.revise is None:  # an edit revises its slots, as the stock sampler does
             options = replace(options, revise=True)
-        kept = keep.unsqueeze(0).expand(len(canvases), -1).clone()  # (B, L)
-        result, stats = self._encode_and_denoise(
-            prefix_ids, canvases, options, should_stop, initially_committed=kept,
-            on_step=self._draft_reporter(on_draft, base.holes[0], "", 0),
-        )  # fmt: skip
+        kept = keep.unsqueeze(0).expand(len(canvases), -1).clone()  # (B, L): the same slots in every row
+        denoise_request = replace(self._request(canvases), initially_committed=kept.to(self.loaded.device))
+        on_step = self._draft_reporter(on_draft, base.holes[0], "", 0)
+        result, stats = self._encode_and_denoise(prefix_ids, denoise_request, options, should_stop, on_step)
         renoised_slots = ~keep[:hole]
         candidates, lengths = [], {}
         for row, canvas in enumerate(canvases):
@@ -271,31 +267,34 @@ class InfillEngine:
             lengths[source] = len(tokens)
         if len(candidates) > 1:  # with drafts: best first by the model's own judgement
             candidates.sort(key=lambda c: c.score, reverse=True)
-        stats.steps = stats.decoder_forwards = result.steps
         stats.hole_length = hole
-        stats.hole_tokens = lengths[candidates[0].source]
-        stats.tokens_per_forward = int(renoised_slots.sum()) / max(1, result.steps)
         stats.draft_rows = len(seeds) - 1
         stats.context_tokens = len(block)
-        stats.total_ms = (time.perf_counter() - started) * 1000
+        # per forward: the slots the loop decided (renoised ones), not the ones kept from the original
+        finish_stats(stats, result, lengths[candidates[0].source], started, decided=int(renoised_slots.sum()))
         return FillResult(candidates[0].text, candidates, stats)
 
     # ------------------------------------------------------------------ steps
 
     def _encode_and_denoise(
-        self, prefix_ids: list[int], canvases, options: FillOptions, should_stop, **denoise_args
+        self,
+        prefix_ids: list[int],
+        request: DenoiseRequest,
+        options: FillOptions,
+        should_stop: ShouldStop | None,
+        on_step: StepCallback | None = None,
     ) -> tuple[DenoiseResult, FillStats]:
         """Prefix -> KV cache (reusing the last one) -> denoised canvases, timed; one fill at a time."""
         with self.lock:
             if should_stop is not None and should_stop():  # superseded before the encoder ran
                 raise Cancelled()
-            stats = FillStats(prefix_tokens=len(prefix_ids), candidates=len(canvases))
+            stats = FillStats(prefix_tokens=len(prefix_ids), candidates=int(request.canvas.shape[0]))
             t0 = time.perf_counter()
             encoded = self.prefix_cache.encode(prefix_ids)
             stats.encoder_ms = (time.perf_counter() - t0) * 1000
             stats.reused_prefix_tokens = encoded.reused_tokens
             t0 = time.perf_counter()
-            result = self._denoise(encoded.cache, canvases, options, should_stop, **denoise_args)
+            result = self._denoise(encoded.cache, request, options, should_stop, on_step)
             stats.decoder_ms = (time.perf_counter() - t0) * 1000
         return result, stats
 
@@ -334,23 +333,30 @@ class InfillEngine:
         return allowed if allowed.any() else None
 
     @torch.inference_mode()
-    def _denoise(
-        self, cache, canvases, options, should_stop, slot_allowed=None, on_step=None, initially_committed=None,
-        cut_below=None, seeded=None,
-    ) -> DenoiseResult:  # fmt: skip
+    def _request(self, canvases: Sequence[Canvas]) -> DenoiseRequest:
+        """The canvases as one batch on the model's device, under the engine's bans and filler; a
+        caller adds its own rules (token healing, the ghost-text cut, kept or seeded slots)."""
         device = self.loaded.device
-        canvas = torch.stack([c.ids for c in canvases]).to(device)  # (B, L)
-        clamp = torch.stack([c.clamp_mask for c in canvases]).to(device)  # (B, L)
-
-        config = sampler_config(self.loaded.sampler, options)
-        generator = torch.Generator(device=device).manual_seed(options.seed)
-        request = DenoiseRequest(
-            canvas, clamp, self._banned, self.ids.vocab_size, slot_allowed=slot_allowed,
-            initially_committed=None if initially_committed is None else initially_committed.to(device),
+        return DenoiseRequest(
+            torch.stack([c.ids for c in canvases]).to(device),  # (B, L)
+            torch.stack([c.clamp_mask for c in canvases]).to(device),  # (B, L)
+            self._banned,
+            self.ids.vocab_size,
             filler_id=self.ids.filler[0] if self.ids.filler else None,
-            cut_below=None if config.revise else cut_below,
-            seeded=None if seeded is None else seeded.to(device),
-        )  # fmt: skip
+        )
+
+    @torch.inference_mode()
+    def _denoise(
+        self,
+        cache,
+        request: DenoiseRequest,
+        options: FillOptions,
+        should_stop: ShouldStop | None,
+        on_step: StepCallback | None = None,
+    ) -> DenoiseResult:
+        """``request`` denoised under the checkpoint's sampler with the options' step cap and seed."""
+        config = sampler_config(self.loaded.sampler, options)
+        generator = torch.Generator(device=self.loaded.device).manual_seed(options.seed)
         decoder = self._decoder(cache, request, config)
         return denoise(decoder, request, config, generator, should_stop=should_stop, on_step=on_step)
 
@@ -359,7 +365,9 @@ class InfillEngine:
         passes, engine/native/engine.py to run them in llama.cpp."""
         return CanvasDecoder(self.model, expand_cache(cache, request.canvas.shape[0]))
 
-    def _draft_reporter(self, on_draft, span, heal_text, row):
+    def _draft_reporter(
+        self, on_draft: DraftCallback | None, span: tuple[int, int], heal_text: str, row: int
+    ) -> StepCallback | None:
         if on_draft is None:
             return None
 
@@ -378,6 +386,17 @@ def sampler_config(checkpoint: SamplerConfig, options: FillOptions) -> SamplerCo
         entropy_bound=checkpoint.entropy_bound if options.entropy_bound is None else options.entropy_bound,
         revise=bool(options.revise),
     )
+
+
+def finish_stats(
+    stats: FillStats, result: DenoiseResult, middle_tokens: int, started: float, decided: int | None = None
+) -> None:
+    """What every fill reports once its loop ended: forwards, the middle's tokens, tokens decided
+    per forward (``decided``: the slots the loop decided, default the middle's tokens), the time."""
+    stats.steps = stats.decoder_forwards = result.steps
+    stats.hole_tokens = middle_tokens
+    stats.tokens_per_forward = (middle_tokens if decided is None else decided) / max(1, result.steps)
+    stats.total_ms = (time.perf_counter() - started) * 1000
 
 
 def confident_length(result: DenoiseResult, row: int, start: int, count: int, min_prob: float) -> int:
@@ -401,7 +420,7 @@ def check_canvas(length: int, what: str) -> None:
 def model_order(candidates: list[Candidate]) -> list[Candidate]:
     """Best first by the model's own judgement: complete middles, then highest mean log-prob.
 
-    Empty middles and repeats are dropped.  The pipeline (engine/text/pipeline.py) ranks again
+    Empty middles and repeats are dropped.  The pipeline (text/pipeline.py) ranks again
     on the text as shown, adding the syntax errors around it.
     """
     seen: set[str] = set()

@@ -81,7 +81,7 @@ def checkpoint_min_token_prob(config) -> float:
 
 def checkpoint_languages(config) -> tuple[str, ...]:
     """The languages a checkpoint was trained on (``difill.languages``, named as
-    engine/languages.py names them); (): it names none and serves every language."""
+    text/languages.py names them); (): it names none and serves every language."""
     return tuple(str(name) for name in difill_meta(config).get("languages", ()))
 
 
@@ -209,23 +209,27 @@ def load_checkpoint_meta(path: str | os.PathLike | None = None) -> LoadedModel:
     return checkpoint_settings(None, config, generation, tokenizer, path, torch.device("cpu"))
 
 
-def build_config(
-    vocab_size: int,
-    hidden_size: int = 192,
-    num_layers: int = 4,
-    num_heads: int = 4,
-    num_kv_heads: int = 2,
-    num_experts: int = 2,
-    max_positions: int = 2048,
-    canvas_length: int = 48,
-    pad_id: int = 0,
-    eos_id: int = 1,
-    bos_id: int = 2,
-) -> DiffusionGemmaConfig:
+@dataclass(frozen=True)
+class ModelShape:
+    """The size of a DiffusionGemma built from scratch; the defaults are the shipped model's."""
+
+    hidden_size: int = 192
+    num_layers: int = 4
+    num_heads: int = 4
+    num_kv_heads: int = 2
+    num_experts: int = 2  # MoE is mandatory in DiffusionGemma
+    max_positions: int = 2048
+    canvas_length: int = 48
+
+
+def build_config(ids: TokenIds, shape: ModelShape = ModelShape()) -> DiffusionGemmaConfig:
     """A small DiffusionGemma for CPUs: few layers, 2 experts (MoE is mandatory), tiny vision tower.
 
-    Per layer: a dense MLP of 2 x hidden and one active expert of 1 x hidden.
+    ``ids``: the tokenizer's (its vocabulary size and its pad, eos and bos ids).  Per layer: a dense
+    MLP of 2 x hidden and one active expert of 1 x hidden.
     """
+    vocab_size, hidden_size, num_layers = ids.vocab_size, shape.hidden_size, shape.num_layers
+    num_heads, num_kv_heads, max_positions = shape.num_heads, shape.num_kv_heads, shape.max_positions
     head_dim = hidden_size // num_heads
     intermediate_size = 2 * hidden_size
     moe_intermediate_size = hidden_size
@@ -242,17 +246,17 @@ def build_config(
         max_position_embeddings=max_positions,
         sliding_window=max_positions,
         layer_types=["sliding_attention"] * (num_layers - 1) + ["full_attention"],
-        num_experts=num_experts,
+        num_experts=shape.num_experts,
         top_k_experts=1,
         moe_intermediate_size=moe_intermediate_size,
-        pad_token_id=pad_id,
-        eos_token_id=eos_id,
-        bos_token_id=bos_id,
+        pad_token_id=ids.pad,
+        eos_token_id=ids.eos,
+        bos_token_id=ids.bos,
     )
     return DiffusionGemmaConfig(
         text_config=text_config,
         vision_config=TINY_VISION_CONFIG,
-        canvas_length=canvas_length,
+        canvas_length=shape.canvas_length,
         # No image tokens in difill's vocabulary: point them past it so they can never match.
         boi_token_id=vocab_size + 1,
         eoi_token_id=vocab_size + 2,

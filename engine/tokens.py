@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from transformers import PreTrainedTokenizerBase
 
-from difill.engine.text.context import CHARS_PER_TOKEN_BOUND
 from difill.engine.vocab import TokenIds
+from difill.text.context import CHARS_PER_TOKEN_BOUND
 
 PREFIX_DROP_CHUNK = 64  # drop whole chunks from the left so the kept window is stable while typing
 

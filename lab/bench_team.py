@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 import httpx2 as httpx
 
-from difill.engine.backends import RemoteBackend
+from difill.engine.backends import RemoteBackend, RemoteConfig, connect
 from difill.lab.fake_vllm import FakeVllm, serve_in_thread
 from difill.server.served import ServedModel
 
@@ -103,20 +103,20 @@ def with_server(start: Callable[[], tuple[str, Callable[[], None]]], make: Calla
 
 def team_bench(model_dir: str | None, keystrokes: int | None = None) -> dict:
     from difill.engine.backends import local_backend
-    from difill.engine.backends.serve_http import FillService, build_app
-    from difill.engine.backends.serve_http import serve_in_thread as serve_app
+    from difill.server.serve_http import FillService, build_app
+    from difill.server.serve_http import serve_in_thread as serve_app
 
     report = {"rtt_ms": RTT_MS, "mbit_s": MBIT_S}
     backend = local_backend(model_dir, "cpu")
     report["serve-http"] = with_server(
         lambda: serve_app(build_app(FillService(backend, "bench", "cpu", 2), None)),
-        lambda url: RemoteBackend(url),
+        lambda url: connect(RemoteConfig(url)),
         keystrokes,
     )
     for name, contract in (("vllm-seeded", True), ("vllm-plain", False)):
         report[name] = with_server(
             lambda contract=contract: serve_in_thread(FakeVllm(contract=contract, numbered=True)),
-            lambda url: RemoteBackend(url, canvas="auto"),
+            lambda url: connect(RemoteConfig(url, canvas="auto")),
             keystrokes,
         )
     return report

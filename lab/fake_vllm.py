@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 MODEL = "RedHatAI/diffusiongemma-26B-A4B-it-NVFP4"
-VOCAB = 262_144  # DiffusionGemma's (Gemma 3's), the RemoteBackend default
+VOCAB = 262_144  # DiffusionGemma's (Gemma 3's), the RemoteConfig default
 PAD = 256
 MAX_SAMPLES = 32
 KNOWN_XARGS = {

@@ -1,10 +1,10 @@
 """`difill eval`: held-out quality of what the editor shows, for the diffusion model and the AR baseline.
 
-Every case goes through the language server's own suggestion path: the document and cursor make a
-``FillContext`` (``build_context``: the prefix/suffix windows, the tree-sitter shape and its token
-budget), ``fill_for_editor`` asks the model with the server's default ``Settings`` (maxTokens,
-steps, contextTokens; one hole length, as while typing), and ``shown_texts`` runs the text pipeline
-(engine/text/pipeline.py). The score is on the first text shown, "" when the filters leave nothing.
+Every case goes through the language server's own suggestion path (server/served.py ``suggest``):
+the document and cursor make a ``FillContext`` (``build_context``: the prefix/suffix windows, the
+tree-sitter shape and its token budget), the model is asked with the server's default ``Settings``
+(maxTokens, steps, contextTokens; one hole length, as while typing), and ``shown_texts`` runs the
+text pipeline (text/pipeline.py). The score is on the first text shown, "" when the filters leave nothing.
 
 The typing replay types the last lines of held-out files character by character; after each
 character the server's suggestion is asked for, and when the text still to be typed starts with it,
@@ -17,9 +17,10 @@ import argparse
 import json
 import random
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from difill.engine.api import FillOptions, FillResult, InfillBackend
 from difill.lab.training.corpus import read_jsonl
 from difill.lab.training.evaluate import (
     ShapeScore,
@@ -43,19 +44,36 @@ def load_served(
     ``filler_policy`` (experiment): end middles as a checkpoint without ``<|fill|>`` would
     (engine/vocab.py: ``eos``, ``pad`` or ``none``); ``<|fill|>`` is then banned like any special.
     """
-    from difill.engine.backends import make_backend
+    from difill.engine.backends import BackendSpec, make_backend
 
     if not filler_policy:
-        return ServedModel(make_backend(None, model_dir, "cpu"), settings, experiment)
-    from dataclasses import replace
+        engine = make_backend(BackendSpec(model_dir, "cpu"))
+    else:
+        from difill.engine.infill import InfillEngine
+        from difill.engine.model import load_model
+        from difill.engine.vocab import TokenIds
 
-    from difill.engine.infill import InfillEngine
-    from difill.engine.model import load_model
-    from difill.engine.vocab import TokenIds
+        loaded = load_model(model_dir, "cpu")
+        ids = TokenIds.from_tokenizer(loaded.tokenizer, loaded.ids.vocab_size, filler_policy)
+        engine = InfillEngine(replace(loaded, ids=ids))
+    return ServedModel(WithOptions(engine, experiment) if experiment else engine, settings)
 
-    loaded = load_model(model_dir, "cpu")
-    ids = TokenIds.from_tokenizer(loaded.tokenizer, loaded.ids.vocab_size, filler_policy)
-    return ServedModel(InfillEngine(replace(loaded, ids=ids)), settings, experiment)
+
+class WithOptions:
+    """A backend whose fills take some FillOptions fields from an experiment (``difill eval
+    --revise``): an option is measured through the served path before it ships, and no production
+    signature carries it."""
+
+    def __init__(self, engine: InfillBackend, overrides: dict) -> None:
+        self.engine = engine
+        self.overrides = overrides
+
+    def fill(self, prefix, suffix, options=None, should_stop=None, on_draft=None) -> FillResult:
+        options = replace(options or FillOptions(), **self.overrides)
+        return self.engine.fill(prefix, suffix, options, should_stop=should_stop, on_draft=on_draft)
+
+    def __getattr__(self, name: str):  # the checkpoint's facts (loaded, languages), the edits
+        return getattr(self.engine, name)
 
 
 def score_cases(model: ServedModel, cases: dict, original_parses: dict) -> dict:
@@ -87,48 +105,60 @@ def suggested(model: ServedModel, text: str) -> tuple[str, float]:
     return shown.text, shown.ms
 
 
-def evaluate_served(
-    diffusion_dir: str | None, ar_dir: str | None, corpus: Path, per_shape: int, seed: int,
-    typing_files: int = 0, typing_lines: int = 4, experiment: dict | None = None,
-    filler_policy: str | None = None, settings: Settings | None = None,
-    workspace_cases: int = 0, workspace_typing_files: int = 0, workspace_pins: list | None = None,
-    archive_cache: Path = Path("data/archives"),
-) -> dict:  # fmt: skip
-    """``settings``: the server settings both models are served with (default: the server's own).
+@dataclass(frozen=True)
+class EvalPlan:
+    """What one ``difill eval`` measures: the checkpoints, the cases, and how they are served."""
 
-    ``workspace_cases`` per shape and ``workspace_typing_files``: the diffusion model on
-    repository-level cases from ``workspace_pins`` (packages not in the corpus, fetched into
-    ``archive_cache``), retrieval alone vs the model alone vs draft-seeded canvases
-    (lab/workspace_eval.py)."""
-    from difill.engine.syntax import parses
+    diffusion_dir: str | None  # None: the shipped model
+    corpus: Path  # its held-out split gives the in-file cases
+    per_shape: int  # in-file cases a shape (0: none, and the corpus is not read)
+    seed: int
+    ar_dir: str | None = None  # the AR baseline, scored on the same cases; None: not run
+    typing_files: int = 0  # held-out files the typing replay types into
+    typing_lines: int = 4  # their last lines, typed
+    experiment: dict | None = None  # FillOptions overrides for the diffusion model (``--revise``)
+    filler_policy: str | None = None  # ``--filler``: end middles as a checkpoint without <|fill|>
+    settings: Settings | None = None  # the server settings both are served with (None: its own)
+    workspace_cases: int = 0  # repository-level cases a shape (lab/workspace_eval.py)
+    workspace_typing_files: int = 0
+    workspace_pins: tuple = ()  # the packages they come from (never in the corpus)
+    archive_cache: Path = Path("data/archives")  # where those packages' archives are kept
+
+
+def evaluate_served(plan: EvalPlan) -> dict:
+    """The held-out scores of what the editor shows, for the diffusion model and (with
+    ``plan.ar_dir``) the AR baseline; with workspace cases, the diffusion model on repository-level
+    cases too: retrieval alone vs the model alone vs draft-seeded canvases (lab/workspace_eval.py)."""
+    from difill.text.syntax import parses
 
     # The in-file cases come from the corpus's held-out split; the workspace eval alone needs none.
-    cases = eval_cases(corpus, per_shape, seed) if per_shape else {}
+    p = plan
+    cases = eval_cases(p.corpus, p.per_shape, p.seed) if p.per_shape else {}
     original_parses = {id(ex): bool(parses(ex.document, "python")) for exs in cases.values() for ex in exs}
     report: dict = {
-        "cases_per_shape": per_shape,
-        "seed": seed,
+        "cases_per_shape": p.per_shape,
+        "seed": p.seed,
         "pipeline": "server (filters, default settings)"
-        if settings is None
-        else f"server (filters, {settings})",
-        "experiment": {**(experiment or {}), **({"filler": filler_policy} if filler_policy else {})},
+        if p.settings is None
+        else f"server (filters, {p.settings})",
+        "experiment": {**(p.experiment or {}), **({"filler": p.filler_policy} if p.filler_policy else {})},
     }
-    for name, model_dir in (("diffusion", diffusion_dir), ("ar", ar_dir)):
-        if name == "ar" and not ar_dir:
+    for name, model_dir in (("diffusion", p.diffusion_dir), ("ar", p.ar_dir)):
+        if name == "ar" and not p.ar_dir:
             continue
         diffusion = name == "diffusion"
         model = load_served(
-            model_dir, experiment if diffusion else None, filler_policy if diffusion else None, settings
+            model_dir, p.experiment if diffusion else None, p.filler_policy if diffusion else None, p.settings
         )
         report[name] = score_cases(model, cases, original_parses)
-        if typing_files:
-            report[f"{name}_typing"] = typing_replay(model, corpus, typing_files, typing_lines, seed)
-        if diffusion and (workspace_cases or workspace_typing_files):
+        if p.typing_files:
+            report[f"{name}_typing"] = typing_replay(model, p.corpus, p.typing_files, p.typing_lines, p.seed)
+        if diffusion and (p.workspace_cases or p.workspace_typing_files):
             from difill.lab.workspace_eval import evaluate_workspace, fetch_packages
 
-            packages = fetch_packages(workspace_pins or [], archive_cache)
-            report["workspace"] = evaluate_workspace(model, packages, workspace_cases, seed,
-                                                     workspace_typing_files, typing_lines)  # fmt: skip
+            packages = fetch_packages(list(p.workspace_pins), p.archive_cache)
+            report["workspace"] = evaluate_workspace(model, packages, p.workspace_cases, p.seed,
+                                                     p.workspace_typing_files, p.typing_lines)  # fmt: skip
     return report
 
 
@@ -147,10 +177,12 @@ def main(args: argparse.Namespace) -> int:
         settings = replace(settings, snippet_tokens=args.snippet_tokens)
     from difill.lab.training.corpus_sources import WORKSPACE_PACKAGE_LIST, read_pins
 
-    report = evaluate_served(args.model, ar_dir, Path(args.corpus), args.cases, args.seed,
-                             args.typing_files, args.typing_lines, experiment, args.filler, settings,
-                             args.workspace_cases, args.workspace_typing_files,
-                             read_pins(Path(args.workspace_packages or WORKSPACE_PACKAGE_LIST)), Path(args.cache))  # fmt: skip
+    plan = EvalPlan(
+        args.model, Path(args.corpus), args.cases, args.seed, ar_dir, args.typing_files, args.typing_lines,
+        experiment, args.filler, settings, args.workspace_cases, args.workspace_typing_files,
+        tuple(read_pins(Path(args.workspace_packages or WORKSPACE_PACKAGE_LIST))), Path(args.cache),
+    )  # fmt: skip
+    report = evaluate_served(plan)
     report["eval_seconds"] = round(time.time() - started, 1)
     if args.record:
         from difill.engine.model import DEFAULT_MODEL_DIR

@@ -141,10 +141,12 @@ def score(
             lookup_ms = (time.perf_counter() - started) * 1000
             if tab is not None:
                 tab[0].set_open(tab[1], "python", None)
-            shown = model.suggest(case.text, case.offset, indexes.uri(case.path), sources=context.sources,
-                                  snippets=context.snippets, index_drafts=context.drafts)  # fmt: skip
+            shown = model.suggest(case.text, case.offset, indexes.uri(case.path), retrieval=context)
+            started = time.perf_counter()
+            retrieved = model.retrieved(case.text, case.offset, indexes.uri(case.path), context)
+            retrieval_ms = (time.perf_counter() - started) * 1000
             for row, text, ms in (
-                ("retrieval", shown.retrieved, shown.retrieval_ms + lookup_ms),
+                ("retrieval", retrieved, retrieval_ms + lookup_ms),
                 ("served", shown.text, shown.ms + lookup_ms),
             ):
                 rest = text[len(case.symbol) : len(case.symbol) + 1]
@@ -192,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     packages = fetch_packages(pins, Path(args.cache))
     cases = symbol_cases(packages, args.cases, args.seed)
     model = load_served(None)
-    model = ServedModel(model.engine, replace(model.settings), model.experiment)
+    model = ServedModel(model.engine, replace(model.settings))
     indexes = PackageIndexes(packages)
     try:
         print(format_report(score(model, cases, indexes, args.open_defining)))

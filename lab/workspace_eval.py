@@ -36,14 +36,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from difill.engine.syntax import parses
 from difill.lab.training.corpus import is_wanted, package_path
 from difill.lab.training.corpus_sources import Pin, archive_licence, archive_members, fetch, is_permissive
 from difill.lab.training.evaluate import ShapeScore, TypingReplay
 from difill.lab.training.examples import EVAL_SHAPES, InfillExample, sample_eval_example
+from difill.server.context.found import Retrieval
 from difill.server.context.index import WorkspaceIndex
-from difill.server.context.retrieval import Retrieval
 from difill.server.served import ServedModel, Shown
+from difill.text.syntax import parses
 
 ROWS = ("retrieval", "model", "seeded", "served")
 # The contextDrafts mode of each row that runs a model; "served" is the editor's default (auto).
@@ -230,7 +230,7 @@ class RowScore(ShapeScore):
 def row_models(model: ServedModel) -> dict[str, ServedModel]:
     """One ServedModel per row that runs a model, sharing ``model``'s engine and settings."""
     return {
-        row: ServedModel(model.engine, replace(model.settings, context_drafts=mode), model.experiment)
+        row: ServedModel(model.engine, replace(model.settings, context_drafts=mode))
         for row, mode in ROW_MODES.items()
     }
 
@@ -251,12 +251,14 @@ def score_workspace(
             context = indexes.retrieval(case.path, text, offset)
             lookup_ms = (time.perf_counter() - started) * 1000  # the server looks up on each request too
             for row, served in models.items():
-                shown = served.suggest(text, offset, uri, sources=context.sources, snippets=context.snippets,
-                                       index_drafts=context.drafts)  # fmt: skip
+                shown = served.suggest(text, offset, uri, retrieval=context)
                 shown = replace(shown, ms=shown.ms + lookup_ms, retrieval_ms=shown.retrieval_ms + lookup_ms)
                 scores[row].add_seeded(case, shown, original)
                 if row == "model":  # retrieval alone: the best draft as the filters show it
-                    scores["retrieval"].add_case(case, shown.retrieved, 0, 0.0, shown.retrieval_ms, original)
+                    started = time.perf_counter()
+                    retrieved = served.retrieved(text, offset, uri, context)
+                    ms = (time.perf_counter() - started) * 1000 + lookup_ms
+                    scores["retrieval"].add_case(case, retrieved, 0, 0.0, ms, original)
         for row in ROWS:
             report[row][shape] = scores[row].summary()
     return report
@@ -296,8 +298,7 @@ def replay_rows(models: dict[str, ServedModel], spots: list, indexes: PackageInd
     def retrieval(text, offset, path):
         started = time.perf_counter()
         context = indexes.retrieval(path, text, offset)
-        ctx = any_model.context(text, offset, indexes.uri(path))
-        _, shown = any_model.retrieve(text, offset, ctx, context.sources, context.drafts)
+        shown = any_model.retrieved(text, offset, indexes.uri(path), context)
         return shown, (time.perf_counter() - started) * 1000
 
     def served(which: ServedModel) -> Suggest:
@@ -305,8 +306,7 @@ def replay_rows(models: dict[str, ServedModel], spots: list, indexes: PackageInd
             started = time.perf_counter()
             context = indexes.retrieval(path, text, offset)
             lookup_ms = (time.perf_counter() - started) * 1000
-            shown = which.suggest(text, offset, indexes.uri(path), sources=context.sources,
-                                  snippets=context.snippets, index_drafts=context.drafts)  # fmt: skip
+            shown = which.suggest(text, offset, indexes.uri(path), retrieval=context)
             return shown.text, lookup_ms + shown.ms
 
         return suggest

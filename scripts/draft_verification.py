@@ -21,11 +21,12 @@ import torch
 
 import difill.engine.infill as infill
 from difill.engine.api import Candidate
-from difill.engine.text.pipeline import shown_texts
 from difill.lab.quality import load_served
 from difill.lab.training.corpus import read_jsonl
 from difill.lab.training.examples import EVAL_SHAPES, sample_eval_example
 from difill.server.config import Settings
+from difill.server.draft_policy import fitting_drafts
+from difill.text.pipeline import shown_texts
 
 RECORDED: list = []
 
@@ -82,8 +83,8 @@ def main() -> None:
                 continue
             done += 1
             text, offset = ex.prefix + ex.suffix, len(ex.prefix)
-            ctx = model.context(text, offset, "file:///tune/case.py")
-            drafts, _ = model.retrieve(text, offset, ctx)
+            ctx = model.request(text, offset, "file:///tune/case.py").ctx
+            drafts = fitting_drafts(text, offset, ctx)
             if not drafts:
                 continue
             RECORDED.clear()

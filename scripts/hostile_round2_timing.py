@@ -13,11 +13,11 @@ import threading
 import time
 
 from difill.engine.api import BackendError, Candidate
-from difill.engine.backends import RemoteBackend
-from difill.engine.syntax import parser_for
-from difill.engine.text.context import build_context
-from difill.engine.text.pipeline import shown_texts
+from difill.engine.backends import RemoteConfig, connect
 from difill.server.features.suggestions.completion import typed_word
+from difill.text.context import build_context
+from difill.text.pipeline import shown_texts
+from difill.text.syntax import parser_for
 
 
 def completion_word() -> None:
@@ -64,7 +64,7 @@ def many_candidates() -> None:
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handle)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    backend = RemoteBackend(f"http://127.0.0.1:{server.server_address[1]}", retries=0)
+    backend = connect(RemoteConfig(f"http://127.0.0.1:{server.server_address[1]}", retries=0))
     started = time.perf_counter()
     try:
         backend.fill("def f(x):\n    return ", "\n")

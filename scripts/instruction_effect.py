@@ -15,8 +15,8 @@ from pathlib import Path
 from difill.engine.api import FillOptions, RewriteRequest
 from difill.engine.infill import InfillEngine
 from difill.engine.model import load_model
-from difill.engine.syntax import parses
 from difill.lab.training.evaluate import eval_cases
+from difill.text.syntax import parses
 
 INSTRUCTIONS = ("use a list comprehension", "rename the variable to result", "add error handling")
 

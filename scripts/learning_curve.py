@@ -13,7 +13,7 @@ import argparse
 import json
 from pathlib import Path
 
-from difill.lab.quality import evaluate_served
+from difill.lab.quality import EvalPlan, evaluate_served
 
 
 def main() -> None:
@@ -29,7 +29,7 @@ def main() -> None:
         kind = snap.name.split("-")[0]
         hours = json.loads((snap / "training_state.json").read_text())["cpu_hours"]
         # Either kind loads through the server's backend choice (a Llama checkpoint is the AR baseline).
-        scores = evaluate_served(str(snap), None, Path("data/corpus"), args.cases, args.seed)["diffusion"]
+        scores = evaluate_served(EvalPlan(str(snap), Path("data/corpus"), args.cases, args.seed))["diffusion"]
         cells = " | ".join(f"{s['exact_match']:.1%} / {s['edit_similarity']:.2f}" for s in scores.values())
         rows.append(f"| {kind} | {hours:.2f} | {cells} |")
         print(rows[-1], flush=True)

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
 
-from difill.engine.model import DEFAULT_MODEL_DIR, build_config
+from difill.engine.model import DEFAULT_MODEL_DIR, ModelShape, build_config
 from difill.engine.vocab import TokenIds
 from difill.lab.quality import load_served
 from difill.lab.training.evaluate import eval_cases
@@ -28,8 +28,7 @@ from difill.lab.training.evaluate import eval_cases
 def build_random(out: Path, hidden: int, layers: int) -> int:
     tok = AutoTokenizer.from_pretrained(DEFAULT_MODEL_DIR)
     ids = TokenIds.from_tokenizer(tok, len(tok))
-    config = build_config(len(tok), hidden_size=hidden, num_layers=layers, pad_id=ids.pad, eos_id=ids.eos,
-                          bos_id=ids.bos)  # fmt: skip
+    config = build_config(ids, ModelShape(hidden_size=hidden, num_layers=layers))
     config.difill = {"max_prefix_tokens": 256, "trained_canvas_lengths": [32, 48, 64, 80]}
     torch.manual_seed(0)
     model = DiffusionGemmaForBlockDiffusion(config)

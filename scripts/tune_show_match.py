@@ -85,9 +85,7 @@ def main() -> None:
             text,
             offset,
             indexes.uri(path),
-            sources=context.sources,
-            snippets=context.snippets,
-            index_drafts=context.drafts,
+            retrieval=context,
         )
         return shown.text, shown.ms
 

@@ -20,10 +20,10 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from difill.engine.syntax import parses
 from difill.lab.quality import load_served, score_cases, typing_replay
 from difill.lab.training.corpus import read_jsonl
 from difill.lab.training.evaluate import eval_cases
+from difill.text.syntax import parses
 
 
 def main() -> None:
@@ -51,11 +51,11 @@ def main() -> None:
         denoise_once = engine._encode_and_denoise
         memo: dict = {}
 
-        def memoised(prefix_ids, canvases, options, should_stop, **kw):
-            key = (tuple(prefix_ids), tuple(tuple(c.ids.tolist()) for c in canvases), options.max_steps)
+        def memoised(prefix_ids, request, options, should_stop, on_step=None):
+            key = (tuple(prefix_ids), tuple(map(tuple, request.canvas.tolist())), options.max_steps)
             if key not in memo:  # the cut only ends the loop early, so a longer run's result serves it
                 memo[key] = denoise_once(
-                    prefix_ids, canvases, options, should_stop, **{**kw, "cut_below": None}
+                    prefix_ids, replace(request, cut_below=None), options, should_stop, on_step
                 )
             return memo[key]
 

@@ -2,7 +2,7 @@
 (lab/training/tuning_packages.txt), never on the eval's.
 
 With ``contextDrafts`` "show", a draft that matched fewer than ``SHOW_MIN_MATCH`` tokens is shown
-only where the filters leave the model's text empty (server/served.py ``suggestion_fill``: the
+only where the filters leave the model's text empty (server/served.py ``model_text``: the
 shipped rule, ``empty``).  The alternatives, each shown over the model's text when:
 
 * ``agree``: the model's text is a proper prefix of the draft (the draft goes on where it stops);
@@ -32,7 +32,6 @@ from pathlib import Path
 
 import difill.server.draft_policy as draft_policy
 import difill.server.served as served
-from difill.engine.text.pipeline import shown_texts
 from difill.lab.quality import load_served
 from difill.lab.training.corpus_sources import TUNING_PACKAGE_LIST, read_pins
 from difill.lab.workspace_eval import (
@@ -43,8 +42,9 @@ from difill.lab.workspace_eval import (
     workspace_cases,
 )
 from difill.server.config import Settings
+from difill.text.pipeline import shown_texts
 
-SHIPPED = served.suggestion_fill
+SHIPPED = served.model_text
 WORD_BEFORE = re.compile(r"\w+$")
 WORD_START = re.compile(r"\w+")
 
@@ -66,12 +66,18 @@ def weak_draft_wins(rule: str, ctx, model_text: str, draft_text: str) -> bool:
 
 
 def with_rule(rule: str):
-    """``suggestion_fill`` where a weak draft may also win over the model's text by ``rule``."""
+    """``model_text`` where a weak draft may also win over the model's text by ``rule``."""
 
-    def fill(engine, ctx, settings, invoked, drafts, *args, **kwargs):
-        result = SHIPPED(engine, ctx, settings, invoked, drafts, *args, **kwargs)
+    def fill(engine, settings, request, drafts, *args, **kwargs):
+        result = SHIPPED(engine, settings, request, drafts, *args, **kwargs)
+        ctx, invoked = request.ctx, request.invoked
         weak = [d for d in drafts if not draft_policy.is_sure(d)]
-        if invoked or draft_policy.draft_mode(engine, settings) != "show" or not weak or len(weak) < len(drafts):
+        if (
+            invoked
+            or draft_policy.draft_mode(engine, settings) != "show"
+            or not weak
+            or len(weak) < len(drafts)
+        ):
             return result  # a sure draft is shown anyway
         model_texts = shown_texts(result.candidates, ctx)
         if not model_texts or result.candidates[0].source != "model":
@@ -101,10 +107,16 @@ def main() -> None:
     model = load_served(None, settings=Settings(context_drafts="show"))
     models = {"served": row_models(model)["served"]}
     for rule in args.rules.split(","):
-        served.suggestion_fill = SHIPPED if rule == "empty" else with_rule(rule)
+        served.model_text = SHIPPED if rule == "empty" else with_rule(rule)
         try:
             print(f"== {rule}", flush=True)
-            sys.argv = ["tune_show_match", "--files", str(args.files), "--values", str(draft_policy.SHOW_MIN_MATCH)]
+            sys.argv = [
+                "tune_show_match",
+                "--files",
+                str(args.files),
+                "--values",
+                str(draft_policy.SHOW_MIN_MATCH),
+            ]
             tune_show_match.main()
             indexes = PackageIndexes(packages)
             try:
@@ -114,7 +126,7 @@ def main() -> None:
             names = ", ".join(f"{shape} {score['names']:.1%}" for shape, score in report.items())
             print(f"{rule} repository-level names: {names}", flush=True)
         finally:
-            served.suggestion_fill = SHIPPED
+            served.model_text = SHIPPED
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from importlib import import_module
 
 # Never reach for the hub: difill only reads local files.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -21,14 +20,75 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 ENGINES = ("auto", "torch", "llamacpp", "mlx")
 
 
-def runs(target: str):
-    """The handler of a command: ``module:function``, imported when the command runs."""
+# Each command's handler imports its work when the command runs, not when `difill` starts (so
+# `difill fill --remote` never loads torch), with an import statement, so that the dependency
+# shows to a reader and to tests/test_imports.py.
 
-    def run(args: argparse.Namespace) -> int:
-        module, function = target.split(":")
-        return getattr(import_module(module), function)(args)
 
-    return run
+def run_serve(args: argparse.Namespace) -> int:
+    from difill.server.server import run_server
+
+    return run_server(args)
+
+
+def run_fill(args: argparse.Namespace) -> int:
+    from difill.server.fill_command import main
+
+    return main(args)
+
+
+def run_serve_http(args: argparse.Namespace) -> int:
+    from difill.server.serve_http import run_http_server
+
+    return run_http_server(args)
+
+
+def run_build_native(args: argparse.Namespace) -> int:
+    from difill.engine.native.commands import build
+
+    return build(args)
+
+
+def run_export_gguf(args: argparse.Namespace) -> int:
+    from difill.engine.native.commands import export
+
+    return export(args)
+
+
+def run_corpus(args: argparse.Namespace) -> int:
+    from difill.lab.commands import corpus
+
+    return corpus(args)
+
+
+def run_tokenizer(args: argparse.Namespace) -> int:
+    from difill.lab.commands import tokenizer
+
+    return tokenizer(args)
+
+
+def run_train(args: argparse.Namespace) -> int:
+    from difill.lab.commands import train_model
+
+    return train_model(args)
+
+
+def run_ship(args: argparse.Namespace) -> int:
+    from difill.lab.commands import ship
+
+    return ship(args)
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    from difill.lab.quality import main
+
+    return main(args)
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    from difill.lab.bench import main
+
+    return main(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--log-file", help="also write the server log to this file")
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
-    p.set_defaults(func=runs("difill.server.server:run_server"))
+    p.set_defaults(func=run_serve)
 
     p = sub.add_parser("fill", help="print the suggestion an editor would show at PATH:LINE:COL")
     p.add_argument("location", help="PATH:LINE:COL (1-based), or PATH with --holes")
@@ -101,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--remote-canvas", choices=("auto", "seeded", "plain"), default="auto",
                    help="a vLLM remote: seeded canvas (vLLM #57250), plain chat path, or auto (seeded, "
                         "else plain)")  # fmt: skip
-    p.set_defaults(func=runs("difill.server.fill_command:main"))
+    p.set_defaults(func=run_fill)
 
     p = sub.add_parser("serve-http", help="serve the model over HTTP (/v1/completions, /v1/fill, /health)")
     model_args(p)
@@ -116,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tls-cert", help="serve HTTPS with this certificate (PEM)")
     p.add_argument("--tls-key", help="the certificate's private key (PEM)")
     p.add_argument("--log-level", default="info", help="debug, info, warning or error")
-    p.set_defaults(func=runs("difill.engine.backends.serve_http:run_http_server"))
+    p.set_defaults(func=run_serve_http)
 
     p = sub.add_parser(
         "build-native", help="build the llama.cpp worker (--engine llamacpp; docs/llamacpp.md)"
@@ -130,7 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metal", action="store_true", help="with Metal (-DGGML_METAL=ON; macOS)")
     p.add_argument("--portable", action="store_true", help="no -march=native: a binary for other CPUs")
     p.add_argument("--jobs", type=int, help="parallel compile jobs (default: every core)")
-    p.set_defaults(func=runs("difill.engine.native.commands:build"))
+    p.set_defaults(func=run_build_native)
 
     p = sub.add_parser("export-gguf", help="write a DiffusionGemma checkpoint as a GGUF for llama.cpp")
     p.add_argument("model_dir", help="checkpoint directory (config.json, model.safetensors, tokenizer.json)")
@@ -138,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--type", default="f32", choices=("f32", "f16", "q8_0"), help="weight type (norms stay f32)"
     )
-    p.set_defaults(func=runs("difill.engine.native.commands:export"))
+    p.set_defaults(func=run_export_gguf)
 
     p = sub.add_parser(
         "corpus", help="build the training corpus: the stdlib and the pinned permissive packages"
@@ -147,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", default="data/corpus", help="where train.jsonl, heldout.jsonl and manifest.json go"
     )
     p.add_argument("--cache", default="data/archives", help="where the fetched package archives are kept")
-    p.set_defaults(func=runs("difill.lab.commands:corpus"))
+    p.set_defaults(func=run_corpus)
 
     p = sub.add_parser("tokenizer", help="train the byte-level BPE tokenizer on the corpus")
     p.add_argument("--corpus", default="data/corpus", help="the corpus whose train.jsonl it learns from")
@@ -155,7 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--vocab-size", type=int, default=8192, help="tokens in the vocabulary, special ones included"
     )
-    p.set_defaults(func=runs("difill.lab.commands:tokenizer"))
+    p.set_defaults(func=run_tokenizer)
 
     p = sub.add_parser("train", help="train the default model (or the AR baseline)")
     p.add_argument(
@@ -197,7 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--device", default="cpu", help="cpu, or cuda for the GPU recipe (scripts/gpu_recipe.sh)")
     p.add_argument("--bf16", action="store_true", help="bf16 autocast (GPUs; emulated and slow on this CPU)")
-    p.set_defaults(func=runs("difill.lab.commands:train_model"))
+    p.set_defaults(func=run_train)
 
     p = sub.add_parser("ship", help="copy a trained model into the package as the default model")
     p.add_argument("source", help="checkpoint dir, e.g. runs/diffusion/latest")
@@ -208,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the ghost-text cut chosen for these weights (scripts/tune_truncation.py); "
         "default: the source's own, else the shipped model's",
     )
-    p.set_defaults(func=runs("difill.lab.commands:ship"))
+    p.set_defaults(func=run_ship)
 
     p = sub.add_parser(
         "eval",
@@ -285,7 +345,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(drafts alone, the model alone, as served: docs/next_edit.md)",
     )
     p.add_argument("--next-edit-cases", help="the mined cases (default: benchmarks/next_edit/cases.jsonl)")
-    p.set_defaults(func=runs("difill.lab.quality:main"))
+    p.set_defaults(func=run_eval)
 
     p = sub.add_parser("bench", help="latency benchmark: diffusion vs AR, engine and server")
     p.add_argument("--model", help="diffusion model dir (default: shipped)")
@@ -329,7 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--team", action="store_true",
                    help="the team path alone: round trips and bytes per keystroke through serve-http "
                         "and a fake vLLM (seeded canvas and plain), and a network latency model")  # fmt: skip
-    p.set_defaults(func=runs("difill.lab.bench:main"))
+    p.set_defaults(func=run_bench)
     return parser
 
 

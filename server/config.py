@@ -20,7 +20,10 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field, fields
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from difill.engine.backends import BackendSpec
 
 SECTION = "difill"
 
@@ -222,7 +225,7 @@ class Settings:
     log_file: str | None = setting("logFile", FilePath(), None)
 
     # Longest suggestion, in tokens.  Single-line suggestions use at most this; an empty block body
-    # may use up to twice this (see engine/text/shape.py).
+    # may use up to twice this (see text/shape.py).
     max_tokens: int = setting("maxTokens", BoundedInt(1, 512), 32)
 
     # Ghost text (automatic suggestions) ends before the first token the model gave less than this
@@ -293,10 +296,40 @@ class Settings:
 
 
 KEYS: dict[str, dataclasses.Field] = {f.metadata["key"]: f for f in fields(Settings)}
-RELOAD_FIELDS = (
-    "model_path", "device", "remote", "remote_canvas", "engine", "gguf_path", "llamacpp_worker",
-    "llamacpp_threads", "llamacpp_gpu_layers",
-)  # fmt: skip  # a change in these needs a new model
+
+
+def backend_spec(settings: Settings) -> BackendSpec:
+    """Where fills run, as ``settings`` say: the one place settings become the backend's
+    (engine/backends ``BackendSpec``).  A change that leaves it equal needs no reload."""
+    # Imported here: engine/backends loads the HTTP client, and this module stays light.
+    from difill.engine.backends import BackendSpec, EngineChoice
+
+    engine = EngineChoice(
+        settings.engine, settings.gguf_path, settings.llamacpp_worker,
+        settings.llamacpp_threads or None,  # 0: half the cores, as torch takes
+        settings.llamacpp_gpu_layers,
+    )  # fmt: skip
+    return BackendSpec(settings.model_path, settings.device, settings.remote, settings.remote_canvas, engine)
+
+
+def needs_reload(before: Settings, after: Settings) -> bool:
+    """Whether ``after`` names another backend than ``before`` (a new model, device, server...)."""
+    return backend_spec(before) != backend_spec(after)
+
+
+def command_line_settings(args: Any, **more: Any) -> Settings:
+    """The settings of the command line's model and engine options (``--model``, ``--device``,
+    ``--engine``, ``--gguf``, ``--llamacpp-*``; `difill serve` and `difill fill`), and ``more``."""
+    return Settings(
+        model_path=getattr(args, "model", None),
+        device=getattr(args, "device", None) or "auto",
+        engine=getattr(args, "engine", None) or "auto",
+        gguf_path=getattr(args, "gguf", None),
+        llamacpp_worker=getattr(args, "llamacpp_worker", None),
+        llamacpp_threads=getattr(args, "llamacpp_threads", None) or 0,
+        llamacpp_gpu_layers=getattr(args, "llamacpp_gpu_layers", None) or 0,
+        **more,
+    )
 
 
 def section_of(raw: Any) -> dict[str, Any] | None:

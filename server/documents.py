@@ -20,7 +20,7 @@ from functools import cached_property
 
 from lsprotocol import types
 
-from difill.engine.text.characters import LINE_ENDING, without_lone_surrogates
+from difill.text.characters import LINE_ENDING, without_lone_surrogates
 
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"  # the values of lsprotocol's PositionEncodingKind
 EOL = LINE_ENDING  # one definition of a line ending for the server and the text pipeline

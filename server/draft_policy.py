@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from difill.engine.api import Candidate, FillResult, FillStats
-from difill.engine.text.context import FillContext, to_lf
-from difill.engine.text.filters import PIPELINE, apply_filters
-from difill.engine.text.pipeline import errors_around
 from difill.server.config import Settings
 from difill.server.context.drafts import Draft, find_drafts
+from difill.text.context import FillContext, to_lf
+from difill.text.filters import PIPELINE, apply_filters
+from difill.text.pipeline import errors_around
 
 DRAFTS_PER_REQUEST = 3  # drafts that seed canvas rows when drafts are on (find_drafts' default)
 # "show": a draft is the ghost text when it matched this many tokens before the cursor

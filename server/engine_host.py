@@ -30,7 +30,7 @@ from difill.engine.api import BackendError, Cancelled, FillOptions, InfillBacken
 from difill.server.lifecycle import Feature
 
 if TYPE_CHECKING:
-    from difill.engine.backends import EngineChoice
+    from difill.engine.backends import BackendSpec
 
 log = logging.getLogger("difill.server.model")
 T = TypeVar("T")
@@ -170,22 +170,15 @@ class EngineHost(Feature):
             self._ready = asyncio.Event()
         return self._ready
 
-    async def load(
-        self,
-        model_path: str | None,
-        device: str,
-        progress: LoadProgress,
-        remote: str | None = None,
-        remote_canvas: str = "auto",
-        engine_choice: EngineChoice | None = None,
-    ) -> None:
-        """Load (or reload) the model; reports progress and status, never raises.
+    async def load(self, spec: BackendSpec, progress: LoadProgress) -> None:
+        """Load (or reload) the backend ``spec`` names; reports progress and status, never raises.
 
         Reloads coalesce: a newer ``load`` supersedes this one, whose remaining steps are skipped
         and whose warm-up fill stops at its next step or poll (a remote that never answers cannot
         hold the worker).  The backend loaded before is closed first, so nothing it holds (a
         remote's thread and event loop) outlives it.
         """
+        model_path, remote = spec.model, spec.remote
         self._generation += 1
         generation = self._generation
         old, self.engine = self.engine, None
@@ -215,7 +208,7 @@ class EngineHost(Feature):
             if not remote:
                 await step(_import_engine)
             progress.report("reading the model", 30)
-            engine = await step(_load_engine, model_path, device, remote, remote_canvas, engine_choice)
+            engine = await step(_load_engine, spec)
             progress.report("warming up", 80)
             await step(_warm_up, engine, superseded)
         except Exception as err:  # ModelLoadError, or anything a broken checkpoint raises
@@ -267,9 +260,14 @@ class EngineHost(Feature):
         return self.engine if self.state is ModelState.READY else None
 
     async def run(
-        self, job: Job, work: Callable[[InfillBackend], T], urgent: bool = False, background: bool = False
+        self,
+        job: Job,
+        work: Callable[..., T],
+        *args: object,
+        urgent: bool = False,
+        background: bool = False,
     ) -> T:
-        """``work(engine)`` on the worker thread; raises JobCancelled if the job is cancelled.
+        """``work(engine, *args)`` on the worker thread; raises JobCancelled if the job is cancelled.
 
         A BackendError (a remote server failed) is raised too, after the status says what the
         server said; the status stays so until a job succeeds ("ready").
@@ -281,6 +279,8 @@ class EngineHost(Feature):
         engine = self.engine
         if engine is None:  # unloaded by a reload since the caller waited for it
             raise JobCancelled()
+        if args:  # the caller names the function it runs (served.suggest, ...) and its arguments
+            work = _with_arguments(work, args)
         counted = not background
         if counted:
             self._active += 1
@@ -342,16 +342,10 @@ def _import_engine() -> None:
     import difill.engine.infill  # noqa: F401  (torch and transformers: seconds)
 
 
-def _load_engine(
-    model_path: str | None,
-    device: str,
-    remote: str | None = None,
-    remote_canvas: str = "auto",
-    engine_choice: EngineChoice | None = None,
-) -> InfillBackend:
+def _load_engine(spec: BackendSpec) -> InfillBackend:
     from difill.engine.backends import make_backend
 
-    return make_backend(remote, model_path, device, remote_canvas, engine_choice)
+    return make_backend(spec)
 
 
 def _close(engine: InfillBackend | None) -> None:
@@ -391,6 +385,13 @@ def _run_urgent_item(item: _Urgent) -> None:
         item.loop.call_soon_threadsafe(settle)
     except RuntimeError:  # the loop is closed: the server is gone
         pass
+
+
+def _with_arguments(work: Callable[..., T], args: tuple[object, ...]) -> Callable[[InfillBackend], T]:
+    def bound(engine: InfillBackend) -> T:
+        return work(engine, *args)
+
+    return bound
 
 
 def _run_job(engine: InfillBackend, job: Job, work: Callable[[InfillBackend], T]) -> T:

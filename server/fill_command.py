@@ -44,10 +44,10 @@ def split_at(text: str, line: int, col: int) -> tuple[str, str]:
 
 def main(args: argparse.Namespace) -> int:
     from difill.engine.api import BackendError, ModelLoadError
-    from difill.engine.backends import EngineChoice, make_backend
-    from difill.engine.languages import language_for_path
-    from difill.server.config import Settings
+    from difill.engine.backends import make_backend
+    from difill.server.config import Settings, backend_spec, command_line_settings
     from difill.server.served import ServedModel
+    from difill.text.languages import language_for_path
 
     path, line, col = parse_location(args.location)
     try:
@@ -60,17 +60,16 @@ def main(args: argparse.Namespace) -> int:
         ) from err
     if args.holes and args.marker not in text:  # before the model loads: nothing to fill
         raise SystemExit(f"difill: {path} has no hole marker {args.marker!r}; put one where code should go")
+    settings = command_line_settings(
+        args, remote=args.remote, remote_canvas=args.remote_canvas,
+        max_tokens=args.max_tokens or Settings.max_tokens, steps=args.steps,
+    )  # fmt: skip
     try:
-        choice = EngineChoice(
-            args.engine, args.gguf, args.llamacpp_worker, args.llamacpp_threads, args.llamacpp_gpu_layers or 0
-        )
-        engine = make_backend(args.remote, args.model, args.device, args.remote_canvas, choice)
+        engine = make_backend(backend_spec(settings))
     except (ModelLoadError, BackendError) as err:
         raise SystemExit(f"difill: {err}") from err
     language = language_for_path(str(path))
-    served = ServedModel(
-        engine, Settings(max_tokens=args.max_tokens or Settings.max_tokens, steps=args.steps)
-    )
+    served = ServedModel(engine, settings)
     if args.holes:
         try:
             holes = served.fill_holes(text, args.marker, language, args.max_tokens)

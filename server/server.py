@@ -22,9 +22,8 @@ from pygls.io_ import run_async
 from pygls.lsp.server import LanguageServer
 
 from difill.engine import secrets
-from difill.server.config import RELOAD_FIELDS, Settings, SettingsLayers
+from difill.server.config import Settings, SettingsLayers, backend_spec, command_line_settings, needs_reload
 from difill.server.context.feature import ContextFeature
-from difill.server.context.retrieval import Retrieval
 from difill.server.documents import UTF16, Documents
 from difill.server.engine_host import EngineHost, LoadProgress
 from difill.server.features.edits.code_actions import COMMANDS, code_actions, resolve_code_action
@@ -65,12 +64,15 @@ class DifillServer(LanguageServer):
         self.documents = Documents()
         self.trees = SyntaxTrees()  # one parse per document version, for suggestions and edits alike
         self.host = EngineHost(self.send_status)
+        self.context = ContextFeature(
+            self.documents, self.settings, lambda: self.host.busy
+        )  # workspace index
         self.suggestions = SuggestionService(
             self.documents,
             self.host,
             self.settings,
             self.trees,
-            context_source=self.workspace_context,
+            workspace=self.context,
             excluded=self.excluded_document,
         )
         self.edits = EditService(
@@ -84,9 +86,6 @@ class DifillServer(LanguageServer):
         )
         self.encoding: str = UTF16
         self.next_edits = NextEditService(self.documents, self.settings, lambda: self.encoding, self.host)
-        self.context = ContextFeature(
-            self.documents, self.settings, lambda: self.host.busy
-        )  # workspace index
         # Every event goes to each of these, in this order: jobs stop before the model host.
         self.lifecycle = Lifecycle()
         for feature in (self.suggestions, self.edits, self.next_edits, self.trees, self.context, self.host):
@@ -145,12 +144,6 @@ class DifillServer(LanguageServer):
 
     def _refresh_settings(self) -> None:
         self._current_settings = self.layers.settings()
-
-    def workspace_context(self, uri: str, text: str, offset: int, language_id: str) -> Retrieval | None:
-        """The workspace index's context for a cursor: where drafts are looked for after the
-        document itself (open documents, the most similar workspace files) and the snippets for
-        the prompt; None while the index is off."""
-        return self.context.retrieve(uri, text, offset, language_id)
 
     def excluded_document(self, uri: str) -> bool:
         """The document is on the secrets deny list or in contextExclude: no suggestion, no edit."""
@@ -226,21 +219,7 @@ class DifillServer(LanguageServer):
         settings = self.settings()
         progress = ProgressReporter(self) if self.client_has_progress else LoadProgress()
         self.suggestions.cache.clear()
-        return self.spawn(
-            self.host.load(
-                settings.model_path, settings.device, progress, settings.remote, settings.remote_canvas,
-                engine_choice(settings),
-            )
-        )  # fmt: skip
-
-
-def engine_choice(settings: Settings):
-    from difill.engine.backends import EngineChoice
-
-    return EngineChoice(
-        settings.engine, settings.gguf_path, settings.llamacpp_worker,
-        settings.llamacpp_threads or None, settings.llamacpp_gpu_layers,
-    )  # fmt: skip
+        return self.spawn(self.host.load(backend_spec(settings), progress))
 
 
 def create_server(base: Settings | None = None) -> DifillServer:
@@ -297,7 +276,7 @@ def create_server(base: Settings | None = None) -> DifillServer:
             ls.show_problems([p for p in [use_log_file(after.log_file)] if p], "settings")
         ls.suggestions.cache.clear()
         ls.context.settings_changed(before, after)
-        if any(getattr(before, name) != getattr(after, name) for name in RELOAD_FIELDS):
+        if needs_reload(before, after):
             log.info("model settings changed: reloading")
             ls.load_model()
 
@@ -404,16 +383,7 @@ def reviews_edits(experimental: Any) -> bool:
 
 def run_server(args: Any) -> int:
     """``difill serve``: stdio by default, ``--tcp`` on ``--host`` (127.0.0.1) and ``--port``."""
-    base = Settings(
-        model_path=getattr(args, "model", None),
-        device=getattr(args, "device", None) or "auto",
-        engine=getattr(args, "engine", None) or "auto",
-        gguf_path=getattr(args, "gguf", None),
-        llamacpp_worker=getattr(args, "llamacpp_worker", None),
-        llamacpp_threads=getattr(args, "llamacpp_threads", None) or 0,
-        llamacpp_gpu_layers=getattr(args, "llamacpp_gpu_layers", None) or 0,
-    )
-    server = create_server(base)
+    server = create_server(command_line_settings(args))
     server.log_handler = configure_logging(
         server, getattr(args, "log_level", "INFO"), getattr(args, "log_file", None)
     )

@@ -2,7 +2,7 @@
 
 A new version is parsed after telling the old tree which bytes changed, so typing re-parses only
 around the edit.  Trees are parsed on the event loop only (tree-sitter parsers are per thread,
-engine/syntax.py).
+text/syntax.py).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 
 from tree_sitter import Tree
 
-from difill.engine.languages import language_of
-from difill.engine.syntax import parser_for
 from difill.server.lifecycle import Feature
+from difill.text.languages import language_of
+from difill.text.syntax import parser_for
 
 if TYPE_CHECKING:  # the CLI parses without the LSP types (lsprotocol takes ~0.4 s to import)
     from difill.server.documents import Document
@@ -27,7 +27,7 @@ class _Parsed:
     tree: Tree
 
 
-# Larger documents get no tree: their shape comes from text rules (engine/text/shape.py). Parsing
+# Larger documents get no tree: their shape comes from text rules (text/shape.py). Parsing
 # runs on the event loop, and a 20 MB file took 8.7 s to parse and 4.8 s to reparse after one
 # keystroke (a 2 MB line 2.3 s); this cap keeps every parse well under a keystroke's budget.
 MAX_TREE_BYTES = 1024 * 1024

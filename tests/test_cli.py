@@ -100,8 +100,8 @@ def test_importing_the_cli_and_a_remote_fill_loads_neither_torch_nor_the_lsp_typ
     code = (
         "import sys\n"
         "import difill.server.cli, difill.server.served\n"
-        "from difill.engine.backends import make_backend\n"
-        "make_backend('http://127.0.0.1:9')\n"
+        "from difill.engine.backends import BackendSpec, make_backend\n"
+        "make_backend(BackendSpec(remote='http://127.0.0.1:9'))\n"
         "print(sorted(m for m in ('torch', 'transformers', 'lsprotocol', 'pygls') if m in sys.modules))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

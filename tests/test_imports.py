@@ -1,9 +1,12 @@
 """The import structure the README's layout promises, checked on the source (no module is run).
 
 * ``engine/`` never imports ``server/`` or ``lab/``, nor pygls or lsprotocol.
+* ``text/`` (the text rules and language facts) imports no torch, no transformers, no LSP
+  library, and of ``engine/`` only its torch-free boundary ``engine/api.py``.
 * No import circles: module A importing B while B (directly or through others) imports A, at any
-  depth and in function bodies too; only imports under ``if TYPE_CHECKING:`` are left out, as
-  they never run.
+  depth and in function bodies too; and none either once the imports under ``if TYPE_CHECKING:``
+  are counted (they never run, but a type checker and a reader follow them: a module that names
+  ``DifillServer`` for a type depends on server.py as much as one that imports it).
 * No feature imports ``server.py``, not even for a type: features take a ``RequestContext``
   (server/request_context.py), so server.py can import every feature.
 """
@@ -13,8 +16,12 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = {"engine": "difill.engine", "server": "difill.server", "lab": "difill.lab"}
+PACKAGES = {"engine": "difill.engine", "text": "difill.text", "server": "difill.server", "lab": "difill.lab"}
 
 
 def module_name(path: Path) -> str:
@@ -111,14 +118,39 @@ def test_engine_imports_neither_the_server_nor_the_lab_nor_pygls():
             assert not wrong, f"{name} imports {sorted(wrong)}"
 
 
+def test_text_imports_no_torch_no_lsp_and_only_the_engines_boundary():
+    for name, path in sources().items():
+        if name.startswith("difill.text"):
+            found = imports(path, with_type_checking=True)
+            wrong = {
+                m
+                for m in found
+                if m.split(".")[0] in ("torch", "transformers", "pygls", "lsprotocol", "numpy")
+                or (m.startswith("difill.") and not m.startswith(("difill.text", "difill.engine.api")))
+            }
+            assert not wrong, f"{name} imports {sorted(wrong)}"
+
+
 def test_there_are_no_import_circles():
     assert cycles(graph(with_type_checking=False)) == []
+
+
+def test_there_are_no_import_circles_even_at_type_checking_time():
+    # Transport modules take pygls' LanguageServer or a Protocol of their own, not DifillServer.
+    assert cycles(graph(with_type_checking=True)) == []
 
 
 def test_no_feature_imports_the_server_module_even_for_a_type():
     for name, path in sources().items():
         if name.startswith("difill.server.features"):
             assert "difill.server.server" not in imports(path, with_type_checking=True), name
+
+
+def test_the_cli_names_the_modules_of_its_commands():
+    # Each command's work is imported inside its handler (lazily), but by an import statement.
+    edges = graph(with_type_checking=False)["difill.server.cli"]
+    for module in ("lab.commands", "lab.quality", "lab.bench", "server.serve_http", "server.server"):
+        assert f"difill.{module}" in edges, module
 
 
 def test_the_circle_finder_finds_a_circle():
@@ -128,3 +160,7 @@ def test_the_circle_finder_finds_a_circle():
     edges = graph(with_type_checking=False)
     assert "difill.server.request_context" in edges["difill.server.features.suggestions.completion"]
     assert "difill.lab.bench_server" in edges["difill.lab.bench"]
+    # ... and the type-checking graph holds the imports under `if TYPE_CHECKING:` too
+    typed = graph(with_type_checking=True)
+    assert "difill.server.config" not in edges["difill.server.request_context"]
+    assert "difill.server.config" in typed["difill.server.request_context"]

@@ -1,5 +1,9 @@
 """Where fills run: in this process (local) or on a server (remote).  engine/api.py holds the interface.
 
+``BackendSpec`` says where, once (server/config.py builds it from the settings, `difill fill` from
+its command line); ``make_backend`` makes that backend: ``local_backend`` for an engine in this
+process, ``connect`` (engine/backends/connect.py) for a server, one class per wire protocol.
+
 Importing this package loads no torch: the local engine is imported only when one is made.
 """
 
@@ -10,11 +14,13 @@ import os
 from dataclasses import dataclass, replace
 
 from difill.engine.api import BackendError, InfillBackend
-from difill.engine.backends.remote import API_KEY_ENV, RemoteBackend
+from difill.engine.backends.connect import connect
+from difill.engine.backends.remote import API_KEY_ENV, RemoteBackend, RemoteConfig
+from difill.engine.backends.vllm import CANVAS_MODES
 
 __all__ = [
-    "API_KEY_ENV", "BackendError", "EngineChoice", "InfillBackend", "RemoteBackend", "local_backend",
-    "make_backend",
+    "API_KEY_ENV", "BackendError", "BackendSpec", "EngineChoice", "InfillBackend", "RemoteBackend",
+    "RemoteConfig", "connect", "local_backend", "make_backend",
 ]  # fmt: skip
 ENGINES = ("auto", "torch", "llamacpp", "mlx")
 ENGINE_ENV = "DIFILL_ENGINE"  # replaces "auto" where it is set
@@ -36,6 +42,30 @@ class EngineChoice:
     worker: str | None = None  # difill-llama-worker; None: the one `difill build-native` built
     threads: int | None = None  # llama.cpp threads; None: half the cores, as torch takes
     gpu_layers: int = 0  # layers llama.cpp offloads to a GPU
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """Where fills run: on the server at ``remote``, else ``model`` in this process.
+
+    Built once from the settings (server/config.py ``backend_spec``) or the command line and
+    handed whole to ``make_backend``: equal specs make the same backend, so a settings change
+    that leaves the spec as it was needs no reload.  Checked when made (ValueError).
+    """
+
+    model: str | None = None  # a checkpoint directory; None: the shipped model
+    device: str = "auto"  # torch's device (the llama.cpp and MLX engines pick their own)
+    remote: str | None = None  # a server's URL; None: run the model in this process
+    remote_canvas: str = "auto"  # how fills reach a vLLM remote (engine/backends/vllm.py CANVAS_MODES)
+    engine: EngineChoice = EngineChoice()  # which in-process engine (unused with a remote)
+
+    def __post_init__(self) -> None:
+        if self.remote_canvas not in CANVAS_MODES:
+            raise ValueError(
+                f"unknown remote canvas {self.remote_canvas!r}; use one of {', '.join(CANVAS_MODES)}"
+            )
+        if self.engine.name not in ENGINES:
+            raise ValueError(f"unknown engine {self.engine.name!r}; use one of {', '.join(ENGINES)}")
 
 
 def local_backend(
@@ -82,15 +112,9 @@ def _llamacpp_backend(model: str | None, engine: EngineChoice) -> InfillBackend:
     )
 
 
-def make_backend(
-    remote: str | None = None,
-    model: str | None = None,
-    device: str = "auto",
-    remote_canvas: str = "auto",
-    engine: EngineChoice | None = None,
-) -> InfillBackend:
-    """A RemoteBackend for the ``remote`` URL if one is given (``remote_canvas``: how it reaches a
-    vLLM server, engine/backends/vllm.py), else the local engine ``engine`` names."""
-    if remote:
-        return RemoteBackend(remote, canvas=remote_canvas)
-    return local_backend(model, device, engine)
+def make_backend(spec: BackendSpec) -> InfillBackend:
+    """The backend ``spec`` names: a remote one for its URL (the protocol's class, chosen once in
+    ``connect``), else the local engine; raises ModelLoadError or BackendError saying how to fix it."""
+    if spec.remote:
+        return connect(RemoteConfig(spec.remote, canvas=spec.remote_canvas))
+    return local_backend(spec.model, spec.device, spec.engine)

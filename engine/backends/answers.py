@@ -25,8 +25,8 @@ import math
 from typing import Any
 
 from difill.engine.api import Candidate, FillResult, FillStats, HolesResult
-from difill.engine.text.characters import without_lone_surrogates
-from difill.engine.text.pipeline import MAX_CANDIDATES
+from difill.text.characters import without_lone_surrogates
+from difill.text.pipeline import MAX_CANDIDATES
 
 MAX_DEPTH = 32  # difill's and OpenAI's answers nest 4 deep
 MAX_TEXT_CHARS = 1 << 20

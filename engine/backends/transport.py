@@ -33,7 +33,7 @@ import httpx2 as httpx
 from difill.engine import secrets
 from difill.engine.api import BackendError, Cancelled
 from difill.engine.backends.answers import BadAnswer, parse_json
-from difill.engine.text.characters import without_lone_surrogates
+from difill.text.characters import without_lone_surrogates
 
 RETRY_STATUSES = {429, 502, 503, 504}  # the server says "not now": worth another try
 MAX_ANSWER_BYTES = 16 * 1024 * 1024  # a fill's JSON is kilobytes; more is a broken or hostile server

@@ -26,8 +26,8 @@ so a keystroke costs one request, the completion.
 
 How a refusal is taken depends on ``mode`` (the ``remoteCanvas`` setting): ``"auto"`` remembers
 that the server does not keep the contract and lets the caller use the plain OpenAI path from then
-on; ``"seeded"`` makes it an error that says what to run.  engine/backends/remote.py owns the
-plain path and the choice between the two.
+on; ``"seeded"`` makes it an error that says what to run.  engine/backends/openai_remote.py owns
+the plain path and the choice between the two.
 """
 
 from __future__ import annotations
@@ -39,10 +39,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from difill.engine.api import BackendError, Candidate, FillOptions, FillResult, FillStats, HolesResult
+from difill.engine.api import (
+    BackendError,
+    Candidate,
+    FillOptions,
+    FillResult,
+    FillStats,
+    HolesResult,
+    RewriteRequest,
+)
 from difill.engine.backends.transport import HttpStatusError
-from difill.engine.text.instruction import with_instruction_comment
-from difill.engine.text.rules import with_middles
+from difill.text.instruction import with_instruction_comment
+from difill.text.rules import with_middles
 
 CANVAS_MODES = ("auto", "seeded", "plain")
 CANVAS_SIZES = (32, 64, 128, 256)  # a request's canvas is rounded up to one of these (few shapes to compile)
@@ -331,22 +339,21 @@ class SeededCanvasClient:
 
         return self._guarded(run)
 
-    def rewrite(
-        self, prefix: str, selection: str, suffix: str, strength: float, instruction: str | None,
-        options: FillOptions, should_stop,
-    ) -> FillResult | None:  # fmt: skip
-        """A share ``strength`` of the selection's slots renoised, the rest pinned at their tokens,
-        as the local engine's rewrite; a few spare noise slots after it let the rewrite grow."""
+    def rewrite(self, request: RewriteRequest, options: FillOptions, should_stop) -> FillResult | None:
+        """A share ``request.strength`` of the selection's slots renoised, the rest pinned at their
+        tokens, as the local engine's rewrite; a few spare noise slots after it let the rewrite grow."""
 
         def run() -> FillResult:
             started = time.perf_counter()
-            strength_ = min(1.0, max(0.0, strength))
-            prompt = prefix
-            if instruction:
-                prompt = with_instruction_comment(prefix, selection, instruction, options.language)
-            original = self.tokens.tokenize(selection, should_stop)
+            strength_ = min(1.0, max(0.0, request.strength))
+            prompt = request.prefix
+            if request.instruction:
+                prompt = with_instruction_comment(
+                    request.prefix, request.selection, request.instruction, options.language
+                )
+            original = self.tokens.tokenize(request.selection, should_stop)
             hole = max(1, len(original) + max(4, len(original) // 4))
-            suffix_ids = self._suffix_ids(suffix, options.suffix_tokens, should_stop)
+            suffix_ids = self._suffix_ids(request.suffix, options.suffix_tokens, should_stop)
             generator = random.Random(options.seed)
             kept = [i for i in range(len(original)) if generator.random() >= strength_]
 

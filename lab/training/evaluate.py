@@ -16,9 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from difill.engine.syntax import parses
 from difill.lab.training.corpus import read_jsonl
 from difill.lab.training.examples import EVAL_SHAPES, InfillExample, sample_eval_example
+from difill.text.syntax import parses
 
 AR_BASELINE_DIRS = ("benchmarks/ar-baseline", "runs/ar/latest")  # committed yardstick, then a local run
 

@@ -37,7 +37,7 @@ from transformers import (
 )
 
 from difill.engine.hf_compat import cache_kwargs, output_cache
-from difill.engine.model import build_config
+from difill.engine.model import ModelShape, build_config
 from difill.engine.vocab import TokenIds
 from difill.lab.training.batches import FILLER_WEIGHT, ar_batch, corrupt, diffusion_batch
 from difill.lab.training.corpus import read_jsonl
@@ -325,8 +325,7 @@ def train(cfg: TrainConfig) -> TrainState:
         if init:
             model = DiffusionGemmaForBlockDiffusion.from_pretrained(init, dtype=torch.float32)
         else:
-            config = build_config(len(tok), hidden_size=cfg.hidden_size, num_layers=cfg.num_layers,
-                                  pad_id=ids0.pad, eos_id=ids0.eos, bos_id=ids0.bos)  # fmt: skip
+            config = build_config(ids0, ModelShape(hidden_size=cfg.hidden_size, num_layers=cfg.num_layers))
             config.difill = {
                 # The corpus is Python (corpus.py): the server shows this model's text in no other
                 # language (server/served.py model_declines).

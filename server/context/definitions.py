@@ -1,7 +1,7 @@
 """Definitions found with tree-sitter: which names a file defines (when it is indexed), and the
 short text of one definition (when a name near the cursor needs it).
 
-Only languages with a grammar (engine/syntax.py) get definitions; the others get similar
+Only languages with a grammar (text/syntax.py) get definitions; the others get similar
 windows alone.  Parsers are per thread (``parser_for``), so the index's worker and a retrieving
 thread never share one.
 """
@@ -12,7 +12,7 @@ import re
 
 from tree_sitter import Node
 
-from difill.engine.syntax import grammar_for, parser_for
+from difill.text.syntax import grammar_for, parser_for
 
 DEFINITION_LINES = (
     10  # a definition snippet: its header, docstring or member headers, this many lines at most

@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from difill.engine.languages import LanguageSpec, spec_of
+from difill.text.languages import LanguageSpec, spec_of
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
 MAX_QUERY_TOKENS = 8  # the longest match tried; prompt-lookup implementations use a few tokens

@@ -19,14 +19,14 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from difill.server.config import Settings
+from difill.server.context.found import Retrieval
 from difill.server.context.index import IndexLimits, WorkspaceIndex
 from difill.server.context.policy import ContextPolicy
-from difill.server.context.retrieval import Retrieval
 from difill.server.documents import Documents
 from difill.server.lifecycle import Feature
 
-if TYPE_CHECKING:  # server.py imports this module: the type only, never at run time
-    from difill.server.server import DifillServer
+if TYPE_CHECKING:  # pygls' server type: server.py imports this module, so DifillServer would be a circle
+    from pygls.lsp.server import LanguageServer
 
 log = logging.getLogger("difill.server")
 
@@ -63,7 +63,7 @@ class ContextFeature(Feature):
         self.index: WorkspaceIndex | None = None
         self.folders: list[str] = []
         self.client_watches_dynamically = False
-        self._server: DifillServer | None = None
+        self._server: LanguageServer | None = None
         self.policy = ContextPolicy(settings().context_exclude)  # policy.py: what is never read
 
     # ---- server events ----
@@ -83,7 +83,7 @@ class ContextFeature(Feature):
         watched = workspace.did_change_watched_files if workspace else None
         self.client_watches_dynamically = bool(watched and watched.dynamic_registration)
 
-    def start(self, server: DifillServer) -> None:
+    def start(self, server: LanguageServer) -> None:
         """After ``initialized``: start indexing (when enabled) and ask for file events."""
         self._server = server
         self._restart()
@@ -194,7 +194,7 @@ class LoopProgress:
     """The index's progress (called on its worker thread) as ``$/progress`` sent from the event
     loop, in order: a report or end waits for the begin's token."""
 
-    def __init__(self, server: DifillServer, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, server: LanguageServer, loop: asyncio.AbstractEventLoop) -> None:
         from difill.server.transport.progress import ProgressReporter
 
         self.reporter = ProgressReporter(server, "difill-index")

@@ -26,7 +26,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from difill.engine.languages import language_for_path
 from difill.server.context import files
 from difill.server.context.policy import ContextPolicy
 from difill.server.context.retrieval import (
@@ -39,6 +38,7 @@ from difill.server.context.retrieval import (
     path_of,
 )
 from difill.server.context.store import IndexedFile, Store
+from difill.text.languages import language_for_path
 
 log = logging.getLogger("difill.server")
 

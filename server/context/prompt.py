@@ -10,27 +10,10 @@ prefix cache keeps hitting.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
+from difill.server.context.found import Snippet
 from difill.server.context.policy import redact
-
-if TYPE_CHECKING:  # the index imports pygls: `difill fill --remote` loads no LSP library
-    from difill.server.context.retrieval import Snippet
-
-
-# Line-comment syntax by LSP language id.  A language not here gets no snippets: text that is
-# not a comment in that language would change what the model reads as code.
-LINE_COMMENT = {
-    **dict.fromkeys(
-        ["python", "shellscript", "ruby", "perl", "r", "yaml", "toml", "makefile", "dockerfile", "julia",
-         "elixir", "nim", "coffeescript", "powershell", "cmake"], "#"),
-    **dict.fromkeys(
-        ["javascript", "typescript", "javascriptreact", "typescriptreact", "java", "c", "cpp", "csharp",
-         "go", "rust", "swift", "kotlin", "scala", "php", "dart", "groovy", "objective-c", "zig",
-         "jsonc", "proto", "solidity"], "//"),
-    **dict.fromkeys(["lua", "sql", "haskell", "ada", "elm"], "--"),
-    **dict.fromkeys(["clojure", "lisp", "scheme"], ";;"),
-}  # fmt: skip
+from difill.text.languages import line_comment
 
 
 def approximate_tokens(text: str) -> int:
@@ -52,7 +35,7 @@ def snippet_block(
     file already taken is passed over); the chosen ones are then written
     in (path, line) order, each as ``<comment> Path: <path>`` and its lines commented, key-shaped
     text redacted (policy.redact)."""
-    marker = LINE_COMMENT.get(language_id)
+    marker = line_comment(language_id)
     if marker is None or budget_tokens <= 0:
         return ""
     chosen: list[tuple[str, int, str, str]] = []

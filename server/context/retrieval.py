@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 
 from pygls.uris import to_fs_path
 
-from difill.engine.languages import family_of, language_of
 from difill.server.context import files, symbols
 from difill.server.context.definitions import definition_at
 from difill.server.context.drafts import Draft
+from difill.server.context.found import Retrieval, Snippet
 from difill.server.context.imports import (
     FREE_SCAN_CHARS,
     MAX_FREE_NAMES,
@@ -28,6 +28,7 @@ from difill.server.context.imports import (
 )
 from difill.server.context.similarity import identifiers, jaccard, query_text, window_around
 from difill.server.context.store import IndexedFile, Store
+from difill.text.languages import family_of, language_of
 
 MAX_SIMILAR = 4  # similar windows returned: the best window of each of the most similar files
 MIN_JACCARD = 0.05
@@ -44,26 +45,6 @@ CACHED_MODULES = 256
 # Names the current document defines itself (Python-like line rule): their definitions are at hand.
 LOCAL_DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)|^(\w+)[ \t]*[:=]", re.M)
 LOCAL_SCAN_CHARS = 64 * 1024  # around the cursor
-
-
-@dataclass(frozen=True)
-class Snippet:
-    path: str  # as the prompt names it: relative to its workspace folder
-    start_line: int  # 0-based, in that file
-    text: str  # LF text
-    kind: str  # "definition" | "similar"
-    score: float  # definitions 1.0, windows their Jaccard similarity
-
-
-@dataclass(frozen=True)
-class Retrieval:
-    # (uri or path, LF text) for the draft finder, searched after the current document in this
-    # order: the open documents (most recently edited first), then the most similar workspace files.
-    sources: list[tuple[str, str]]
-    snippets: list[Snippet]  # by priority (definitions, then similarity); prompt.py orders them
-    # Drafts only the index can make, before the finder's (draft_policy.drafts_at): an import line
-    # completed with the document's free names (imports.py).
-    drafts: list[Draft] = field(default_factory=list)
 
 
 @dataclass

@@ -20,8 +20,8 @@ from lsprotocol import types
 
 from difill.engine import secrets
 
-if TYPE_CHECKING:
-    from difill.server.server import DifillServer
+if TYPE_CHECKING:  # the pygls server type: server.py imports this module
+    from pygls.lsp.server import LanguageServer
 
 DIFILL = "difill"
 PYGLS = "pygls"
@@ -84,7 +84,7 @@ class LogMessageHandler(logging.Handler):
         logging.INFO: types.MessageType.Info,
     }
 
-    def __init__(self, server: DifillServer) -> None:
+    def __init__(self, server: LanguageServer) -> None:
         super().__init__()
         self.server = server
         self.loop: asyncio.AbstractEventLoop | None = None  # set when the server's loop runs
@@ -157,7 +157,7 @@ def use_log_file(path: str | None) -> str | None:
 
 
 def configure_logging(
-    server: DifillServer, level: str = "INFO", log_file: str | None = None
+    server: LanguageServer, level: str = "INFO", log_file: str | None = None
 ) -> LogMessageHandler:
     """Wire difill's and pygls' loggers; returns the logMessage handler (its loop is set later)."""
     numeric = logging.getLevelName(level.upper()) if isinstance(level, str) else level

@@ -11,8 +11,8 @@ from lsprotocol import types
 
 from difill.server.engine_host import LoadProgress
 
-if TYPE_CHECKING:
-    from difill.server.server import DifillServer
+if TYPE_CHECKING:  # the pygls server type (work_done_progress): server.py imports this module
+    from pygls.lsp.server import LanguageServer
 
 PROGRESS_CREATE_TIMEOUT_S = 5.0
 
@@ -22,7 +22,7 @@ log = logging.getLogger("difill.server")
 class ProgressReporter(LoadProgress):
     """Model loading as server-initiated ``$/progress`` (begin, report..., end)."""
 
-    def __init__(self, server: DifillServer, token_prefix: str = "difill-load") -> None:
+    def __init__(self, server: LanguageServer, token_prefix: str = "difill-load") -> None:
         self.server = server
         self.token_prefix = token_prefix  # one per kind of work, so that a client can tell them apart
         self.token: str | None = None

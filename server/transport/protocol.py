@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lsprotocol import types
 from pygls.exceptions import (
@@ -20,11 +21,21 @@ from pygls.protocol.language_server import lsp_method
 from difill.server.request_context import PINNED_DOCUMENTS, REQUEST_PARAMS
 
 if TYPE_CHECKING:
-    from difill.server.server import DifillServer
+    from difill.server.documents import Documents
 
 log = logging.getLogger("difill.server")
 
 _ANSWERED = object()  # a malformed message that was already answered (or its waiter told)
+
+
+class ProtocolOwner(Protocol):
+    """What ``DifillProtocol`` reads of the server that owns it; ``DifillServer`` is one.  Named
+    here rather than imported: server.py imports this module, and the type would close a circle."""
+
+    documents: Documents
+    command_tasks: dict[Any, asyncio.Task]  # request id -> the task running the command
+
+    def lost_sync(self, uris: list[str], why: str) -> None: ...
 
 
 class DifillProtocol(LanguageServerProtocol):
@@ -48,7 +59,7 @@ class DifillProtocol(LanguageServerProtocol):
       over futures that leave the table as they are cancelled (pygls answered -32603 then).
     """
 
-    _server: DifillServer
+    _server: ProtocolOwner  # pygls types it LanguageServer; these are the parts read here
     _initialize_seen = False
 
     def _lifecycle_error(self, method_name: str) -> JsonRpcException | None:

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 from pygls.io_ import run_async
 
-from difill.engine.backends.loopback import is_loopback
+from difill.server.loopback import is_loopback
 
-if TYPE_CHECKING:
-    from difill.server.server import DifillServer
+if TYPE_CHECKING:  # the pygls server type: server.py imports this module
+    from pygls.lsp.server import LanguageServer
 
 log = logging.getLogger("difill.server")
 
@@ -65,7 +65,7 @@ class _Prefixed:
         return head + (await self._reader.readexactly(n - len(head)) if n > len(head) else b"")
 
 
-def serve_one_tcp_client(server: DifillServer, host: str, port: int) -> None:
+def serve_one_tcp_client(server: LanguageServer, host: str, port: int) -> None:
     """Run ``server`` (a pygls LanguageServer) for the first LSP client that connects to host:port."""
     stop_event = threading.Event()
     server._stop_event = stop_event

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from difill.engine.backends import RemoteBackend
+from difill.engine.backends import RemoteConfig, connect
 from difill.lab.bench_team import format_team, replay, typed_document
 from difill.lab.fake_vllm import FakeVllm
 
@@ -16,7 +16,7 @@ def test_replay_counts_round_trips_and_bytes_per_keystroke(fake_server):
     figures = {}
     for name, contract in (("vllm-seeded", True), ("vllm-plain", False)):
         fake = FakeVllm(contract=contract, numbered=True)
-        remote = RemoteBackend(fake_server(fake))
+        remote = connect(RemoteConfig(fake_server(fake)))
         try:
             figures[name] = replay(remote, keystrokes=3)
         finally:

@@ -11,7 +11,7 @@ from backend_helpers import read_body, send
 
 from difill.engine import secrets
 from difill.engine.api import BackendError, FillOptions, RewriteRequest
-from difill.engine.backends import RemoteBackend, answers
+from difill.engine.backends import RemoteBackend, RemoteConfig, answers, connect
 from difill.engine.backends.transport import HttpStatusError
 from difill.server.served import ServedModel
 
@@ -46,7 +46,7 @@ def fill_answer(*texts) -> dict:
 
 
 def remote(url: str, **kwargs) -> RemoteBackend:
-    return RemoteBackend(url, retries=0, timeout_s=10, **kwargs)
+    return connect(RemoteConfig(url, retries=0, timeout_s=10, **kwargs))
 
 
 def test_an_answer_with_40000_candidates_is_refused_at_once(fake_server):
@@ -158,7 +158,7 @@ def test_a_query_string_goes_after_the_path_and_is_never_shown(fake_server):
 def test_the_password_of_an_unparseable_url_is_never_shown():
     # Item 6: the whole URL, password included, was quoted into the status, popup and log.
     with pytest.raises(BackendError) as caught:
-        RemoteBackend("http://alice:PASSWORD6@[::1:8080/?k=QUERY6")
+        connect(RemoteConfig("http://alice:PASSWORD6@[::1:8080/?k=QUERY6"))
     message = str(caught.value)
     assert "PASSWORD6" not in message and "QUERY6" not in message and "alice" not in message
     assert "not a valid URL" in message
@@ -185,7 +185,7 @@ def test_a_key_ending_in_a_line_break_is_stripped_and_sent(fake_server):
 @pytest.mark.parametrize("bad", ["KEY5\r\nTAILX", "KEY5\x00TAILX", "KEY5\x1bTAILX"])
 def test_a_key_with_a_control_character_inside_is_refused_without_quoting_it(bad):
     with pytest.raises(BackendError, match="control character") as caught:
-        RemoteBackend("http://127.0.0.1:9", api_key=bad)
+        connect(RemoteConfig("http://127.0.0.1:9", api_key=bad))
     assert "TAILX" not in str(caught.value) and "KEY5" not in str(caught.value)
 
 

@@ -15,7 +15,7 @@ import httpx2 as httpx
 from backend_helpers import SERVER_KEY
 
 from difill.engine.api import FillOptions
-from difill.engine.backends import RemoteBackend
+from difill.engine.backends import RemoteConfig, connect
 
 CLIENTS = 32
 REQUESTS_PER_CLIENT = 20
@@ -37,7 +37,7 @@ def fill_options(i: int) -> FillOptions:
 
 def one_client_baseline(url: str, count: int = 32) -> tuple[float, float]:
     """(fills per second, p50 latency) of one client asking one request at a time."""
-    remote = RemoteBackend(url, protocol="difill", api_key=SERVER_KEY, timeout_s=60)
+    remote = connect(RemoteConfig(url, protocol="difill", api_key=SERVER_KEY, timeout_s=60))
     latencies = []
     started = time.perf_counter()
     for i in range(count):
@@ -58,7 +58,7 @@ def test_32_clients_x_20_requests_share_decoder_passes(served):
     lock = threading.Lock()
 
     def client(index: int) -> None:
-        remote = RemoteBackend(served, protocol="difill", api_key=SERVER_KEY, timeout_s=60)
+        remote = connect(RemoteConfig(served, protocol="difill", api_key=SERVER_KEY, timeout_s=60))
         try:
             for i in range(REQUESTS_PER_CLIENT):
                 prefix, suffix = SNIPPETS[(index + i) % len(SNIPPETS)]

@@ -20,7 +20,7 @@ import httpx2 as httpx
 import pytest
 
 from difill.engine.api import FillOptions, RewriteRequest
-from difill.engine.backends import RemoteBackend
+from difill.engine.backends import RemoteConfig, connect
 from difill.engine.backends.openai import DROPPED, ENDS_ANSWER
 from difill.engine.model import DEFAULT_MODEL_DIR
 
@@ -85,13 +85,15 @@ def assert_no_markers(text: str) -> None:
 
 
 def test_remote_fills_through_mlx_vlms_chat_endpoint(mlx_vlm_server):
-    remote = RemoteBackend(mlx_vlm_server, timeout_s=120.0)
+    remote = connect(RemoteConfig(mlx_vlm_server, timeout_s=120.0))
     options = FillOptions(seed=7, max_hole_tokens=8)
     first = remote.fill("def add(a, b):\n    return ", "\n\nprint(add(1, 2))\n", options)
     assert remote.protocol == "openai"  # its /health is not difill's
-    assert remote.fim == "chat"  # /v1/completions answered 404: chat from now on
+    assert remote.chosen.fim == "chat"  # /v1/completions answered 404: chat from now on
     assert "HTTP 404" in remote.describe_path()  # no /tokenize: no seeded canvas
-    assert remote.model == str(remote.model) and remote.model.endswith("difill-default-f32")
+    assert remote.chosen.model == str(remote.chosen.model) and remote.chosen.model.endswith(
+        "difill-default-f32"
+    )
     assert first.candidates and first.stats.hole_tokens <= 8
     assert_no_markers(first.text)
     # Its sampler takes `seed`: the same request gives the same answer.
@@ -101,7 +103,7 @@ def test_remote_fills_through_mlx_vlms_chat_endpoint(mlx_vlm_server):
 
 
 def test_remote_rewrites_through_mlx_vlms_chat_endpoint(mlx_vlm_server):
-    remote = RemoteBackend(mlx_vlm_server, timeout_s=120.0)
+    remote = connect(RemoteConfig(mlx_vlm_server, timeout_s=120.0))
     request = RewriteRequest("def area(w, h):\n", "    return w * h\n", "\n", instruction="use names")
     result = remote.rewrite(request, FillOptions(max_hole_tokens=8))
     assert_no_markers(result.text)

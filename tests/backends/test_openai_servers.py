@@ -9,9 +9,9 @@ import pytest
 from backend_helpers import read_body, send
 
 from difill.engine.api import BackendError, FillOptions
-from difill.engine.backends import RemoteBackend
-from difill.engine.text.context import build_context
-from difill.engine.text.pipeline import shown_texts
+from difill.engine.backends import RemoteConfig, connect
+from difill.text.context import build_context
+from difill.text.pipeline import shown_texts
 
 MODEL = "google/diffusiongemma-26B-A4B-it"
 
@@ -54,7 +54,7 @@ def vllm_like(requests: list[tuple[str, dict]], accepts_suffix: bool, chat_answe
 
 def test_auto_finds_an_openai_server_and_sends_prefix_and_suffix(fake_server):
     requests = []
-    remote = RemoteBackend(fake_server(vllm_like(requests, accepts_suffix=True)))
+    remote = connect(RemoteConfig(fake_server(vllm_like(requests, accepts_suffix=True))))
     result = remote.fill("print(add(", ")\n", FillOptions(seed=3, max_hole_tokens=10))
     assert remote.protocol == "openai"
     # The middle as the server wrote it; the pipeline trims the closer the suffix already has, as
@@ -72,9 +72,9 @@ def test_auto_finds_an_openai_server_and_sends_prefix_and_suffix(fake_server):
 def test_a_server_that_refuses_suffix_gets_the_chat_template_fim_prompt(fake_server):
     requests = []
     answer = "```python\na + b\n```"
-    remote = RemoteBackend(fake_server(vllm_like(requests, accepts_suffix=False, chat_answer=answer)))
+    remote = connect(RemoteConfig(fake_server(vllm_like(requests, accepts_suffix=False, chat_answer=answer))))
     assert remote.fill("print(add(", ")\n").text == "a + b"
-    assert remote.fim == "chat"  # remembered: later fills go straight to chat
+    assert remote.chosen.fim == "chat"  # remembered: later fills go straight to chat
     path, body = requests[-1]
     assert path == "/v1/chat/completions"
     assert body["messages"][1]["content"] == "print(add(<|fill_here|>)\n"
@@ -87,8 +87,8 @@ def test_a_server_that_refuses_suffix_gets_the_chat_template_fim_prompt(fake_ser
 
 def test_holes_over_openai_are_filled_left_to_right(fake_server):
     requests = []
-    remote = RemoteBackend(
-        fake_server(vllm_like(requests, accepts_suffix=True)), protocol="openai", model=MODEL
+    remote = connect(
+        RemoteConfig(fake_server(vllm_like(requests, accepts_suffix=True)), protocol="openai", model=MODEL)
     )
     result = remote.fill_holes("x = <|hole|>\ny = <|hole|>\n")
     assert result.middles == ["a + b)", "a + b)"]
@@ -100,7 +100,7 @@ def test_holes_over_openai_are_filled_left_to_right(fake_server):
 
 def test_the_context_block_goes_before_the_prefix_in_an_openai_prompt(fake_server):
     requests = []
-    remote = RemoteBackend(fake_server(vllm_like(requests, accepts_suffix=True)))
+    remote = connect(RemoteConfig(fake_server(vllm_like(requests, accepts_suffix=True))))
     block = "# Path: lib/add.py\n# def add(a, b): ...\n"
     remote.fill("print(add(", ")\n", FillOptions(max_hole_tokens=10, context_block=block))
     path, body = requests[-1]
@@ -121,9 +121,9 @@ def test_a_server_without_completions_gets_the_chat_prompt_and_its_markers_are_d
         else:
             handler(request)
 
-    remote = RemoteBackend(fake_server(no_completions))
+    remote = connect(RemoteConfig(fake_server(no_completions)))
     assert remote.fill("print(add(", ")\n").text == "a + b"
-    assert remote.fim == "chat"
+    assert remote.chosen.fim == "chat"
     assert [p for p, _ in requests[-2:]] == ["/v1/completions", "/v1/chat/completions"]
     remote.close()
 
@@ -139,7 +139,9 @@ def test_a_404_is_not_taken_for_a_missing_endpoint_when_fim_is_pinned(fake_serve
         else:
             send(request, 404, b'{"detail": "Not Found"}')
 
-    remote = RemoteBackend(fake_server(no_completions), protocol="openai", fim="suffix", canvas="plain")
+    remote = connect(
+        RemoteConfig(fake_server(no_completions), protocol="openai", fim="suffix", canvas="plain")
+    )
     with pytest.raises(BackendError, match="404"):
         remote.fill("x = ", "\n")
     assert "/v1/chat/completions" not in requests

@@ -16,7 +16,7 @@ import pytest
 from backend_helpers import SERVER_KEY, read_body, send
 
 from difill.engine.api import Cancelled, FillOptions, RewriteRequest
-from difill.engine.backends import BackendError, RemoteBackend
+from difill.engine.backends import BackendError, RemoteConfig, connect
 from difill.server import cli
 from difill.server.served import ServedModel
 
@@ -26,7 +26,7 @@ SUFFIX = "\n\n\nprint(add(1, 2))\n"
 
 @pytest.mark.parametrize("protocol", ["difill", "openai"])
 def test_remote_fill_gives_the_local_engines_text_for_the_same_seed(served, local_engine, protocol):
-    remote = RemoteBackend(served, protocol=protocol, api_key=SERVER_KEY, fim="suffix")
+    remote = connect(RemoteConfig(served, protocol=protocol, api_key=SERVER_KEY, fim="suffix"))
     try:
         for seed in (0, 1, 2):
             options = FillOptions(seed=seed, max_hole_tokens=8)
@@ -37,7 +37,7 @@ def test_remote_fill_gives_the_local_engines_text_for_the_same_seed(served, loca
 
 
 def test_native_protocol_returns_every_candidate_holes_and_rewrites_like_local(served, local_engine):
-    remote = RemoteBackend(served, api_key=SERVER_KEY)  # protocol auto: finds a difill server
+    remote = connect(RemoteConfig(served, api_key=SERVER_KEY))  # protocol auto: finds a difill server
     try:
         options = FillOptions(seed=5, max_hole_tokens=12)
         local = local_engine.fill(PREFIX, SUFFIX, options)
@@ -61,7 +61,7 @@ def test_native_protocol_returns_every_candidate_holes_and_rewrites_like_local(s
 
 def test_api_key_is_read_from_DIFILL_API_KEY(served, monkeypatch):
     monkeypatch.setenv("DIFILL_API_KEY", SERVER_KEY)
-    remote = RemoteBackend(served, protocol="difill")
+    remote = connect(RemoteConfig(served, protocol="difill"))
     try:
         assert remote.fill(PREFIX, SUFFIX, FillOptions(max_hole_tokens=4)).stats.decoder_forwards > 0
     finally:
@@ -70,7 +70,7 @@ def test_api_key_is_read_from_DIFILL_API_KEY(served, monkeypatch):
 
 def test_wrong_key_is_a_clear_error_that_never_shows_the_key(served):
     wrong = "sk-wrong-key-do-not-print-me"
-    remote = RemoteBackend(served, protocol="difill", api_key=wrong)
+    remote = connect(RemoteConfig(served, protocol="difill", api_key=wrong))
     with pytest.raises(BackendError) as caught:
         remote.fill(PREFIX, SUFFIX)
     message = str(caught.value)
@@ -90,7 +90,7 @@ def test_connection_refused_is_a_clear_error():
     with socket.socket() as sock:  # a port that nothing listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    remote = RemoteBackend(f"http://127.0.0.1:{port}", protocol="difill", retries=1, backoff_s=0.01)
+    remote = connect(RemoteConfig(f"http://127.0.0.1:{port}", protocol="difill", retries=1, backoff_s=0.01))
     with pytest.raises(
         BackendError, match=r"cannot connect to http://127\.0\.0\.1:\d+/v1/fill \(connection refused"
     ):
@@ -105,7 +105,7 @@ def test_http_500_is_a_clear_error_with_the_servers_reason_and_is_not_retried(fa
         seen.append(request.path)
         send(request, 500, json.dumps({"error": {"message": "CUDA out of memory"}}).encode())
 
-    remote = RemoteBackend(fake_server(fail), protocol="difill", backoff_s=0.01)
+    remote = connect(RemoteConfig(fake_server(fail), protocol="difill", backoff_s=0.01))
     with pytest.raises(BackendError, match=r"/v1/fill failed \(HTTP 500\): CUDA out of memory"):
         remote.fill(PREFIX, SUFFIX)
     assert seen == ["/v1/fill"]
@@ -122,15 +122,15 @@ def test_busy_server_is_retried_with_backoff_and_then_answers(fake_server):
         else:
             send(request, 200, json.dumps({"text": "a + b", "candidates": [], "stats": {}}).encode())
 
-    remote = RemoteBackend(fake_server(busy_then_ok), protocol="difill", retries=2, backoff_s=0.1)
+    remote = connect(RemoteConfig(fake_server(busy_then_ok), protocol="difill", retries=2, backoff_s=0.1))
     assert remote.fill(PREFIX, SUFFIX).text == "a + b"
     assert len(seen) == 3
     assert seen[1] - seen[0] >= 0.075 and seen[2] - seen[1] >= 0.15  # 0.1 s, then 0.2 s, +-25% jitter
     remote.close()
 
     seen.clear()
-    gives_up = RemoteBackend(
-        fake_server(lambda r: send(r, 503, b"{}")), protocol="difill", retries=1, backoff_s=0.01
+    gives_up = connect(
+        RemoteConfig(fake_server(lambda r: send(r, 503, b"{}")), protocol="difill", retries=1, backoff_s=0.01)
     )
     with pytest.raises(BackendError, match=r"HTTP 503\) after 2 attempts"):
         gives_up.fill(PREFIX, SUFFIX)
@@ -142,7 +142,7 @@ def test_slow_server_times_out_with_a_clear_error(fake_server):
         time.sleep(3)
         send(request, 200, b"{}")
 
-    remote = RemoteBackend(fake_server(slow), protocol="difill", timeout_s=0.3)
+    remote = connect(RemoteConfig(fake_server(slow), protocol="difill", timeout_s=0.3))
     started = time.monotonic()
     with pytest.raises(BackendError, match=r"did not answer within 0\.3 s \(timeout\)"):
         remote.fill(PREFIX, SUFFIX)
@@ -166,7 +166,7 @@ def test_a_server_that_drip_feeds_its_answer_hits_one_deadline(fake_server):
                 return
             time.sleep(0.2)
 
-    remote = RemoteBackend(fake_server(drip), protocol="difill", timeout_s=1.0, retries=0)
+    remote = connect(RemoteConfig(fake_server(drip), protocol="difill", timeout_s=1.0, retries=0))
     started = time.monotonic()
     with pytest.raises(BackendError, match=r"did not answer within 1 s"):
         remote.fill(PREFIX, SUFFIX)
@@ -197,7 +197,7 @@ def test_an_answer_over_the_size_cap_is_refused_while_it_is_read(fake_server, mo
             else:
                 request.wfile.write(huge)
 
-        remote = RemoteBackend(fake_server(answer), protocol="difill", retries=0)
+        remote = connect(RemoteConfig(fake_server(answer), protocol="difill", retries=0))
         with pytest.raises(BackendError, match=r"sent an answer over 0.0625 MiB"):
             remote.fill(PREFIX, SUFFIX)
         remote.close()
@@ -205,14 +205,14 @@ def test_an_answer_over_the_size_cap_is_refused_while_it_is_read(fake_server, mo
 
 @pytest.mark.parametrize("body", [b"<html>502 Bad Gateway</html>", b'{"text": "unterminated', b""])
 def test_malformed_json_is_a_clear_error(fake_server, body):
-    remote = RemoteBackend(fake_server(lambda r: send(r, 200, body, "text/html")), protocol="difill")
+    remote = connect(RemoteConfig(fake_server(lambda r: send(r, 200, body, "text/html")), protocol="difill"))
     with pytest.raises(BackendError, match="not JSON"):
         remote.fill(PREFIX, SUFFIX)
     remote.close()
 
 
 def test_json_of_the_wrong_shape_is_a_clear_error(fake_server):
-    remote = RemoteBackend(fake_server(lambda r: send(r, 200, b'{"result": 1}')), protocol="difill")
+    remote = connect(RemoteConfig(fake_server(lambda r: send(r, 200, b'{"result": 1}')), protocol="difill"))
     with pytest.raises(BackendError, match="unexpected shape"):
         remote.fill(PREFIX, SUFFIX)
     remote.close()
@@ -230,7 +230,7 @@ def test_cancelling_a_fill_aborts_its_http_request(fake_server):
         except OSError:
             pass
 
-    remote = RemoteBackend(fake_server(hold_until_client_leaves), protocol="difill")
+    remote = connect(RemoteConfig(fake_server(hold_until_client_leaves), protocol="difill"))
     stop_at = time.monotonic() + 0.2
     started = time.monotonic()
     with pytest.raises(Cancelled):
@@ -271,11 +271,13 @@ def self_signed_tls_server(tmp_path):
 
 def test_tls_certificates_are_verified(self_signed_tls_server):
     url, ca_bundle = self_signed_tls_server
-    untrusted = RemoteBackend(url, protocol="difill", retries=0)
+    untrusted = connect(RemoteConfig(url, protocol="difill", retries=0))
     with pytest.raises(BackendError, match="TLS certificate of https://127.0.0.1:\\d+ could not be verified"):
         untrusted.fill(PREFIX, SUFFIX)
     untrusted.close()
-    trusted = RemoteBackend(url, protocol="difill", verify=ca_bundle)  # the server's CA, given explicitly
+    trusted = connect(
+        RemoteConfig(url, protocol="difill", verify=ca_bundle)
+    )  # the server's CA, given explicitly
     assert trusted.fill(PREFIX, SUFFIX).text == "ok"
     trusted.close()
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 from backend_helpers import SERVER_KEY
 
 from difill.engine.api import FillOptions
-from difill.engine.backends.remote import RemoteBackend
+from difill.engine.backends import RemoteConfig, connect
 
 PREFIX = "def add(a, b):\n    return"
 SUFFIX = "\n\n\nprint(add(1, 2))\n"
 
 
 def test_a_remote_fill_with_drafts_matches_the_local_engine(served, local_engine):
-    remote = RemoteBackend(served, api_key=SERVER_KEY)
+    remote = connect(RemoteConfig(served, api_key=SERVER_KEY))
     try:
         options = FillOptions(seed=3, max_hole_tokens=8, drafts=(" a + b", " b + a"))
         local = local_engine.fill(PREFIX, SUFFIX, options)

@@ -6,20 +6,21 @@ from __future__ import annotations
 import pytest
 
 from difill.engine.api import BackendError, FillOptions, RewriteRequest
-from difill.engine.backends import RemoteBackend
+from difill.engine.backends import RemoteConfig, connect
+from difill.engine.backends.openai_remote import OpenAIRemote
 from difill.engine.backends.vllm import CANVAS_SIZES, canvas_size
-from difill.engine.text.context import build_context
-from difill.engine.text.pipeline import shown_texts
 from difill.lab.fake_vllm import PAD, VOCAB, FakeVllm, read_body, send, tokenize
+from difill.text.context import build_context
+from difill.text.pipeline import shown_texts
 
 PREFIX = "def add(a, b):\n    return "
 SUFFIX = "\n\nprint(add(1, 2))\n"
 TYPING = FillOptions(max_hole_tokens=8, hole_candidates=(8,), suffix_tokens=16, max_steps=6, seed=2)
 
 
-def backend(url: str, canvas: str = "auto", **kwargs) -> RemoteBackend:
+def backend(url: str, canvas: str = "auto", **kwargs) -> OpenAIRemote:
     kwargs = {"canvas_length": 64, "vocab_size": VOCAB, "backoff_s": 0.01, **kwargs}
-    return RemoteBackend(url, protocol="openai", canvas=canvas, **kwargs)
+    return connect(RemoteConfig(url, protocol="openai", canvas=canvas, **kwargs))
 
 
 def shown(result, prefix=PREFIX, suffix=SUFFIX) -> list[str]:

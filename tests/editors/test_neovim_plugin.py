@@ -437,10 +437,10 @@ def test_a_proposal_on_a_changed_buffer_is_refused(nvim_results):
 
 def test_the_plugin_attaches_to_every_language_the_server_has_a_grammar_for():
     """config.lua's filetypes, as Neovim sends them for languageId: each one is a language of
-    engine/languages.py, and every one of those languages has a filetype in the list."""
+    text/languages.py, and every one of those languages has a filetype in the list."""
     import re
 
-    from difill.engine.languages import LANGUAGES, language_of
+    from difill.text.languages import LANGUAGES, language_of
 
     config = (PLUGIN / "lua" / "difill" / "config.lua").read_text()
     block = re.search(r"filetypes = \{(.*?)\}", config, re.S)

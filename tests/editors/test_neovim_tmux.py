@@ -219,3 +219,34 @@ def test_difill_edit_on_a_visual_selection_is_proposed_then_accepted(screen, sho
     screen.shot(shots / "neovim-proposal-accepted.png", "Neovim: after :DifillAccept", cursor=False)
     side_by_side(selected, diff, shots / "neovim-edit.png")  # the selection, then the proposal
     assert screen.lua(proposed) == "false"
+
+
+def test_a_renamed_parameter_is_offered_at_its_next_use_on_screen_and_alt_n_applies_it(screen, shots):
+    """Issue 35: the next edit drawn in the terminal (the old name struck, the new one after it,
+    the hint), then <M-n> through tmux jumps to it and <M-n> applies it."""
+    (screen.work / "rename.py").write_text(
+        "def area(width, height):\n    half = width / 2\n    return width * height + half\n"
+    )
+    screen.keys("Escape")
+    screen.keys(":e rename.py", literal=True)
+    screen.keys("Enter")
+    screen.wait(
+        "#vim.lsp.get_clients({ bufnr = 0, name = 'difill' })", lambda v: v == "1", 30, "difill to attach"
+    )
+    screen.keys("g", "g", "0", "f", "(", "l")  # on `width` in the signature
+    screen.keys("c", "i", "w", "w", "Escape")  # rename it to `w`
+    shown = "require('difill').next_edit_shown() ~= nil"
+    screen.wait(shown, lambda v: v == "true", 30, "the next edit")
+    png = screen.shot(shots / "neovim-next-edit.png", "Neovim: a renamed parameter, the next edit (Alt+N)")
+    rows = screen.text().split("\n")
+    # The buffer still says `width`; the new name is drawn right after it, the sign is in the sign
+    # column (before the line number), and the hint says what the key does next.
+    assert rows[1].startswith("»") and "half = widthw / 2" in rows[1], rows[:3]
+    assert "difill: next edit (<M-n> jumps to it, again accepts)" in rows[1], rows[:3]
+    line = "vim.api.nvim_buf_get_lines(0, 1, 2, false)[1]"  # (lua() strips the indentation)
+    assert screen.lua(line) == "half = width / 2"
+    screen.keys("M-n")
+    screen.wait("vim.api.nvim_win_get_cursor(0)[1]", lambda v: v == "2", 10, "<M-n> to jump to the edit")
+    screen.keys("M-n")
+    assert screen.wait(line, lambda v: v == "half = w / 2", 10, "<M-n> to apply the edit")
+    assert png is None or png.stat().st_size > 5000

@@ -47,7 +47,7 @@ def test_contributed_bounds_and_choices_match_the_servers_kinds():
 
 def test_the_extension_attaches_to_every_language_the_server_has_a_grammar_for():
     """The client's documentSelector filters by scheme only: every file of every language
-    (engine/languages.py) reaches the server, which decides what it serves."""
+    (text/languages.py) reaches the server, which decides what it serves."""
     import re
 
     source = (EXT / "src" / "extension.ts").read_text()

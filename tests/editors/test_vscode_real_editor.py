@@ -15,7 +15,7 @@ SCRIPT = Path(__file__).resolve().parents[2] / "editors" / "vscode" / "scripts" 
 
 
 @pytest.mark.slow
-def test_vsix_in_code_server_shows_ghost_text_and_reviews_edits(tmp_path):
+def test_vsix_in_code_server_shows_ghost_text_reviews_edits_and_accepts_next_edits(tmp_path):
     if os.environ.get("DIFILL_REAL_EDITOR") != "1":
         pytest.skip("opt-in: set DIFILL_REAL_EDITOR=1 (installs code-server + Chromium on first run)")
     env = dict(os.environ)
@@ -38,6 +38,11 @@ def test_vsix_in_code_server_shows_ghost_text_and_reviews_edits(tmp_path):
         'loading status: the status bar said "difill loading',
         "typed while loading: the status bar still said",
         "re-ask on ready: ghost text shown",
+        # Issue 35: rename a parameter, accept the follow-up with Tab.
+        "next edit shown as a diff",
+        "Tab jumped to the next edit",
+        "Tab accepted the next edit: the rename applied at the next use",
+        "the follow-up was offered, and Esc dismissed it: the document is unchanged",
     ):
         assert line in proc.stdout, line
     # The Quick Fix menu's "Rewrite selection" to the first draft on screen: a deadline (issue 40;
@@ -54,5 +59,6 @@ def test_vsix_in_code_server_shows_ghost_text_and_reviews_edits(tmp_path):
         "vscode-proposal-diff.png",
         "vscode-proposal-accepted.png",
         "vscode-ready-reask.png",
+        "vscode-next-edit.png",
     ):
         assert (shots / name).exists(), name

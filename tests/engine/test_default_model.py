@@ -12,8 +12,8 @@ import pytest
 from difill.engine.api import FillOptions
 from difill.engine.infill import InfillEngine
 from difill.engine.model import DEFAULT_MODEL_DIR, load_model
-from difill.engine.syntax import parses
 from difill.engine.tokens import encode
+from difill.text.syntax import parses
 
 HELD_OUT_CASES = [
     (

@@ -181,11 +181,11 @@ def test_out_of_memory_degrades_to_one_shorter_candidate(engine, monkeypatch):
     calls = []
     original = engine._denoise
 
-    def flaky(cache, canvases, *args, **kwargs):
-        calls.append(len(canvases))
+    def flaky(cache, request, *args, **kwargs):
+        calls.append(request.canvas.shape[0])  # canvas rows: one per candidate hole length
         if len(calls) == 1:
             raise torch.OutOfMemoryError("simulated")
-        return original(cache, canvases, *args, **kwargs)
+        return original(cache, request, *args, **kwargs)
 
     monkeypatch.setattr(engine, "_denoise", flaky)
     result = engine.fill(PREFIX, SUFFIX, FillOptions(max_hole_tokens=16, max_steps=3))

@@ -14,13 +14,17 @@ import pytest
 from stdio_client import StdioServer, encode, frame
 
 URI = "file:///tmp/malformed/a.py"
-TEXT = "def area(width, height):\n    return width * \n"
+# The cursor ends the last line, whose start repeats a line above: a draft from the document, so
+# the answer is known ("height") whatever the tiny model writes; a server that lost the document
+# or its sync cannot give it.
+TEXT = "def area(width, height):\n    return width * height\n\n\ndef volume(width, height):\n    return width * \n"
+EXPECTED = "height"
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 UNKNOWN = {"jsonrpc": "2.0", "id": 77, "method": "difill/noSuchMethod", "params": {}}
 UNKNOWN_BODY = json.dumps(UNKNOWN).encode()
 VALID_PARAMS = {
     "textDocument": {"uri": URI},
-    "position": {"line": 1, "character": 19},
+    "position": {"line": 5, "character": 19},
     "context": {"triggerKind": 1},
 }
 
@@ -98,11 +102,25 @@ def server(tiny_model_dir, tmp_path_factory):
     assert server.close() == 0, server.stderr_text()[-3000:]  # a clean shutdown after all of it
 
 
-def assert_still_serving(server: StdioServer) -> None:
-    """A valid inline completion request right afterwards gets its answer."""
-    response = server.request("textDocument/inlineCompletion", VALID_PARAMS, timeout=30)
+def first_text(response: dict) -> str:
     assert "error" not in response, response
-    assert isinstance(response["result"]["items"], list)
+    items = response["result"]["items"]
+    assert items, response
+    return items[0]["insertText"]
+
+
+def assert_still_serving(server: StdioServer) -> None:
+    """A valid inline completion request right afterwards gets its answer, computed from the
+    document.  The document is reopened first: after a message it could not read, the server
+    holds every open document out of sync (no model work for it until it is reopened; the lost
+    message may have been a change)."""
+    server.notify("textDocument/didClose", {"textDocument": {"uri": URI}})
+    server.notify(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": URI, "languageId": "python", "version": 1, "text": TEXT}},
+    )
+    response = server.request("textDocument/inlineCompletion", VALID_PARAMS, timeout=30)
+    assert first_text(response) == EXPECTED, response
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -122,7 +140,7 @@ def test_malformed_input_is_answered_per_jsonrpc_and_the_next_request_works(serv
     assert [(a.get("id"), a.get("error", {}).get("code")) for a in answers] == expected, answers
     assert all("id" in a and a.get("jsonrpc") == "2.0" for a in answers)  # the id is there, null or not
     assert "error" not in answer and isinstance(answer["result"]["items"], list), answer
-    assert server.alive()
+    assert_still_serving(server)
 
 
 def test_nothing_unexpected_was_answered(server):
@@ -147,7 +165,7 @@ def test_a_huge_document_is_synced_and_completed(server):
         },
         timeout=60,
     )
-    assert isinstance(response["result"]["items"], list)
+    assert first_text(response) == "value = 1", response  # the line the document repeats
     server.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
     assert_still_serving(server)
 

@@ -41,6 +41,7 @@ from hostile_checkpoint import CODE_MARKER, PICKLE_MARKER, build_hostile_checkpo
 from server_hooks import hook_env, hook_events
 from stdio_client import BASE_ENV, StdioServer
 
+from difill.engine.backends import BackendSpec
 from difill.server.engine_host import EngineHost, LoadProgress
 
 URI = "file:///tmp/security/a.py"
@@ -224,7 +225,8 @@ async def test_a_password_in_the_remote_url_is_never_shown_or_logged(caplog):
     try:
         with caplog.at_level(logging.DEBUG, logger="difill"):
             await host.load(
-                None, "cpu", LoadProgress(), f"http://difill:{URL_PASSWORD}@127.0.0.1:{echo.port}"
+                BackendSpec(None, "cpu", f"http://difill:{URL_PASSWORD}@127.0.0.1:{echo.port}"),
+                LoadProgress(),
             )
     finally:
         host.shutdown()

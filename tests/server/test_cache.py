@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from difill.server.features.suggestions.cache import Asked, SuggestionCache
+
+pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/conftest.py)
 
 GHOST = Asked(invoked=False, newline="\n")
 

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from difill.server.features.suggestions.completion import WORD_CHARS, typed_word
+
+pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/conftest.py)
 
 
 def test_the_typed_word_is_found_at_the_end_of_the_line():

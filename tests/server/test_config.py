@@ -6,6 +6,8 @@ import pytest
 
 from difill.server.config import Settings, SettingsLayers, parse_settings, section_of
 
+pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/conftest.py)
+
 
 def test_valid_settings_are_taken():
     settings, problems = parse_settings(
@@ -74,9 +76,9 @@ def test_remote_must_be_an_http_url():
 
 
 def test_remote_canvas_is_auto_seeded_or_plain_and_reloads():
-    from difill.server.config import RELOAD_FIELDS
+    from difill.server.config import needs_reload
 
-    assert Settings().remote_canvas == "auto" and "remote_canvas" in RELOAD_FIELDS
+    assert Settings().remote_canvas == "auto" and needs_reload(Settings(), Settings(remote_canvas="plain"))
     assert parse_settings({"remoteCanvas": "seeded"}, Settings())[0].remote_canvas == "seeded"
     settings, problems = parse_settings({"remoteCanvas": "always"}, Settings(remote_canvas="plain"))
     assert settings.remote_canvas == "plain" and "auto, seeded, plain" in problems[0]
@@ -190,3 +192,32 @@ def test_a_non_finite_number_is_reported_not_raised():
         "maxTokens must be an integer between 1 and 512, got inf; using 32",
         "steps must be an integer between 1 and 1024, got nan; using 12",
     ]
+
+
+# ---- the backend the settings name: built once (BackendSpec), compared to decide a reload ----
+
+
+def test_the_backend_spec_carries_every_backend_setting():
+    from difill.engine.backends import BackendSpec, EngineChoice
+    from difill.server.config import backend_spec
+
+    settings = Settings(
+        model_path="/m", device="cpu", remote="http://gpu:8765", remote_canvas="plain", engine="llamacpp",
+        gguf_path="/m.gguf", llamacpp_worker="/w", llamacpp_threads=3, llamacpp_gpu_layers=7,
+    )  # fmt: skip
+    engine = EngineChoice("llamacpp", "/m.gguf", "/w", 3, 7)
+    assert backend_spec(settings) == BackendSpec("/m", "cpu", "http://gpu:8765", "plain", engine)
+    assert backend_spec(Settings()).engine.threads is None  # 0: half the cores, as torch takes
+
+
+def test_only_a_setting_of_the_backend_reloads_it():
+    from difill.server.config import needs_reload
+
+    for change in (
+        {"model_path": "/other"}, {"device": "cpu"}, {"remote": "http://x"}, {"remote_canvas": "seeded"},
+        {"engine": "torch"}, {"gguf_path": "/g"}, {"llamacpp_worker": "/w"}, {"llamacpp_threads": 2},
+        {"llamacpp_gpu_layers": 1},
+    ):  # fmt: skip
+        assert needs_reload(Settings(), Settings(**change)), change
+    for change in ({"max_tokens": 8}, {"steps": 3}, {"context_drafts": "off"}, {"languages": ("python",)}):
+        assert not needs_reload(Settings(), Settings(**change)), change

@@ -18,6 +18,8 @@ from difill.server.context.imports import (
 from difill.server.context.index import WorkspaceIndex
 from difill.server.draft_policy import drafts_at, is_sure
 
+pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/conftest.py)
+
 DOCUMENT = '''"""A helper_unused in a docstring is prose."""
 from .base import Thing
 import os.path

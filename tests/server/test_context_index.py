@@ -15,6 +15,8 @@ from difill.server.context import files
 from difill.server.context.index import IndexLimits, WorkspaceIndex
 from difill.server.draft_policy import drafts_at, is_sure
 
+pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/conftest.py)
+
 UTIL = '''def load_config(path):
     """Read the configuration file."""
     return open(path).read()

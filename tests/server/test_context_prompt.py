@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 from tokenizers import Tokenizer
 
+from difill.server.context.found import Snippet
 from difill.server.context.index import WorkspaceIndex
 from difill.server.context.prompt import approximate_tokens, snippet_block
-from difill.server.context.retrieval import Snippet
+
+pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/conftest.py)
 
 SHIPPED_TOKENIZER = Path(__file__).parents[2] / "engine" / "default_model" / "tokenizer.json"
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from difill.server.context.store import IndexedFile, Store
+
+pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/conftest.py)
 
 
 def add(store: Store, path: str, text: str) -> int:

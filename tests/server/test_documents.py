@@ -9,6 +9,8 @@ from lsprotocol import types
 
 from difill.server.documents import UTF8, UTF16, UTF32, Document, Documents, code_units
 
+pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/conftest.py)
+
 ENCODINGS = (UTF8, UTF16, UTF32)
 LINE = 's = "é한😀x"'  # 2-byte, 3-byte and 4-byte (astral, a surrogate pair in UTF-16) characters
 

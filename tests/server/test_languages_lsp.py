@@ -13,7 +13,7 @@ import re
 import pytest
 from lsp_helpers import inline_params, open_document, running_server
 
-from difill.engine.languages import LANGUAGES
+from difill.text.languages import LANGUAGES
 
 ASYNC = pytest.mark.asyncio(loop_scope="session")
 CURSOR = "█"

@@ -11,8 +11,8 @@ from lsp_helpers import changed_settings, open_document, send_raw_request, wait_
 from lsprotocol import types
 from pygls.exceptions import JsonRpcContentModified, JsonRpcException, JsonRpcRequestCancelled
 
-from difill.engine.syntax import syntax_errors
 from difill.server.features.edits.diff import Replacement, apply_replacements
+from difill.text.syntax import syntax_errors
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

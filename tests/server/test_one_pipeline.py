@@ -15,7 +15,7 @@ import sys
 from lsp_helpers import inline_params, open_document, running_server
 
 from difill.engine.api import Candidate, FillResult, FillStats
-from difill.engine.backends.serve_http import FillService, build_app, serve_in_thread
+from difill.server.serve_http import FillService, build_app, serve_in_thread
 from difill.server.served import ServedModel
 
 DOCUMENT = "def area(w, h):\r\n    \r\n\r\nprint(area(2, 3))\r\n"

@@ -15,6 +15,8 @@ from difill.server.engine_host import Job
 from difill.server.features.edits.proposals import Proposal, Proposals, changed_span
 from difill.server.features.edits.service import DRAFT_INTERVAL_S, Drafts
 
+pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/conftest.py)
+
 URI = "file:///tmp/p.py"
 TEXT = "a = 1\nb = 2\nc = 3\n"
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import difill.server.draft_policy as draft_policy
 from difill.engine.api import Candidate, FillResult, FillStats
 from difill.server.config import Settings
+from difill.server.context.found import Retrieval
 from difill.server.served import ServedModel
 
 DOC = "total = compute_total(items, tax)\nprint(total)\n\nother = compute_"
@@ -29,7 +30,7 @@ def test_drafts_come_from_the_document_then_the_sources_cut_to_the_shape():
     engine = RecordingEngine()
     served = ServedModel(engine, Settings(max_tokens=16, context_drafts="seed"))
     sources = [("pkg/util.py", "x = compute_mean(values)\n"), ("pkg/other.py", "compute_sum(a, b)\n")]
-    shown = served.suggest(DOC, len(DOC), sources=sources)
+    shown = served.suggest(DOC, len(DOC), retrieval=Retrieval(sources, []))
     # The current document first; a rest-of-line request gets each draft's first line only.
     assert [(d.text, d.source) for d in shown.drafts] == [
         ("total(items, tax)", "current"),
@@ -37,7 +38,10 @@ def test_drafts_come_from_the_document_then_the_sources_cut_to_the_shape():
         ("sum(a, b)", "pkg/other.py"),
     ]
     assert engine.options[-1].drafts == ("total(items, tax)", "mean(values)", "sum(a, b)")
-    assert shown.retrieved == "total(items, tax)"  # the best draft alone, through the filters
+    # The best draft alone, through the filters: the eval's retrieval row.
+    assert (
+        served.retrieved(DOC, len(DOC), "file:///untitled.py", Retrieval(sources, [])) == "total(items, tax)"
+    )
     assert shown.text == ""  # the engine answered nothing: retrieval alone is not shown
 
 
@@ -52,7 +56,7 @@ def test_text_after_the_cursor_is_searched_after_the_text_before_it():
 def test_off_asks_the_model_alone():
     engine = RecordingEngine()
     shown = ServedModel(engine, Settings(context_drafts="off")).suggest(
-        DOC, len(DOC), sources=[("a.py", "compute_x()\n")]
+        DOC, len(DOC), retrieval=Retrieval([("a.py", "compute_x()\n")], [])
     )
     assert engine.options[-1].drafts == () and shown.text == ""
 

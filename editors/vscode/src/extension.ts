@@ -28,6 +28,7 @@ import { Pacer } from "./pacing";
 import { becameReady, draftText, StatusParams, statusLogLine, statusView } from "./status";
 import { Proposals, proposalsCapability } from "./proposals";
 import { Draft, proposalOf } from "./proposalView";
+import { NextEdits } from "./nextEdits";
 
 let client: LanguageClient | undefined;
 let output: vscode.LogOutputChannel;
@@ -89,6 +90,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   defaultLogFile = path.join(context.logUri.fsPath, "server.log");
   proposals = new Proposals(() => client, (message) => output.info(message));
   context.subscriptions.push(proposals);
+  // The next edit after each edit (textDocument/copilotInlineEdit): Tab jumps, Tab accepts.
+  context.subscriptions.push(
+    new NextEdits(
+      () => client,
+      () => config().get("nextEdit"),
+      (message) => output.info(message),
+      vscode.Uri.joinPath(context.extensionUri, "media", "next-edit.svg"),
+    ),
+  );
 
   context.subscriptions.push(
     vscode.commands.registerCommand("difill.editSelectionWithInstruction", editSelectionWithInstruction),

@@ -24,13 +24,15 @@ const canvasStyle = vscode.window.createTextEditorDecorationType({
   opacity: "0.45",
 });
 const canvasTextStyle = vscode.window.createTextEditorDecorationType({});
-const removedStyle = vscode.window.createTextEditorDecorationType({
+/** How a diff's removed text looks; next edits (nextEdits.ts) draw theirs the same way. */
+export const REMOVED_TEXT: vscode.DecorationRenderOptions = {
   backgroundColor: new vscode.ThemeColor("diffEditor.removedTextBackground"),
   textDecoration: "line-through",
-});
+};
+const removedStyle = vscode.window.createTextEditorDecorationType(REMOVED_TEXT);
 const addedStyle = vscode.window.createTextEditorDecorationType({});
 
-const afterText = (o: Overlay, color: string, italic: boolean): vscode.DecorationOptions => ({
+export const afterText = (o: Overlay, color: string, italic: boolean): vscode.DecorationOptions => ({
   range: new vscode.Range(o.line, o.character, o.line, o.character),
   renderOptions: {
     after: {
@@ -42,7 +44,7 @@ const afterText = (o: Overlay, color: string, italic: boolean): vscode.Decoratio
   },
 });
 
-const asRange = (r: Range) => new vscode.Range(r.start.line, r.start.character, r.end.line, r.end.character);
+export const asRange = (r: Range) => new vscode.Range(r.start.line, r.start.character, r.end.line, r.end.character);
 
 export class Proposals implements vscode.CodeLensProvider, vscode.Disposable {
   private book = new ProposalBook();

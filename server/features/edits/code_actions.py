@@ -15,7 +15,6 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
-from difill.engine.text.characters import without_lone_surrogates
 from difill.server.features.edits.diff import workspace_edit
 from difill.server.features.edits.plans import (
     COMPLETE_BLOCK,
@@ -26,6 +25,7 @@ from difill.server.features.edits.plans import (
     available_edits,
 )
 from difill.server.request_context import RequestContext, document_for_request
+from difill.text.characters import without_lone_surrogates
 
 EDIT_SELECTION, FILL_HOLES_COMMAND, COMPLETE_BLOCK_COMMAND = (
     "difill.editSelection",

@@ -5,9 +5,9 @@
 * fill holes: every hole marker in the selection is filled in one canvas (``engine.fill_holes``);
   markers outside the selection are context, not holes, so they are left out of what the model sees;
 * complete block: an empty or stub body (``pass``, ``...``, ``todo!()``, ``throw new Error(...)``; each
-  language's, engine/languages.py) is replaced by a fill in the block's shape.
+  language's, text/languages.py) is replaced by a fill in the block's shape.
 
-The engine runs on the model thread; parsing and the text pipeline (engine/text) run on the
+The engine runs on the model thread; parsing and the text pipeline (text) run on the
 event loop.  Text goes to the engine in LF and comes back through the pipeline, which gives it the
 document's line endings.
 """
@@ -28,16 +28,16 @@ from difill.engine.api import (
     RewriteRequest,
     ShouldStop,
 )
-from difill.engine.languages import is_stub, language_of, spec_of
-from difill.engine.text.characters import line_start, without_unsafe
-from difill.engine.text.context import FillContext, prefix_window, suffix_window, to_lf
-from difill.engine.text.pipeline import shown_middles, shown_rewrite, shown_texts
-from difill.engine.text.rules import with_middles
-from difill.engine.text.shape import block_header_before
 from difill.server.config import Settings
 from difill.server.documents import Document
 from difill.server.served import context_for, edit_options, model_declines
 from difill.server.trees import SyntaxTrees
+from difill.text.characters import line_start, without_unsafe
+from difill.text.context import FillContext, prefix_window, suffix_window, to_lf
+from difill.text.languages import is_stub, language_of, spec_of
+from difill.text.pipeline import shown_middles, shown_rewrite, shown_texts
+from difill.text.rules import with_middles
+from difill.text.shape import block_header_before
 
 REWRITE, FILL_HOLES, COMPLETE_BLOCK = "rewrite", "fillHoles", "completeBlock"
 TITLES = {

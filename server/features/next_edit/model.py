@@ -25,14 +25,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from difill.engine.api import FillOptions, FillResult, InfillBackend, RewriteRequest, ShouldStop
-from difill.engine.text.characters import without_unsafe
-from difill.engine.text.context import prefix_window, suffix_window
 from difill.server.config import Settings
-from difill.server.context.prompt import LINE_COMMENT
 from difill.server.features.edits.plans import keep_edges
 from difill.server.features.edits.proposals import changed_span
 from difill.server.features.next_edit.history import Edit
 from difill.server.served import edit_options, model_declines
+from difill.text.characters import without_unsafe
+from difill.text.context import prefix_window, suffix_window
+from difill.text.languages import line_comment
 
 REGION_ABOVE = 4  # lines of the region above the cursor's line
 REGION_BELOW = 5  # and below it: 10 lines with the cursor's own
@@ -116,7 +116,7 @@ def region_around(text: str, offset: int) -> Region:
 def diff_block(edit: Edit, language_id: str) -> str:
     """The last edit as a diff in line comments (``# - old`` / ``# + new``); empty where the
     language has no line comment (text that is no comment would read as code)."""
-    comment = LINE_COMMENT.get(language_id)
+    comment = line_comment(language_id)
     if comment is None or not edit.before:
         return ""
     start, old_end, new_end = changed_span(edit.before, edit.after)

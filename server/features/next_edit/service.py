@@ -35,8 +35,6 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcContentModified, JsonRpcInvalidParams
 
 from difill.engine.api import BackendError, TooLarge
-from difill.engine.languages import language_of
-from difill.engine.syntax import syntax_errors
 from difill.server.config import Settings
 from difill.server.documents import Document, Documents
 from difill.server.engine_host import EngineHost, JobCancelled, Jobs, OneJobPerDocument
@@ -44,6 +42,8 @@ from difill.server.features.edits.service import range_json
 from difill.server.features.next_edit import model
 from difill.server.features.next_edit.history import EditHistory
 from difill.server.features.next_edit.patterns import pattern_of, places
+from difill.text.languages import language_of
+from difill.text.syntax import syntax_errors
 
 log = logging.getLogger("difill.server.next_edit")
 

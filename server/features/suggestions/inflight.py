@@ -12,10 +12,11 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from difill.engine.text.context import FillContext, to_lf
 from difill.server.config import Settings
 from difill.server.engine_host import Job
 from difill.server.features.suggestions.cache import MAX_TYPED_AHEAD, Asked
+from difill.server.served import SuggestionRequest
+from difill.text.context import FillContext, to_lf
 
 
 def typed_run(before: str, offset: int, after: str, max_chars: int = MAX_TYPED_AHEAD) -> str | None:
@@ -33,10 +34,7 @@ def typed_run(before: str, offset: int, after: str, max_chars: int = MAX_TYPED_A
 class RunningFill:
     """One suggestion fill that the worker runs or will run, and what it was computed for."""
 
-    uri: str
-    text: str  # the document's text when the fill started
-    offset: int  # the cursor in ``text``
-    ctx: FillContext
+    request: SuggestionRequest  # the document's text when the fill started, and its cursor
     asked: Asked
     settings: Settings  # the editor's settings it runs with (steps, maxTokens, ...)
     job: Job
@@ -49,7 +47,22 @@ class RunningFill:
     # Speculative only: what the user would type from where ghost text was shown to reach this
     # fill's cursor (the suggestion, and a line break when it ends the line)
     path: str = ""
-    language_id: str = ""  # the editor's name of the document's language
+
+    @property
+    def uri(self) -> str:
+        return self.request.uri
+
+    @property
+    def text(self) -> str:
+        return self.request.text
+
+    @property
+    def offset(self) -> int:
+        return self.request.offset
+
+    @property
+    def ctx(self) -> FillContext:
+        return self.request.ctx
 
     def on_draft(self, text: str, step: int) -> None:  # noqa: ARG002 - the engine's DraftCallback
         self.draft = text

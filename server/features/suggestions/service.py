@@ -1,7 +1,7 @@
 """Suggestions at a cursor, shared by inline completion and the completion fallback.
 
-document -> FillContext (engine/text/context.py) -> cache or engine (off the event loop) ->
-the text pipeline (engine/text/pipeline.py) -> distinct texts, best first.  A result computed
+document -> FillContext (text/context.py) -> cache or engine (off the event loop) ->
+the text pipeline (text/pipeline.py) -> distinct texts, best first.  A result computed
 for a document version that is no longer current is dropped, never returned.
 
 A typist sends a change and a request on every key, so a fill is not thrown away when the user
@@ -24,32 +24,21 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from difill.engine.api import FillResult, InfillBackend
-from difill.engine.text.context import FillContext
-from difill.engine.text.filters import keep_line_endings
-from difill.engine.text.pipeline import shown_texts
-from difill.engine.text.shape import only_closers
 from difill.server.config import Settings
-from difill.server.context.drafts import Draft
-from difill.server.context.prompt import snippet_block
-from difill.server.context.retrieval import Retrieval
 from difill.server.documents import Document, Documents
-from difill.server.draft_policy import drafts_result, fitting_drafts, is_sure
 from difill.server.engine_host import EngineHost, JobCancelled, Jobs, ModelState, OneJobPerDocument
 from difill.server.features.suggestions.cache import Asked, SuggestionCache
 from difill.server.features.suggestions.inflight import KeptWork, RunningFill
-from difill.server.served import context_for, suggestion_fill
+from difill.server.served import SuggestionRequest, Workspace, context_for, drafts_without_model, suggest
 from difill.server.trees import SyntaxTrees
+from difill.text.context import FillContext
+from difill.text.filters import keep_line_endings
+from difill.text.shape import only_closers
 
 log = logging.getLogger("difill.server.suggestions")
 
 RECENT_ANSWERS = 16  # model answers that the recent latency in difill/status is the median of
 SPECULATIVE_VERSION = -1  # the syntax tree of a text the document does not have (yet)
-
-# (uri, text, offset, language id) -> (source, LF text) pairs where drafts are looked for after the
-# document itself: open documents, then workspace files (server/context, the workspace index).
-# The workspace index's context for a cursor (uri, text, offset, language id); None while it is off.
-ContextSource = Callable[[str, str, int, str], Retrieval | None]
 
 
 @dataclass(frozen=True)
@@ -76,12 +65,12 @@ class SuggestionService(OneJobPerDocument):
         settings: Callable[[], Settings],
         trees: SyntaxTrees | None = None,
         speculate: bool = True,
-        context_source: ContextSource | None = None,
+        workspace: Workspace | None = None,
         excluded: Callable[[str], bool] = lambda uri: False,
     ) -> None:
         self.documents = documents
         self.excluded = excluded  # a document on the secrets deny list (server/context/policy.py)
-        self.context_source = context_source
+        self.workspace = workspace  # the workspace index (server/context/feature.py)
         self.host = host
         self.settings = settings
         self.trees = trees or SyntaxTrees()
@@ -110,6 +99,7 @@ class SuggestionService(OneJobPerDocument):
         count = settings.candidates if invoked else 1
         started = time.perf_counter()
         ctx = self.context_at(document, offset)
+        request = SuggestionRequest(document.uri, document.text, offset, document.language_id, ctx, invoked)
         asked = asked_for(ctx, invoked)
 
         hit = self.cache.lookup(asked, ctx.prefix, ctx.suffix)
@@ -137,15 +127,15 @@ class SuggestionService(OneJobPerDocument):
         if settings.debounce_ms:
             await asyncio.sleep(settings.debounce_ms / 1000)
         if self.host.state is ModelState.LOADING:  # drafts need no model: offer them meanwhile
-            early = await asyncio.to_thread(self._drafts_while_loading, document, offset, ctx, settings)
+            # On a thread: the workspace's sources may be large.
+            early = await asyncio.to_thread(drafts_without_model, settings, request, self.workspace)
             if early:
                 return Suggestions(early[:count], "drafts while loading", auto_closed(ctx))
         if await self.host.wait_ready(settings.load_wait_ms / 1000) is None:
             return Suggestions([], self.host.state.value)
         if (stale := self._stale(document)) is not None:  # changed while this waited: not worth a fill
             return stale
-        fill = self._start(document.uri, document.text, offset, ctx, asked, settings,
-                           language_id=document.language_id)  # fmt: skip
+        fill = self._start(request, asked, settings)
         try:
             texts = await self._wait(fill)
         except JobCancelled:
@@ -164,39 +154,31 @@ class SuggestionService(OneJobPerDocument):
     # ------------------------------------------------------------------ fills
 
     def _start(
-        self,
-        uri: str,
-        text: str,
-        offset: int,
-        ctx: FillContext,
-        asked: Asked,
-        settings: Settings,
-        path: str = "",
-        language_id: str = "",
+        self, request: SuggestionRequest, asked: Asked, settings: Settings, path: str = ""
     ) -> RunningFill:
-        """A fill for ``ctx`` on the worker; it cancels the document's fill in flight.  With a
-        ``path`` it is speculative: ``text`` is the document after typing ``path`` at the cursor."""
-        job = self.jobs.start(uri)
-        fill = RunningFill(uri, text, offset, ctx, asked, settings, job, speculative=bool(path), path=path,
-                           language_id=language_id)  # fmt: skip
-        self.running[uri] = fill
+        """A fill for ``request`` on the worker; it cancels the document's fill in flight.  With a
+        ``path`` it is speculative: the request's text is the document after typing ``path`` at
+        the cursor."""
+        job = self.jobs.start(request.uri)
+        fill = RunningFill(request, asked, settings, job, speculative=bool(path), path=path)
+        self.running[request.uri] = fill
         fill.task = asyncio.ensure_future(self._run(fill, settings))
         fill.task.add_done_callback(lambda task: self._ended(fill, task))
         return fill
 
     async def _run(self, fill: RunningFill, settings: Settings) -> list[str]:
-        """The fill on the worker; its shown texts go to the cache for the text it was computed for
-        (the cache is keyed on that text, so this holds even if the document moved on)."""
-
-        def run(engine: InfillBackend) -> FillResult:
-            drafts, block = self._context(fill)
-            return suggestion_fill(engine, fill.ctx, settings, fill.asked.invoked, drafts, fill.language_id,
-                                   fill.job.should_stop, on_draft=fill.on_draft, context_block=block)  # fmt: skip
-
+        """The fill on the worker: the one suggestion path (server/served.py ``suggest``).  Its
+        shown texts go to the cache for the text it was computed for (the cache is keyed on that
+        text, so this holds even if the document moved on)."""
         try:
-            result = await self.host.run(
+            shown = await self.host.run(
                 fill.job,
-                run,
+                suggest,
+                settings,
+                fill.request,
+                self.workspace,
+                fill.job.should_stop,
+                fill.on_draft,
                 # Speculation runs as a long job: an urgent (real) fill runs between its steps.
                 urgent=not fill.speculative,
                 background=fill.speculative,
@@ -205,40 +187,8 @@ class SuggestionService(OneJobPerDocument):
             self.jobs.finish(fill.job)
             if self.running.get(fill.uri) is fill:
                 del self.running[fill.uri]
-        texts = shown_texts(result.candidates, fill.ctx)
-        self.cache.store(fill.asked, fill.ctx.prefix, fill.ctx.suffix, texts)
-        return texts
-
-    def _context(self, fill: RunningFill) -> tuple[list[Draft], str]:
-        """The context's drafts for the fill's cursor, shaped, and the snippet block for the
-        model; on the worker (the sources may be megabytes: find_drafts bounds the work)."""
-        return self._drafts_and_block(
-            fill.uri, fill.text, fill.offset, fill.language_id, fill.ctx, fill.settings
-        )
-
-    def _drafts_and_block(
-        self, uri: str, text: str, offset: int, language_id: str, ctx: FillContext, settings: Settings
-    ) -> tuple[list[Draft], str]:
-        retrieval = self.context_source(uri, text, offset, language_id) if self.context_source else None
-        block = snippet_block(retrieval.snippets, language_id, settings.snippet_tokens) if retrieval else ""
-        if settings.context_drafts == "off":
-            return [], block
-        sources, index_drafts = (retrieval.sources, retrieval.drafts) if retrieval else ((), ())
-        return fitting_drafts(text, offset, ctx, sources, index_drafts), block
-
-    def _drafts_while_loading(
-        self, document: Document, offset: int, ctx: FillContext, settings: Settings
-    ) -> list[str]:
-        """The drafts "show" would make the ghost text with no model run, as they would be shown;
-        none unless ``contextDrafts`` is "show" or "auto" (which checkpoint loads, and so what
-        "auto" means for it, is not known yet).  On a thread: the sources may be large."""
-        if settings.context_drafts not in ("show", "auto"):
-            return []
-        drafts, _ = self._drafts_and_block(
-            document.uri, document.text, offset, document.language_id, ctx, settings
-        )
-        sure = [d for d in drafts if is_sure(d)]
-        return shown_texts(drafts_result(sure).candidates, ctx) if sure else []
+        self.cache.store(fill.asked, fill.ctx.prefix, fill.ctx.suffix, shown.texts)
+        return shown.texts
 
     async def _wait(self, fill: RunningFill) -> list[str]:
         """The fill's texts.  If this request is cancelled ($/cancelRequest), the fill is not: it
@@ -286,9 +236,8 @@ class SuggestionService(OneJobPerDocument):
         tree = self.trees.tree(document.uri, document.language_id, SPECULATIVE_VERSION, text)
         ctx = context_for(text, at, document.language_id, document.uri, settings, tree)
         if self.cache.lookup(asked, ctx.prefix, ctx.suffix) is None:
-            self._start(
-                document.uri, text, at, ctx, asked, settings, path=path, language_id=document.language_id
-            )
+            request = SuggestionRequest(document.uri, text, at, document.language_id, ctx, asked.invoked)
+            self._start(request, asked, settings, path=path)
 
     def _stale(self, document: Document) -> Suggestions | None:
         current = self.documents.get(document.uri)

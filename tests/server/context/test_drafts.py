@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from difill.server.context.drafts import Draft, find_drafts
+
+pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/conftest.py)
 
 
 def test_continues_after_an_earlier_match_in_the_current_document():

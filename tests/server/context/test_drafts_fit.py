@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from difill.engine.syntax import parser_for
-from difill.engine.text.context import build_context
+import pytest
+
 from difill.server.context.drafts import find_drafts, in_prose
 from difill.server.context.index import WorkspaceIndex
 from difill.server.draft_policy import drafts_at, fitting_drafts
+from difill.text.context import build_context
+from difill.text.syntax import parser_for
+
+pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/conftest.py)
 
 SOURCE = "        return max(0, min(result, self.max_wait))\n"
 

@@ -12,6 +12,8 @@ import pytest
 
 from difill.server.context import ignore
 
+pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/conftest.py)
+
 RULES = """\
 # a comment
 *.log

@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 
 from difill.server.context import files
+from difill.server.context.found import Snippet
 from difill.server.context.index import WorkspaceIndex
 from difill.server.context.policy import REDACTED, ContextPolicy, redact
 from difill.server.context.prompt import snippet_block
-from difill.server.context.retrieval import Snippet
+
+pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/conftest.py)
 
 KEY = "sk-proj-Zq8vN3xK2mLp9RtY7wEaB4cD6fGh1JkL"
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ8vN3xK2m"

@@ -7,6 +7,8 @@ import pytest
 from difill.server.features.next_edit.history import EditHistory
 from difill.server.features.next_edit.patterns import pattern_of, places
 
+pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/conftest.py)
+
 
 def applied(text: str, before: str) -> list[str]:
     """The document after each place's edit, line by line where it lands."""

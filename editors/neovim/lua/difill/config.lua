@@ -30,7 +30,7 @@
 ---@field indexMaxBytes? integer   memory the workspace index may hold, in bytes
 ---@field indexMaxFileBytes? integer a larger file is not indexed
 ---@field snippetTokens? integer   token budget of the snippets from other files (0: none)
----@field nextEdit? string         "drafts" (the last edit again where it applies), "on" (and the model's edits), "model" or "off"
+---@field nextEdit? "on"|"drafts"|"model"|"off"  next-edit suggestions after an edit ("drafts": the last edit again where it applies; "on": also the model's; "model": the model's alone, a measurement; "off": none)
 ---@field contextExclude? string[] gitignore patterns of files never read or sent, beyond the secrets deny list
 
 ---@class difill.Keymaps
@@ -47,6 +47,12 @@
 ---@field reject_edit string|false
 --- Normal-mode key for :DifillJump (scroll to the newest proposed edit).
 ---@field jump_edit string|false
+--- Normal- and insert-mode key for the next edit: jump to it, again to accept it
+--- (<Plug>(difill-next-edit), :DifillNextEdit).
+---@field next_edit string|false
+--- Normal-mode key to dismiss the next edit (<Plug>(difill-next-edit-dismiss)); in insert mode
+--- the `dismiss` key drops it too.
+---@field dismiss_next_edit string|false
 
 ---@class difill.Config
 ---@field cmd string[]                  how to start the server (stdio LSP)
@@ -60,9 +66,10 @@
 ---@field keymaps difill.Keymaps|false  `false` sets no keymaps at all
 ---@field review_edits boolean         show each edit for review (:DifillAccept / :DifillReject) before it lands
 ---@field progress boolean             echo the model's loading progress in the message area
+---@field next_edit_debounce_ms integer quiet time after an edit before the next edit is asked for
 local defaults = {
   cmd = { "difill", "serve" },
-  -- Every language the server has a grammar for (engine/languages.py, docs/languages.md).
+  -- Every language the server has a grammar for (text/languages.py, docs/languages.md).
   filetypes = {
     "python", "javascript", "javascriptreact", "typescript", "typescriptreact",
     "go", "rust", "java", "kotlin", "c", "cpp", "cs", "ruby", "php", "lua", "sh", "bash",
@@ -85,9 +92,12 @@ local defaults = {
     accept_edit = "<leader>da",
     reject_edit = "<leader>dr",
     jump_edit = "<leader>dj",
+    next_edit = "<M-n>",
+    dismiss_next_edit = "<leader>dx",
   },
   review_edits = true,
   progress = true,
+  next_edit_debounce_ms = 250,
 }
 
 return defaults

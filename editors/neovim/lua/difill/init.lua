@@ -4,6 +4,7 @@
 local util = require("difill.util")
 local ghost = require("difill.ghost")
 local proposals = require("difill.proposals")
+local next_edit = require("difill.next_edit")
 
 local api = vim.api
 local M = {}
@@ -114,14 +115,37 @@ function M.next()
   end
 end
 
---- Hide the suggestion.
+--- Hide the suggestion (and the next edit).
 function M.dismiss()
   ghost.dismiss(buf())
+  next_edit.dismiss(buf())
   if builtin() and vim.lsp.inline_completion.is_enabled({ bufnr = buf() }) then
     -- Toggling is the only public way to drop the built-in's current item.
     vim.lsp.inline_completion.enable(false, { bufnr = buf() })
     vim.lsp.inline_completion.enable(true, { bufnr = buf() })
   end
+end
+
+------------------------------------------------------------------------------------------
+-- Next edits (issue 35): after an edit, the same edit where else it applies
+------------------------------------------------------------------------------------------
+
+--- Jump to the next edit shown, or apply it when the cursor is on its lines already (its own
+--- undo step). Returns "jump", "accept", or nil when there was none.
+---@return "jump"|"accept"|nil
+function M.next_edit()
+  return next_edit.jump_or_accept()
+end
+
+--- The next edit shown in the current buffer, `{text, range, textDocument}`, or nil.
+---@return table?
+function M.next_edit_shown()
+  return next_edit.current(buf())
+end
+
+--- Drop the next edit shown.
+function M.dismiss_next_edit()
+  next_edit.dismiss(buf())
 end
 
 ------------------------------------------------------------------------------------------
@@ -281,7 +305,9 @@ local function set_keymaps(bufnr)
   end
   local function map(mode, lhs, rhs, desc)
     if lhs then
-      vim.keymap.set(mode, lhs, rhs, { buffer = bufnr, desc = "difill: " .. desc })
+      -- remap: a <Plug> mapping on the right-hand side must be expanded.
+      vim.keymap.set(mode, lhs, rhs, { buffer = bufnr, desc = "difill: " .. desc, remap = type(rhs) == "string"
+        and rhs:sub(1, 6) == "<Plug>" })
     end
   end
   map("i", km.accept, M.accept, "accept suggestion")
@@ -292,6 +318,8 @@ local function set_keymaps(bufnr)
   map("n", km.accept_edit, "<Cmd>DifillAccept<CR>", "accept the proposed edit")
   map("n", km.reject_edit, "<Cmd>DifillReject<CR>", "reject the proposed edit (or stop it)")
   map("n", km.jump_edit, "<Cmd>DifillJump<CR>", "show the newest proposed edit")
+  map({ "n", "i" }, km.next_edit, "<Plug>(difill-next-edit)", "jump to the next edit, again to accept it")
+  map("n", km.dismiss_next_edit, "<Plug>(difill-next-edit-dismiss)", "dismiss the next edit")
 end
 
 --- A range command's callback: ``run(bufnr, range, cmd)`` with the command's range in the
@@ -332,6 +360,16 @@ local function create_commands()
   api.nvim_create_user_command("DifillJump", function()
     proposals.jump()
   end, { desc = "difill: scroll to the newest proposed edit in this buffer" })
+
+  api.nvim_create_user_command("DifillNextEdit", function()
+    if not M.next_edit() then
+      vim.notify("difill: no next edit in this buffer", vim.log.levels.WARN)
+    end
+  end, { desc = "difill: jump to the next edit, or accept it when the cursor is on it" })
+
+  api.nvim_create_user_command("DifillNextEditDismiss", function()
+    M.dismiss_next_edit()
+  end, { desc = "difill: dismiss the next edit" })
 
   api.nvim_create_user_command("DifillStatus", function()
     local lines = { M.status() }
@@ -406,6 +444,9 @@ end
 ---@param settings difill.ServerSettings
 function M.configure(settings)
   M.config.settings = vim.tbl_deep_extend("force", M.config.settings, settings)
+  if not next_edit.enabled() then
+    next_edit.dismiss_all() -- nextEdit off: what is shown goes too
+  end
   for _, client in ipairs(vim.lsp.get_clients({ name = "difill" })) do
     client.settings = { difill = json_object(M.config.settings) }
     client:notify("workspace/didChangeConfiguration", { settings = client.settings })
@@ -442,6 +483,19 @@ function M.setup(opts)
     vim.notify("difill: " .. M.start_error, vim.log.levels.ERROR)
   end
   proposals.highlights()
+  next_edit.highlights()
+  local next_key = cfg.keymaps and cfg.keymaps.next_edit
+  next_edit.opts = {
+    debounce_ms = cfg.next_edit_debounce_ms,
+    setting = function()
+      return M.config.settings.nextEdit -- read at each edit: configure() may change it
+    end,
+    key = next_key and next_key or ":DifillNextEdit",
+  }
+  -- <Plug> mappings, for users who pick their own keys (the defaults map to these).
+  vim.keymap.set({ "n", "i" }, "<Plug>(difill-next-edit)", M.next_edit, { desc = "difill: jump to / accept the next edit" })
+  vim.keymap.set({ "n", "i" }, "<Plug>(difill-next-edit-dismiss)", M.dismiss_next_edit,
+    { desc = "difill: dismiss the next edit" })
   local jump_key = cfg.keymaps and cfg.keymaps.jump_edit
   proposals.jump_hint = jump_key and (jump_key .. " or :DifillJump") or ":DifillJump"
 
@@ -558,6 +612,7 @@ function M.setup(opts)
       end
       -- Our renderer always serves trigger()/next(); on 0.12 it leaves typing to the built-in.
       ghost.attach(ev.buf, cfg.auto_trigger and not builtin())
+      next_edit.attach(ev.buf)
     end,
   })
   create_commands()

@@ -2,7 +2,7 @@
 shapes and filters need (comments, quotes, how a block ends, what an empty body looks like).
 
 This is the one home of language facts: ``language_of`` maps an editor's language id (or else the
-file's extension) to a language here; engine/syntax.py loads its grammar; engine/text/ reads the
+file's extension) to a language here; text/syntax.py loads its grammar; text/ reads the
 rest.  A language missing here still gets suggestions, shaped by text rules alone.
 """
 
@@ -111,6 +111,31 @@ def family_of(language: str | None) -> str | None:
 def spec_of(language: str | None) -> LanguageSpec | None:
     """The facts of a language named as ``language_of`` names it (None: unknown)."""
     return BY_NAME.get(language or "")
+
+
+# The line comment of languages difill has no grammar for, by the id editors send: the snippet
+# block and an edit's instruction are written as comments, and need nothing else.  A language in
+# neither table gets no snippet block (text that is not a comment there would read as code).
+OTHER_LINE_COMMENTS = {
+    **dict.fromkeys(
+        ["perl", "r", "yaml", "toml", "makefile", "dockerfile", "julia", "elixir", "nim", "coffeescript",
+         "powershell", "cmake"], "#"),
+    **dict.fromkeys(
+        ["swift", "scala", "dart", "groovy", "objective-c", "zig", "jsonc", "proto",
+         "solidity"], "//"),
+    **dict.fromkeys(["sql", "haskell", "ada", "elm"], "--"),
+    **dict.fromkeys(["clojure", "lisp", "scheme"], ";;"),
+}  # fmt: skip
+
+
+def line_comment(language_id: str | None, path: str = "") -> str | None:
+    """What starts a line comment in a document (its editor language id, or else its path's
+    extension); None when difill does not know.  The one comment-syntax table: the specs above,
+    then ``OTHER_LINE_COMMENTS``."""
+    spec = spec_of(language_of(language_id, path))
+    if spec is not None:
+        return spec.line_comment[0]
+    return OTHER_LINE_COMMENTS.get(language_id or "")
 
 
 DEFAULT_STUBS = ("pass", "...")

@@ -3,12 +3,13 @@ infilling model knows.  Torch-free, so that the local engine and the remote vLLM
 
 from __future__ import annotations
 
-COMMENT_PREFIXES = {"python": "#", "ruby": "#", "shellscript": "#", "lua": "--", "sql": "--", "haskell": "--"}
+from difill.text.languages import line_comment
 
 
 def with_instruction_comment(prefix: str, selection: str, instruction: str, language: str | None) -> str:
     """The prefix with the instruction as a comment on its own line just above the selection."""
-    marker = COMMENT_PREFIXES.get(language or "", "//" if language else "#")
+    # A language difill cannot name gets "//", the most common marker; no language at all, "#".
+    marker = line_comment(language) or ("//" if language else "#")
     line_start = prefix.rfind("\n") + 1
     current = prefix[line_start:] if prefix[line_start:].strip() else prefix[line_start:] + selection
     indent = current[: len(current) - len(current.lstrip(" \t"))]

@@ -5,7 +5,7 @@ scope, have no degenerate repetition, hold nothing the document already has, and
 document's indentation and line endings.  Each filter takes the suggestion (LF line endings,
 except after the last filter) and the request's ``FillContext`` and returns the suggestion,
 possibly shorter or empty.  pipeline.py runs them; each has golden-file tests under
-``tests/server/golden/<filter name>/``.
+``tests/text/golden/<filter name>/``.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import re
 from collections.abc import Callable
 from math import gcd
 
-from difill.engine.languages import BlockStyle, is_stub, spec_of
-from difill.engine.text import characters
-from difill.engine.text.context import FillContext
-from difill.engine.text.rules import (
+from difill.text import characters
+from difill.text.context import FillContext
+from difill.text.languages import BlockStyle, is_stub, spec_of
+from difill.text.rules import (
     OPENERS,
     closers_fit,
     code_only,
@@ -26,7 +26,7 @@ from difill.engine.text.rules import (
     unmatched_closers,
     unmatched_openers,
 )
-from difill.engine.text.shape import ShapeKind, indent_width, only_closers, opens_block
+from difill.text.shape import ShapeKind, indent_width, only_closers, opens_block
 
 Filter = Callable[[str, FillContext], str]
 
@@ -54,7 +54,7 @@ def middle_to_lf(text: str, ctx: FillContext) -> str:
 
 
 def drop_control_characters(text: str, ctx: FillContext) -> str:
-    """Cut at the first unsafe character (engine/text/characters.py): a C0 or C1 control (NUL,
+    """Cut at the first unsafe character (text/characters.py): a C0 or C1 control (NUL,
     escape, CSI, NEL), a bidirectional control or a zero-width character (which can make code
     read differently from what it does: "Trojan Source"), U+2028/U+2029, or U+FFFD (half a UTF-8
     sequence decoded).  An editor shows none of them usefully."""

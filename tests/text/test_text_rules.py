@@ -1,12 +1,16 @@
-"""The text rules and the pipeline's own steps (engine/text); the filters have golden files."""
+"""The text rules and the pipeline's own steps (text); the filters have golden files."""
 
 from __future__ import annotations
 
+import pytest
+
 from difill.engine.api import Candidate
-from difill.engine.syntax import parser_for
-from difill.engine.text.context import build_context
-from difill.engine.text.pipeline import shown_middles, shown_texts
-from difill.engine.text.rules import trim_suffix_overlap, with_middles
+from difill.text.context import build_context
+from difill.text.pipeline import shown_middles, shown_texts
+from difill.text.rules import trim_suffix_overlap, with_middles
+from difill.text.syntax import parser_for
+
+pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/conftest.py)
 
 MARKER = "<|hole|>"
 

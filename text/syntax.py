@@ -13,14 +13,14 @@ from importlib import import_module
 
 from tree_sitter import Language, Node, Parser
 
-from difill.engine.languages import spec_of
+from difill.text.languages import spec_of
 
 _per_thread = threading.local()
 
 
 @functools.cache
 def grammar_for(language: str | None) -> Language | None:
-    """The tree-sitter grammar of ``language`` (as engine/languages.py names it); None when it has
+    """The tree-sitter grammar of ``language`` (as text/languages.py names it); None when it has
     none or it is not installed.  Languages are immutable and safe to share between threads."""
     spec = spec_of(language)
     if spec is None:

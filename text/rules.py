@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from difill.engine.languages import spec_of
+from difill.text.languages import spec_of
 
 OPENERS = {")": "(", "]": "[", "}": "{"}
 CLOSERS = set(OPENERS)

@@ -1,4 +1,4 @@
-"""Golden files per language (tests/server/golden/languages/<language>/): each case's shape from
+"""Golden files per language (tests/text/golden/languages/<language>/): each case's shape from
 that language's grammar, and what the whole pipeline shows for a raw middle there.
 
 The filters' own golden cases (test_filters_golden.py) hold the cases of issue 23's filter
@@ -13,10 +13,12 @@ import pytest
 from golden_files import GOLDEN_DIR, read_case, write_expected
 
 from difill.engine.api import Candidate
-from difill.engine.languages import LANGUAGES
-from difill.engine.syntax import parser_for
-from difill.engine.text.context import build_context
-from difill.engine.text.pipeline import errors_around, shown_texts
+from difill.text.context import build_context
+from difill.text.languages import LANGUAGES
+from difill.text.pipeline import errors_around, shown_texts
+from difill.text.syntax import parser_for
+
+pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/conftest.py)
 
 LANGUAGE_DIR = GOLDEN_DIR / "languages"
 CASES = sorted(LANGUAGE_DIR.glob("*/*.txt"))

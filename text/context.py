@@ -2,7 +2,7 @@
 facts the filters need (line endings, indentation style, the string the cursor is in).
 
 Line endings are decided here, once per request: the windows are LF text (a lone CR is a line
-ending too, engine/text/characters.py), ``line_ending`` says what the document uses, and the last
+ending too, text/characters.py), ``line_ending`` says what the document uses, and the last
 filter (``keep_line_endings``) puts it back.  Every model and every filter in between sees LF only.
 """
 
@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from tree_sitter import Tree
 
-from difill.engine.languages import spec_of
-from difill.engine.text.characters import CRLF, LINE_ENDING, line_ending_of, to_lf
-from difill.engine.text.shape import Shape, decide_shape, string_quote_at
+from difill.text.characters import CRLF, LINE_ENDING, line_ending_of, to_lf
+from difill.text.languages import spec_of
+from difill.text.shape import Shape, decide_shape, string_quote_at
 
 # The engine cuts the prefix to its token budget itself (engine/tokens.py); the caller only has to
 # hand it enough characters.  Code runs at about 4 characters a token; 8 leaves room for long ones.
@@ -33,7 +33,7 @@ class FillContext:
     shape: Shape
     line_ending: str  # the document's line ending ("\n", "\r\n" or "\r"): suggestions end lines with it
     # One level of the document's indentation: "\t" or some spaces; "" when neither the document
-    # (no indented line) nor the language (engine/languages.py) decides it: the model's own stays.
+    # (no indented line) nor the language (text/languages.py) decides it: the model's own stays.
     indent_unit: str
     string_quote: str | None = None  # the quote of the string the cursor is in, if it is in one
 

@@ -9,7 +9,7 @@
 Tree-sitter (where a grammar is installed) says whether the cursor is in a comment or a string
 and whether a line's ``:`` or ``{`` really opens a block; plain text rules stand in for other
 languages.  What opens a block, what a string looks like and what an empty body is come from the
-language (engine/languages.py).  The caller hands in the tree (the server keeps one per document,
+language (text/languages.py).  The caller hands in the tree (the server keeps one per document,
 server/trees.py).
 
 Editors close brackets as they are typed, so the rest of the line is often only closers
@@ -24,8 +24,8 @@ from enum import Enum
 
 from tree_sitter import Node, Tree
 
-from difill.engine.languages import BlockStyle, LanguageSpec, is_stub, spec_of
-from difill.engine.text.characters import LINE_ENDING, line_start
+from difill.text.characters import LINE_ENDING, line_start
+from difill.text.languages import BlockStyle, LanguageSpec, is_stub, spec_of
 
 SHORT_TOKENS = 12  # a comment or string continuation: a few words
 BLOCK_LINES = 12  # the most lines an empty block body gets
@@ -33,7 +33,7 @@ SCOPE_LINES = 4  # the most lines a blank line elsewhere gets
 COMMENT_STARTS = ("#", "//", "--", "/*", "*", ";")
 # What an editor's auto-close leaves after the cursor: a rest of line of only these is no text.
 AUTO_CLOSED = set(")]}>\"'`;,")
-# Grammar node types (across the grammars of engine/languages.py) that are strings, and the code
+# Grammar node types (across the grammars of text/languages.py) that are strings, and the code
 # inside a string (``${x}``, ``#{x}``) that is not.
 STRING_TYPES = {
     "string", "string_literal", "interpreted_string_literal", "raw_string_literal", "template_string",

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from difill.engine.api import Candidate, FillOptions, FillResult, FillStats
-from difill.lab.quality import EVAL_URI, evaluate_served, load_served, typing_replay
+from difill.lab.quality import EVAL_URI, EvalPlan, evaluate_served, load_served, typing_replay
 from difill.lab.training.evaluate import eval_cases
 from difill.server.config import Settings
 from difill.server.served import ServedModel
@@ -80,7 +80,7 @@ def test_eval_runs_a_real_model_through_the_served_path(tmp_path: Path, tiny_mod
     corpus.mkdir()
     (corpus / "heldout.jsonl").write_text(json.dumps({"path": "p.py", "text": FILE}) + "\n")
     report = evaluate_served(
-        str(tiny_model_dir), None, corpus, per_shape=3, seed=1, typing_files=1, typing_lines=1
+        EvalPlan(str(tiny_model_dir), corpus, per_shape=3, seed=1, typing_files=1, typing_lines=1)
     )
     assert set(report["diffusion"]) == {"rest_of_line", "whole_line", "multi_line_2_5"}
     # The scores are those of what the served path shows for each case: ask it again, case by case.
@@ -103,7 +103,7 @@ def test_eval_runs_a_real_model_through_the_served_path(tmp_path: Path, tiny_mod
 
 def test_the_workspace_eval_alone_needs_no_corpus(tmp_path: Path, tiny_model_dir):
     """`difill eval --cases 0 --typing-files 0 --workspace-cases N`: no held-out split is read."""
-    report = evaluate_served(str(tiny_model_dir), None, tmp_path / "no-corpus", per_shape=0, seed=1)
+    report = evaluate_served(EvalPlan(str(tiny_model_dir), tmp_path / "no-corpus", per_shape=0, seed=1))
     assert report["diffusion"] == {} and "diffusion_typing" not in report
 
 

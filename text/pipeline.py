@@ -15,15 +15,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from difill.engine.api import Candidate
-from difill.engine.syntax import parser_for, syntax_errors
-from difill.engine.text.context import FillContext, build_context
-from difill.engine.text.filters import (
+from difill.text.context import FillContext, build_context
+from difill.text.filters import (
     HOLE_PIPELINE,
     PIPELINE,
     REWRITE_PIPELINE,
     apply_filters,
     keep_line_endings,
 )
+from difill.text.syntax import parser_for, syntax_errors
 
 PARSE_WINDOW_CHARS = 2000  # context around a fill that the parser sees when ranking candidates
 # Candidates one answer may rank: each is filtered and parsed on the server's event loop, so a

@@ -8,7 +8,7 @@ Starlette and uvicorn serve HTTP on an asyncio loop; the model never runs there.
 in a worker thread through ``BatchingBackend``, so concurrent requests share decoder passes, and
 a client that disconnects cancels its fill at the next denoising step.  Answers hold the middles
 as the model wrote them, in LF (CRLF in a request is read as LF): the caller's pipeline
-(engine/text) fits them to its document.
+(text) fits them to its document.
 
 Safety: binds 127.0.0.1 by default; with ``DIFILL_API_KEY`` set every request needs
 ``Authorization: Bearer <key>`` (401 otherwise), and without a key a non-loopback address is
@@ -47,15 +47,15 @@ from difill.engine.api import (
     RewriteRequest,
 )
 from difill.engine.backends import API_KEY_ENV
-from difill.engine.backends.loopback import host_header_is_loopback, is_loopback, origin_is_loopback
 from difill.engine.backends.wire import (
     OPTION_BOUNDS,
     fill_result_to_json,
     holes_result_to_json,
     options_from_json,
 )
-from difill.engine.text.characters import has_lone_surrogate
-from difill.engine.text.context import to_lf
+from difill.server.loopback import host_header_is_loopback, is_loopback, origin_is_loopback
+from difill.text.characters import has_lone_surrogate
+from difill.text.context import to_lf
 
 log = logging.getLogger("difill.http")
 MAX_BODY_BYTES = 8 * 1024 * 1024

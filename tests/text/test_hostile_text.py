@@ -8,14 +8,16 @@ import time
 import pytest
 
 from difill.engine.api import Candidate, FillResult, FillStats
-from difill.engine.syntax import parser_for
-from difill.engine.text.characters import first_unsafe, line_ending_of, line_start, to_lf
-from difill.engine.text.context import build_context
-from difill.engine.text.pipeline import MAX_CANDIDATES, distinct, shown_rewrite, shown_texts
 from difill.server.config import Settings
 from difill.server.documents import Document
 from difill.server.features.edits.plans import REWRITE, EditRequest, new_selection
 from difill.server.trees import SyntaxTrees
+from difill.text.characters import first_unsafe, line_ending_of, line_start, to_lf
+from difill.text.context import build_context
+from difill.text.pipeline import MAX_CANDIDATES, distinct, shown_rewrite, shown_texts
+from difill.text.syntax import parser_for
+
+pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/conftest.py)
 
 
 def context(text: str, offset: int, language: str | None = "python"):

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from difill.engine.languages import language_of
-from difill.engine.syntax import parser_for
-from difill.engine.text.shape import ShapeKind, decide_shape
 from difill.server.documents import Document
 from difill.server.trees import SyntaxTrees
+from difill.text.languages import language_of
+from difill.text.shape import ShapeKind, decide_shape
+from difill.text.syntax import parser_for
+
+pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/conftest.py)
 
 CURSOR = "█"
 

@@ -8,10 +8,12 @@ import pytest
 from golden_files import cases, read_case, write_expected
 
 from difill.engine.api import Candidate
-from difill.engine.syntax import parser_for
-from difill.engine.text import filters
-from difill.engine.text.context import build_context
-from difill.engine.text.pipeline import shown_texts
+from difill.text import filters
+from difill.text.context import build_context
+from difill.text.pipeline import shown_texts
+from difill.text.syntax import parser_for
+
+pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/conftest.py)
 
 FILTERS = {
     "limit_to_scope": filters.limit_to_scope,

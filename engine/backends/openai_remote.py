@@ -1,0 +1,155 @@
+"""An OpenAI-compatible server (vLLM serving DiffusionGemma, mlx-vlm, ...).
+
+Each request tries difill's own seeded canvas first where the server keeps vLLM #57250's contract
+(engine/backends/vllm.py; ``RemoteConfig.canvas``), else the plain path of engine/backends/openai.py:
+``/v1/completions`` with ``suffix``, or the chat prompt (``RemoteConfig.fim``; ``auto`` takes chat
+from the first time the server refuses ``suffix`` on).  Holes without the seeded canvas are filled
+one request each, left to right.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from difill.engine.api import (
+    DEFAULT_HOLE_MARKER,
+    HOLE_TOKENS,
+    DraftCallback,
+    FillOptions,
+    FillResult,
+    HolesResult,
+    RewriteRequest,
+    ShouldStop,
+)
+from difill.engine.backends import answers, openai
+from difill.engine.backends.remote import RemoteBackend, RemoteConfig
+from difill.engine.backends.transport import HttpStatusError, HttpTransport
+from difill.engine.backends.vllm import SeededCanvasClient
+from difill.text.rules import trim_to_hole, with_middles
+
+
+class OpenAIRemote(RemoteBackend):
+    protocol = "openai"
+    server_kind = "OpenAI-compatible"
+
+    def __init__(self, config: RemoteConfig, transport: HttpTransport | None = None) -> None:
+        super().__init__(config, transport)
+        self.model = config.model  # found with /v1/models on first use when not given
+        self.fim = config.fim  # "auto" becomes "chat" once the server refuses `suffix`
+        self.seeded = SeededCanvasClient(
+            self._post, self._model, self.transport.shown_url, config.canvas, config.canvas_length,
+            config.vocab_size,
+        )  # fmt: skip
+
+    def describe_path(self) -> str:
+        return self.seeded.describe()
+
+    def fill(
+        self,
+        prefix: str,
+        suffix: str,
+        options: FillOptions | None = None,
+        should_stop: ShouldStop | None = None,
+        on_draft: DraftCallback | None = None,  # noqa: ARG002 - remote fills send no drafts
+    ) -> FillResult:
+        options = options or FillOptions()
+        # An OpenAI-style or vLLM server reads one prompt: the context block goes before the prefix.
+        prefix = options.context_block + prefix
+        seeded = self.seeded.fill(prefix, suffix, options, should_stop)
+        return seeded if seeded is not None else self._plain_fill(prefix, suffix, options, should_stop)
+
+    def fill_holes(
+        self,
+        text: str,
+        marker: str = DEFAULT_HOLE_MARKER,
+        options: FillOptions | None = None,
+        should_stop: ShouldStop | None = None,
+    ) -> HolesResult:
+        options = options or FillOptions(max_hole_tokens=HOLE_TOKENS)
+        seeded = self.seeded.fill_holes(text, marker, options, should_stop)
+        if seeded is not None:  # every hole in one canvas, the text between them pinned
+            return seeded
+        # One request per hole, left to right; later holes' markers are hidden from earlier fills.
+        parts = text.split(marker)
+        done, middles = parts[0], []
+        for i in range(1, len(parts)):
+            after = "".join(parts[i:])
+            result = self._plain_fill(done, after, options, should_stop)
+            middles.append(result.text)
+            # The next hole's prompt holds this middle ended where the text after it begins.
+            done += trim_to_hole(result.text, parts[i]) + parts[i]
+        return HolesResult(middles, with_middles(text, marker, middles))
+
+    def rewrite(
+        self,
+        request: RewriteRequest,
+        options: FillOptions | None = None,
+        should_stop: ShouldStop | None = None,
+        on_draft: DraftCallback | None = None,  # noqa: ARG002
+    ) -> FillResult:
+        prefix, selection, suffix = request.prefix, request.selection, request.suffix
+        options = options or FillOptions()
+        seeded = self.seeded.rewrite(request, options, should_stop)
+        if seeded is not None:
+            return seeded
+        started = time.perf_counter()
+        body = openai.rewrite_chat_body(
+            self._model(should_stop), prefix, selection, suffix, request.instruction, options
+        )
+        answer = self._post("/v1/chat/completions", body, should_stop)
+        text, complete, tokens = self._parse(lambda a: answers.first_choice(a, True, None), answer)
+        text = self._parse(lambda t: answers.bounded_rewrite(t, selection, body["max_tokens"]), text)
+        text = openai.chat_text(text)
+        return openai.result_of(
+            text, complete, tokens, len(selection), (time.perf_counter() - started) * 1000
+        )
+
+    # ------------------------------------------------------------------ the plain path
+
+    def _plain_fill(
+        self, prefix: str, suffix: str, options: FillOptions, should_stop: ShouldStop | None
+    ) -> FillResult:
+        started = time.perf_counter()
+        model = self._model(should_stop)
+        chat = self.fim == "chat"
+        if chat:
+            answer = self._post(
+                "/v1/chat/completions", openai.fim_chat_body(model, prefix, suffix, options), should_stop
+            )
+        else:
+            answer = self._completion(model, prefix, suffix, options, should_stop)
+            if answer is None:  # no `suffix` (or no /v1/completions) there: use chat from now on
+                self.fim = "chat"
+                chat = True
+                body = openai.fim_chat_body(model, prefix, suffix, options)
+                answer = self._post("/v1/chat/completions", body, should_stop)
+        limit = options.max_hole_tokens
+        text, complete, tokens = self._parse(lambda a: answers.first_choice(a, chat, limit), answer)
+        if chat:
+            text = openai.chat_text(text)
+        elapsed = (time.perf_counter() - started) * 1000
+        return openai.result_of(text, complete, tokens, options.max_hole_tokens, elapsed)
+
+    def _completion(
+        self, model: str, prefix: str, suffix: str, options: FillOptions, should_stop: ShouldStop | None
+    ) -> Any | None:
+        """The /v1/completions answer, or None (fim auto) when the server does not take ``suffix``
+        (vLLM: a 400 about it) or has no /v1/completions (mlx-vlm's server: a 404)."""
+        body = openai.completion_body(model, prefix, options, options.max_hole_tokens)
+        if suffix:
+            body["suffix"] = suffix
+        try:
+            return self._post("/v1/completions", body, should_stop)
+        except HttpStatusError as err:
+            refused_suffix = suffix and err.status in (400, 422) and "suffix" in err.detail.lower()
+            if self.fim == "auto" and (refused_suffix or err.status == 404):
+                return None
+            raise
+
+    def _model(self, should_stop: ShouldStop | None) -> str:
+        """The served model's name: given, or the first one /v1/models lists."""
+        if self.model is None:
+            listing = self.transport.request("GET", "/v1/models", None, should_stop)
+            self.model = self._parse(answers.model_id, listing)
+        return self.model

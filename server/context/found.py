@@ -1,0 +1,31 @@
+"""What the workspace context finds for a cursor: draft sources, index drafts, prompt snippets.
+
+Its own module, free of the index and of any LSP library, so that the suggestion path
+(server/served.py) and a remote ``difill fill`` can name it without importing pygls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from difill.server.context.drafts import Draft
+
+
+@dataclass(frozen=True)
+class Snippet:
+    path: str  # as the prompt names it: relative to its workspace folder
+    start_line: int  # 0-based, in that file
+    text: str  # LF text
+    kind: str  # "definition" | "similar"
+    score: float  # definitions 1.0, windows their Jaccard similarity
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    # (uri or path, LF text) for the draft finder, searched after the current document in this
+    # order: the open documents (most recently edited first), then the most similar workspace files.
+    sources: list[tuple[str, str]]
+    snippets: list[Snippet]  # by priority (definitions, then similarity); prompt.py orders them
+    # Drafts only the index can make, before the finder's (draft_policy.drafts_at): an import line
+    # completed with the document's free names (imports.py).
+    drafts: list[Draft] = field(default_factory=list)
