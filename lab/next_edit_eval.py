@@ -247,6 +247,8 @@ def main(args: argparse.Namespace) -> int:
     print(f"{len(cases)} cases from {path}: {dict(counts)}", file=sys.stderr)
     started = time.time()
     summaries = evaluate(cases, args.model)
+    if not args.json:  # the rows first: the gate's table takes one more model pass
+        print(format_rows(summaries), flush=True)
     from difill.lab.next_edit_gate import format_gate, gate_report
 
     gate = gate_report(cases, args.model)  # in process: what the model wrote before the gate
@@ -259,6 +261,5 @@ def main(args: argparse.Namespace) -> int:
         }
         print(json.dumps(report, indent=1))
     else:
-        print(format_rows(summaries))
         print("\nThe gate (model alone, in process):\n" + format_gate(gate))
     return 0

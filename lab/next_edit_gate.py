@@ -25,9 +25,9 @@ KINDS = ("repeat", "follow", "none")
 
 
 def gate_report(cases: list[Case], model_dir: str | None) -> dict[str, Any]:
-    from difill.engine.backends import make_backend
+    from difill.engine.backends import BackendSpec, make_backend
 
-    engine = make_backend(None, model_dir, "cpu", "auto", None)
+    engine = make_backend(BackendSpec(model_dir, "cpu"))
     settings = Settings()
     rows: dict[str, dict[str, Any]] = {
         k: {"cases": 0, "changed": 0, "shown": 0, "ungated_exact": 0, "probs": []} for k in KINDS
