@@ -29,6 +29,7 @@ def gate_report(cases: list[Case], model_dir: str | None) -> dict[str, Any]:
 
     engine = make_backend(BackendSpec(model_dir, "cpu"))
     settings = Settings()
+    runs: list[tuple[float, int, int, float, float]] = []  # (total, hole, steps, decoder, prefix) per run
     rows: dict[str, dict[str, Any]] = {
         k: {"cases": 0, "changed": 0, "shown": 0, "ungated_exact": 0, "probs": []} for k in KINDS
     }
@@ -47,6 +48,8 @@ def gate_report(cases: list[Case], model_dir: str | None) -> dict[str, Any]:
         if result is None:
             continue
         spans, gated = planned.edits(result)
+        st = result.stats
+        runs.append((st.total_ms, st.hole_length, st.steps, st.decoder_ms, st.encoder_ms))
         region = planned.region
         best = result.candidates[0]
         rewritten = keep_edges(region.text, best.text)
@@ -58,7 +61,13 @@ def gate_report(cases: list[Case], model_dir: str | None) -> dict[str, Any]:
             ungated = text[: region.start] + rewritten + text[region.end :]
             row["ungated_exact"] += case.kind != "none" and ungated == case.expected
         row["shown"] += bool(spans)
-    out = {}
+    out: dict[str, Any] = {}
+    if runs:  # the engine's own time per run (the round trip through the server adds to it)
+        columns = zip(*runs, strict=True)
+        names = ("total_ms", "hole_slots", "steps", "decoder_ms", "prefix_ms")
+        out["engine_medians"] = {
+            n: round(statistics.median(c), 1) for n, c in zip(names, columns, strict=True)
+        }
     for kind, row in rows.items():
         n = max(1, row["cases"])
         probs = row.pop("probs")
@@ -88,4 +97,10 @@ def format_gate(report: dict[str, Any]) -> str:
         )
         exact = "-" if kind == "none" else f"{r['ungated_exact']:.1%}"
         lines.append(f"| {kind} | {r['cases']} | {r['changed']:.1%} | {r['shown']:.1%} | {exact} | {prob} |")
+    if "engine_medians" in report:
+        m = report["engine_medians"]
+        lines.append(
+            f"\nThe rewrite in process, medians per run: {m['total_ms']:.0f} ms ({m['decoder_ms']:.0f} ms "
+            f"denoising, {m['prefix_ms']:.0f} ms prefix), {m['hole_slots']:.0f} hole slots, {m['steps']:.0f} steps"
+        )
     return "\n".join(lines)
