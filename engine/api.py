@@ -104,6 +104,10 @@ class Candidate:
     score: float  # mean log-prob of the hole's tokens when they were committed
     complete: bool  # the model ended the middle (filler) before the hole ran out
     source: str = "model"  # the row's starting canvas: "model" (noise) or "draft:<i>" (FillOptions.drafts[i])
+    # A rewrite's row: the lowest log-prob (at temperature 1) among the slots where the model wrote
+    # another token than the row started from (its seed); None when it changed none, or for a fill.  How sure
+    # the model is of what it *changed* (a next edit's gate), not of what it copied.
+    change_logprob: float | None = None
 
 
 @dataclass
@@ -127,7 +131,10 @@ class RewriteRequest:
     """Re-denoise ``selection`` between ``prefix`` and ``suffix``.
 
     A share ``strength`` (0..1) of the selection's slots is renoised, so the result stays close to
-    the original; ``instruction`` guides it (written into the prefix as a comment).
+    the original; ``instruction`` guides it (written into the prefix as a comment).  With
+    ``FillOptions.drafts`` (whole alternative selections: a next edit's drafts) each draft is one
+    more canvas row, seeded and renoised the same way; ``FillOptions.context_block`` is read
+    before the prefix, as for a fill.
     """
 
     prefix: str

@@ -224,33 +224,55 @@ class InfillEngine:
         if instruction:
             prefix = with_instruction_comment(prefix, selection, instruction, options.language)
         budget = self._prefix_budget(options)
-        prefix_ids = self._prefix_ids(prefix, budget)
-        original = encode(self.tokenizer, selection)
-        hole = max(1, len(original) + max(4, len(original) // 4))
+        block = block_tokens(self.tokenizer, options.context_block, budget)
+        prefix_ids = self._prefix_ids(prefix, budget, block)
+        # Row 0 starts from the selection, each further row from a draft (a whole alternative
+        # selection); every row gets the same hole, suffix and renoised slots.
+        seeds = [encode(self.tokenizer, selection)] + [self._draft_ids(d) for d in options.drafts]
+        longest = max(len(seed) for seed in seeds)
+        hole = max(1, longest + max(4, longest // 4))
         suffix_ids, suffix_complete = encode_suffix_window(self.tokenizer, suffix, options.suffix_tokens)
         segments: list[Segment] = [hole, suffix_ids]
         check_canvas(used_length(segments, suffix_complete), "the selection")
-        canvas = build_canvas(segments, used_length(segments, suffix_complete), self.ids, suffix_complete)
-        canvas.ids[: len(original)] = torch.tensor(original, dtype=torch.long)
+        base = build_canvas(segments, used_length(segments, suffix_complete), self.ids, suffix_complete)
+        canvases = []
+        for seed in seeds:
+            ids = base.ids.clone()
+            ids[: len(seed)] = torch.tensor(seed, dtype=torch.long)
+            canvases.append(Canvas(ids, base.clamp_mask.clone(), list(base.holes)))
 
         generator = torch.Generator().manual_seed(options.seed)
-        keep = torch.zeros(canvas.length, dtype=torch.bool)  # (L,) original slots kept as they are
+        keep = torch.zeros(base.length, dtype=torch.bool)  # (L,) original slots kept as they are
         keep[:hole] = torch.rand(hole, generator=generator) >= strength
         if options.revise is None:  # an edit revises its slots, as the stock sampler does
             options = replace(options, revise=True)
-        request = replace(
-            self._request([canvas]), initially_committed=keep.unsqueeze(0).to(self.loaded.device)
-        )
-        on_step = self._draft_reporter(on_draft, canvas.holes[0], "", 0)
-        result, stats = self._encode_and_denoise(prefix_ids, request, options, should_stop, on_step)
-        tokens = hole_tokens(result.canvas[0], canvas.holes[0], self.ids.filler)
-        text = self._decode(tokens)
-        score = result.token_logprob[0, :hole][~keep[:hole]].mean().item() if strength > 0 else 0.0
+        kept = keep.unsqueeze(0).expand(len(canvases), -1).clone()  # (B, L): the same slots in every row
+        denoise_request = replace(self._request(canvases), initially_committed=kept.to(self.loaded.device))
+        on_step = self._draft_reporter(on_draft, base.holes[0], "", 0)
+        result, stats = self._encode_and_denoise(prefix_ids, denoise_request, options, should_stop, on_step)
+        renoised_slots = ~keep[:hole]
+        candidates, lengths = [], {}
+        for row, canvas in enumerate(canvases):
+            tokens = hole_tokens(result.canvas[row], canvas.holes[0], self.ids.filler)
+            logprob = result.token_logprob[row, :hole].cpu()
+            score = logprob[renoised_slots].mean().item() if strength > 0 else 0.0
+            changed = (result.canvas[row, :hole].cpu() != canvas.ids[:hole]) & renoised_slots
+            # At temperature 1: the schedule's tempered log-probs are ~0 at its end, even for a guess.
+            confidence = result.token_confidence[row, :hole].cpu()
+            change = confidence[changed].min().item() if bool(changed.any()) else None
+            source = "model" if row == 0 else f"draft:{row - 1}"
+            candidates.append(
+                Candidate(self._decode(tokens), hole, score, len(tokens) < hole, source, change)
+            )
+            lengths[source] = len(tokens)
+        if len(candidates) > 1:  # with drafts: best first by the model's own judgement
+            candidates.sort(key=lambda c: c.score, reverse=True)
         stats.hole_length = hole
+        stats.draft_rows = len(seeds) - 1
+        stats.context_tokens = len(block)
         # per forward: the slots the loop decided (renoised ones), not the ones kept from the original
-        finish_stats(stats, result, len(tokens), started, decided=int((~keep[:hole]).sum()))
-        candidate = Candidate(text, hole, score, len(tokens) < hole)
-        return FillResult(text, [candidate], stats)
+        finish_stats(stats, result, lengths[candidates[0].source], started, decided=int(renoised_slots.sum()))
+        return FillResult(candidates[0].text, candidates, stats)
 
     # ------------------------------------------------------------------ steps
 

@@ -163,6 +163,10 @@ def evaluate_served(plan: EvalPlan) -> dict:
 
 
 def main(args: argparse.Namespace) -> int:
+    if getattr(args, "next_edit", False):  # `difill eval --next-edit`: its own cases and rows
+        from difill.lab.next_edit_eval import main as next_edit_main
+
+        return next_edit_main(args)
     ar_dir = args.ar_model or default_ar_baseline()
     if args.no_ar:
         ar_dir = None

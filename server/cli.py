@@ -338,6 +338,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--record", action="store_true", help="append the result to the model's training_state.json"
     )
+    p.add_argument(
+        "--next-edit",
+        action="store_true",
+        help="instead: next-edit suggestions through `difill serve` on cases mined from git history "
+        "(drafts alone, the model alone, as served: docs/next_edit.md)",
+    )
+    p.add_argument("--next-edit-cases", help="the mined cases (default: benchmarks/next_edit/cases.jsonl)")
     p.set_defaults(func=run_eval)
 
     p = sub.add_parser("bench", help="latency benchmark: diffusion vs AR, engine and server")

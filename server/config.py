@@ -282,8 +282,11 @@ class Settings:
     context_exclude: tuple[str, ...] = setting("contextExclude", Globs(), ())
 
     # Next-edit suggestions (textDocument/copilotInlineEdit): "drafts" offers the last edit again
-    # at the other places it applies (a rename, an inserted argument; no model), "off" none.
-    next_edit: str = setting("nextEdit", Choice(("drafts", "off")), "drafts")
+    # at the other places it applies (a rename, an inserted argument; no model), "on" adds the
+    # model's edits of the lines around the cursor (the drafts seeded on its canvas), "model" the
+    # model's alone (a measurement), "off" none.  The default stays "drafts": the shipped model's
+    # edits are noise that its gate keeps off screen (docs/next_edit.md).
+    next_edit: str = setting("nextEdit", Choice(("on", "drafts", "model", "off")), "drafts")
 
     # Budget, in tokens, of the snippets from other files put before the prefix; 0: none.
     snippet_tokens: int = setting("snippetTokens", BoundedInt(0, 8192), 64)

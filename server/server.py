@@ -85,7 +85,7 @@ class DifillServer(LanguageServer):
             self.excluded_document,
         )
         self.encoding: str = UTF16
-        self.next_edits = NextEditService(self.documents, self.settings, lambda: self.encoding)
+        self.next_edits = NextEditService(self.documents, self.settings, lambda: self.encoding, self.host)
         # Every event goes to each of these, in this order: jobs stop before the model host.
         self.lifecycle = Lifecycle()
         for feature in (self.suggestions, self.edits, self.next_edits, self.trees, self.context, self.host):
@@ -316,8 +316,8 @@ def create_server(base: Settings | None = None) -> DifillServer:
         return await inline_completion(ls, params)
 
     @server.feature(NEXT_EDIT_METHOD)
-    def on_inline_edit(ls: DifillServer, params: Any):
-        return ls.next_edits.answer(params)
+    async def on_inline_edit(ls: DifillServer, params: Any):
+        return await ls.next_edits.answer(params)
 
     @server.feature(NEXT_EDIT_SHOWN)
     def on_inline_edit_shown(ls: DifillServer, params: Any) -> None:

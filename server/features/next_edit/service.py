@@ -1,15 +1,28 @@
 """Next-edit suggestions (issue 35): after an edit, the same edit at the other places it applies.
 
 ``textDocument/copilotInlineEdit`` (the method Copilot's NES clients speak) answers
-``{edits: [{text, range, textDocument: {uri, version}}]}``, the alternatives best first: the
-places of the last edit's pattern (patterns.py) nearest the cursor, each one only where the
-document parses no worse with it (tree-sitter, where there is a grammar).  An answer is computed
-for the version the request names and no other: a request for an older version is refused with
-ContentModified, one for a closed document answers no edits.
+``{edits: [{text, range, textDocument: {uri, version}}]}``, the alternatives best first.  An
+answer is computed for the version the request names and no other: a request for an older
+version is refused with ContentModified, one for a closed document answers no edits.
 
-These are edit *drafts*, made without a model.  The diffusion canvas that re-denoises the region
-around a fresh edit (the issue's "model edits") is not built yet; ``nextEdit`` is ``drafts`` or
-``off``.
+``nextEdit`` says what is answered:
+
+* ``drafts``: edit *drafts*, no model: the places of the last edit's pattern (patterns.py)
+  nearest the cursor, each one only where the document parses no worse with it (tree-sitter,
+  where there is a grammar);
+* ``on``: the drafts first (they are shown as they stand, as the shipped model's context drafts
+  are), then the model's edits of the region around the cursor (model.py), the drafts inside it
+  seeded as canvas rows; a model edit passes the gate and the parse check or is not shown;
+* ``model``: the model's edits alone, no draft seeded or shown (a measurement: `difill eval
+  --next-edit`'s "model alone" row);
+* ``off``: nothing.
+
+The model runs on the engine host's worker (never on the event loop), only after an edit the
+history saw, only once the model is loaded (while it loads, the drafts are answered alone).  A
+change to the document cancels the run (``OneJobPerDocument``), and its answer is checked
+against the document's version and text before it is used: a run for another version answers
+ContentModified.  ``model_counts`` tracks how often the model changed something and how often
+the gate kept it off screen (the noise rate, docs/next_edit.md).
 """
 
 from __future__ import annotations
@@ -21,12 +34,14 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcContentModified, JsonRpcInvalidParams
 
+from difill.engine.api import BackendError, TooLarge
 from difill.server.config import Settings
 from difill.server.documents import Document, Documents
+from difill.server.engine_host import EngineHost, JobCancelled, Jobs, OneJobPerDocument
 from difill.server.features.edits.service import range_json
+from difill.server.features.next_edit import model
 from difill.server.features.next_edit.history import EditHistory
 from difill.server.features.next_edit.patterns import pattern_of, places
-from difill.server.lifecycle import Feature
 from difill.text.languages import language_of
 from difill.text.syntax import syntax_errors
 
@@ -37,15 +52,27 @@ METHOD = "textDocument/copilotInlineEdit"
 SHOWN = "textDocument/didShowInlineEdit"
 
 
-class NextEditService(Feature):
+Span = tuple[int, int, str]  # (start, end, new text) in the document
+
+
+class NextEditService(OneJobPerDocument):
     def __init__(
-        self, documents: Documents, settings: Callable[[], Settings], encoding: Callable[[], str]
+        self,
+        documents: Documents,
+        settings: Callable[[], Settings],
+        encoding: Callable[[], str],
+        host: EngineHost | None = None,
     ) -> None:
         self.documents = documents
         self.settings = settings
         self.encoding = encoding
+        self.host = host  # None: drafts only, whatever the setting
+        self.jobs = Jobs()
         self.history = EditHistory()
         self.shown = 0  # didShowInlineEdit notifications heard
+        # Model runs, runs whose rows changed the region, rows kept off screen by the gate, and
+        # model edits answered (after the parse check): the noise the gate stops is gated/changed.
+        self.model_counts = {"runs": 0, "changed": 0, "gated": 0, "answered": 0}
 
     # ---- events ----
 
@@ -55,17 +82,20 @@ class NextEditService(Feature):
             self.history.changed(after.uri, before.text, after.text, after.version)
 
     def document_closed(self, uri: str) -> None:
+        super().document_closed(uri)
         self.history.forget(uri)
 
     def shutdown(self) -> None:
+        super().shutdown()
         self.history = EditHistory()
 
     # ---- the request ----
 
-    def answer(self, params: Any) -> dict[str, Any]:
+    async def answer(self, params: Any) -> dict[str, Any]:
         uri, version, position = _read_params(params)
         document = self.documents.get(uri)
-        if document is None or self.settings().next_edit == "off":
+        mode = self.settings().next_edit
+        if document is None or mode == "off":
             return {"edits": []}
         if version is not None and version != document.version:
             raise JsonRpcContentModified(
@@ -74,12 +104,74 @@ class NextEditService(Feature):
         offset = document.offset_at(position, self.encoding())
         if offset is None:
             raise JsonRpcInvalidParams("the position is outside the document")
+        drafts = self.edits(document, offset) if mode in ("on", "drafts") else []
+        found = list(drafts)
+        if mode in ("on", "model"):
+            found += await self.model_edits(document, offset, drafts)
         return {
             "edits": [
                 self._edit_json(document, start, end, text)
-                for start, end, text in self.edits(document, offset)
+                for start, end, text in _distinct(document.text, found)[:MAX_EDITS_ANSWERED]
             ]
         }
+
+    async def model_edits(self, document: Document, offset: int, drafts: list[Span]) -> list[Span]:
+        """The model's edits of the region around ``offset`` (model.py), gated and parse-checked;
+        none before the model is loaded or without an edit the history saw."""
+        last = self.history.last(document.uri)
+        if self.host is None or last is None or last.after != document.text:
+            return []
+        engine = await self.host.wait_ready(0)  # while it loads, the drafts answer alone
+        if engine is None:
+            return []
+        language = language_of(document.language_id, document.uri)
+        planned = model.plan(
+            document.text, offset, last, drafts, self.settings(), language, document.language_id
+        )
+        if planned is None:
+            return []
+        job = self.jobs.start(document.uri)
+        try:
+            result = await self.host.run(job, planned.work(job.should_stop))
+        except JobCancelled:
+            if self._moved_on(document):
+                raise JsonRpcContentModified("the document changed while the model ran") from None
+            return []  # a newer request for the same document took the model
+        except (TooLarge, BackendError) as err:
+            log.info("next edit: no model edit (%s)", err)
+            return []
+        finally:
+            self.jobs.finish(job)
+        if self._moved_on(document):  # never an answer computed for another version
+            raise JsonRpcContentModified("the document changed while the model ran")
+        if result is None:
+            return []
+        self.model_counts["runs"] += 1
+        spans, gated = planned.edits(result)
+        self.model_counts["gated"] += gated
+        self.model_counts["changed"] += 1 if spans or gated else 0
+        checked = self._parse_checked(document, spans)
+        self.model_counts["answered"] += len(checked)
+        log.debug("next edit: model %s", self.model_counts)
+        return checked
+
+    def _moved_on(self, document: Document) -> bool:
+        now = self.documents.get(document.uri)
+        return now is None or now.version != document.version or now.text != document.text
+
+    def _parse_checked(self, document: Document, spans: list[Span]) -> list[Span]:
+        """The edits after which the document parses no worse (tree-sitter, where it has a grammar)."""
+        language = language_of(document.language_id, document.uri)
+        errors_now = syntax_errors(document.text, language)
+        out = []
+        for start, end, text in spans:
+            edited = document.text[:start] + text + document.text[end:]
+            if errors_now is not None and (syntax_errors(edited, language) or 0) > errors_now:
+                continue  # it would break the code
+            out.append((start, end, text))
+            if len(out) == MAX_EDITS_ANSWERED:
+                break
+        return out
 
     def edits(self, document: Document, offset: int) -> list[tuple[int, int, str]]:
         """(start, end, new text) of the next edits for ``document`` at ``offset``, best first."""
@@ -89,17 +181,8 @@ class NextEditService(Feature):
         pattern = pattern_of(last.before, last.after)
         if pattern is None:
             return []
-        language = language_of(document.language_id, document.uri)
-        errors_now = syntax_errors(document.text, language)
-        out = []
-        for place in places(pattern, document.text, offset):
-            edited = document.text[: place.start] + place.text + document.text[place.end :]
-            if errors_now is not None and (syntax_errors(edited, language) or 0) > errors_now:
-                continue  # it would break the code
-            out.append((place.start, place.end, place.text))
-            if len(out) == MAX_EDITS_ANSWERED:
-                break
-        return out
+        found = places(pattern, document.text, offset)
+        return self._parse_checked(document, [(p.start, p.end, p.text) for p in found])
 
     def did_show(self, params: Any) -> None:
         self.shown += 1
@@ -111,6 +194,19 @@ class NextEditService(Feature):
             "range": range_json(document.range_of(start, end, self.encoding())),
             "textDocument": {"uri": document.uri, "version": document.version},
         }
+
+
+def _distinct(text: str, spans: list[Span]) -> list[Span]:
+    """The edits in order, each one that makes the same document as an earlier one left out (a
+    model row that kept a draft is that draft)."""
+    seen: set[str] = set()
+    out = []
+    for start, end, new in spans:
+        result = text[:start] + new + text[end:]
+        if result not in seen:
+            seen.add(result)
+            out.append((start, end, new))
+    return out
 
 
 def _read_params(params: Any) -> tuple[str, int | None, Any]:

@@ -30,7 +30,7 @@
 ---@field indexMaxBytes? integer   memory the workspace index may hold, in bytes
 ---@field indexMaxFileBytes? integer a larger file is not indexed
 ---@field snippetTokens? integer   token budget of the snippets from other files (0: none)
----@field nextEdit? "on"|"drafts"|"off"  next-edit suggestions after an edit ("drafts": the last edit again where it applies; "on": also the model's; "off": none)
+---@field nextEdit? "on"|"drafts"|"model"|"off"  next-edit suggestions after an edit ("drafts": the last edit again where it applies; "on": also the model's; "model": the model's alone, a measurement; "off": none)
 ---@field contextExclude? string[] gitignore patterns of files never read or sent, beyond the secrets deny list
 
 ---@class difill.Keymaps

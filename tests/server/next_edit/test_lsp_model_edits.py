@@ -1,0 +1,72 @@
+"""Issue 35, part 3: the model path of next edits through the real server (the tiny random model):
+drafts first as served, every edit for the version it names, a change during the run cancels it."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from lsp_helpers import _plain, changed_settings, open_document, send_raw_request, wait_for, wait_for_status
+from lsprotocol import types
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+METHOD = "textDocument/copilotInlineEdit"
+SOURCE = "".join(f"def f{i}(width, height):\n    return width * height + {i}\n\n" for i in range(8))
+
+
+def _change(client, uri: str, version: int, line: int, start: int, end: int, text: str) -> None:
+    rng = types.Range(
+        start=types.Position(line=line, character=start), end=types.Position(line=line, character=end)
+    )
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[types.TextDocumentContentChangePartial(range=rng, text=text)],
+    ))  # fmt: skip
+
+
+def _params(uri: str, version: int, line: int, character: int) -> dict:
+    return {"textDocument": {"uri": uri, "version": version}, "position": {"line": line, "character": character},
+            "context": {"triggerKind": 2}}  # fmt: skip
+
+
+async def test_as_served_the_drafts_come_first_and_every_edit_names_the_version(client):
+    uri = f"file:///tmp/next_edit/model_{client.profile}.py"
+    open_document(client, uri, SOURCE)
+    _change(client, uri, 2, 0, 7, 12, "w")  # f0(width -> f0(w
+    async with changed_settings(client, {"nextEdit": "drafts"}):
+        drafts = _plain(
+            await send_raw_request(client, METHOD, _params(uri, 2, 0, 8), f"ne-d-{client.profile}")
+        )
+    busy = len(client.statuses)
+    async with changed_settings(client, {"nextEdit": "on"}):
+        served = _plain(
+            await send_raw_request(client, METHOD, _params(uri, 2, 0, 8), f"ne-on-{client.profile}")
+        )
+    assert drafts["edits"] and served["edits"][: len(drafts["edits"])] == drafts["edits"]
+    assert all(e["textDocument"] == {"uri": uri, "version": 2} for e in served["edits"])
+    await wait_for_status(client, "busy", after=busy)  # the model ran (on the worker), as `on` says
+
+
+async def test_a_change_while_the_model_runs_cancels_it_and_the_answer_is_refused(client):
+    uri = f"file:///tmp/next_edit/cancel_{client.profile}.py"
+    open_document(client, uri, SOURCE)
+    _change(client, uri, 2, 0, 7, 12, "w")
+    async with changed_settings(client, {"nextEdit": "model", "steps": 1024}):
+        seen = len(client.statuses)
+        pending = asyncio.ensure_future(
+            send_raw_request(client, METHOD, _params(uri, 2, 0, 8), f"ne-c-{client.profile}")
+        )
+        await wait_for(
+            lambda: any(s.get("state") == "busy" for s in client.statuses[seen:]), 30, "the model run"
+        )
+        _change(client, uri, 3, 1, 11, 16, "w")  # the user types on
+        with pytest.raises(Exception) as refused:
+            await asyncio.wait_for(pending, 30)
+        assert getattr(refused.value, "code", None) == -32801  # ContentModified: computed for version 2
+        await wait_for_status(client, "ready", after=seen)  # the run stopped; the model is free
+        # The new version is answered (a change of the user's own edit is never offered back).
+        again = _plain(
+            await send_raw_request(client, METHOD, _params(uri, 3, 1, 12), f"ne-c2-{client.profile}")
+        )
+    assert all(e["textDocument"]["version"] == 3 for e in again["edits"])
