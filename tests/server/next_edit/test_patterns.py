@@ -34,9 +34,9 @@ def test_inserted_argument_goes_to_the_other_calls_and_not_where_it_is():
 
 
 def test_code_being_written_is_no_pattern():
-    """Typing a new line, or inside brackets not yet closed, offers nothing elsewhere: found by
-    typing at the end of tests/editors/sample_stats.txt in Neovim (the new line was offered after
-    every other ``values)``)."""
+    """Typing inside brackets not yet closed offers nothing elsewhere: found by typing a new line
+    at the end of tests/editors/sample_stats.txt in Neovim (it was offered after every other
+    ``values)``)."""
     before = "def mean(values):\n    return sum(values) / len(values)\n"
     typed = before + "    return sum((v - m"
     assert pattern_of(before, typed) is None
