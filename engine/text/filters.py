@@ -330,22 +330,29 @@ def drop_next_lines_duplicate(text: str, ctx: FillContext) -> str:
 
 def normalise_indentation(text: str, ctx: FillContext) -> str:
     """Indent the suggestion's later lines in the document's style: tabs or spaces, and the
-    document's width per level.  When the cursor line is already indented, the suggestion's
-    first line does not add more."""
+    document's width per level, relative to where its first line stands.  When the cursor line
+    is already indented, the suggestion's first line does not add more.  At column 0 of a blank
+    line the first line's own indentation places the suggestion (inside an ``else {`` indented
+    12, a statement at 16): it is the base the levels count from, never rescaled itself."""
     lines = text.split("\n")
     if ctx.line_before and not ctx.line_before.strip():
         lines[0] = lines[0].lstrip(" \t")
-    if len(lines) == 1:
-        return lines[0]
     unit = ctx.indent_unit
-    base = _indent_text(ctx.line_before)
+    # At column 0 the first line carries its own indentation: it takes the document's style too.
+    owns_indent = not ctx.line_before and bool(lines[0].strip())
+    if (len(lines) == 1 and not owns_indent) or not unit:
+        return "\n".join(lines)  # without a unit: neither the document nor the language decides
+    base = _indent_text(ctx.line_before + lines[0])
     rest = lines[1:]
-    if not unit:  # neither the document nor the language decides: the model's own indentation
-        return "\n".join(lines)
     if unit == "\t":
         own = _space_step([len(base.expandtabs(4))] + [indent_width(ln) for ln in rest if ln.strip()]) or 4
+        if owns_indent:
+            lines[0] = _retab(lines[0], own)
         rest = [_retab(ln, own) for ln in rest]
     else:
+        if owns_indent:
+            lines[0] = (" " * len(unit)).join(base.split("\t")) + lines[0][len(base) :]
+            base = _indent_text(lines[0])
         rest = [
             (" " * len(unit)).join(ln[: indent_width(ln)].split("\t")) + ln[indent_width(ln) :] for ln in rest
         ]
