@@ -26,7 +26,7 @@ from difill.engine.text.rules import (
     unmatched_closers,
     unmatched_openers,
 )
-from difill.engine.text.shape import ShapeKind, indent_width, only_closers, opens_block
+from difill.engine.text.shape import BLOCK_LINES, ShapeKind, indent_width, only_closers, opens_block
 
 Filter = Callable[[str, FillContext], str]
 
@@ -97,7 +97,10 @@ def limit_to_scope(text: str, ctx: FillContext) -> str:
     if ctx.shape.single_line:
         return _next_line_start(lines, ctx) or _sibling_lines(lines, ctx) or lines[0]
     kept = [lines[0]]
-    for line in lines[1 : ctx.shape.max_lines]:
+    for index, line in enumerate(lines[1:], start=1):
+        if index >= ctx.shape.max_lines:
+            kept = _whole_statements(kept, lines, ctx)  # the bound cut here: not inside a bracket
+            break
         if (
             line.strip()
             and ctx.shape.scope_indent is not None
@@ -108,6 +111,51 @@ def limit_to_scope(text: str, ctx: FillContext) -> str:
             break
         kept.append(line)
     return "\n".join(kept)
+
+
+def _whole_statements(kept: list[str], lines: list[str], ctx: FillContext) -> list[str]:
+    """``kept``, the first lines of ``lines`` that the shape's line bound let through, cut again
+    so that the bound never ends the suggestion inside a bracket or a block: up to the last line
+    that ends a statement (``_statement_ends``).  When not even the first statement ends within
+    the bound, that statement is kept to its end, up to an empty body's bound (``BLOCK_LINES``):
+    one whole multi-line call or literal.  Else the cut stays where the bound put it."""
+    ends = _statement_ends(lines[:BLOCK_LINES], ctx)
+    within = [end for end in ends if end < len(kept)]
+    if within:
+        return lines[: within[-1] + 1]
+    return lines[: ends[0] + 1] if ends else kept
+
+
+def _statement_ends(lines: list[str], ctx: FillContext) -> list[int]:
+    """The indices of the lines after which every bracket the text opened is closed again, no
+    block is left open (a ``{`` or ``do`` without its end, a Python header without its body) and
+    the line does not continue (a trailing backslash).  Strings and comments are not counted
+    (``rules.code_only``, one line at a time)."""
+    spec = spec_of(ctx.language)
+    keyword_blocks = spec is not None and spec.block_style is BlockStyle.END
+    stack: list[str] = []
+    depth = 0  # END-style blocks (do ... end) still open
+    ends = []
+    for index, line in enumerate(lines):
+        code = code_only(line, ctx.language).rstrip()
+        for ch in code:
+            if ch in "([{":
+                stack.append(ch)
+            elif ch in OPENERS and stack and stack[-1] == OPENERS[ch]:
+                stack.pop()
+        if keyword_blocks and not code.endswith("{") and opens_block(code, spec):
+            depth += 1
+        elif (
+            keyword_blocks
+            and spec is not None
+            and re.match(spec.block_close, code.strip())
+            and code.strip()[:1] != "}"
+        ):
+            depth -= 1
+        header = spec is not None and spec.block_style is BlockStyle.INDENT and opens_block(code, spec)
+        if code.strip() and not stack and depth <= 0 and not header and not code.endswith("\\"):
+            ends.append(index)
+    return ends
 
 
 def _next_line_start(lines: list[str], ctx: FillContext) -> str:
