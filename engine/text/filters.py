@@ -36,6 +36,7 @@ MAX_REPEAT_UNIT = 30
 NEXT_LINES = 8  # how many of the document's next lines a suggestion is compared with
 OPEN_BRACKET_LINES = 20  # prefix lines scanned for brackets still open at the cursor
 NEXT_LINE_START_LINES = 4  # lines a suggestion that starts on the next line may keep
+BRACKET_CLOSE = r"^[)\]}]"  # a line that ends a block, in a language without a grammar
 
 
 def apply_filters(text: str, ctx: FillContext, pipeline: list[Filter]) -> str:
@@ -101,11 +102,7 @@ def limit_to_scope(text: str, ctx: FillContext) -> str:
         if index >= ctx.shape.max_lines:
             kept = _whole_statements(kept, lines, ctx)  # the bound cut here: not inside a bracket
             break
-        if (
-            line.strip()
-            and ctx.shape.scope_indent is not None
-            and indent_width(line) < ctx.shape.scope_indent
-        ):
+        if _leaves_scope(line, ctx):
             if _closes_unclosed_block(line, ctx):
                 kept.append(line)
             break
@@ -208,20 +205,28 @@ def _sibling_lines(lines: list[str], ctx: FillContext) -> str:
     return "\n".join(kept) if len(kept) > 1 else ""
 
 
+def _leaves_scope(line: str, ctx: FillContext) -> bool:
+    """Is ``line`` a line of code less indented than the cursor's scope?"""
+    scope = ctx.shape.scope_indent
+    return bool(line.strip()) and scope is not None and indent_width(line) < scope
+
+
 def _closes_unclosed_block(line: str, ctx: FillContext) -> bool:
-    """Is ``line`` the end (``}``, ``end``) of the empty block being filled, in a document that
-    does not close that block itself?  Then the fill must close it (``for x {█`` at the end of
-    the typed code); where the next line closes it already, the fill stops before its own."""
+    """Is ``line`` the end (``}``, ``end``) of the block being filled (an empty body, or a blank
+    line in one), in a document that does not close that block itself?  Then the fill must close
+    it (``for x {█`` at the end of the typed code) and stops after it, never running on into a new
+    method; where the next line closes it already, the fill stops before its own."""
     spec = spec_of(ctx.language)
-    if ctx.shape.kind is not ShapeKind.BLOCK or spec is None or spec.block_style is BlockStyle.INDENT:
+    if ctx.shape.kind not in (ShapeKind.BLOCK, ShapeKind.LINES):
         return False
-    if not re.match(spec.block_close, line.strip()):
+    if spec is not None and spec.block_style is BlockStyle.INDENT:
+        return False
+    close = spec.block_close if spec is not None else BRACKET_CLOSE  # no grammar: braces (CSS)
+    if not re.match(close, line.strip()):
         return False
     following = [ln for ln in _next_lines(ctx) if not is_stub(ln, ctx.language)][:1]
     scope = ctx.shape.scope_indent or 0
-    return not (
-        following and indent_width(following[0]) < scope and re.match(spec.block_close, following[0].strip())
-    )
+    return not (following and indent_width(following[0]) < scope and re.match(close, following[0].strip()))
 
 
 def _own_block(lines: list[str], ctx: FillContext) -> list[str]:
@@ -235,6 +240,8 @@ def _own_block(lines: list[str], ctx: FillContext) -> list[str]:
     # Without a grammar (spec None) only a "{" opens one: CSS, Vue, Solidity, C#, ... use braces.
     for start in range(min(len(lines), ctx.shape.max_lines)):
         line = (ctx.line_before if start == 0 else "") + lines[start]
+        if start and _leaves_scope(line, ctx):
+            return []  # past the end of the cursor's block: a block opened there is a new one
         if opens_block(line, spec) if spec is not None else line.rstrip().endswith("{"):
             break
     else:
