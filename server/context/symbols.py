@@ -12,9 +12,12 @@ same attribute after the same keyword); how often they use them at all; public b
 the module's own order.  Python only; the same path will take JavaScript/TypeScript imports and
 Go packages.
 
-Bounds: a module contributes at most ``MAX_MODULE_NAMES`` names (a generated module of 100k
-definitions gives its first ones), import statements are read in the first ``IMPORT_SCAN_CHARS``
-of the document, and usage is counted in at most ``USAGE_SCAN_CHARS`` of each text.
+Bounds: a module's names are read up to ``MAX_SCANNED_NAMES`` (once per version of its file),
+and a query ranks at most ``MAX_MODULE_NAMES`` of them, the first in the module's order that
+continue what is typed (in a generated module of 100k definitions, ``mod.name_99`` still finds
+``name_99999``); import statements are read in the first ``IMPORT_SCAN_CHARS`` of the document,
+and usage is counted in at most ``USAGE_SCAN_CHARS`` of each text.  Imports are not followed:
+circular ones cannot loop, and a star import (``from m import *``) binds no name.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ from dataclasses import dataclass
 
 from difill.server.context.imports import ALL_ENTRY, ALL_LIST
 
-MAX_MODULE_NAMES = 2000
+MAX_MODULE_NAMES = 2000  # candidates ranked for one query: the first that continue what is typed
+MAX_SCANNED_NAMES = 100_000  # names read from one module (the index's file cap bounds it anyway)
 IMPORT_SCAN_CHARS = 64 * 1024
 USAGE_SCAN_CHARS = 256 * 1024
 MAX_SYMBOL_DRAFTS = 3
@@ -145,12 +149,12 @@ def top_level_names(text: str) -> list[str]:
     names: dict[str, None] = {}
     for match in TOP_LEVEL.finditer(text):
         names.setdefault(match.group(1) or match.group(2))
-        if len(names) >= MAX_MODULE_NAMES:
+        if len(names) >= MAX_SCANNED_NAMES:
             return list(names)
     for listed in ALL_LIST.finditer(text):
         for entry in ALL_ENTRY.finditer(listed.group(1)):
             names.setdefault(entry.group(2))
-    return list(names)[:MAX_MODULE_NAMES]
+    return list(names)[:MAX_SCANNED_NAMES]
 
 
 def ranked(
@@ -159,6 +163,7 @@ def ranked(
     """``candidates`` that continue ``query.partial``, best first (the module docstring's order).
     ``before_cursor``: the document up to the cursor, for ``successor``."""
     typed = [name for name in candidates if name.startswith(query.partial) and name != query.partial]
+    typed = typed[:MAX_MODULE_NAMES]  # the first in the module's order (the module docstring)
     if not typed:
         return []
     following = successor(query, candidates, before_cursor)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-from difill.server.context.symbols import IMPORT_SCAN_CHARS, MAX_MODULE_NAMES, Imports
+from difill.server.context.symbols import IMPORT_SCAN_CHARS, MAX_SCANNED_NAMES, Imports
 
 IMPORT_ONE = re.compile(r'^import[ \t]+(?:([A-Za-z_]\w*|\.)[ \t]+)?"([^"\n]{1,512})"', re.M)
 IMPORT_GROUP = re.compile(r"^import[ \t]*\(([^)]{0,16384})\)", re.M)
@@ -74,9 +74,9 @@ def package_directory(import_path: str, go_mods: list[tuple[str, str]]) -> str |
 
 
 def exported_names(text: str) -> list[str]:
-    """The exported names a Go file declares at its top level, in its order (``MAX_MODULE_NAMES``)."""
+    """The exported names a Go file declares at its top level, in its order (``MAX_SCANNED_NAMES``)."""
     found = [(m.start(), m.group(1)) for m in TOP_LEVEL.finditer(text)]
     for group in GROUP.finditer(text):
         found += [(group.start(1) + m.start(), m.group(1)) for m in GROUP_MEMBER.finditer(group.group(1))]
     names = dict.fromkeys(name for _, name in sorted(found, key=lambda f: f[0]))
-    return list(names)[:MAX_MODULE_NAMES]
+    return list(names)[:MAX_SCANNED_NAMES]

@@ -8,7 +8,7 @@ names: at a typed word they are the document's imported names.  Only relative sp
 neither does a relative one that climbs above the workspace folder.
 
 Bounds as in symbols.py: imports are read in the first ``IMPORT_SCAN_CHARS`` of the document and
-a module gives at most ``MAX_MODULE_NAMES`` names.
+a module gives at most ``MAX_SCANNED_NAMES`` names.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-from difill.server.context.symbols import IMPORT_SCAN_CHARS, MAX_MODULE_NAMES, Imports
+from difill.server.context.symbols import IMPORT_SCAN_CHARS, MAX_SCANNED_NAMES, Imports
 
 IDENTIFIER = r"[A-Za-z_$][\w$]*"
 SPECIFIER = r"""(['"])([^'"\n]{1,512})\2"""
@@ -106,7 +106,7 @@ def module_paths(spec: str, current: str | None) -> list[str]:
 
 def exported_names(text: str) -> list[str]:
     """The names a module exports, in its order: declarations, ``export {a, b as c}`` lists and
-    CommonJS ``exports.x =``; at most ``MAX_MODULE_NAMES``."""
+    CommonJS ``exports.x =``; at most ``MAX_SCANNED_NAMES``."""
     found: list[tuple[int, str]] = [(m.start(), m.group(1)) for m in EXPORT_DECLARATION.finditer(text)]
     for match in EXPORT_LIST.finditer(text):
         for entry in match.group(1).replace("\n", " ").split(","):
@@ -116,4 +116,4 @@ def exported_names(text: str) -> list[str]:
                 found.append((match.start(), name))
     found += [(m.start(), m.group(1)) for m in COMMONJS_EXPORT.finditer(text)]
     names = dict.fromkeys(name for _, name in sorted(found, key=lambda f: f[0]))
-    return list(names)[:MAX_MODULE_NAMES]
+    return list(names)[:MAX_SCANNED_NAMES]

@@ -9,7 +9,8 @@ import pytest
 from lsp_helpers import inline_params, open_document, running_server
 
 from difill.server.context import symbols
-from difill.server.context.index import WorkspaceIndex
+from difill.server.context.index import IndexLimits, WorkspaceIndex
+from difill.server.context.policy import ContextPolicy
 from difill.server.draft_policy import drafts_at, is_sure
 
 ERRORS = '''"""Errors."""
@@ -117,9 +118,81 @@ def test_a_typed_word_gets_the_imported_names_it_starts(workspace):
 
 
 def test_a_huge_module_gives_its_first_names_within_the_cap(tmp_path):
-    huge = "".join(f"def name_{i}():\n    pass\n" for i in range(100_000))
+    huge = "".join(f"def name_{i}():\n    pass\n" for i in range(symbols.MAX_SCANNED_NAMES + 10))
     names = symbols.top_level_names(huge)
-    assert len(names) == symbols.MAX_MODULE_NAMES and names[0] == "name_0"
+    assert len(names) == symbols.MAX_SCANNED_NAMES and names[0] == "name_0"
+
+
+def test_a_module_of_100k_definitions_ranks_the_nearest_names_within_the_cap(tmp_path):
+    """100k definitions: nothing typed, its first names; a typed prefix reaches names past the
+    first MAX_MODULE_NAMES (the first that continue it, in the module's order); in bounded time."""
+    import time
+
+    write(tmp_path / "ws/pkg/__init__.py", "")
+    write(tmp_path / "ws/pkg/gen.py", "".join(f"def name_{i}():\n    pass\n" for i in range(100_000)))
+    index = WorkspaceIndex(IndexLimits(max_file_bytes=8 * 1024 * 1024))
+    index.start()
+    index.add_folder(str(tmp_path / "ws"))
+    assert index.wait_idle(60)
+    try:
+        root = tmp_path / "ws"
+        assert drafts(index, root, "from pkg import gen\nx = gen.") == [
+            ("name_0", "symbol"), ("name_1", "symbol"), ("name_2", "symbol"),
+        ]  # fmt: skip
+        drafts(index, root, "from pkg import gen\nx = gen.name_9999")  # the names are read once
+        started = time.perf_counter()
+        assert drafts(index, root, "from pkg import gen\nx = gen.name_9999") == [
+            ("0", "symbol"), ("1", "symbol"), ("2", "symbol"),
+        ]  # fmt: skip
+        assert time.perf_counter() - started < 2.0  # generous: two shared cores
+    finally:
+        index.stop()
+
+
+def test_circular_and_star_imports(tmp_path):
+    """Imports are not followed: two modules that import each other give each other's names; a
+    star import binds no name to offer at a typed word."""
+    root = tmp_path / "ws"
+    write(root / "pkg/a.py", "from pkg import b\n\ndef from_a():\n    return b.from_b()\n")
+    write(root / "pkg/b.py", "from pkg import a\n\ndef from_b():\n    return a.from_a()\n")
+    write(root / "pkg/errors.py", ERRORS)
+    index = WorkspaceIndex()
+    index.start()
+    index.add_folder(str(root))
+    assert index.wait_idle(30)
+    try:
+        _circular_and_star(root, index)
+    finally:
+        index.stop()
+
+
+def _circular_and_star(root: Path, index: WorkspaceIndex) -> None:
+    assert drafts(index, root, "from pkg import a\nx = a.fr") == [("om_a", "symbol")]
+    assert drafts(index, root, "from pkg import b\nx = b.fr") == [("om_b", "symbol")]
+    assert drafts(index, root, "from pkg.errors import *\nraise Re") == []
+    assert symbols.imports_of("from pkg.errors import *\n").names == {}
+
+
+def test_no_candidates_from_outside_the_workspace_or_a_secret_file(tmp_path):
+    """A module that resolves above the workspace folder, or to a file the secrets policy denies
+    (built in, or contextExclude), is never indexed: no candidates from it."""
+    root = tmp_path / "ws"
+    write(tmp_path / "outside.py", "def leaked():\n    pass\n")
+    write(root / "pkg/__init__.py", "")
+    write(root / "pkg/secret/__init__.py", "")
+    write(root / "pkg/secret/keys.py", "def api_key():\n    pass\n")
+    write(root / "pkg/ok.py", "def fine():\n    pass\n")
+    index = WorkspaceIndex(policy=ContextPolicy(("secret/",)))
+    index.start()
+    index.add_folder(str(root))
+    assert index.wait_idle(30)
+    try:
+        assert drafts(index, root, "from pkg import ok\nok.f") == [("ine", "symbol")]
+        assert drafts(index, root, "from ... import outside\noutside.le") == []
+        assert drafts(index, root, "from pkg.secret import keys\nkeys.ap") == []
+        assert drafts(index, root, "import outside\noutside.le", name="new.py") == []
+    finally:
+        index.stop()
 
 
 async def test_symbol_candidates_are_ghost_text_through_the_server(tiny_model_dir, tmp_path):
