@@ -25,6 +25,7 @@ from difill.engine.languages import family_of
 from difill.server.context import files, symbols, symbols_go, symbols_js
 from difill.server.context.drafts import Draft
 from difill.server.context.store import IndexedFile, Store
+from difill.server.context.symbol_usage import MAX_USAGE_FILES, Usage, echoed_word, enclosing_call
 
 CACHED_MODULES = 256
 MAX_PACKAGE_FILES = 64  # a Go package's files read for its names
@@ -54,16 +55,29 @@ def rules_for(language: str | None) -> ModuleRules | None:
     return RULES.get(family_of(language) or "")
 
 
+@dataclass(frozen=True)
+class Files:
+    """One language family's indexed files at one index generation, mapped for resolving imports."""
+
+    generation: int
+    records: list[IndexedFile]
+    by_relative: dict[tuple[str, str], IndexedFile]  # (folder, relative path) -> file
+    by_base: dict[str, list[IndexedFile]]  # file name -> files
+    go_mods: dict[str, list[tuple[str, str]]]  # folder -> (go.mod's relative path, module path)
+
+
 class SymbolLookup:
-    """Resolves modules to indexed files under the index's lock; caches both steps."""
+    """Resolves modules to indexed files (a snapshot of the index per generation, taken under its
+    lock) and ranks their names with the workspace's use of them; caches each step."""
 
     def __init__(self, lock: threading.Lock, store: Store, folders: Callable[[], list[str]]) -> None:
         self.lock = lock
         self.store = store
         self.folders = folders  # the workspace folders, read under the lock
         self._cache_lock = threading.Lock()
-        self._modules: OrderedDict[tuple, tuple[int, ...]] = OrderedDict()  # (module, from, gen) -> files
+        self._files: dict[str, Files] = {}  # family -> its snapshot
         self._names: OrderedDict[tuple, list[str]] = OrderedDict()  # a module file's names
+        self._usage: OrderedDict[tuple, Usage] = OrderedDict()  # (module file, generation) -> usage
 
     def drafts(
         self, text: str, offset: int, current_path: str | None, language: str | None, source_texts: list[str]
@@ -84,7 +98,11 @@ class SymbolLookup:
             if not found:
                 return []
             names = list(dict.fromkeys(n for record in found for n in self._names_of(record, rules)))
-            best = symbols.ranked(query, names, texts, text[:offset])[: symbols.MAX_SYMBOL_DRAFTS]
+            usage = self.usage(found, rules, names).without(current_path)
+            ahead = line_before[: len(line_before) - len(query.chain) - len(query.partial) - 1]
+            best = symbols.ranked(
+                query, names, texts, text[:offset], usage, enclosing_call(ahead), echoed_word(ahead)
+            )[: symbols.MAX_SYMBOL_DRAFTS]
             return [Draft(name[len(query.partial) :], found[0].relative, kind="symbol") for name in best]
         best = symbols.ranked(query, list(imports.names), texts)[: symbols.MAX_SYMBOL_DRAFTS]
         return [Draft(name[len(query.partial) :], "imported", kind="symbol") for name in best]
@@ -94,76 +112,109 @@ class SymbolLookup:
         folder's first; [] when the workspace has none."""
         with self.lock:
             folders = self.folders()
-            folder = next((f for f in folders if current_path and files.inside(current_path, f)), None)
-            current = (
-                os.path.relpath(current_path, folder).replace(os.sep, "/")
-                if folder and current_path
-                else None
-            )
-            key = (rules.family, module, current, self.store.generation)
-            if key in self._modules:
-                return [self.store.files[i] for i in self._modules[key] if i in self.store.files]
-            records = [r for r in self.store.files.values() if family_of(r.language) == rules.family]
-            if rules.family == "go":
-                found = self._go_package(module, folder, records)
-            else:
-                found = self._module_file(module, current, folder, records, rules)
-            self._modules[key] = tuple(
-                self.store.by_path[r.path] for r in found if r.path in self.store.by_path
-            )
-            while len(self._modules) > CACHED_MODULES:
-                self._modules.popitem(last=False)
-            return found
+        folder = next((f for f in folders if current_path and files.inside(current_path, f)), None)
+        current = (
+            os.path.relpath(current_path, folder).replace(os.sep, "/") if folder and current_path else None
+        )
+        return self._resolve(module, current, folder, rules, self._snapshot(rules))
 
-    def _module_file(
-        self,
-        module: str,
-        current: str | None,
-        folder: str | None,
-        records: list[IndexedFile],
-        rules: ModuleRules,
+    def _snapshot(self, rules: ModuleRules) -> Files:
+        with self.lock:
+            generation = self.store.generation
+            cached = self._files.get(rules.family)
+            if cached is not None and cached.generation == generation:
+                return cached
+            everything = list(self.store.files.values())
+        records = [r for r in everything if family_of(r.language) == rules.family]
+        by_base: dict[str, list[IndexedFile]] = {}
+        for record in records:
+            by_base.setdefault(record.relative.rsplit("/", 1)[-1], []).append(record)
+        go_mods: dict[str, list[tuple[str, str]]] = {}
+        if rules.family == "go":
+            for record in everything:
+                module = (
+                    symbols_go.module_path(record.text)
+                    if record.relative.rsplit("/", 1)[-1] == "go.mod"
+                    else None
+                )
+                if module:
+                    go_mods.setdefault(record.folder, []).append((record.relative, module))
+        snapshot = Files(generation, records, {(r.folder, r.relative): r for r in records}, by_base, go_mods)
+        with self.lock:
+            self._files[rules.family] = snapshot
+        return snapshot
+
+    def _resolve(
+        self, module: str, current: str | None, folder: str | None, rules: ModuleRules, snapshot: Files
     ) -> list[IndexedFile]:
-        """Python and JS: the one file a module is (its paths in the language's order of trial)."""
+        if rules.family == "go":
+            directory = symbols_go.package_directory(module, snapshot.go_mods.get(folder or "", []))
+            if directory is None:
+                return []
+            found = [
+                r
+                for r in snapshot.records
+                if r.folder == folder
+                and os.path.dirname(r.relative) == directory
+                and not r.relative.endswith("_test.go")
+            ]
+            return sorted(found, key=lambda r: r.relative)[:MAX_PACKAGE_FILES]
+        # Python and JS: the one file a module is, its paths in the language's order of trial:
+        # a path from the folder (relative imports, "/..."), else a tail anywhere in the folders.
         tails = (symbols.module_paths if rules.family == "python" else symbols_js.module_paths)(
             module, current
         )
-        if not tails:
-            return []
-        whole = {tail[1:]: i for i, tail in enumerate(tails) if tail.startswith("/")}  # from the folder
-        ends = [(i, tail) for i, tail in enumerate(tails) if not tail.startswith("/")]  # anywhere in it
-        matches = []
-        for record in records:
-            rank = whole.get(record.relative) if record.folder == folder or folder is None else None
-            if rank is None:
-                rank = next(
-                    (i for i, t in ends if record.relative == t or record.relative.endswith("/" + t)), None
-                )
-            if rank is not None:
-                matches.append((record.folder != folder, rank, len(record.relative), record.relative, record))
-        return [min(matches, key=lambda m: m[:4])[4]] if matches else []
+        for tail in tails:
+            if tail.startswith("/"):
+                found = snapshot.by_relative.get((folder or "", tail[1:]))
+                if found is not None:
+                    return [found]
+                continue
+            matches = [
+                r
+                for r in snapshot.by_base.get(tail.rsplit("/", 1)[-1], [])
+                if r.relative == tail or r.relative.endswith("/" + tail)
+            ]
+            if matches:
+                return [min(matches, key=lambda r: (r.folder != folder, len(r.relative), r.relative))]
+        return []
 
-    def _go_package(
-        self, import_path: str, folder: str | None, records: list[IndexedFile]
-    ) -> list[IndexedFile]:
-        """Go: the non-test files of the package's directory below the current folder's go.mod."""
-        go_mods = [
-            (r.relative, module)
-            for r in self.store.files.values()
-            if r.folder == folder and posixpath_base(r.relative) == "go.mod"
-            for module in [symbols_go.module_path(r.text)]
-            if module
-        ]
-        directory = symbols_go.package_directory(import_path, go_mods)
-        if directory is None:
-            return []
-        found = [
-            r
-            for r in records
-            if r.folder == folder
-            and os.path.dirname(r.relative) == directory
-            and not r.relative.endswith("_test.go")
-        ]
-        return sorted(found, key=lambda r: r.relative)[:MAX_PACKAGE_FILES]
+    def usage(self, module: list[IndexedFile], rules: ModuleRules, names: list[str]) -> Usage:
+        """How the workspace's files that import ``module`` use its names (symbol_usage.py)."""
+        snapshot = self._snapshot(rules)
+        key = (module[0].path, snapshot.generation)
+        with self._cache_lock:
+            if key in self._usage:
+                return self._usage[key]
+        targets = {r.path for r in module}
+        hint = module[0].relative.rsplit("/", 1)[-1].split(".")[0]  # a file naming the module names this
+        if hint in ("__init__", "index") or rules.family == "go":
+            hint = module[0].relative.rsplit("/", 2)[-2] if "/" in module[0].relative else ""
+        usage = Usage()
+        wanted = set(names)
+        for record in snapshot.records[:MAX_USAGE_FILES]:
+            head = record.text[: symbols.IMPORT_SCAN_CHARS]
+            if record.path in targets or (hint and hint not in head):
+                continue
+            imports = rules.imports_of(record.text)
+            current = record.relative
+            aliases = {
+                alias
+                for alias in (*imports.modules, *imports.names)
+                for chained in [rules.module_of_chain(alias, imports)]
+                if chained
+                and any(
+                    r.path in targets
+                    for r in self._resolve(chained, current, record.folder, rules, snapshot)[:1]
+                )
+            }
+            if aliases:
+                usage.add(record.path, record.text, aliases, wanted)
+        with self._cache_lock:
+            self._usage[key] = usage
+            while len(self._usage) > CACHED_MODULES:
+                self._usage.popitem(last=False)
+        return usage
 
     def _names_of(self, record: IndexedFile, rules: ModuleRules) -> list[str]:
         key = (record.path, len(record.text), hash(record.text[:4096]))
@@ -176,7 +227,3 @@ class SymbolLookup:
             while len(self._names) > CACHED_MODULES:
                 self._names.popitem(last=False)
         return names
-
-
-def posixpath_base(relative: str) -> str:
-    return relative.rsplit("/", 1)[-1]

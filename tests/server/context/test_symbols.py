@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from lsp_helpers import inline_params, open_document, running_server
 
-from difill.server.context import symbols
+from difill.server.context import symbol_usage, symbols
 from difill.server.context.index import IndexLimits, WorkspaceIndex
 from difill.server.context.policy import ContextPolicy
 from difill.server.draft_policy import drafts_at, is_sure
@@ -212,3 +212,63 @@ async def test_symbol_candidates_are_ghost_text_through_the_server(tiny_model_di
                 break
         # The module's name with what followed it in core.py ("raise errors.RetryError(fn)").
         assert [item.insert_text for item in result.items][:1] == ["RetryError(fn)"]
+
+
+def test_ranking_evidence_echo_and_enclosing_call():
+    """The word a value is bound to picks the name that echoes it; the call open at the cursor
+    is read past nested brackets."""
+    query = symbols.SymbolQuery("defaults", "", "=")
+    names = ["LOGURU_FORMAT", "LOGURU_LEVEL", "LOGURU_COLORIZE"]
+    assert symbols.ranked(query, names, [], word="level")[0] == "LOGURU_LEVEL"
+    assert symbols.ranked(query, names, [], word="x")[0] == "LOGURU_FORMAT"  # too short to echo
+    assert symbol_usage.echoed_word("        colorize=") == "colorize"
+    assert symbol_usage.echoed_word("    timeout: int = ") == "timeout"
+    assert symbol_usage.echoed_word("    return ") == ""
+    assert symbol_usage.enclosing_call("elif isinstance(element, (a.Or, ") == "isinstance"
+    assert symbol_usage.enclosing_call("x = pp.Word(") == "Word"
+    assert symbol_usage.enclosing_call("x = [1, 2](") == ""
+
+
+def test_the_workspace_use_of_a_module_ranks_its_names(tmp_path):
+    """A file that imports the module under another alias and uses one name inside the same call
+    ranks it first; the file being edited is left out of that count (its indexed copy is an
+    older version of the text at hand)."""
+    root = tmp_path / "ws"
+    write(root / "pkg/__init__.py", "")
+    write(
+        root / "pkg/kinds.py",
+        "class Alpha:\n    pass\n\n\nclass Beta:\n    pass\n\n\nclass Gamma:\n    pass\n",
+    )
+    write(
+        root / "pkg/user.py", "from pkg import kinds as k\n\n\ndef f(x):\n    return isinstance(x, k.Gamma)\n"
+    )
+    index = WorkspaceIndex()
+    index.start()
+    index.add_folder(str(root))
+    assert index.wait_idle(30)
+    try:
+        text = "from pkg import kinds\n\n\ndef g(y):\n    if isinstance(y, kinds."
+        assert drafts(index, root, text)[0] == ("Gamma", "symbol")
+        assert drafts(index, root, text, name="pkg/user.py")[0] == ("Alpha", "symbol")
+    finally:
+        index.stop()
+
+
+def test_a_lookup_that_names_no_candidate_stays_after_them_as_shown():
+    """The text pipeline ranks drafts by syntax errors: a lookup that carries a comma must not
+    go before the right bare name in a block of keyword arguments."""
+    from difill.engine.syntax import parser_for
+    from difill.engine.text.context import build_context
+    from difill.engine.text.pipeline import shown_texts
+    from difill.server.context.drafts import Draft
+    from difill.server.draft_policy import drafts_result
+
+    text = "from pkg import defaults\n\nconfigure(\n    level=defaults.\n    colorize=True,\n)\n"
+    offset = text.index("defaults.\n") + len("defaults.")
+    names = [Draft("LOGURU_LEVEL", "pkg/defaults.py", kind="symbol")]
+    source = ("other.py", "configure(\n    level=defaults.LOGURU_SERIALIZE,\n)\n")
+    found = drafts_at(text, offset, [source], names, "python")
+    assert [d.text.split("\n")[0] for d in found][:2] == ["LOGURU_LEVEL", "LOGURU_SERIALIZE,"]
+    tree = parser_for("python").parse(text.encode())
+    ctx = build_context(text, offset, "python", 1024, 32, tree)
+    assert shown_texts(drafts_result(found).candidates, ctx)[0] == "LOGURU_LEVEL"
