@@ -1,7 +1,7 @@
 """Names from other files (issue 36): cases where the code at the cursor starts with a symbol that
 another file of the same package defines, scored through the server's suggestion path.
 
-    python -m difill.lab.symbol_eval [--cases 60] [--packages workspace|tuning] [--seed 0]
+    python -m difill.lab.symbol_eval [--cases 60] [--packages workspace|tuning] [--seed 0] [--kinds module,imported,typed]
 
 Kinds, each from every package's own files (the corpus's rule: no tests), the cursor where a
 user would stand and the rest of its line gone (it is still to be written):
@@ -187,12 +187,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--open-defining", action="store_true", help="the defining file open in a tab")
     parser.add_argument(
+        "--kinds",
+        default="module,imported,typed",
+        help="the kinds to score: module, imported, typed (2 typed)",
+    )
+    parser.add_argument(
         "--cache", default="data/archives", help="where the fetched package archives are kept"
     )
     args = parser.parse_args(argv)
     pins = read_pins(WORKSPACE_PACKAGE_LIST if args.packages == "workspace" else TUNING_PACKAGE_LIST)
     packages = fetch_packages(pins, Path(args.cache))
-    cases = symbol_cases(packages, args.cases, args.seed)
+    short = {"module": "module", "imported": "imported", "typed": "imported, 2 typed"}
+    kinds = [short[k.strip()] for k in args.kinds.split(",")]
+    cases = {k: c for k, c in symbol_cases(packages, args.cases, args.seed).items() if k in kinds}
     model = load_served(None)
     model = ServedModel(model.engine, replace(model.settings))
     indexes = PackageIndexes(packages)

@@ -26,6 +26,7 @@ DRAFTS_PER_REQUEST = 3  # drafts that seed canvas rows when drafts are on (find_
 # tuning packages the model never saw, not on the eval (docs/drafts.md "When a draft is shown"):
 # 1 (every draft) loses a quarter of the keystrokes typing at the end of a file saves.
 SHOW_MIN_MATCH = 4
+AFTER_SYMBOLS = "after-symbols"  # the kind of a lookup that names no symbol candidate (drafts_at)
 
 
 def shaped_drafts(drafts: Sequence[Draft], ctx: FillContext) -> list[Draft]:
@@ -63,6 +64,11 @@ def fitting_drafts(
         return drafts
     fitted = []
     for draft in drafts:
+        if draft.kind == "symbol" and draft.text.isidentifier():
+            # A bare name from the module or the imports (symbols.py) cannot be wrong syntax; the
+            # line it starts is (``level=defaults.█`` before ``format=...``: the comma is to come).
+            fitted.append(draft)
+            continue
         text = _without_new_errors(draft.text, ctx, before)
         if text:
             fitted.append(replace(draft, text=text))
@@ -101,16 +107,21 @@ def drafts_at(
     names = [d for d in index_drafts if d.kind == "symbol"]
     if not names:
         return [*index_drafts, *found]
-    # A symbol with what followed it elsewhere (``errors.`` -> ``RetryError(attempt)``) beats the
-    # bare name: the lookup carries its arguments.  Other lookups name no candidate: after them.
-    with_names = [  # in the candidates' order: the lookups that start with each
-        Draft(d.text, d.source, d.matched, kind="symbol")
-        for n in names
-        for d in found
-        if d.text.startswith(n.text) and not d.text[len(n.text) : len(n.text) + 1].isidentifier()
+
+    # The best symbol with what followed it elsewhere (``errors.`` -> ``RetryError(attempt)``)
+    # beats the bare name: the lookup carries its arguments.  Lookups that start with a lower
+    # candidate are left out: the text pipeline ranks drafts by syntax errors, where a lookup's
+    # ``LOGURU_FILTER,`` (comma and all) went before the right bare name in a block of
+    # ``level=defaults.LOGURU_LEVEL,`` lines.  Other lookups name no candidate: after them.
+    def starts_with(draft: Draft, name: Draft) -> bool:
+        tail = draft.text[len(name.text) : len(name.text) + 1]
+        return draft.text.startswith(name.text) and not tail.isidentifier()
+
+    with_names = [
+        Draft(d.text, d.source, d.matched, kind="symbol") for d in found if starts_with(d, names[0])
     ]
     others = [d for d in index_drafts if d.kind != "symbol"]
-    rest = [d for d in found if d.text not in {w.text for w in with_names}]
+    rest = [replace(d, kind=AFTER_SYMBOLS) for d in found if not any(starts_with(d, n) for n in names)]
     return [*others, *with_names, *names, *rest]
 
 
@@ -142,6 +153,9 @@ def draft_mode(engine: object, settings: Settings) -> str:
 
 def drafts_result(drafts: Sequence[Draft]) -> FillResult:
     """Drafts as a fill's answer, when no model writes it: each a whole middle, as it was found."""
-    candidates = [Candidate(d.text, 0, 0.0, True, f"draft:{d.source}") for d in drafts]
+    # A lookup that names none of the symbol candidates stays after them: the pipeline ranks
+    # complete middles first (pipeline.shown_texts), then by syntax errors, by which a lookup's
+    # ``LOGURU_SERIALIZE,`` (its comma and all) went before the right bare name.
+    candidates = [Candidate(d.text, 0, 0.0, d.kind != AFTER_SYMBOLS, f"draft:{d.source}") for d in drafts]
     stats = FillStats(candidates=len(candidates))
     return FillResult(candidates[0].text if candidates else "", candidates, stats)

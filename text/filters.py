@@ -26,7 +26,7 @@ from difill.text.rules import (
     unmatched_closers,
     unmatched_openers,
 )
-from difill.text.shape import ShapeKind, indent_width, only_closers, opens_block
+from difill.text.shape import BLOCK_LINES, ShapeKind, indent_width, only_closers, opens_block
 
 Filter = Callable[[str, FillContext], str]
 
@@ -36,6 +36,7 @@ MAX_REPEAT_UNIT = 30
 NEXT_LINES = 8  # how many of the document's next lines a suggestion is compared with
 OPEN_BRACKET_LINES = 20  # prefix lines scanned for brackets still open at the cursor
 NEXT_LINE_START_LINES = 4  # lines a suggestion that starts on the next line may keep
+BRACKET_CLOSE = r"^[)\]}]"  # a line that ends a block, in a language without a grammar
 
 
 def apply_filters(text: str, ctx: FillContext, pipeline: list[Filter]) -> str:
@@ -97,17 +98,61 @@ def limit_to_scope(text: str, ctx: FillContext) -> str:
     if ctx.shape.single_line:
         return _next_line_start(lines, ctx) or _sibling_lines(lines, ctx) or lines[0]
     kept = [lines[0]]
-    for line in lines[1 : ctx.shape.max_lines]:
-        if (
-            line.strip()
-            and ctx.shape.scope_indent is not None
-            and indent_width(line) < ctx.shape.scope_indent
-        ):
+    for index, line in enumerate(lines[1:], start=1):
+        if index >= ctx.shape.max_lines:
+            kept = _whole_statements(kept, lines, ctx)  # the bound cut here: not inside a bracket
+            break
+        if _leaves_scope(line, ctx):
             if _closes_unclosed_block(line, ctx):
                 kept.append(line)
             break
         kept.append(line)
     return "\n".join(kept)
+
+
+def _whole_statements(kept: list[str], lines: list[str], ctx: FillContext) -> list[str]:
+    """``kept``, the first lines of ``lines`` that the shape's line bound let through, cut again
+    so that the bound never ends the suggestion inside a bracket or a block: up to the last line
+    that ends a statement (``_statement_ends``).  When not even the first statement ends within
+    the bound, that statement is kept to its end, up to an empty body's bound (``BLOCK_LINES``):
+    one whole multi-line call or literal.  Else the cut stays where the bound put it."""
+    ends = _statement_ends(lines[:BLOCK_LINES], ctx)
+    within = [end for end in ends if end < len(kept)]
+    if within:
+        return lines[: within[-1] + 1]
+    return lines[: ends[0] + 1] if ends else kept
+
+
+def _statement_ends(lines: list[str], ctx: FillContext) -> list[int]:
+    """The indices of the lines after which every bracket the text opened is closed again, no
+    block is left open (a ``{`` or ``do`` without its end, a Python header without its body) and
+    the line does not continue (a trailing backslash).  Strings and comments are not counted
+    (``rules.code_only``, one line at a time)."""
+    spec = spec_of(ctx.language)
+    keyword_blocks = spec is not None and spec.block_style is BlockStyle.END
+    stack: list[str] = []
+    depth = 0  # END-style blocks (do ... end) still open
+    ends = []
+    for index, line in enumerate(lines):
+        code = code_only(line, ctx.language).rstrip()
+        for ch in code:
+            if ch in "([{":
+                stack.append(ch)
+            elif ch in OPENERS and stack and stack[-1] == OPENERS[ch]:
+                stack.pop()
+        if keyword_blocks and not code.endswith("{") and opens_block(code, spec):
+            depth += 1
+        elif (
+            keyword_blocks
+            and spec is not None
+            and re.match(spec.block_close, code.strip())
+            and code.strip()[:1] != "}"
+        ):
+            depth -= 1
+        header = spec is not None and spec.block_style is BlockStyle.INDENT and opens_block(code, spec)
+        if code.strip() and not stack and depth <= 0 and not header and not code.endswith("\\"):
+            ends.append(index)
+    return ends
 
 
 def _next_line_start(lines: list[str], ctx: FillContext) -> str:
@@ -160,20 +205,28 @@ def _sibling_lines(lines: list[str], ctx: FillContext) -> str:
     return "\n".join(kept) if len(kept) > 1 else ""
 
 
+def _leaves_scope(line: str, ctx: FillContext) -> bool:
+    """Is ``line`` a line of code less indented than the cursor's scope?"""
+    scope = ctx.shape.scope_indent
+    return bool(line.strip()) and scope is not None and indent_width(line) < scope
+
+
 def _closes_unclosed_block(line: str, ctx: FillContext) -> bool:
-    """Is ``line`` the end (``}``, ``end``) of the empty block being filled, in a document that
-    does not close that block itself?  Then the fill must close it (``for x {█`` at the end of
-    the typed code); where the next line closes it already, the fill stops before its own."""
+    """Is ``line`` the end (``}``, ``end``) of the block being filled (an empty body, or a blank
+    line in one), in a document that does not close that block itself?  Then the fill must close
+    it (``for x {█`` at the end of the typed code) and stops after it, never running on into a new
+    method; where the next line closes it already, the fill stops before its own."""
     spec = spec_of(ctx.language)
-    if ctx.shape.kind is not ShapeKind.BLOCK or spec is None or spec.block_style is BlockStyle.INDENT:
+    if ctx.shape.kind not in (ShapeKind.BLOCK, ShapeKind.LINES):
         return False
-    if not re.match(spec.block_close, line.strip()):
+    if spec is not None and spec.block_style is BlockStyle.INDENT:
+        return False
+    close = spec.block_close if spec is not None else BRACKET_CLOSE  # no grammar: braces (CSS)
+    if not re.match(close, line.strip()):
         return False
     following = [ln for ln in _next_lines(ctx) if not is_stub(ln, ctx.language)][:1]
     scope = ctx.shape.scope_indent or 0
-    return not (
-        following and indent_width(following[0]) < scope and re.match(spec.block_close, following[0].strip())
-    )
+    return not (following and indent_width(following[0]) < scope and re.match(close, following[0].strip()))
 
 
 def _own_block(lines: list[str], ctx: FillContext) -> list[str]:
@@ -187,6 +240,8 @@ def _own_block(lines: list[str], ctx: FillContext) -> list[str]:
     # Without a grammar (spec None) only a "{" opens one: CSS, Vue, Solidity, C#, ... use braces.
     for start in range(min(len(lines), ctx.shape.max_lines)):
         line = (ctx.line_before if start == 0 else "") + lines[start]
+        if start and _leaves_scope(line, ctx):
+            return []  # past the end of the cursor's block: a block opened there is a new one
         if opens_block(line, spec) if spec is not None else line.rstrip().endswith("{"):
             break
     else:
@@ -330,22 +385,29 @@ def drop_next_lines_duplicate(text: str, ctx: FillContext) -> str:
 
 def normalise_indentation(text: str, ctx: FillContext) -> str:
     """Indent the suggestion's later lines in the document's style: tabs or spaces, and the
-    document's width per level.  When the cursor line is already indented, the suggestion's
-    first line does not add more."""
+    document's width per level, relative to where its first line stands.  When the cursor line
+    is already indented, the suggestion's first line does not add more.  At column 0 of a blank
+    line the first line's own indentation places the suggestion (inside an ``else {`` indented
+    12, a statement at 16): it is the base the levels count from, never rescaled itself."""
     lines = text.split("\n")
     if ctx.line_before and not ctx.line_before.strip():
         lines[0] = lines[0].lstrip(" \t")
-    if len(lines) == 1:
-        return lines[0]
     unit = ctx.indent_unit
-    base = _indent_text(ctx.line_before)
+    # At column 0 the first line carries its own indentation: it takes the document's style too.
+    owns_indent = not ctx.line_before and bool(lines[0].strip())
+    if (len(lines) == 1 and not owns_indent) or not unit:
+        return "\n".join(lines)  # without a unit: neither the document nor the language decides
+    base = _indent_text(ctx.line_before + lines[0])
     rest = lines[1:]
-    if not unit:  # neither the document nor the language decides: the model's own indentation
-        return "\n".join(lines)
     if unit == "\t":
         own = _space_step([len(base.expandtabs(4))] + [indent_width(ln) for ln in rest if ln.strip()]) or 4
+        if owns_indent:
+            lines[0] = _retab(lines[0], own)
         rest = [_retab(ln, own) for ln in rest]
     else:
+        if owns_indent:
+            lines[0] = (" " * len(unit)).join(base.split("\t")) + lines[0][len(base) :]
+            base = _indent_text(lines[0])
         rest = [
             (" " * len(unit)).join(ln[: indent_width(ln)].split("\t")) + ln[indent_width(ln) :] for ln in rest
         ]

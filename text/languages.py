@@ -85,18 +85,37 @@ BY_EDITOR_ID: dict[str, LanguageSpec] = {i: s for s in LANGUAGES for i in (s.nam
 BY_EXTENSION: dict[str, LanguageSpec] = {ext: s for s in LANGUAGES for ext in s.extensions}
 
 
+# Prose languages difill knows by name without a grammar (spec_of is None: text rules shape them):
+# a "#" line there is a heading, not a comment, and an apostrophe opens no string.  Editor ids
+# (VS Code's and Neovim's), then extensions.
+PROSE_LANGUAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "markdown": (("markdown",), (".md", ".markdown")),
+}
+PROSE_BY_ID = {i: name for name, (ids, _) in PROSE_LANGUAGES.items() for i in ids}
+PROSE_BY_EXTENSION = {ext: name for name, (_, exts) in PROSE_LANGUAGES.items() for ext in exts}
+
+
 def language_of(language_id: str | None, path: str = "") -> str | None:
     """difill's language for a document: its editor language id, or else its file extension;
-    None for a language difill has no grammar for (text rules shape its suggestions)."""
+    a prose language by name (``PROSE_LANGUAGES``); None for another language difill has no
+    grammar for (text rules shape its suggestions)."""
     spec = BY_EDITOR_ID.get(language_id or "")
-    return spec.name if spec is not None else language_for_path(path)
+    if spec is not None:
+        return spec.name
+    return PROSE_BY_ID.get(language_id or "") or language_for_path(path)
 
 
 def language_for_path(path: str) -> str | None:
     """The language of a file by its extension (a path or a URI)."""
     dot = path.rfind(".")
-    spec = BY_EXTENSION.get(path[dot:].lower()) if dot > path.rfind("/") else None
-    return spec.name if spec is not None else None
+    extension = path[dot:].lower() if dot > path.rfind("/") else ""
+    spec = BY_EXTENSION.get(extension)
+    return spec.name if spec is not None else PROSE_BY_EXTENSION.get(extension)
+
+
+def is_prose(language: str | None) -> bool:
+    """Is ``language`` (as ``language_of`` names it) prose: no comments, no strings?"""
+    return language in PROSE_LANGUAGES
 
 
 # Languages whose code continues each other's: a TypeScript file's drafts may come from JavaScript.

@@ -25,7 +25,7 @@ from enum import Enum
 from tree_sitter import Node, Tree
 
 from difill.text.characters import LINE_ENDING, line_start
-from difill.text.languages import BlockStyle, LanguageSpec, is_stub, spec_of
+from difill.text.languages import BlockStyle, LanguageSpec, is_prose, is_stub, spec_of
 
 SHORT_TOKENS = 12  # a comment or string continuation: a few words
 BLOCK_LINES = 12  # the most lines an empty block body gets
@@ -82,7 +82,8 @@ def decide_shape(
     line_end = _line_end(text, offset)
     before, after = text[start:offset], text[offset:line_end]
 
-    if in_comment_or_string(text, offset, before, tree, spec):
+    # Prose (Markdown) has no comments or strings: "## █" is a heading to finish, "it's" no quote.
+    if not is_prose(language) and in_comment_or_string(text, offset, before, tree, spec):
         return Shape(ShapeKind.SHORT, min(max_tokens, SHORT_TOKENS), 1)
     if after.strip() and not only_closers(after):
         return Shape(ShapeKind.LINE_REST, max_tokens, 1)
@@ -176,6 +177,8 @@ def _open_quote(before: str, spec: LanguageSpec | None = None, backquotes: bool 
 
 def string_quote_at(text: str, offset: int, tree: Tree | None, language: str | None = None) -> str | None:
     """The quote character of the string the cursor is inside, or None outside strings."""
+    if is_prose(language):
+        return None
     spec = spec_of(language)
     if tree is not None:
         at = len(text[:offset].encode("utf-8"))

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from pygls.uris import to_fs_path
 
-from difill.server.context import files, symbols
+from difill.server.context import files
 from difill.server.context.definitions import definition_at
 from difill.server.context.drafts import Draft
 from difill.server.context.found import Retrieval, Snippet
@@ -28,6 +28,7 @@ from difill.server.context.imports import (
 )
 from difill.server.context.similarity import identifiers, jaccard, query_text, window_around
 from difill.server.context.store import IndexedFile, Store
+from difill.server.context.symbol_lookup import SymbolLookup, rules_for
 from difill.text.languages import family_of, language_of
 
 MAX_SIMILAR = 4  # similar windows returned: the best window of each of the most similar files
@@ -41,7 +42,6 @@ OPEN_REFRESH_PER_LOOKUP = 4  # open documents (re-)indexed by one lookup: about 
 MAX_IMPORT_SOURCES = 3  # a free name defined at the top of more modules than this cannot pick one
 CURRENT_SOURCE_CHARS = 256 * 1024  # of the current document, each side of the cursor, for import drafts
 CACHED_DEFINITIONS = 256
-CACHED_MODULES = 256
 # Names the current document defines itself (Python-like line rule): their definitions are at hand.
 LOCAL_DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)|^(\w+)[ \t]*[:=]", re.M)
 LOCAL_SCAN_CHARS = 64 * 1024  # around the cursor
@@ -79,8 +79,7 @@ class Retriever:
         self.shared = shared
         self._definitions: OrderedDict[tuple[int, int, str], str | None] = OrderedDict()
         self._cache_lock = threading.Lock()
-        self._modules: OrderedDict[tuple, int | None] = OrderedDict()  # (module, from, generation) -> file
-        self._names: OrderedDict[tuple, list[str]] = OrderedDict()  # a module file's top-level names
+        self._symbols = SymbolLookup(lock, store, lambda: list(shared.folders))
 
     def retrieve(self, uri: str, text: str, offset: int, language_id: str) -> Retrieval:
         """Draft sources and snippets for a cursor at ``offset`` of ``text`` (document ``uri``)."""
@@ -121,16 +120,18 @@ class Retriever:
         similar = self._similar(query, open_similar, others, edits, workspace, folders)
         snippets = [*self._definition_snippets(definitions), *similar]
         drafts = []
+        language = language_of(language_id, uri)
         if language_id == "python":
             drafts += self._import_drafts(text, offset, current_path)
+        if rules_for(language) is not None:  # Python, JavaScript/TypeScript, Go
             source_texts = [o.text for o in others[:MAX_OPEN_SOURCES]] + [
                 r.text for _, r in workspace[:MAX_WORKSPACE_SOURCES]
             ]
-            drafts += self._symbol_drafts(text, offset, current_path, source_texts)
+            drafts += self._symbol_drafts(text, offset, current_path, source_texts, language)
         # Draft sources: the document's language (or family: TS and JS) only - a Go file got
         # Python from the workspace; test code after library code for library code, and the
         # other way round in a test file; open documents most recently edited first.
-        family = family_of(language_of(language_id, uri))
+        family = family_of(language)
         testing = is_test_path(current_path or uri)
         recent = {u: rank for rank, (u, _) in reversed(list(enumerate(edits)))}
         open_sources = [
@@ -202,73 +203,10 @@ class Retriever:
         return [Draft(completion, "import", kind="new-import" if typed.fresh else "import")]
 
     def _symbol_drafts(
-        self, text: str, offset: int, current_path: str | None, source_texts: list[str]
+        self, text: str, offset: int, current_path: str | None, source_texts: list[str], language: str | None
     ) -> list[Draft]:
-        """The names a workspace module defines after ``alias.``, or the document's imported
-        names that continue a typed word (symbols.py), best first, as "symbol" drafts: sure, as
-        an IDE's completion list would offer exactly these."""
-        line_before = text[text.rfind("\n", 0, offset) + 1 : offset]
-        query = symbols.symbol_query(line_before)
-        if query is None:
-            return []
-        imports = symbols.imports_of(text)
-        texts = [text, *source_texts]
-        if query.chain:
-            module = symbols.module_of_chain(query.chain, imports)
-            found = self._module_record(module, current_path) if module else None
-            if found is None:
-                return []
-            names = self._module_names(found)
-            best = symbols.ranked(query, names, texts, text[:offset])[: symbols.MAX_SYMBOL_DRAFTS]
-            return [Draft(name[len(query.partial) :], found.relative, kind="symbol") for name in best]
-        best = symbols.ranked(query, list(imports.names), texts)[: symbols.MAX_SYMBOL_DRAFTS]
-        return [Draft(name[len(query.partial) :], "imported", kind="symbol") for name in best]
-
-    def _module_record(self, module: str, current_path: str | None) -> IndexedFile | None:
-        """The indexed file of ``module`` (symbols.module_paths), the current folder's first."""
-        with self.lock:
-            folders = list(self.shared.folders)
-            folder = next((f for f in folders if current_path and files.inside(current_path, f)), None)
-            current = (
-                os.path.relpath(current_path, folder).replace(os.sep, "/")
-                if folder and current_path
-                else None
-            )
-            tails = symbols.module_paths(module, current)
-            if not tails:
-                return None
-            key = (module, current, self.store.generation)
-            if key in self._modules:
-                file_id = self._modules[key]
-                return self.store.files.get(file_id) if file_id is not None else None
-            matches = [
-                record
-                for record in self.store.files.values()
-                if record.language == "python"
-                and any(
-                    record.relative == tail[1:] if tail.startswith("/") else
-                    (record.relative == tail or record.relative.endswith("/" + tail))
-                    for tail in tails
-                )
-            ]  # fmt: skip
-            matches.sort(key=lambda r: (r.folder != folder, len(r.relative), r.relative))
-            found = matches[0] if matches else None
-            self._modules[key] = self.store.by_path.get(found.path) if found else None
-            while len(self._modules) > CACHED_MODULES:
-                self._modules.popitem(last=False)
-            return found
-
-    def _module_names(self, record: IndexedFile) -> list[str]:
-        key = (record.path, len(record.text), hash(record.text[:4096]))
-        with self._cache_lock:
-            if key in self._names:
-                return self._names[key]
-        names = symbols.top_level_names(record.text)
-        with self._cache_lock:
-            self._names[key] = names
-            while len(self._names) > CACHED_MODULES:
-                self._names.popitem(last=False)
-        return names
+        """Symbol candidates at the cursor (symbol_lookup.py), as "symbol" drafts."""
+        return self._symbols.drafts(text, offset, current_path, language, source_texts)
 
     def _definition_snippets(self, definitions: list) -> list[Snippet]:
         """The definitions of the names near the cursor, the rarest first (a name defined once

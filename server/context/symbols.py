@@ -6,15 +6,20 @@ they are the names that module defines at its top level (and its ``__all__``); w
 being typed, they are the document's imported names that start with it.  The model then needs
 to pick one, not spell one (issue 36).
 
-Ranking, cheapest evidence first: the typed prefix; how the document and the draft sources
-already use the candidates right after the same token (``raise errors.``, ``= errors.``: the
-same attribute after the same keyword); how often they use them at all; public before private;
-the module's own order.  Python only; the same path will take JavaScript/TypeScript imports and
-Go packages.
+Ranking (``ranked``): the typed prefix; a name that echoes the word it is bound to
+(``level=defaults.LOGURU_LEVEL``); the module's order walked on (``successor``); how the document
+and the draft sources use the candidates right after the same token (``raise errors.``); how the
+workspace's other files that import the module use them inside the same call and after the same
+token (symbol_usage.py); use at all; public before private; the module's own order.  This module
+holds Python's rules; symbols_js.py and symbols_go.py hold JavaScript/TypeScript's and Go's, and
+symbol_lookup.py runs them all through the index.
 
-Bounds: a module contributes at most ``MAX_MODULE_NAMES`` names (a generated module of 100k
-definitions gives its first ones), import statements are read in the first ``IMPORT_SCAN_CHARS``
-of the document, and usage is counted in at most ``USAGE_SCAN_CHARS`` of each text.
+Bounds: a module's names are read up to ``MAX_SCANNED_NAMES`` (once per version of its file),
+and a query ranks at most ``MAX_MODULE_NAMES`` of them, the first in the module's order that
+continue what is typed (in a generated module of 100k definitions, ``mod.name_99`` still finds
+``name_99999``); import statements are read in the first ``IMPORT_SCAN_CHARS`` of the document,
+and usage is counted in at most ``USAGE_SCAN_CHARS`` of each text.  Imports are not followed:
+circular ones cannot loop, and a star import (``from m import *``) binds no name.
 """
 
 from __future__ import annotations
@@ -25,8 +30,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from difill.server.context.imports import ALL_ENTRY, ALL_LIST
+from difill.server.context.symbol_usage import Usage, echoes
 
-MAX_MODULE_NAMES = 2000
+MAX_MODULE_NAMES = 2000  # candidates ranked for one query: the first that continue what is typed
+MAX_SCANNED_NAMES = 100_000  # names read from one module (the index's file cap bounds it anyway)
 IMPORT_SCAN_CHARS = 64 * 1024
 USAGE_SCAN_CHARS = 256 * 1024
 MAX_SYMBOL_DRAFTS = 3
@@ -145,20 +152,29 @@ def top_level_names(text: str) -> list[str]:
     names: dict[str, None] = {}
     for match in TOP_LEVEL.finditer(text):
         names.setdefault(match.group(1) or match.group(2))
-        if len(names) >= MAX_MODULE_NAMES:
+        if len(names) >= MAX_SCANNED_NAMES:
             return list(names)
     for listed in ALL_LIST.finditer(text):
         for entry in ALL_ENTRY.finditer(listed.group(1)):
             names.setdefault(entry.group(2))
-    return list(names)[:MAX_MODULE_NAMES]
+    return list(names)[:MAX_SCANNED_NAMES]
 
 
 def ranked(
-    query: SymbolQuery, candidates: Sequence[str], texts: Sequence[str], before_cursor: str = ""
+    query: SymbolQuery,
+    candidates: Sequence[str],
+    texts: Sequence[str],
+    before_cursor: str = "",
+    usage: Usage | None = None,
+    call: str = "",
+    word: str = "",
 ) -> list[str]:
     """``candidates`` that continue ``query.partial``, best first (the module docstring's order).
-    ``before_cursor``: the document up to the cursor, for ``successor``."""
+    ``before_cursor``: the document up to the cursor, for ``successor``; ``usage``: how the
+    workspace's other files use the module's names (symbol_usage.py), ``call`` the call open at
+    the cursor (``isinstance`` in ``isinstance(x, mod.█``)."""
     typed = [name for name in candidates if name.startswith(query.partial) and name != query.partial]
+    typed = typed[:MAX_MODULE_NAMES]  # the first in the module's order (the module docstring)
     if not typed:
         return []
     following = successor(query, candidates, before_cursor)
@@ -179,9 +195,27 @@ def ranked(
         if same is not None:
             in_context.update(m.group(1) for m in same.finditer(text) if m.group(1) in wanted)
     order = {name: i for i, name in enumerate(typed)}
-    return sorted(
-        typed, key=lambda n: (n != following, -in_context[n], -used[n], n.startswith("_"), order[n])
-    )
+    ws = usage or Usage()
+    token = query.token_before
+
+    def key(n: str) -> tuple:
+        # Chosen on the tuning packages (docs/drafts.md): a name that echoes the word it is bound
+        # to (``level=defaults.LOGURU_LEVEL``) first, then the module's order walked on, then use
+        # after the same token here, in the same call and after the same token elsewhere in the
+        # workspace, use at all here and there, public first, the module's order.
+        return (
+            not (word and echoes(n, word)),
+            n != following,
+            -in_context[n],
+            -ws.in_call[(call, n)] if call else 0,
+            -ws.after[(token, n)],
+            -used[n],
+            -ws.used[n],
+            n.startswith("_"),
+            order[n],
+        )
+
+    return sorted(typed, key=key)
 
 
 def successor(query: SymbolQuery, candidates: Sequence[str], before_cursor: str) -> str | None:

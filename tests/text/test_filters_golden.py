@@ -33,13 +33,16 @@ FILTERS = {
 UPDATE = os.environ.get("DIFILL_UPDATE_GOLDEN") == "1"
 
 
-def _run(folder, path):
-    case = read_case(path)
+def _context(case):
     language = case.sections.get("language", "python").strip()
     parser = parser_for(language)
     tree = parser.parse(case.text.encode("utf-8")) if parser is not None else None
-    ctx = build_context(case.text, case.cursor, language, context_tokens=1024, max_tokens=32, tree=tree)
-    return case, FILTERS[folder](case.sections["suggestion"], ctx)
+    return build_context(case.text, case.cursor, language, context_tokens=1024, max_tokens=32, tree=tree)
+
+
+def _run(folder, path):
+    case = read_case(path)
+    return case, FILTERS[folder](case.sections["suggestion"], _context(case))
 
 
 @pytest.mark.parametrize(
@@ -52,6 +55,8 @@ def test_filter_matches_golden_file(folder, path):
         write_expected(case, actual)
         return
     assert actual == case.sections["expected"], f"{path.name}: {case.sections.get('why', '')}"
+    if "shape" in case.sections:  # a case about the shape names the one it expects
+        assert _context(case).shape.kind.value == case.sections["shape"].strip(), path.name
 
 
 def test_every_filter_has_golden_cases():

@@ -98,3 +98,12 @@ def test_a_document_past_the_tree_cap_gets_text_rules_not_a_parse():
     assert decide_shape(text, len(head), None, max_tokens=32).kind is ShapeKind.BLOCK
     small = Document("file:///big.py", "python", 2, head + "\n")
     assert trees.tree_for(small) is not None  # under the cap again: parsed
+
+
+def test_a_markdown_heading_is_a_line_to_finish_not_a_comment():
+    """Markdown, named by its editor id or its extension, is prose: "## " starts a heading; a "#"
+    line of a language difill has no grammar for and does not know (YAML) is still a comment."""
+    assert language_of("markdown") == language_of(None, "file:///w/README.md") == "markdown"
+    assert shape_at("# difill\n\n## Insta█\n", "markdown").kind is ShapeKind.LINE_REST
+    assert shape_at("## What it's █\n", "markdown").kind is ShapeKind.LINE_REST
+    assert shape_at("services:\n  # the database █\n", "yaml").kind is ShapeKind.SHORT

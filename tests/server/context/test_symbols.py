@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from lsp_helpers import inline_params, open_document, running_server
 
-from difill.server.context import symbols
-from difill.server.context.index import WorkspaceIndex
+from difill.server.context import symbol_usage, symbols
+from difill.server.context.index import IndexLimits, WorkspaceIndex
+from difill.server.context.policy import ContextPolicy
 from difill.server.draft_policy import drafts_at, is_sure
 
 ERRORS = '''"""Errors."""
@@ -117,9 +118,81 @@ def test_a_typed_word_gets_the_imported_names_it_starts(workspace):
 
 
 def test_a_huge_module_gives_its_first_names_within_the_cap(tmp_path):
-    huge = "".join(f"def name_{i}():\n    pass\n" for i in range(100_000))
+    huge = "".join(f"def name_{i}():\n    pass\n" for i in range(symbols.MAX_SCANNED_NAMES + 10))
     names = symbols.top_level_names(huge)
-    assert len(names) == symbols.MAX_MODULE_NAMES and names[0] == "name_0"
+    assert len(names) == symbols.MAX_SCANNED_NAMES and names[0] == "name_0"
+
+
+def test_a_module_of_100k_definitions_ranks_the_nearest_names_within_the_cap(tmp_path):
+    """100k definitions: nothing typed, its first names; a typed prefix reaches names past the
+    first MAX_MODULE_NAMES (the first that continue it, in the module's order); in bounded time."""
+    import time
+
+    write(tmp_path / "ws/pkg/__init__.py", "")
+    write(tmp_path / "ws/pkg/gen.py", "".join(f"def name_{i}():\n    pass\n" for i in range(100_000)))
+    index = WorkspaceIndex(IndexLimits(max_file_bytes=8 * 1024 * 1024))
+    index.start()
+    index.add_folder(str(tmp_path / "ws"))
+    assert index.wait_idle(60)
+    try:
+        root = tmp_path / "ws"
+        assert drafts(index, root, "from pkg import gen\nx = gen.") == [
+            ("name_0", "symbol"), ("name_1", "symbol"), ("name_2", "symbol"),
+        ]  # fmt: skip
+        drafts(index, root, "from pkg import gen\nx = gen.name_9999")  # the names are read once
+        started = time.perf_counter()
+        assert drafts(index, root, "from pkg import gen\nx = gen.name_9999") == [
+            ("0", "symbol"), ("1", "symbol"), ("2", "symbol"),
+        ]  # fmt: skip
+        assert time.perf_counter() - started < 2.0  # generous: two shared cores
+    finally:
+        index.stop()
+
+
+def test_circular_and_star_imports(tmp_path):
+    """Imports are not followed: two modules that import each other give each other's names; a
+    star import binds no name to offer at a typed word."""
+    root = tmp_path / "ws"
+    write(root / "pkg/a.py", "from pkg import b\n\ndef from_a():\n    return b.from_b()\n")
+    write(root / "pkg/b.py", "from pkg import a\n\ndef from_b():\n    return a.from_a()\n")
+    write(root / "pkg/errors.py", ERRORS)
+    index = WorkspaceIndex()
+    index.start()
+    index.add_folder(str(root))
+    assert index.wait_idle(30)
+    try:
+        _circular_and_star(root, index)
+    finally:
+        index.stop()
+
+
+def _circular_and_star(root: Path, index: WorkspaceIndex) -> None:
+    assert drafts(index, root, "from pkg import a\nx = a.fr") == [("om_a", "symbol")]
+    assert drafts(index, root, "from pkg import b\nx = b.fr") == [("om_b", "symbol")]
+    assert drafts(index, root, "from pkg.errors import *\nraise Re") == []
+    assert symbols.imports_of("from pkg.errors import *\n").names == {}
+
+
+def test_no_candidates_from_outside_the_workspace_or_a_secret_file(tmp_path):
+    """A module that resolves above the workspace folder, or to a file the secrets policy denies
+    (built in, or contextExclude), is never indexed: no candidates from it."""
+    root = tmp_path / "ws"
+    write(tmp_path / "outside.py", "def leaked():\n    pass\n")
+    write(root / "pkg/__init__.py", "")
+    write(root / "pkg/secret/__init__.py", "")
+    write(root / "pkg/secret/keys.py", "def api_key():\n    pass\n")
+    write(root / "pkg/ok.py", "def fine():\n    pass\n")
+    index = WorkspaceIndex(policy=ContextPolicy(("secret/",)))
+    index.start()
+    index.add_folder(str(root))
+    assert index.wait_idle(30)
+    try:
+        assert drafts(index, root, "from pkg import ok\nok.f") == [("ine", "symbol")]
+        assert drafts(index, root, "from ... import outside\noutside.le") == []
+        assert drafts(index, root, "from pkg.secret import keys\nkeys.ap") == []
+        assert drafts(index, root, "import outside\noutside.le", name="new.py") == []
+    finally:
+        index.stop()
 
 
 async def test_symbol_candidates_are_ghost_text_through_the_server(tiny_model_dir, tmp_path):
@@ -139,3 +212,63 @@ async def test_symbol_candidates_are_ghost_text_through_the_server(tiny_model_di
                 break
         # The module's name with what followed it in core.py ("raise errors.RetryError(fn)").
         assert [item.insert_text for item in result.items][:1] == ["RetryError(fn)"]
+
+
+def test_ranking_evidence_echo_and_enclosing_call():
+    """The word a value is bound to picks the name that echoes it; the call open at the cursor
+    is read past nested brackets."""
+    query = symbols.SymbolQuery("defaults", "", "=")
+    names = ["LOGURU_FORMAT", "LOGURU_LEVEL", "LOGURU_COLORIZE"]
+    assert symbols.ranked(query, names, [], word="level")[0] == "LOGURU_LEVEL"
+    assert symbols.ranked(query, names, [], word="x")[0] == "LOGURU_FORMAT"  # too short to echo
+    assert symbol_usage.echoed_word("        colorize=") == "colorize"
+    assert symbol_usage.echoed_word("    timeout: int = ") == "timeout"
+    assert symbol_usage.echoed_word("    return ") == ""
+    assert symbol_usage.enclosing_call("elif isinstance(element, (a.Or, ") == "isinstance"
+    assert symbol_usage.enclosing_call("x = pp.Word(") == "Word"
+    assert symbol_usage.enclosing_call("x = [1, 2](") == ""
+
+
+def test_the_workspace_use_of_a_module_ranks_its_names(tmp_path):
+    """A file that imports the module under another alias and uses one name inside the same call
+    ranks it first; the file being edited is left out of that count (its indexed copy is an
+    older version of the text at hand)."""
+    root = tmp_path / "ws"
+    write(root / "pkg/__init__.py", "")
+    write(
+        root / "pkg/kinds.py",
+        "class Alpha:\n    pass\n\n\nclass Beta:\n    pass\n\n\nclass Gamma:\n    pass\n",
+    )
+    write(
+        root / "pkg/user.py", "from pkg import kinds as k\n\n\ndef f(x):\n    return isinstance(x, k.Gamma)\n"
+    )
+    index = WorkspaceIndex()
+    index.start()
+    index.add_folder(str(root))
+    assert index.wait_idle(30)
+    try:
+        text = "from pkg import kinds\n\n\ndef g(y):\n    if isinstance(y, kinds."
+        assert drafts(index, root, text)[0] == ("Gamma", "symbol")
+        assert drafts(index, root, text, name="pkg/user.py")[0] == ("Alpha", "symbol")
+    finally:
+        index.stop()
+
+
+def test_a_lookup_that_names_no_candidate_stays_after_them_as_shown():
+    """The text pipeline ranks drafts by syntax errors: a lookup that carries a comma must not
+    go before the right bare name in a block of keyword arguments."""
+    from difill.server.context.drafts import Draft
+    from difill.server.draft_policy import drafts_result
+    from difill.text.context import build_context
+    from difill.text.pipeline import shown_texts
+    from difill.text.syntax import parser_for
+
+    text = "from pkg import defaults\n\nconfigure(\n    level=defaults.\n    colorize=True,\n)\n"
+    offset = text.index("defaults.\n") + len("defaults.")
+    names = [Draft("LOGURU_LEVEL", "pkg/defaults.py", kind="symbol")]
+    source = ("other.py", "configure(\n    level=defaults.LOGURU_SERIALIZE,\n)\n")
+    found = drafts_at(text, offset, [source], names, "python")
+    assert [d.text.split("\n")[0] for d in found][:2] == ["LOGURU_LEVEL", "LOGURU_SERIALIZE,"]
+    tree = parser_for("python").parse(text.encode())
+    ctx = build_context(text, offset, "python", 1024, 32, tree)
+    assert shown_texts(drafts_result(found).candidates, ctx)[0] == "LOGURU_LEVEL"

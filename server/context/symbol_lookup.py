@@ -1,0 +1,229 @@
+"""Symbol candidates from the workspace index (issue 36, part 2): the module a name at the cursor
+refers to, found among the indexed files, and the names it defines, ranked (symbols.ranked).
+
+One path for every language that has rules for it:
+* Python (symbols.py): ``import pkg.mod as m`` / ``from pkg import mod``; ``m.`` -> the module's
+  top-level names and ``__all__``;
+* JavaScript/TypeScript (symbols_js.py): ``import * as b from './b'`` / ``require('./b')``;
+  ``b.`` -> the names ``./b`` exports; ``import {x} from './b'`` -> ``x`` at a typed word;
+* Go (symbols_go.py): ``import "example.com/app/util"``; ``util.`` -> the exported names of
+  the package's files, the package found below the workspace's ``go.mod``.
+
+Only indexed files are candidates' modules: a module outside the workspace folders, or a file
+the secrets policy denies (never indexed), gives no candidates.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from difill.server.context import files, symbols, symbols_go, symbols_js
+from difill.server.context.drafts import Draft
+from difill.server.context.store import IndexedFile, Store
+from difill.server.context.symbol_usage import MAX_USAGE_FILES, Usage, echoed_word, enclosing_call
+from difill.text.languages import family_of
+
+CACHED_MODULES = 256
+MAX_PACKAGE_FILES = 64  # a Go package's files read for its names
+
+
+@dataclass(frozen=True)
+class ModuleRules:
+    """A language family's part of the path."""
+
+    family: str  # the indexed files that may be its modules: family_of(record.language)
+    imports_of: Callable[[str], symbols.Imports]
+    module_of_chain: Callable[[str, symbols.Imports], str | None]
+    names_of: Callable[[str], list[str]]  # the names a module's text defines
+
+
+RULES = {
+    "python": ModuleRules("python", symbols.imports_of, symbols.module_of_chain, symbols.top_level_names),
+    "javascript": ModuleRules(
+        "javascript", symbols_js.imports_of, symbols_js.module_of_chain, symbols_js.exported_names
+    ),
+    "go": ModuleRules("go", symbols_go.imports_of, symbols_go.module_of_chain, symbols_go.exported_names),
+}
+
+
+def rules_for(language: str | None) -> ModuleRules | None:
+    """The module rules of a language as text/languages.py names it (TS takes JS's)."""
+    return RULES.get(family_of(language) or "")
+
+
+@dataclass(frozen=True)
+class Files:
+    """One language family's indexed files at one index generation, mapped for resolving imports."""
+
+    generation: int
+    records: list[IndexedFile]
+    by_relative: dict[tuple[str, str], IndexedFile]  # (folder, relative path) -> file
+    by_base: dict[str, list[IndexedFile]]  # file name -> files
+    go_mods: dict[str, list[tuple[str, str]]]  # folder -> (go.mod's relative path, module path)
+
+
+class SymbolLookup:
+    """Resolves modules to indexed files (a snapshot of the index per generation, taken under its
+    lock) and ranks their names with the workspace's use of them; caches each step."""
+
+    def __init__(self, lock: threading.Lock, store: Store, folders: Callable[[], list[str]]) -> None:
+        self.lock = lock
+        self.store = store
+        self.folders = folders  # the workspace folders, read under the lock
+        self._cache_lock = threading.Lock()
+        self._files: dict[str, Files] = {}  # family -> its snapshot
+        self._names: OrderedDict[tuple, list[str]] = OrderedDict()  # a module file's names
+        self._usage: OrderedDict[tuple, Usage] = OrderedDict()  # (module file, generation) -> usage
+
+    def drafts(
+        self, text: str, offset: int, current_path: str | None, language: str | None, source_texts: list[str]
+    ) -> list[Draft]:
+        """The names a workspace module defines after ``alias.``, or the document's imported
+        names that continue a typed word, best first, as "symbol" drafts: sure, as an IDE's
+        completion list would offer exactly these.  [] in a language without rules."""
+        rules = rules_for(language)
+        line_before = text[text.rfind("\n", 0, offset) + 1 : offset]
+        query = symbols.symbol_query(line_before) if rules is not None else None
+        if rules is None or query is None:
+            return []
+        imports = rules.imports_of(text)
+        texts = [text, *source_texts]
+        if query.chain:
+            module = rules.module_of_chain(query.chain, imports)
+            found = self.module_files(module, current_path, rules) if module else []
+            if not found:
+                return []
+            names = list(dict.fromkeys(n for record in found for n in self._names_of(record, rules)))
+            usage = self.usage(found, rules, names).without(current_path)
+            ahead = line_before[: len(line_before) - len(query.chain) - len(query.partial) - 1]
+            best = symbols.ranked(
+                query, names, texts, text[:offset], usage, enclosing_call(ahead), echoed_word(ahead)
+            )[: symbols.MAX_SYMBOL_DRAFTS]
+            return [Draft(name[len(query.partial) :], found[0].relative, kind="symbol") for name in best]
+        best = symbols.ranked(query, list(imports.names), texts)[: symbols.MAX_SYMBOL_DRAFTS]
+        return [Draft(name[len(query.partial) :], "imported", kind="symbol") for name in best]
+
+    def module_files(self, module: str, current_path: str | None, rules: ModuleRules) -> list[IndexedFile]:
+        """The indexed files of ``module`` (one file; a Go package's files), the current
+        folder's first; [] when the workspace has none."""
+        with self.lock:
+            folders = self.folders()
+        folder = next((f for f in folders if current_path and files.inside(current_path, f)), None)
+        current = (
+            os.path.relpath(current_path, folder).replace(os.sep, "/") if folder and current_path else None
+        )
+        return self._resolve(module, current, folder, rules, self._snapshot(rules))
+
+    def _snapshot(self, rules: ModuleRules) -> Files:
+        with self.lock:
+            generation = self.store.generation
+            cached = self._files.get(rules.family)
+            if cached is not None and cached.generation == generation:
+                return cached
+            everything = list(self.store.files.values())
+        records = [r for r in everything if family_of(r.language) == rules.family]
+        by_base: dict[str, list[IndexedFile]] = {}
+        for record in records:
+            by_base.setdefault(record.relative.rsplit("/", 1)[-1], []).append(record)
+        go_mods: dict[str, list[tuple[str, str]]] = {}
+        if rules.family == "go":
+            for record in everything:
+                module = (
+                    symbols_go.module_path(record.text)
+                    if record.relative.rsplit("/", 1)[-1] == "go.mod"
+                    else None
+                )
+                if module:
+                    go_mods.setdefault(record.folder, []).append((record.relative, module))
+        snapshot = Files(generation, records, {(r.folder, r.relative): r for r in records}, by_base, go_mods)
+        with self.lock:
+            self._files[rules.family] = snapshot
+        return snapshot
+
+    def _resolve(
+        self, module: str, current: str | None, folder: str | None, rules: ModuleRules, snapshot: Files
+    ) -> list[IndexedFile]:
+        if rules.family == "go":
+            directory = symbols_go.package_directory(module, snapshot.go_mods.get(folder or "", []))
+            if directory is None:
+                return []
+            found = [
+                r
+                for r in snapshot.records
+                if r.folder == folder
+                and os.path.dirname(r.relative) == directory
+                and not r.relative.endswith("_test.go")
+            ]
+            return sorted(found, key=lambda r: r.relative)[:MAX_PACKAGE_FILES]
+        # Python and JS: the one file a module is, its paths in the language's order of trial:
+        # a path from the folder (relative imports, "/..."), else a tail anywhere in the folders.
+        tails = (symbols.module_paths if rules.family == "python" else symbols_js.module_paths)(
+            module, current
+        )
+        for tail in tails:
+            if tail.startswith("/"):
+                found = snapshot.by_relative.get((folder or "", tail[1:]))
+                if found is not None:
+                    return [found]
+                continue
+            matches = [
+                r
+                for r in snapshot.by_base.get(tail.rsplit("/", 1)[-1], [])
+                if r.relative == tail or r.relative.endswith("/" + tail)
+            ]
+            if matches:
+                return [min(matches, key=lambda r: (r.folder != folder, len(r.relative), r.relative))]
+        return []
+
+    def usage(self, module: list[IndexedFile], rules: ModuleRules, names: list[str]) -> Usage:
+        """How the workspace's files that import ``module`` use its names (symbol_usage.py)."""
+        snapshot = self._snapshot(rules)
+        key = (module[0].path, snapshot.generation)
+        with self._cache_lock:
+            if key in self._usage:
+                return self._usage[key]
+        targets = {r.path for r in module}
+        hint = module[0].relative.rsplit("/", 1)[-1].split(".")[0]  # a file naming the module names this
+        if hint in ("__init__", "index") or rules.family == "go":
+            hint = module[0].relative.rsplit("/", 2)[-2] if "/" in module[0].relative else ""
+        usage = Usage()
+        wanted = set(names)
+        for record in snapshot.records[:MAX_USAGE_FILES]:
+            head = record.text[: symbols.IMPORT_SCAN_CHARS]
+            if record.path in targets or (hint and hint not in head):
+                continue
+            imports = rules.imports_of(record.text)
+            current = record.relative
+            aliases = {
+                alias
+                for alias in (*imports.modules, *imports.names)
+                for chained in [rules.module_of_chain(alias, imports)]
+                if chained
+                and any(
+                    r.path in targets
+                    for r in self._resolve(chained, current, record.folder, rules, snapshot)[:1]
+                )
+            }
+            if aliases:
+                usage.add(record.path, record.text, aliases, wanted)
+        with self._cache_lock:
+            self._usage[key] = usage
+            while len(self._usage) > CACHED_MODULES:
+                self._usage.popitem(last=False)
+        return usage
+
+    def _names_of(self, record: IndexedFile, rules: ModuleRules) -> list[str]:
+        key = (record.path, len(record.text), hash(record.text[:4096]))
+        with self._cache_lock:
+            if key in self._names:
+                return self._names[key]
+        names = rules.names_of(record.text)
+        with self._cache_lock:
+            self._names[key] = names
+            while len(self._names) > CACHED_MODULES:
+                self._names.popitem(last=False)
+        return names

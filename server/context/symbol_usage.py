@@ -1,0 +1,104 @@
+"""How the workspace uses a module's names: the evidence that ranks ``module.`` candidates beyond
+the document and the few draft sources (issue 36, part 2: "how the same module's names are used
+elsewhere in the workspace - the same attribute after the same call or keyword").
+
+For one module file, every indexed file of its language that imports it (under any alias, the
+import resolved as the lookup resolves the document's) is read once per index generation, and
+each ``alias.name`` there is counted three ways: at all, after the token before ``alias.``
+(``raise``, ``=``, ``(``), and inside the call that encloses it (``isinstance(x, alias.█``).
+The file being edited is left out (its indexed copy is an older version of the text at hand).
+Bounds: ``MAX_USAGE_FILES`` importing files, ``USAGE_SCAN_CHARS`` of each.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+USAGE_SCAN_CHARS = 256 * 1024  # as symbols.py reads each text
+
+MAX_USAGE_FILES = 2000
+IDENT = r"[A-Za-z_]\w*"
+TOKEN_BEFORE = re.compile(r"(\w+|[^\w\s])\s*$")
+CALL_NAME = re.compile(rf"({IDENT})\s*$")  # the called name's last part: ``Word`` in ``pp.Word(``
+ECHOED = re.compile(rf"({IDENT})[ \t]*(?::[^=]*)?=[ \t]*$|({IDENT})[ \t]*:[ \t]*$")
+LINE_WINDOW = 400  # characters before a use looked at for its token and enclosing call
+
+
+@dataclass
+class Usage:
+    """Counts of a module's names in the workspace, and each file's share (to leave one out)."""
+
+    used: Counter[str] = field(default_factory=Counter)
+    after: Counter[tuple[str, str]] = field(default_factory=Counter)  # (token before, name)
+    in_call: Counter[tuple[str, str]] = field(default_factory=Counter)  # (enclosing call, name)
+    by_file: dict[str, tuple[Counter, Counter, Counter]] = field(default_factory=dict)
+
+    def add(self, path: str, text: str, aliases: set[str], wanted: set[str]) -> None:
+        used: Counter[str] = Counter()
+        after: Counter[tuple[str, str]] = Counter()
+        in_call: Counter[tuple[str, str]] = Counter()
+        pattern = re.compile(rf"(?<![\w.])(?:{'|'.join(map(re.escape, sorted(aliases)))})\.({IDENT})")
+        for match in pattern.finditer(text[:USAGE_SCAN_CHARS]):
+            name = match.group(1)
+            if name not in wanted:
+                continue
+            line = text[
+                max(text.rfind("\n", 0, match.start()) + 1, match.start() - LINE_WINDOW) : match.start()
+            ]
+            used[name] += 1
+            after[(token_before(line), name)] += 1
+            call = enclosing_call(line)
+            if call:
+                in_call[(call, name)] += 1
+        if used:
+            self.by_file[path] = (used, after, in_call)
+            self.used.update(used)
+            self.after.update(after)
+            self.in_call.update(in_call)
+
+    def without(self, path: str | None) -> Usage:
+        """These counts less one file's (the document being edited)."""
+        own = self.by_file.get(path or "")
+        if own is None:
+            return self
+        return Usage(self.used - own[0], self.after - own[1], self.in_call - own[2])
+
+
+def token_before(text: str) -> str:
+    found = TOKEN_BEFORE.search(text)
+    return found.group(1) if found else ""
+
+
+def enclosing_call(line: str) -> str:
+    """The name of the call whose parenthesis is open at the end of ``line`` (``isinstance`` in
+    ``isinstance(x, (a.B, ``): the innermost open one preceded by a name; "" when none is."""
+    depth = 0
+    for i in range(len(line) - 1, -1, -1):
+        ch = line[i]
+        if ch in ")]}":
+            depth += 1
+        elif ch in "([{":
+            if depth:
+                depth -= 1
+                continue
+            if ch == "(":
+                name = CALL_NAME.search(line[:i])
+                if name is not None:
+                    return name.group(1)
+    return ""
+
+
+def echoed_word(line: str) -> str:
+    """The name the value at the end of ``line`` is bound to: ``level`` in ``level=``, ``x`` in
+    ``x = ``, a key in ``key: ``; "" when there is none."""
+    found = ECHOED.search(line)
+    return (found.group(1) or found.group(2)) if found else ""
+
+
+def echoes(name: str, word: str) -> bool:
+    """Does ``name`` repeat ``word`` (``level=mod.LOGURU_LEVEL``, ``colorize = m.should_colorize``)?
+    Compared without case or underscores, as the end of the name: a convention across codebases."""
+    plain_word = word.lower().replace("_", "")
+    return len(plain_word) >= 3 and name.lower().replace("_", "").endswith(plain_word)

@@ -1,0 +1,82 @@
+"""Symbol candidates for Go: the packages a file imports and the names a workspace package
+exports (issue 36, part 2; symbols.py has the Python rules and the ranking).
+
+``import u "example.com/app/util"`` (or a grouped import) binds ``u`` (else the path's last
+element) to a package: after ``u.`` the candidates are the exported names (capitalised) that the
+package's files declare at their top level: funcs, types, vars and consts, grouped ones too.  A
+package is in the workspace when a ``go.mod`` there declares a module path the import path
+starts with; its directory is the rest of the path below that ``go.mod``.  The standard library
+and other modules name no workspace package.  Test files (``_test.go``) are not the package.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+from difill.server.context.symbols import IMPORT_SCAN_CHARS, MAX_SCANNED_NAMES, Imports
+
+IMPORT_ONE = re.compile(r'^import[ \t]+(?:([A-Za-z_]\w*|\.)[ \t]+)?"([^"\n]{1,512})"', re.M)
+IMPORT_GROUP = re.compile(r"^import[ \t]*\(([^)]{0,16384})\)", re.M)
+IMPORT_SPEC = re.compile(r'^[ \t]*(?:([A-Za-z_]\w*|\.)[ \t]+)?"([^"\n]{1,512})"', re.M)
+MODULE_LINE = re.compile(r"^module[ \t]+\"?([^\s\"]{1,512})\"?", re.M)
+TOP_LEVEL = re.compile(r"^(?:func|type|var|const)[ \t]+([A-Z]\w*)", re.M)
+GROUP = re.compile(r"^(?:type|var|const)[ \t]*\((.*?)^\)", re.M | re.S)
+GROUP_MEMBER = re.compile(r"^(?:\t| {1,4})([A-Z]\w*)", re.M)  # one level in: not a struct's fields
+MAJOR_VERSION = re.compile(r"v\d+")
+
+
+def imports_of(text: str) -> Imports:
+    """The file's package bindings: local name -> import path (no names: Go imports packages)."""
+    head = text[:IMPORT_SCAN_CHARS]
+    specs = [(m.group(1), m.group(2)) for m in IMPORT_ONE.finditer(head)]
+    for group in IMPORT_GROUP.finditer(head):
+        specs += [(m.group(1), m.group(2)) for m in IMPORT_SPEC.finditer(group.group(1))]
+    modules: dict[str, str] = {}
+    for alias, path in specs:
+        if alias in ("_", "."):
+            continue
+        modules[alias or package_name(path)] = path
+    return Imports(modules, {})
+
+
+def package_name(path: str) -> str:
+    """The name an import path binds by default: its last element (``.../v2`` skipped)."""
+    parts = [p for p in path.split("/") if p]
+    if len(parts) > 1 and MAJOR_VERSION.fullmatch(parts[-1]):
+        return parts[-2]
+    return parts[-1] if parts else ""
+
+
+def module_of_chain(chain: str, imports: Imports) -> str | None:
+    return imports.modules.get(chain)
+
+
+def module_path(go_mod: str) -> str | None:
+    """The module path a ``go.mod`` declares, or None."""
+    found = MODULE_LINE.search(go_mod[:4096])
+    return found.group(1) if found else None
+
+
+def package_directory(import_path: str, go_mods: list[tuple[str, str]]) -> str | None:
+    """The folder-relative directory of ``import_path`` given the workspace's ``go.mod`` files as
+    (relative path, module path): the longest module path it starts with; None when none does."""
+    best: tuple[int, str] | None = None
+    for relative, module in go_mods:
+        if import_path == module or import_path.startswith(module + "/"):
+            rest = import_path[len(module) :].strip("/")
+            directory = posixpath.normpath(posixpath.join(posixpath.dirname(relative), rest))
+            if directory.startswith("../") or directory == "..":
+                continue
+            if best is None or len(module) > best[0]:
+                best = (len(module), "" if directory == "." else directory)
+    return best[1] if best else None
+
+
+def exported_names(text: str) -> list[str]:
+    """The exported names a Go file declares at its top level, in its order (``MAX_SCANNED_NAMES``)."""
+    found = [(m.start(), m.group(1)) for m in TOP_LEVEL.finditer(text)]
+    for group in GROUP.finditer(text):
+        found += [(group.start(1) + m.start(), m.group(1)) for m in GROUP_MEMBER.finditer(group.group(1))]
+    names = dict.fromkeys(name for _, name in sorted(found, key=lambda f: f[0]))
+    return list(names)[:MAX_SCANNED_NAMES]

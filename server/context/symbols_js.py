@@ -1,0 +1,119 @@
+"""Symbol candidates for JavaScript and TypeScript: the imports a document has and the names a
+module exports (issue 36, part 2; symbols.py has the Python rules and the ranking).
+
+``import * as b from './b'`` (and ``const b = require('./b')``) binds ``b`` to a module: after
+``b.`` the candidates are the names ``./b`` exports.  ``import {x, y as z} from './b'`` binds
+names: at a typed word they are the document's imported names.  Only relative specifiers
+(``./``, ``../``) name a workspace file; a package (``react``) or an absolute path names none, and
+neither does a relative one that climbs above the workspace folder.
+
+Bounds as in symbols.py: imports are read in the first ``IMPORT_SCAN_CHARS`` of the document and
+a module gives at most ``MAX_SCANNED_NAMES`` names.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+from difill.server.context.symbols import IMPORT_SCAN_CHARS, MAX_SCANNED_NAMES, Imports
+
+IDENTIFIER = r"[A-Za-z_$][\w$]*"
+SPECIFIER = r"""(['"])([^'"\n]{1,512})\2"""
+# ``import <clause> from '<spec>'``; the clause may span lines (``{\n a,\n b\n}``).
+IMPORT_FROM = re.compile(
+    rf"^[ \t]*import[ \t]+(?:type[ \t]+)?([^;'\"]{{1,4096}}?)[ \t]*from[ \t]*{SPECIFIER}", re.M
+)
+NAMESPACE = re.compile(rf"\*[ \t]*as[ \t]+({IDENTIFIER})")
+BRACES = re.compile(r"\{([^}]*)\}")
+DEFAULT = re.compile(rf"^[ \t]*({IDENTIFIER})[ \t]*(?:,|$)")
+REQUIRE = re.compile(
+    rf"^[ \t]*(?:const|let|var)[ \t]+({IDENTIFIER}|\{{[^}}]{{0,2048}}\}})[ \t]*=[ \t]*require\([ \t]*{SPECIFIER}[ \t]*\)",
+    re.M,
+)
+EXPORT_DECLARATION = re.compile(
+    r"^[ \t]*export[ \t]+(?:default[ \t]+)?(?:declare[ \t]+)?(?:async[ \t]+)?(?:abstract[ \t]+)?"
+    rf"(?:function\*?|class|const|let|var|interface|type|enum|namespace)[ \t]*({IDENTIFIER})",
+    re.M,
+)
+EXPORT_LIST = re.compile(r"^[ \t]*export[ \t]*(?:type[ \t]*)?\{([^}]{0,4096})\}", re.M)
+COMMONJS_EXPORT = re.compile(rf"^[ \t]*(?:module\.)?exports\.({IDENTIFIER})[ \t]*=", re.M)
+EXTENSIONS = (".ts", ".tsx", ".d.ts", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
+
+
+def imports_of(text: str) -> Imports:
+    """The document's module bindings (namespace imports, ``require``) and imported names."""
+    head = text[:IMPORT_SCAN_CHARS]
+    modules: dict[str, str] = {}
+    names: dict[str, tuple[str, str]] = {}
+    for match in IMPORT_FROM.finditer(head):
+        clause, spec = match.group(1), match.group(3)
+        namespace = NAMESPACE.search(clause)
+        if namespace is not None:
+            modules[namespace.group(1)] = spec
+        default = DEFAULT.match(clause)
+        if default is not None and default.group(1) != "type":
+            names[default.group(1)] = (spec, "default")
+        braces = BRACES.search(clause)
+        if braces is not None:
+            names.update(_bound_names(braces.group(1), spec))
+    for match in REQUIRE.finditer(head):
+        target, spec = match.group(1), match.group(3)
+        if target.startswith("{"):
+            names.update(_bound_names(target.strip("{}").replace(":", " as "), spec))
+        else:
+            modules[target] = spec
+    return Imports(modules, names)
+
+
+def _bound_names(entries: str, spec: str) -> dict[str, tuple[str, str]]:
+    """``a, b as c, type D`` -> {a: (spec, a), c: (spec, b), D: (spec, D)}."""
+    bound: dict[str, tuple[str, str]] = {}
+    for entry in entries.replace("\n", " ").split(","):
+        words = [w for w in entry.split() if w != "type"]
+        if len(words) == 3 and words[1] == "as":
+            bound[words[2]] = (spec, words[0])
+        elif len(words) == 1 and re.fullmatch(IDENTIFIER, words[0]):
+            bound[words[0]] = (spec, words[0])
+    return bound
+
+
+def module_of_chain(chain: str, imports: Imports) -> str | None:
+    """The specifier ``chain`` (a namespace or a required module) is bound to, or None."""
+    return imports.modules.get(chain)
+
+
+def module_paths(spec: str, current: str | None) -> list[str]:
+    """Whole folder-relative paths (each starting with "/") the module ``spec`` may be, in the
+    order a bundler tries them: the file as named, with each extension, then its ``index``.  An
+    ESM TypeScript import names ``./b.js`` for ``b.ts``: the stem is tried too.  [] for a
+    package, an absolute path, or a path above the folder."""
+    if current is None or not spec.startswith(("./", "../")):
+        return []
+    joined = posixpath.normpath(posixpath.join(posixpath.dirname(current), spec))
+    if joined == ".." or joined.startswith("../") or joined.startswith("/"):
+        return []
+    stems = [joined]
+    stem, extension = posixpath.splitext(joined)
+    if extension in EXTENSIONS:
+        stems.append(stem)
+    paths = [joined] if extension else []
+    for base in stems:
+        paths += [base + ext for ext in EXTENSIONS]
+        paths += [f"{base}/index{ext}" for ext in EXTENSIONS]
+    return ["/" + p for p in dict.fromkeys(paths) if p != "."]
+
+
+def exported_names(text: str) -> list[str]:
+    """The names a module exports, in its order: declarations, ``export {a, b as c}`` lists and
+    CommonJS ``exports.x =``; at most ``MAX_SCANNED_NAMES``."""
+    found: list[tuple[int, str]] = [(m.start(), m.group(1)) for m in EXPORT_DECLARATION.finditer(text)]
+    for match in EXPORT_LIST.finditer(text):
+        for entry in match.group(1).replace("\n", " ").split(","):
+            words = entry.split()
+            name = words[2] if len(words) == 3 and words[1] == "as" else words[0] if words else ""
+            if name and name != "default" and re.fullmatch(IDENTIFIER, name):
+                found.append((match.start(), name))
+    found += [(m.start(), m.group(1)) for m in COMMONJS_EXPORT.finditer(text)]
+    names = dict.fromkeys(name for _, name in sorted(found, key=lambda f: f[0]))
+    return list(names)[:MAX_SCANNED_NAMES]
