@@ -54,7 +54,7 @@ def training_draft(
 def retrieved_draft(ex: InfillExample, rng: random.Random) -> str | None:
     """One of the drafts prompt lookup finds for the example's cursor, cut as the server cuts it.
 
-    The server searches the document before the cursor, then after it (``ServedModel.retrieve``);
+    The server searches the document before the cursor, then after it (``server/draft_policy.py`` ``drafts_at``);
     here the text after the cursor is the suffix, as the middle is not written yet.  It cuts a
     draft to the request's lines (``shaped_drafts``); the request's shape is the middle's here.
     """
