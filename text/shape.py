@@ -97,7 +97,7 @@ def decide_shape(
         return Shape(ShapeKind.BLOCK, min(2 * max_tokens, 512), BLOCK_LINES, body_indent)
     # A block the suggestion itself opens may be completed, where a block has a visible end.
     # Python keeps its one line (its eval figures are measured on it); a language without a
-    # grammar (CSS, Vue, Solidity, ...) gets the brace rule (filters._own_block).
+    # grammar (CSS, Vue, Solidity, ...) gets the brace rule (scope._own_block).
     open_block_lines = BLOCK_LINES if spec is None or spec.block_style is not BlockStyle.INDENT else 0
     if before.strip():
         return Shape(ShapeKind.LINE_REST, max_tokens, 1, open_block_lines=open_block_lines)
