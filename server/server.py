@@ -85,7 +85,9 @@ class DifillServer(LanguageServer):
             self.excluded_document,
         )
         self.encoding: str = UTF16
-        self.next_edits = NextEditService(self.documents, self.settings, lambda: self.encoding, self.host)
+        self.next_edits = NextEditService(
+            self.documents, self.settings, lambda: self.encoding, self.host, self.excluded_document
+        )
         # Every event goes to each of these, in this order: jobs stop before the model host.
         self.lifecycle = Lifecycle()
         for feature in (self.suggestions, self.edits, self.next_edits, self.trees, self.context, self.host):

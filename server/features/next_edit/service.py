@@ -62,8 +62,10 @@ class NextEditService(OneJobPerDocument):
         settings: Callable[[], Settings],
         encoding: Callable[[], str],
         host: EngineHost | None = None,
+        excluded: Callable[[str], bool] = lambda uri: False,
     ) -> None:
         self.documents = documents
+        self.excluded = excluded  # a document on the secrets deny list (server/context/policy.py)
         self.settings = settings
         self.encoding = encoding
         self.host = host  # None: drafts only, whatever the setting
@@ -95,8 +97,8 @@ class NextEditService(OneJobPerDocument):
         uri, version, position = _read_params(params)
         document = self.documents.get(uri)
         mode = self.settings().next_edit
-        if document is None or mode == "off":
-            return {"edits": []}
+        if document is None or mode == "off" or self.excluded(uri):
+            return {"edits": []}  # a denied document's text reaches no model and no remote
         if version is not None and version != document.version:
             raise JsonRpcContentModified(
                 f"the request is for version {version}, the document is at {document.version}"

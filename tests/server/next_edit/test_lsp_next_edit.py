@@ -72,3 +72,17 @@ async def test_versions_closed_documents_and_malformed_params(tiny_model_dir):
             content_changes=[types.TextDocumentContentChangeWholeDocument(text=SOURCE + "x = 1\n" * 100_000)],
         ))  # fmt: skip
         assert await ask(client, params(uri, 3), "ne-5") == {"edits": []}
+
+
+async def test_a_document_on_the_secrets_deny_list_gets_no_next_edit(tiny_model_dir):
+    """A denied document's text reaches no model and no remote (server/context/policy.py): a
+    rename in a ``.env`` file is offered nowhere, while the same edit in a Python file is."""
+    async with running_server(tiny_model_dir) as client:
+        secret = "file:///tmp/next_edit/.env"
+        open_document(client, secret, SOURCE)
+        change(client, secret, 2, 0, 9, 14, "w")
+        assert await ask(client, params(secret, 2), "ne-secret") == {"edits": []}
+        plain = "file:///tmp/next_edit/plain.py"
+        open_document(client, plain, SOURCE)
+        change(client, plain, 2, 0, 9, 14, "w")
+        assert len((await ask(client, params(plain, 2), "ne-plain"))["edits"]) == 2
