@@ -9,7 +9,7 @@ and import this module only, so a remote fill never loads torch or transformers.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -142,6 +142,16 @@ class RewriteRequest:
     suffix: str
     strength: float = 0.5
     instruction: str | None = None
+
+
+@runtime_checkable
+class NameScorer(Protocol):
+    """A backend that can score a few names at the cursor with one model pass (the in-process
+    engines: engine/name_scores.py); the remote ones cannot."""
+
+    def score_names(
+        self, prefix: str, suffix: str, names: Sequence[str], options: FillOptions | None = None
+    ) -> list[float]: ...
 
 
 def backend_languages(engine: object) -> tuple[str, ...]:

@@ -341,5 +341,9 @@ class BatchingBackend:
         with self._engine() as engine:
             return engine.rewrite(request, options, should_stop, on_draft)
 
+    def score_names(self, prefix, suffix, names, options=None) -> list[float]:
+        with self._engine() as engine:
+            return engine.score_names(prefix, suffix, names, options)
+
     def close(self) -> None:
         self.batcher.close()

@@ -35,6 +35,13 @@ from difill.engine.api import (
 from difill.engine.canvas import Canvas, Segment, build_canvas, hole_tokens, seeded_canvas, used_length
 from difill.engine.decoder import CanvasDecoder
 from difill.engine.model import LoadedModel
+from difill.engine.name_scores import (
+    MAX_NAME_TOKENS,
+    name_scores,
+    names_canvas,
+    split_partial_word,
+    word_continuing,
+)
 from difill.engine.prefix_cache import PrefixCache, expand_cache
 from difill.engine.sampler import DenoiseRequest, DenoiseResult, SamplerConfig, denoise
 from difill.engine.tokens import (
@@ -63,6 +70,7 @@ class InfillEngine:
         # copy of the cache alone (expand_cache copies every layer).
         self.lock = threading.RLock()
         self._banned = torch.tensor(self.ids.banned_in_hole, dtype=torch.long, device=loaded.device)
+        self._word_continuing: torch.Tensor | None = None  # (V,) built on the first score_names
 
     # ------------------------------------------------------------------ public API
 
@@ -273,6 +281,43 @@ class InfillEngine:
         # per forward: the slots the loop decided (renoised ones), not the ones kept from the original
         finish_stats(stats, result, lengths[candidates[0].source], started, decided=int(renoised_slots.sum()))
         return FillResult(candidates[0].text, candidates, stats)
+
+    @torch.inference_mode()
+    def score_names(
+        self, prefix: str, suffix: str, names: Sequence[str], options: FillOptions | None = None
+    ) -> list[float]:
+        """Each name's log-probability as the text at the cursor, followed by a word end
+        (engine/name_scores.py): the prefix encoded (or its cache reused), then one pass over one
+        row.  ``options`` gives the prefix budget, the suffix window, ``context_block`` and the
+        noise's seed; the identifier characters ``prefix`` ends with start every name."""
+        options = options or FillOptions()
+        if not names:
+            return []
+        prefix, typed = split_partial_word(prefix)
+        budget = self._prefix_budget(options)
+        block = block_tokens(self.tokenizer, options.context_block, budget)
+        prefix_ids = self._prefix_ids(prefix, budget, block)
+        tokens = [self._draft_ids(typed + name)[:MAX_NAME_TOKENS] or [self.ids.pad] for name in names]
+        suffix_ids, complete = encode_suffix_window(self.tokenizer, suffix, options.suffix_tokens)
+        canvas = names_canvas(tokens, suffix_ids, complete, self.ids)
+        check_canvas(canvas.length, "the names")
+        if self._word_continuing is None:
+            self._word_continuing = word_continuing(self.loaded.token_texts())
+        request = self._request([canvas])
+        hole = canvas.holes[0][1]
+        generator = torch.Generator(device=self.loaded.device).manual_seed(options.seed)
+        noise = torch.randint(0, self.ids.vocab_size, (hole,), generator=generator, device=self.loaded.device)
+        request.canvas[0, :hole] = noise  # (1, L): the first pass's canvas, noise in the hole
+        open_slots = (torch.zeros(hole, dtype=torch.long), torch.arange(hole))  # the hole's slots
+        open_slots = tuple(s.to(self.loaded.device) for s in open_slots)
+        with self.lock:
+            encoded = self.prefix_cache.encode(prefix_ids)
+            decoder = self._decoder(encoded.cache, request, sampler_config(self.loaded.sampler, options))
+            raw = decoder.open_logits(request.canvas, None, open_slots)[:, : self.ids.vocab_size]  # (H, V)
+        raw = raw.float()
+        raw[:, self._banned] = -torch.inf  # a hole never holds these: the sampler bans them too
+        logp = torch.log_softmax(raw, dim=-1).clamp(min=-1e4)  # (H, V); a top-k pass leaves -inf
+        return name_scores(logp, tokens, self._word_continuing)
 
     # ------------------------------------------------------------------ steps
 

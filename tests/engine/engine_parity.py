@@ -3,6 +3,8 @@ fills, holes, rewrites and draft rows on the same seed.  Their test files call t
 
 from __future__ import annotations
 
+import pytest
+
 from difill.engine.api import FillOptions, RewriteRequest
 
 FILLS = [
@@ -29,3 +31,15 @@ def assert_same_holes_rewrite_and_draft_rows(torch_engine, other) -> None:
     ours = torch_engine.fill("def area(w, h):\n    return ", "\n", options)
     theirs = other.fill("def area(w, h):\n    return ", "\n", options)
     assert [(c.text, c.source) for c in theirs.candidates] == [(c.text, c.source) for c in ours.candidates]
+
+
+def assert_same_name_scores(torch_engine, other) -> None:
+    """The names' scores (engine/name_scores.py) within the logits' tolerance, in the same order."""
+    prefix = "import logging\n\nlog = logging.getLogger(__name__)\n\n\ndef run():\n    log."
+    names = ["info", "debug", "warning", "getLogger", "zzqxv"]
+    ours = torch_engine.score_names(prefix, "('starting')\n", names)
+    theirs = other.score_names(prefix, "('starting')\n", names)
+    assert theirs == pytest.approx(ours, abs=0.05)
+    assert sorted(names, key=lambda n: -theirs[names.index(n)]) == sorted(
+        names, key=lambda n: -ours[names.index(n)]
+    )

@@ -15,7 +15,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from engine_parity import FILLS, assert_same_fill, assert_same_holes_rewrite_and_draft_rows
+from engine_parity import (
+    FILLS,
+    assert_same_fill,
+    assert_same_holes_rewrite_and_draft_rows,
+    assert_same_name_scores,
+)
 
 from difill.engine.api import Cancelled, FillOptions, InfillBackend, ModelLoadError, RewriteRequest
 from difill.engine.backends import EngineChoice, local_backend
@@ -130,6 +135,10 @@ def test_the_same_fill_from_both_engines(shipped, prefix, suffix):
 
 def test_the_same_holes_rewrite_and_draft_rows_from_both_engines(shipped):
     assert_same_holes_rewrite_and_draft_rows(*shipped)
+
+
+def test_the_same_name_scores_from_both_engines(shipped):
+    assert_same_name_scores(*shipped)
 
 
 # ---------------------------------------------------------------- the backend contract (tiny model)
