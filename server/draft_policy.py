@@ -16,6 +16,7 @@ from dataclasses import replace
 from difill.engine.api import Candidate, FillResult, FillStats
 from difill.server.config import Settings
 from difill.server.context.drafts import Draft, find_drafts
+from difill.server.context.symbols import MAX_SYMBOL_DRAFTS
 from difill.text.context import FillContext, to_lf
 from difill.text.filters import PIPELINE, apply_filters
 from difill.text.pipeline import errors_around
@@ -104,7 +105,7 @@ def drafts_at(
     found = find_drafts(
         to_lf(text[:offset]), [after, *sources], max_drafts=DRAFTS_PER_REQUEST, language=language
     )
-    names = [d for d in index_drafts if d.kind == "symbol"]
+    names = [d for d in index_drafts if d.kind == "symbol"][:MAX_SYMBOL_DRAFTS]  # in the model's order
     if not names:
         return [*index_drafts, *found]
 

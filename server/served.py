@@ -7,8 +7,9 @@ model's worker thread; ``ServedModel`` runs it for ``difill fill``, ``difill eva
 
     suggest(engine, settings, request, workspace)
       workspace.retrieve(...)      draft sources, index drafts, snippets (server/context)
-      fitting_drafts(...)          the drafts that fit the cursor (server/draft_policy.py)
       snippet_block(...)           the snippets as the prompt reads them (server/context/prompt.py)
+      ranked_by_model(...)         the model orders names the workspace cannot tell apart
+      fitting_drafts(...)          the drafts that fit the cursor (server/draft_policy.py)
       model_text(...)              drafts shown / seeded / off, then engine.fill (engine/api.py)
       shown_texts(...)             the text pipeline (text/pipeline.py)
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from tree_sitter import Tree
@@ -32,6 +33,7 @@ from difill.engine.api import (
     FillResult,
     HolesResult,
     InfillBackend,
+    NameScorer,
     ShouldStop,
     backend_languages,
 )
@@ -127,6 +129,7 @@ def suggest(
     block = (
         snippet_block(retrieval.snippets, request.language_id, settings.snippet_tokens) if retrieval else ""
     )
+    retrieval = ranked_by_model(engine, settings, request, retrieval, block)
     drafts = drafts_for(request, settings, retrieval)
     retrieval_ms = (time.perf_counter() - started) * 1000
     result = model_text(engine, settings, request, drafts, block, should_stop, on_draft)
@@ -134,6 +137,35 @@ def suggest(
     declined = model_declines(engine, request.ctx.language, request.language_id)
     ms = (time.perf_counter() - started) * 1000
     return Shown(texts, result, ms, drafts, retrieval_ms, declined, block)
+
+
+def ranked_by_model(
+    engine: InfillBackend,
+    settings: Settings,
+    request: SuggestionRequest,
+    retrieval: Retrieval | None,
+    context_block: str,
+) -> Retrieval | None:
+    """``retrieval`` with its undecided symbol candidates (``Draft.undecided``: the workspace's
+    evidence cannot tell them apart) in the order of the model's score of each at the cursor
+    (engine/name_scores.py: one pass).  Unchanged when the backend cannot score names (a remote
+    one), when the model declines the language, or when drafts are off.  Measured on the shipped
+    model (docs/drafts.md "The model's score"): used-at-all counts order these names worse."""
+    if retrieval is None or not isinstance(engine, NameScorer) or draft_mode(engine, settings) == "off":
+        return retrieval
+    undecided = [d for d in retrieval.drafts if d.kind == "symbol" and d.undecided]
+    if len(undecided) < 2 or model_declines(engine, request.ctx.language, request.language_id) is not None:
+        return retrieval
+    ctx = request.ctx
+    options = suggestion_options(ctx, settings, request.invoked, [], context_block)
+    try:
+        scores = engine.score_names(ctx.prefix, ctx.suffix, [d.text for d in undecided], options)
+    except (RuntimeError, ValueError) as err:  # a ranking aid: the workspace's order stands
+        log.warning("scoring symbol candidates failed: %s", err)
+        return retrieval
+    by_score = [d for _, d in sorted(zip(scores, undecided, strict=True), key=lambda pair: -pair[0])]
+    rest = [d for d in retrieval.drafts if not (d.kind == "symbol" and d.undecided)]
+    return replace(retrieval, drafts=by_score + rest)
 
 
 def drafts_for(request: SuggestionRequest, settings: Settings, retrieval: Retrieval | None) -> list[Draft]:

@@ -41,6 +41,9 @@ class Draft:
     # new line among the imports, with names the document uses and a workspace module defines
     # (imports.py).
     kind: str = field(default="lookup", compare=False)
+    # A "symbol" the workspace's evidence cannot tell from the first one (symbols.Ranking): the
+    # model's score may put it first (served.ranked_by_model).
+    undecided: bool = field(default=False, compare=False)
 
 
 def find_drafts(

@@ -1,5 +1,5 @@
 """Symbol candidates from the workspace index (issue 36, part 2): the module a name at the cursor
-refers to, found among the indexed files, and the names it defines, ranked (symbols.ranked).
+refers to, found among the indexed files, and the names it defines, ranked (symbols.rank).
 
 One path for every language that has rules for it:
 * Python (symbols.py): ``import pkg.mod as m`` / ``from pkg import mod``; ``m.`` -> the module's
@@ -48,6 +48,18 @@ RULES = {
     ),
     "go": ModuleRules("go", symbols_go.imports_of, symbols_go.module_of_chain, symbols_go.exported_names),
 }
+
+
+def symbol_drafts(ranking: symbols.Ranking, partial: str, source: str) -> list[Draft]:
+    """The ranking's best names as "symbol" drafts (the rest of each name after ``partial``): the
+    first ``MAX_SYMBOL_DRAFTS``, or the undecided ones when more (up to ``MAX_UNDECIDED``), for the
+    model to order (served.ranked_by_model); draft_policy.drafts_at keeps ``MAX_SYMBOL_DRAFTS``."""
+    undecided = min(ranking.undecided, symbols.MAX_UNDECIDED) if ranking.undecided > 1 else 0
+    best = ranking.names[: max(symbols.MAX_SYMBOL_DRAFTS, undecided)]
+    return [
+        Draft(name[len(partial) :], source, kind="symbol", undecided=i < undecided)
+        for i, name in enumerate(best)
+    ]
 
 
 def rules_for(language: str | None) -> ModuleRules | None:
@@ -100,12 +112,11 @@ class SymbolLookup:
             names = list(dict.fromkeys(n for record in found for n in self._names_of(record, rules)))
             usage = self.usage(found, rules, names).without(current_path)
             ahead = line_before[: len(line_before) - len(query.chain) - len(query.partial) - 1]
-            best = symbols.ranked(
+            ranking = symbols.rank(
                 query, names, texts, text[:offset], usage, enclosing_call(ahead), echoed_word(ahead)
-            )[: symbols.MAX_SYMBOL_DRAFTS]
-            return [Draft(name[len(query.partial) :], found[0].relative, kind="symbol") for name in best]
-        best = symbols.ranked(query, list(imports.names), texts)[: symbols.MAX_SYMBOL_DRAFTS]
-        return [Draft(name[len(query.partial) :], "imported", kind="symbol") for name in best]
+            )
+            return symbol_drafts(ranking, query.partial, found[0].relative)
+        return symbol_drafts(symbols.rank(query, list(imports.names), texts), query.partial, "imported")
 
     def module_files(self, module: str, current_path: str | None, rules: ModuleRules) -> list[IndexedFile]:
         """The indexed files of ``module`` (one file; a Go package's files), the current

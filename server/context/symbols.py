@@ -6,11 +6,13 @@ they are the names that module defines at its top level (and its ``__all__``); w
 being typed, they are the document's imported names that start with it.  The model then needs
 to pick one, not spell one (issue 36).
 
-Ranking (``ranked``): the typed prefix; a name that echoes the word it is bound to
+Ranking (``rank``): the typed prefix; a name that echoes the word it is bound to
 (``level=defaults.LOGURU_LEVEL``); the module's order walked on (``successor``); how the document
 and the draft sources use the candidates right after the same token (``raise errors.``); how the
 workspace's other files that import the module use them inside the same call and after the same
-token (symbol_usage.py); use at all; public before private; the module's own order.  This module
+token (symbol_usage.py); use at all; public before private; the module's own order.  The first
+names that none of this evidence tells apart, up to the use counts, are ``undecided``: where the
+backend can score names, the model's score orders them (server/served.py ``ranked_by_model``).  This module
 holds Python's rules; symbols_js.py and symbols_go.py hold JavaScript/TypeScript's and Go's, and
 symbol_lookup.py runs them all through the index.
 
@@ -36,7 +38,10 @@ MAX_MODULE_NAMES = 2000  # candidates ranked for one query: the first that conti
 MAX_SCANNED_NAMES = 100_000  # names read from one module (the index's file cap bounds it anyway)
 IMPORT_SCAN_CHARS = 64 * 1024
 USAGE_SCAN_CHARS = 256 * 1024
-MAX_SYMBOL_DRAFTS = 3
+MAX_SYMBOL_DRAFTS = 3  # candidates that reach the drafts (draft_policy.drafts_at)
+# Undecided candidates the model may order (``Ranking.undecided``); chosen on the tuning packages:
+# 6 named as many as 8, 4 fewer (docs/drafts.md "The model's score").
+MAX_UNDECIDED = 6
 SEQUENCE_LINES = 4  # lines above the cursor looked at for the module name used last (``successor``)
 MIN_TYPED = 2  # characters of a word typed before imported names are offered for it
 
@@ -160,7 +165,15 @@ def top_level_names(text: str) -> list[str]:
     return list(names)[:MAX_SCANNED_NAMES]
 
 
-def ranked(
+@dataclass(frozen=True)
+class Ranking:
+    names: list[str]  # best first
+    # How many of the first names the evidence cannot tell apart (the key up to the use counts):
+    # they are in the module's order of use counts, which the model's score may overrule.
+    undecided: int
+
+
+def rank(
     query: SymbolQuery,
     candidates: Sequence[str],
     texts: Sequence[str],
@@ -168,7 +181,7 @@ def ranked(
     usage: Usage | None = None,
     call: str = "",
     word: str = "",
-) -> list[str]:
+) -> Ranking:
     """``candidates`` that continue ``query.partial``, best first (the module docstring's order).
     ``before_cursor``: the document up to the cursor, for ``successor``; ``usage``: how the
     workspace's other files use the module's names (symbol_usage.py), ``call`` the call open at
@@ -176,7 +189,7 @@ def ranked(
     typed = [name for name in candidates if name.startswith(query.partial) and name != query.partial]
     typed = typed[:MAX_MODULE_NAMES]  # the first in the module's order (the module docstring)
     if not typed:
-        return []
+        return Ranking([], 0)
     following = successor(query, candidates, before_cursor)
     after = re.escape(query.chain) + r"\." if query.chain else ""
     uses = re.compile(rf"(?<![\w.]){after}([A-Za-z_]\w*)\b" if after else r"(?<![\w.])([A-Za-z_]\w*)\b")
@@ -198,24 +211,27 @@ def ranked(
     ws = usage or Usage()
     token = query.token_before
 
-    def key(n: str) -> tuple:
+    def evidence(n: str) -> tuple:
         # Chosen on the tuning packages (docs/drafts.md): a name that echoes the word it is bound
         # to (``level=defaults.LOGURU_LEVEL``) first, then the module's order walked on, then use
         # after the same token here, in the same call and after the same token elsewhere in the
-        # workspace, use at all here and there, public first, the module's order.
+        # workspace.
         return (
             not (word and echoes(n, word)),
             n != following,
             -in_context[n],
             -ws.in_call[(call, n)] if call else 0,
             -ws.after[(token, n)],
-            -used[n],
-            -ws.used[n],
-            n.startswith("_"),
-            order[n],
         )
 
-    return sorted(typed, key=key)
+    def key(n: str) -> tuple:
+        # Then use at all here and there, public first, the module's order.
+        return (*evidence(n), -used[n], -ws.used[n], n.startswith("_"), order[n])
+
+    names = sorted(typed, key=key)
+    first = evidence(names[0])
+    undecided = next((i for i, n in enumerate(names) if evidence(n) != first), len(names))
+    return Ranking(names, undecided)
 
 
 def successor(query: SymbolQuery, candidates: Sequence[str], before_cursor: str) -> str | None:

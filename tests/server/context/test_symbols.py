@@ -136,12 +136,13 @@ def test_a_module_of_100k_definitions_ranks_the_nearest_names_within_the_cap(tmp
     assert index.wait_idle(60)
     try:
         root = tmp_path / "ws"
+        # Nothing tells the names apart: the first MAX_UNDECIDED, for the model to order.
         assert drafts(index, root, "from pkg import gen\nx = gen.") == [
-            ("name_0", "symbol"), ("name_1", "symbol"), ("name_2", "symbol"),
-        ]  # fmt: skip
+            (f"name_{i}", "symbol") for i in range(symbols.MAX_UNDECIDED)
+        ]
         drafts(index, root, "from pkg import gen\nx = gen.name_9999")  # the names are read once
         started = time.perf_counter()
-        assert drafts(index, root, "from pkg import gen\nx = gen.name_9999") == [
+        assert drafts(index, root, "from pkg import gen\nx = gen.name_9999")[:3] == [
             ("0", "symbol"), ("1", "symbol"), ("2", "symbol"),
         ]  # fmt: skip
         assert time.perf_counter() - started < 2.0  # generous: two shared cores
@@ -219,8 +220,8 @@ def test_ranking_evidence_echo_and_enclosing_call():
     is read past nested brackets."""
     query = symbols.SymbolQuery("defaults", "", "=")
     names = ["LOGURU_FORMAT", "LOGURU_LEVEL", "LOGURU_COLORIZE"]
-    assert symbols.ranked(query, names, [], word="level")[0] == "LOGURU_LEVEL"
-    assert symbols.ranked(query, names, [], word="x")[0] == "LOGURU_FORMAT"  # too short to echo
+    assert symbols.rank(query, names, [], word="level").names[0] == "LOGURU_LEVEL"
+    assert symbols.rank(query, names, [], word="x").names[0] == "LOGURU_FORMAT"  # too short to echo
     assert symbol_usage.echoed_word("        colorize=") == "colorize"
     assert symbol_usage.echoed_word("    timeout: int = ") == "timeout"
     assert symbol_usage.echoed_word("    return ") == ""
@@ -272,3 +273,86 @@ def test_a_lookup_that_names_no_candidate_stays_after_them_as_shown():
     tree = parser_for("python").parse(text.encode())
     ctx = build_context(text, offset, "python", 1024, 32, tree)
     assert shown_texts(drafts_result(found).candidates, ctx)[0] == "LOGURU_LEVEL"
+
+
+LEVELS = "def qzxv_alpha():\n    pass\n\n\ndef debug():\n    pass\n\n\ndef info():\n    pass\n"
+AT_LEVELS = "from pkg import levels\n\n\ndef run():\n    levels."
+
+
+def test_names_the_evidence_cannot_tell_apart_are_undecided():
+    query = symbols.SymbolQuery("defaults", "", "=")
+    names = ["LOGURU_FORMAT", "LOGURU_LEVEL", "LOGURU_COLORIZE"]
+    assert symbols.rank(query, names, []).undecided == 3
+    used = symbols.rank(query, names, ["print(defaults.LOGURU_LEVEL)"])  # used, but not after "="
+    assert used.names[0] == "LOGURU_LEVEL" and used.undecided == 3  # use counts order, not decide
+    echoed = symbols.rank(query, names, [], word="level")
+    assert echoed.names[0] == "LOGURU_LEVEL" and echoed.undecided == 1
+    in_context = symbols.rank(query, names, ["y = defaults.LOGURU_COLORIZE"])
+    assert in_context.names[0] == "LOGURU_COLORIZE" and in_context.undecided == 1
+
+
+class WithoutNameScores:
+    """The shipped engine as a backend that cannot score names (as a remote one)."""
+
+    def __init__(self, engine) -> None:
+        self.engine, self.loaded = engine, engine.loaded
+
+    def fill(self, *args, **kwargs):
+        return self.engine.fill(*args, **kwargs)
+
+    def fill_holes(self, *args, **kwargs):
+        return self.engine.fill_holes(*args, **kwargs)
+
+    def rewrite(self, *args, **kwargs):
+        return self.engine.rewrite(*args, **kwargs)
+
+
+def test_the_model_orders_the_names_the_workspace_cannot_tell_apart(tmp_path):
+    """Nothing in the workspace uses ``levels``: the module's order would put ``qzxv_alpha``
+    first; the shipped model's score of each name at ``levels.`` puts a logging level first.
+    A backend that cannot score names keeps the workspace's order."""
+    from difill.engine.api import NameScorer
+    from difill.engine.infill import InfillEngine
+    from difill.engine.model import DEFAULT_MODEL_DIR, load_model
+    from difill.server.served import ServedModel
+
+    root = tmp_path / "ws"
+    write(root / "pkg/__init__.py", "")
+    write(root / "pkg/levels.py", LEVELS)
+    index = WorkspaceIndex()
+    index.start()
+    index.add_folder(str(root))
+    assert index.wait_idle(30)
+    try:
+        uri = (root / "pkg/run.py").as_uri()
+        text = AT_LEVELS + "('starting')\n"
+        offset = len(AT_LEVELS)
+        retrieval = index.retrieve(uri, text, offset, "python")
+        assert [d.text for d in retrieval.drafts if d.undecided] == ["qzxv_alpha", "debug", "info"]
+        engine = InfillEngine(load_model(DEFAULT_MODEL_DIR, device="cpu"))
+        assert isinstance(engine, NameScorer) and not isinstance(WithoutNameScores(engine), NameScorer)
+        scored = ServedModel(engine).suggest(text, offset, uri, retrieval=retrieval)
+        assert scored.text in ("debug", "info")
+        unscored = ServedModel(WithoutNameScores(engine)).suggest(text, offset, uri, retrieval=retrieval)
+        assert unscored.text == "qzxv_alpha"
+    finally:
+        index.stop()
+
+
+async def test_the_model_orders_undecided_names_through_the_server(tmp_path):
+    from difill.engine.model import DEFAULT_MODEL_DIR
+
+    root = tmp_path / "ws"
+    write(root / "pkg/__init__.py", "")
+    write(root / "pkg/levels.py", LEVELS)
+    options = {"workspaceIndex": True, "contextDrafts": "show"}
+    async with running_server(DEFAULT_MODEL_DIR, init_options=options, root_uri=root.as_uri()) as client:
+        uri = (root / "pkg/run.py").as_uri()
+        open_document(client, uri, AT_LEVELS + "('starting')\n")
+        for _ in range(100):  # the index builds in the background; the server answers meanwhile
+            result = await client.text_document_inline_completion_async(
+                inline_params(uri, 4, 11, invoked=False)
+            )
+            if result.items and result.items[0].insert_text in ("qzxv_alpha", "debug", "info"):
+                break
+        assert result.items[0].insert_text in ("debug", "info")
