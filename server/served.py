@@ -349,9 +349,10 @@ class ServedModel:
         return SuggestionRequest(uri, text, offset, language_id, ctx, invoked)
 
     def retrieved(self, text: str, offset: int, uri: str, retrieval: Retrieval | None = None) -> str:
-        """The best draft alone as the filters show it: retrieval without a model (the eval's row)."""
+        """The best draft alone as the filters show it: retrieval without a model (the eval's row),
+        whatever ``contextDrafts`` says (the eval's "model" row turns drafts off)."""
         request = self.request(text, offset, uri)
-        drafts = drafts_for(request, self.settings, retrieval)
+        drafts = drafts_for(request, replace(self.settings, context_drafts="show"), retrieval)
         shown = shown_texts(drafts_result(drafts).candidates, request.ctx)
         return shown[0] if shown else ""
 

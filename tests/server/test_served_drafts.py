@@ -43,6 +43,11 @@ def test_drafts_come_from_the_document_then_the_sources_cut_to_the_shape():
         served.retrieved(DOC, len(DOC), "file:///untitled.py", Retrieval(sources, [])) == "total(items, tax)"
     )
     assert shown.text == ""  # the engine answered nothing: retrieval alone is not shown
+    # The eval's retrieval row is read from its "model" row, whose drafts are off.
+    model_alone = ServedModel(engine, Settings(max_tokens=16, context_drafts="off"))
+    assert model_alone.retrieved(DOC, len(DOC), "file:///untitled.py", Retrieval(sources, [])) == (
+        "total(items, tax)"
+    )
 
 
 def test_text_after_the_cursor_is_searched_after_the_text_before_it():
