@@ -20,6 +20,7 @@ from difill.server.context.symbols import MAX_SYMBOL_DRAFTS
 from difill.text.context import FillContext, to_lf
 from difill.text.filters import PIPELINE, apply_filters
 from difill.text.pipeline import errors_around
+from difill.text.shape import ShapeKind
 
 DRAFTS_PER_REQUEST = 3  # drafts that seed canvas rows when drafts are on (find_drafts' default)
 # "show": a draft is the ghost text when it matched this many tokens before the cursor
@@ -57,8 +58,11 @@ def fitting_drafts(
     shape (``shaped_drafts``), and only those that add no syntax error to the code around the
     cursor, as it parses with nothing inserted (languages with a grammar): a draft is checked
     as a model's candidate is ranked (pipeline.errors_around), on the text the filters show."""
-    drafts = shaped_drafts(drafts_at(text, offset, sources, index_drafts, ctx.language), ctx)
-    if ctx.language is None or not drafts:
+    in_prose = ctx.shape.kind is ShapeKind.SHORT  # in a comment or string, by the syntax tree
+    drafts = shaped_drafts(drafts_at(text, offset, sources, index_drafts, ctx.language, in_prose), ctx)
+    if ctx.language is None or not drafts or in_prose:
+        # In a comment or a string a draft is prose, kept inside it (filters.stay_inside_string):
+        # it adds no syntax error, yet in a document that parses badly a count around it can move.
         return drafts
     before = errors_around(ctx, "")
     if before is None:
@@ -95,6 +99,7 @@ def drafts_at(
     sources: Sequence[tuple[str, str]] = (),
     index_drafts: Sequence[Draft] = (),
     language: str | None = None,
+    cursor_in_prose: bool | None = None,
 ) -> list[Draft]:
     """The drafts for a cursor, best first: the workspace index's own (``Retrieval.drafts``: an
     import line completed with the names the document lacks, server/context/imports.py), then
@@ -103,7 +108,11 @@ def drafts_at(
     the symbol more often than a long match first (docs/drafts.md "Import drafts")."""
     after = ("current", to_lf(text[offset:]))
     found = find_drafts(
-        to_lf(text[:offset]), [after, *sources], max_drafts=DRAFTS_PER_REQUEST, language=language
+        to_lf(text[:offset]),
+        [after, *sources],
+        max_drafts=DRAFTS_PER_REQUEST,
+        language=language,
+        cursor_in_prose=cursor_in_prose,
     )
     names = [d for d in index_drafts if d.kind == "symbol"][:MAX_SYMBOL_DRAFTS]  # in the model's order
     if not names:

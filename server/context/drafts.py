@@ -53,14 +53,17 @@ def find_drafts(
     max_chars: int = 256,
     max_source_chars: int = 8_000_000,
     language: str | None = None,
+    cursor_in_prose: bool | None = None,
 ) -> list[Draft]:
     """Up to ``max_drafts`` distinct continuations of ``before_cursor``, best first.
 
     ``sources`` are (source, text) pairs searched after the current document's own text before
     the cursor (source "current"), where the occurrence at the cursor itself does not count.
     Each draft is at most ``max_chars`` characters.  When the cursor is in code (not in a
-    comment or string of ``language``, by its line), a draft that starts inside a comment or a
-    string of its source is passed over: prose that happens to match is not code.
+    comment or string of ``language``), a draft that starts inside a comment or a string of its
+    source is passed over: prose that happens to match is not code.  ``cursor_in_prose`` says
+    where the cursor is (the syntax tree knows a docstring's blank line: text/shape.py); None
+    judges by the cursor's line alone.
     """
     if max_drafts <= 0:
         return []
@@ -81,7 +84,9 @@ def find_drafts(
     drafts: list[Draft] = []
     seen: set[str] = set()
     spec = spec_of(language)
-    code_only = not in_prose(before_cursor[before_cursor.rfind("\n") + 1 :], spec)
+    if cursor_in_prose is None:
+        cursor_in_prose = in_prose(before_cursor[before_cursor.rfind("\n") + 1 :], spec)
+    code_only = not cursor_in_prose
     for count in range(max(longest, default=0), min_count - 1, -1):
         for (source, text), source_longest in zip(searched, longest, strict=True):
             if source_longest < count:

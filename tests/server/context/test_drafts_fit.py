@@ -10,6 +10,7 @@ from difill.server.context.drafts import find_drafts, in_prose
 from difill.server.context.index import WorkspaceIndex
 from difill.server.draft_policy import drafts_at, fitting_drafts
 from difill.text.context import build_context
+from difill.text.pipeline import errors_around
 from difill.text.syntax import parser_for
 
 pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/conftest.py)
@@ -42,6 +43,40 @@ def test_a_draft_never_starts_inside_a_comment_or_string_when_the_cursor_is_in_c
         and in_prose("x = 1  // note", None)
         and not in_prose("x = 'a' + b", None)
     )
+
+
+def test_in_a_long_docstring_a_draft_from_it_is_kept():
+    """The syntax check parses a window around the cursor; in a docstring longer than that window
+    the window starts inside the string, its count of errors moves with any text inserted, and a
+    draft from a docstring was dropped.  In a comment or a string a
+    draft is prose: it is not syntax-checked, and the syntax tree (not the line) says where the
+    cursor is."""
+    params = "".join(
+        f"    p{i} : int, optional\n        The {i}th parameter, long enough words.\n" for i in range(60)
+    )
+    text = f'def f():\n    """Do it.\n\n    Parameters\n    ----------\n{params}    axis : int, optional\n        The axis.\n'
+    text += "    out : array\n        Where to write. The\n        default is none.\n"
+    offset = len(text) + len("    ")
+    document = text + '    \n    """\n    return 1 +\n'
+    ctx = context(document, offset, "python")
+    assert ctx.shape.kind.value == "short"  # in the docstring
+    source = ("b.py", "default is none.\n    If None, use the last axis.\n")
+    assert errors_around(ctx, "If None, use the last axis.") > errors_around(
+        ctx, ""
+    )  # the window's count moves
+    shown = [d.text for d in fitting_drafts(document, offset, ctx, [source])]
+    assert "If None, use the last axis." in shown, shown
+
+
+def test_in_a_docstring_by_the_syntax_tree_a_comment_is_a_fine_draft():
+    """The cursor's line alone (``    Sum the █``) looks like code; the syntax tree knows it is a
+    docstring, where a draft from a comment is prose like it."""
+    document = 'def total(values):\n    """\n    Sum the \n    """\n    return sum(values)\n'
+    offset = document.index("Sum the ") + len("Sum the ")
+    source = ("b.py", "# Sum the values of the cart\n")
+    assert find_drafts(document[:offset], [source], language="python") == []  # by the line: code
+    ctx = context(document, offset, "python")
+    assert [d.text for d in fitting_drafts(document, offset, ctx, [source])][0] == "values of the cart"
 
 
 def write(path: Path, text: str) -> Path:
