@@ -183,7 +183,9 @@ def _pattern(query: list[str], trailing: str) -> str:
         if i:
             parts.append(r"\s+" if _is_word(query[i - 1]) and _is_word(token) else r"\s*")
         parts.append(re.escape(token))
-    if "\n" in trailing:  # a line typed to its end: the source must end its line there too
+    if trailing.endswith("\n"):  # at column 0 of a new line: the draft keeps its indentation
+        parts.append(r"[ \t]*\n(?:[ \t]*\n)*")
+    elif "\n" in trailing:  # a line typed to its end: the source must end its line there too
         parts.append(r"[ \t]*\n\s*")
     elif trailing:  # the cursor stands after spaces: the draft starts at the next text
         parts.append(r"[ \t]*")

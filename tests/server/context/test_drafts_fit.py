@@ -79,6 +79,21 @@ def test_in_a_docstring_by_the_syntax_tree_a_comment_is_a_fine_draft():
     assert [d.text for d in fitting_drafts(document, offset, ctx, [source])][0] == "values of the cart"
 
 
+def test_at_column_0_of_a_new_line_a_draft_keeps_its_indentation():
+    """After Enter without auto-indent the cursor stands at column 0: the draft is the source's
+    next line with its indentation (without it, ``if a:`` at column 0 of a function body does
+    not parse and was dropped, or was shown out of its block)."""
+    source = ("a.py", "def g():\n    a = load()\n\n    if a:\n        go()\n")
+    before = "def f():\n    a = load()\n"
+    assert find_drafts(before, [source], language="python")[0].text == "    if a:\n        go()\n"
+    assert find_drafts(before + "    ", [source], language="python")[0].text == "if a:\n        go()\n"
+    document = before + "\n    return a\n"
+    ctx = context(document, len(before), "python")
+    assert [d.text for d in fitting_drafts(document, len(before), ctx, [source])] == [
+        "    if a:\n        go()"
+    ]
+
+
 def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
