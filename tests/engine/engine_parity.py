@@ -26,7 +26,16 @@ def assert_same_holes_rewrite_and_draft_rows(torch_engine, other) -> None:
     text = "def area(w, h):\n    return <|hole|>\n\n\ndef perimeter(w, h):\n    return <|hole|>\n"
     assert other.fill_holes(text).middles == torch_engine.fill_holes(text).middles
     request = RewriteRequest("def area(w, h):\n", "    return w * h\n", "\n", strength=0.6)
-    assert other.rewrite(request).text == torch_engine.rewrite(request).text
+    ours_edit, theirs_edit = torch_engine.rewrite(request), other.rewrite(request)
+    assert theirs_edit.text == ours_edit.text
+    # The next-edit gate reads how sure the model is of what it changed: every engine reports it.
+    changes = [(c.source, c.change_logprob) for c in ours_edit.candidates]
+    assert any(logprob is not None for _, logprob in changes)  # the rewrite changed something
+    assert [c.source for c in theirs_edit.candidates] == [source for source, _ in changes]
+    for candidate, (_, logprob) in zip(theirs_edit.candidates, changes, strict=True):
+        assert (candidate.change_logprob is None) == (logprob is None)
+        if logprob is not None:
+            assert candidate.change_logprob == pytest.approx(logprob, abs=0.05)
     options = FillOptions(drafts=("w * h", "width * height"), seed=1)
     ours = torch_engine.fill("def area(w, h):\n    return ", "\n", options)
     theirs = other.fill("def area(w, h):\n    return ", "\n", options)
