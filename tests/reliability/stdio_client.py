@@ -54,6 +54,7 @@ class StdioServer:
         self.notifications: list[dict] = []  # every notification read so far, in order
         self.server_requests: list[dict] = []  # every request the server sent
         self.answers: dict[str, Any] = {}  # the result to answer a server request with, by method; else null
+        self._stop_reading = threading.Event()  # the reader returns after the next message
         self._reader = threading.Thread(target=self._read_all, name="stdio-reader", daemon=True)
         self._reader.start()
         self._next_id = 1000
@@ -183,6 +184,8 @@ class StdioServer:
                 if len(body) < length:
                     return
                 self.inbox.put(json.loads(body))
+                if self._stop_reading.is_set():
+                    return
         except (ValueError, OSError):  # the test closed our end of the pipe: the end of the stream
             return
         finally:
@@ -205,6 +208,18 @@ class StdioServer:
         return self.wait_for_notification(
             lambda m: m["method"] == "difill/status" and m["params"]["state"] in ("ready", "error"), timeout
         )
+
+    def stop_reading(self, timeout: float = 30.0) -> None:
+        """Stop reading the server's output, so that the test may close its end at once.
+
+        Closing a pipe's file object waits for a read in progress on another thread, and that
+        read waits for the server's next write: with every answer already read, a close hangs.
+        So the reader is told to return after the next message, and a request the server answers
+        (an unknown method: an error) makes sure one comes."""
+        self._stop_reading.set()
+        self.send_request("difill/noSuchMethod", None)
+        self._reader.join(timeout)
+        assert not self._reader.is_alive(), f"the server sent nothing within {timeout} s"
 
     def alive(self) -> bool:
         return self.proc.poll() is None

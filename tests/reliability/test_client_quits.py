@@ -18,6 +18,7 @@ def test_writes_after_the_client_closed_its_end_leave_no_traceback(tiny_model_di
         server.wait_ready()
         server.notify("textDocument/didOpen", {"textDocument": {
             "uri": DOC, "languageId": "python", "version": 1, "text": "def f(a):\n    return \n"}})  # fmt: skip
+        server.stop_reading()  # nothing reads the server's output now: closing it cannot wait
         for _ in range(4):  # answers still to be written when the client goes
             server.send_request("textDocument/inlineCompletion", {
                 "textDocument": {"uri": DOC}, "position": {"line": 1, "character": 11},
