@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from workspace_files import indexed, write
 
 from difill.server.context.drafts import find_drafts, in_prose
-from difill.server.context.index import WorkspaceIndex
 from difill.server.draft_policy import drafts_at, fitting_drafts
 from difill.text.context import build_context
 from difill.text.pipeline import errors_around
@@ -94,12 +94,6 @@ def test_at_column_0_of_a_new_line_a_draft_keeps_its_indentation():
     ]
 
 
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
-
-
 def test_draft_sources_are_in_the_documents_language_and_tests_rank_by_kind(tmp_path):
     root = tmp_path / "ws"
     write(root / "retry/base.py", "class RetryBase(abc.ABC):\n    def retry_base(self): ...\n")
@@ -109,11 +103,7 @@ def test_draft_sources_are_in_the_documents_language_and_tests_rank_by_kind(tmp_
         root / "tests/test_waits.py",
         "def test_wait_for(result, limit):\n    result = _retryable_test(limit)\n",
     )
-    index = WorkspaceIndex()
-    index.start()
-    index.add_folder(str(root))
-    assert index.wait_idle(60)
-    try:
+    with indexed(root, timeout=60) as index:
         text = "package retry\n\nfunc main() {\n    retry_base"
         go = index.retrieve((root / "cmd/main.go").as_uri(), text, len(text), "go")
         assert go.sources and all(path.endswith(".go") for path, _ in go.sources), [p for p, _ in go.sources]
@@ -124,8 +114,6 @@ def test_draft_sources_are_in_the_documents_language_and_tests_rank_by_kind(tmp_
         tests = index.retrieve((root / "tests/test_more.py").as_uri(), text, len(text), "python")
         names = [Path(path).name for path, _ in tests.sources]
         assert names.index("test_waits.py") < names.index("waits.py"), names
-    finally:
-        index.stop()
 
 
 def context(text: str, offset: int, language: str):

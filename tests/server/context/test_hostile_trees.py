@@ -11,14 +11,10 @@ import threading
 import time
 from pathlib import Path
 
+from workspace_files import write
+
 from difill.server.context.imports import free_names
 from difill.server.context.index import WorkspaceIndex
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
 
 
 def started(*folders: Path) -> WorkspaceIndex:

@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from workspace_files import write
 
 from difill.server.context import files
 from difill.server.context.found import Snippet
@@ -41,12 +42,6 @@ HOME_CODE = {
     "project/app.py": "import os\n\nAPI_KEY = os.environ['OPENAI_API_KEY']\n",
     "project/.env.example": "OPENAI_API_KEY=\nDATABASE_URL=\n",
 }
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
 
 
 def built(*folders: Path, policy: ContextPolicy | None = None) -> WorkspaceIndex:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from lsp_helpers import inline_params, open_document, running_server
+from workspace_files import indexed, write
 
 from difill.server.context import symbol_usage, symbols
 from difill.server.context.index import IndexLimits, WorkspaceIndex
@@ -44,23 +45,13 @@ def run(fn):
 """
 
 
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
-
-
 @pytest.fixture
 def workspace(tmp_path):
     write(tmp_path / "ws/pkg/__init__.py", "")
     write(tmp_path / "ws/pkg/errors.py", ERRORS)
     write(tmp_path / "ws/pkg/core.py", CORE)
-    index = WorkspaceIndex()
-    index.start()
-    index.add_folder(str(tmp_path / "ws"))
-    assert index.wait_idle(30)
-    yield tmp_path / "ws", index
-    index.stop()
+    with indexed(tmp_path / "ws") as index:
+        yield tmp_path / "ws", index
 
 
 def drafts(index: WorkspaceIndex, root: Path, text: str, name: str = "pkg/new.py") -> list[tuple[str, str]]:
@@ -130,11 +121,9 @@ def test_a_module_of_100k_definitions_ranks_the_nearest_names_within_the_cap(tmp
 
     write(tmp_path / "ws/pkg/__init__.py", "")
     write(tmp_path / "ws/pkg/gen.py", "".join(f"def name_{i}():\n    pass\n" for i in range(100_000)))
-    index = WorkspaceIndex(IndexLimits(max_file_bytes=8 * 1024 * 1024))
-    index.start()
-    index.add_folder(str(tmp_path / "ws"))
-    assert index.wait_idle(60)
-    try:
+    with indexed(
+        tmp_path / "ws", WorkspaceIndex(IndexLimits(max_file_bytes=8 * 1024 * 1024)), timeout=60
+    ) as index:
         root = tmp_path / "ws"
         # Nothing tells the names apart: the first MAX_UNDECIDED, for the model to order.
         assert drafts(index, root, "from pkg import gen\nx = gen.") == [
@@ -146,8 +135,6 @@ def test_a_module_of_100k_definitions_ranks_the_nearest_names_within_the_cap(tmp
             ("0", "symbol"), ("1", "symbol"), ("2", "symbol"),
         ]  # fmt: skip
         assert time.perf_counter() - started < 2.0  # generous: two shared cores
-    finally:
-        index.stop()
 
 
 def test_circular_and_star_imports(tmp_path):
@@ -157,20 +144,10 @@ def test_circular_and_star_imports(tmp_path):
     write(root / "pkg/a.py", "from pkg import b\n\ndef from_a():\n    return b.from_b()\n")
     write(root / "pkg/b.py", "from pkg import a\n\ndef from_b():\n    return a.from_a()\n")
     write(root / "pkg/errors.py", ERRORS)
-    index = WorkspaceIndex()
-    index.start()
-    index.add_folder(str(root))
-    assert index.wait_idle(30)
-    try:
-        _circular_and_star(root, index)
-    finally:
-        index.stop()
-
-
-def _circular_and_star(root: Path, index: WorkspaceIndex) -> None:
-    assert drafts(index, root, "from pkg import a\nx = a.fr") == [("om_a", "symbol")]
-    assert drafts(index, root, "from pkg import b\nx = b.fr") == [("om_b", "symbol")]
-    assert drafts(index, root, "from pkg.errors import *\nraise Re") == []
+    with indexed(root) as index:
+        assert drafts(index, root, "from pkg import a\nx = a.fr") == [("om_a", "symbol")]
+        assert drafts(index, root, "from pkg import b\nx = b.fr") == [("om_b", "symbol")]
+        assert drafts(index, root, "from pkg.errors import *\nraise Re") == []
     assert symbols.imports_of("from pkg.errors import *\n").names == {}
 
 
@@ -183,17 +160,11 @@ def test_no_candidates_from_outside_the_workspace_or_a_secret_file(tmp_path):
     write(root / "pkg/secret/__init__.py", "")
     write(root / "pkg/secret/keys.py", "def api_key():\n    pass\n")
     write(root / "pkg/ok.py", "def fine():\n    pass\n")
-    index = WorkspaceIndex(policy=ContextPolicy(("secret/",)))
-    index.start()
-    index.add_folder(str(root))
-    assert index.wait_idle(30)
-    try:
+    with indexed(root, WorkspaceIndex(policy=ContextPolicy(("secret/",)))) as index:
         assert drafts(index, root, "from pkg import ok\nok.f") == [("ine", "symbol")]
         assert drafts(index, root, "from ... import outside\noutside.le") == []
         assert drafts(index, root, "from pkg.secret import keys\nkeys.ap") == []
         assert drafts(index, root, "import outside\noutside.le", name="new.py") == []
-    finally:
-        index.stop()
 
 
 async def test_symbol_candidates_are_ghost_text_through_the_server(tiny_model_dir, tmp_path):
@@ -243,16 +214,10 @@ def test_the_workspace_use_of_a_module_ranks_its_names(tmp_path):
     write(
         root / "pkg/user.py", "from pkg import kinds as k\n\n\ndef f(x):\n    return isinstance(x, k.Gamma)\n"
     )
-    index = WorkspaceIndex()
-    index.start()
-    index.add_folder(str(root))
-    assert index.wait_idle(30)
-    try:
+    with indexed(root) as index:
         text = "from pkg import kinds\n\n\ndef g(y):\n    if isinstance(y, kinds."
         assert drafts(index, root, text)[0] == ("Gamma", "symbol")
         assert drafts(index, root, text, name="pkg/user.py")[0] == ("Alpha", "symbol")
-    finally:
-        index.stop()
 
 
 def test_a_lookup_that_names_no_candidate_stays_after_them_as_shown():
@@ -319,11 +284,7 @@ def test_the_model_orders_the_names_the_workspace_cannot_tell_apart(tmp_path):
     root = tmp_path / "ws"
     write(root / "pkg/__init__.py", "")
     write(root / "pkg/levels.py", LEVELS)
-    index = WorkspaceIndex()
-    index.start()
-    index.add_folder(str(root))
-    assert index.wait_idle(30)
-    try:
+    with indexed(root) as index:
         uri = (root / "pkg/run.py").as_uri()
         text = AT_LEVELS + "('starting')\n"
         offset = len(AT_LEVELS)
@@ -335,8 +296,6 @@ def test_the_model_orders_the_names_the_workspace_cannot_tell_apart(tmp_path):
         assert scored.text in ("debug", "info")
         unscored = ServedModel(WithoutNameScores(engine)).suggest(text, offset, uri, retrieval=retrieval)
         assert unscored.text == "qzxv_alpha"
-    finally:
-        index.stop()
 
 
 async def test_the_model_orders_undecided_names_through_the_server(tmp_path):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from lsp_helpers import inline_params, open_document, running_server
+from workspace_files import indexed, write
 
 from difill.server.context import symbols_go, symbols_js
 from difill.server.context.index import WorkspaceIndex
@@ -52,20 +53,6 @@ var Registry = map[string]int{}
 """
 
 
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
-
-
-def indexed(root: Path) -> WorkspaceIndex:
-    index = WorkspaceIndex()
-    index.start()
-    index.add_folder(str(root))
-    assert index.wait_idle(30)
-    return index
-
-
 def drafts(index: WorkspaceIndex, root: Path, name: str, text: str, language: str) -> list[str]:
     retrieval = index.retrieve((root / name).as_uri(), text, len(text), language)
     return [d.text for d in retrieval.drafts if d.kind == "symbol"]
@@ -108,9 +95,8 @@ def js_workspace(tmp_path):
     write(root / "src/shapes.ts", SHAPES_TS)
     write(root / "src/use.ts", USE_TS)
     write(root / "lib/legacy.js", "exports.parse = function () {};\nexports.format = function () {};\n")
-    index = indexed(root)
-    yield root, index
-    index.stop()
+    with indexed(root) as index:
+        yield root, index
 
 
 def test_after_a_namespace_import_the_names_the_module_exports(js_workspace):
@@ -145,9 +131,8 @@ def go_workspace(tmp_path):
         root / "cmd/main.go",
         'package main\n\nimport "example.com/app/util"\n\nfunc main() {\n\tutil.Clean("x")\n}\n',
     )
-    index = indexed(root)
-    yield root, index
-    index.stop()
+    with indexed(root) as index:
+        yield root, index
 
 
 def test_after_a_workspace_package_its_exported_names(go_workspace):
