@@ -144,16 +144,30 @@ def inline_params(uri: str, line: int, character: int, invoked: bool = True) -> 
     )
 
 
+def range_change(
+    uri: str, version: int, line: int, start: int, end: int, text: str
+) -> types.DidChangeTextDocumentParams:
+    """``text`` in place of characters ``start``..``end`` of ``line``."""
+    rng = types.Range(
+        start=types.Position(line=line, character=start), end=types.Position(line=line, character=end)
+    )
+    return types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[types.TextDocumentContentChangePartial(range=rng, text=text)],
+    )
+
+
 def insert_change(
     uri: str, version: int, line: int, character: int, text: str
 ) -> types.DidChangeTextDocumentParams:
-    at = types.Position(line=line, character=character)
-    return types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-        content_changes=[
-            types.TextDocumentContentChangePartial(range=types.Range(start=at, end=at), text=text)
-        ],
-    )
+    return range_change(uri, version, line, character, character, text)
+
+
+def change_text(
+    client: LanguageClient, uri: str, version: int, line: int, start: int, end: int, text: str
+) -> None:
+    """Send ``range_change``: what an editor sends when the user replaces part of a line."""
+    client.text_document_did_change(range_change(uri, version, line, start, end, text))
 
 
 async def send_raw_request(client: LanguageClient, method: str, params: Any, msg_id: str) -> Any:

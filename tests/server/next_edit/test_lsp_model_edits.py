@@ -6,23 +6,20 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from lsp_helpers import _plain, changed_settings, open_document, send_raw_request, wait_for, wait_for_status
-from lsprotocol import types
+from lsp_helpers import (
+    _plain,
+    change_text,
+    changed_settings,
+    open_document,
+    send_raw_request,
+    wait_for,
+    wait_for_status,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 METHOD = "textDocument/copilotInlineEdit"
 SOURCE = "".join(f"def f{i}(width, height):\n    return width * height + {i}\n\n" for i in range(8))
-
-
-def _change(client, uri: str, version: int, line: int, start: int, end: int, text: str) -> None:
-    rng = types.Range(
-        start=types.Position(line=line, character=start), end=types.Position(line=line, character=end)
-    )
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-        content_changes=[types.TextDocumentContentChangePartial(range=rng, text=text)],
-    ))  # fmt: skip
 
 
 def _params(uri: str, version: int, line: int, character: int) -> dict:
@@ -33,7 +30,7 @@ def _params(uri: str, version: int, line: int, character: int) -> dict:
 async def test_as_served_the_drafts_come_first_and_every_edit_names_the_version(client):
     uri = f"file:///tmp/next_edit/model_{client.profile}.py"
     open_document(client, uri, SOURCE)
-    _change(client, uri, 2, 0, 7, 12, "w")  # f0(width -> f0(w
+    change_text(client, uri, 2, 0, 7, 12, "w")  # f0(width -> f0(w
     async with changed_settings(client, {"nextEdit": "drafts"}):
         drafts = _plain(
             await send_raw_request(client, METHOD, _params(uri, 2, 0, 8), f"ne-d-{client.profile}")
@@ -51,7 +48,7 @@ async def test_as_served_the_drafts_come_first_and_every_edit_names_the_version(
 async def test_a_change_while_the_model_runs_cancels_it_and_the_answer_is_refused(client):
     uri = f"file:///tmp/next_edit/cancel_{client.profile}.py"
     open_document(client, uri, SOURCE)
-    _change(client, uri, 2, 0, 7, 12, "w")
+    change_text(client, uri, 2, 0, 7, 12, "w")
     async with changed_settings(client, {"nextEdit": "model", "steps": 1024}):
         seen = len(client.statuses)
         pending = asyncio.ensure_future(
@@ -60,7 +57,7 @@ async def test_a_change_while_the_model_runs_cancels_it_and_the_answer_is_refuse
         await wait_for(
             lambda: any(s.get("state") == "busy" for s in client.statuses[seen:]), 30, "the model run"
         )
-        _change(client, uri, 3, 1, 11, 16, "w")  # the user types on
+        change_text(client, uri, 3, 1, 11, 16, "w")  # the user types on
         with pytest.raises(Exception) as refused:
             await asyncio.wait_for(pending, 30)
         assert getattr(refused.value, "code", None) == -32801  # ContentModified: computed for version 2

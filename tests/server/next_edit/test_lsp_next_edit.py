@@ -4,21 +4,11 @@ the edits, Tab-Tab (accept, then the next), versions, a closed document, malform
 from __future__ import annotations
 
 import pytest
-from lsp_helpers import _plain, open_document, running_server, send_raw_request
+from lsp_helpers import _plain, change_text, open_document, running_server, send_raw_request
 from lsprotocol import types
 
 METHOD = "textDocument/copilotInlineEdit"
 SOURCE = "def area(width, height):\n    half = width / 2\n    return width * height + half\n"
-
-
-def change(client, uri: str, version: int, line: int, start: int, end: int, text: str) -> None:
-    rng = types.Range(
-        start=types.Position(line=line, character=start), end=types.Position(line=line, character=end)
-    )
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-        content_changes=[types.TextDocumentContentChangePartial(range=rng, text=text)],
-    ))  # fmt: skip
 
 
 async def ask(client, params: dict, msg_id: str) -> dict:
@@ -35,7 +25,7 @@ async def test_a_rename_is_offered_at_the_other_uses_then_the_next_after_accepti
         assert client.init_result.capabilities.experimental["difill"]["nextEdit"] is True
         uri = "file:///tmp/next_edit/area.py"
         open_document(client, uri, SOURCE)
-        change(client, uri, 2, 0, 9, 14, "w")  # width -> w in the signature
+        change_text(client, uri, 2, 0, 9, 14, "w")  # width -> w in the signature
         answer = await ask(client, params(uri, 2), "ne-1")
         edits = answer["edits"]
         assert [e["text"] for e in edits] == ["w", "w"]
@@ -45,7 +35,7 @@ async def test_a_rename_is_offered_at_the_other_uses_then_the_next_after_accepti
         }
         assert edits[0]["textDocument"] == {"uri": uri, "version": 2}
         # Tab: the client applies the first; the server then offers the one left.
-        change(client, uri, 3, 1, 11, 16, "w")
+        change_text(client, uri, 3, 1, 11, 16, "w")
         client.protocol.notify("textDocument/didShowInlineEdit", {"item": edits[0]})
         answer = await ask(client, params(uri, 3, 1, 12), "ne-2")
         assert [e["range"]["start"] for e in answer["edits"]] == [{"line": 2, "character": 11}]
@@ -55,7 +45,7 @@ async def test_versions_closed_documents_and_malformed_params(tiny_model_dir):
     async with running_server(tiny_model_dir) as client:
         uri = "file:///tmp/next_edit/versions.py"
         open_document(client, uri, SOURCE)
-        change(client, uri, 2, 0, 9, 14, "w")
+        change_text(client, uri, 2, 0, 9, 14, "w")
         with pytest.raises(Exception) as stale:
             await send_raw_request(client, METHOD, params(uri, 1), "ne-3")
         assert getattr(stale.value, "code", None) == -32801  # ContentModified: never for another version
@@ -80,9 +70,9 @@ async def test_a_document_on_the_secrets_deny_list_gets_no_next_edit(tiny_model_
     async with running_server(tiny_model_dir) as client:
         secret = "file:///tmp/next_edit/.env"
         open_document(client, secret, SOURCE)
-        change(client, secret, 2, 0, 9, 14, "w")
+        change_text(client, secret, 2, 0, 9, 14, "w")
         assert await ask(client, params(secret, 2), "ne-secret") == {"edits": []}
         plain = "file:///tmp/next_edit/plain.py"
         open_document(client, plain, SOURCE)
-        change(client, plain, 2, 0, 9, 14, "w")
+        change_text(client, plain, 2, 0, 9, 14, "w")
         assert len((await ask(client, params(plain, 2), "ne-plain"))["edits"]) == 2
