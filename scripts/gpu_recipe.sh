@@ -51,7 +51,7 @@ run() {
   nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv || true
   local shipped
   shipped=$(python3 -c "from difill.engine.model import DEFAULT_MODEL_DIR; print(DEFAULT_MODEL_DIR)")
-  python3 -m difill.server.cli train --init "$shipped" --out /tmp/gpu-run --corpus /tmp/corpus \
+  python3 -m difill.cli train --init "$shipped" --out /tmp/gpu-run --corpus /tmp/corpus \
     --device "${DEVICE:-cuda}" ${BF16:---bf16} --batch-size "${BATCH:-128}" --minutes "$MINUTES" --lr 2e-3 \
     --canvas-share 0.3 --canvas-share-end 0.6 --save-every-minutes 3 --draft-share "${DRAFT_SHARE:-0}"
   local out=${OUT:-/tmp/gpu-out}

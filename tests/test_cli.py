@@ -40,7 +40,7 @@ def test_position_outside_the_file_is_a_clear_error():
 
 def run_cli(*args):
     return subprocess.run(
-        [sys.executable, "-m", "difill.server", *args], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "difill", *args], capture_output=True, text=True, timeout=120
     )
 
 
@@ -99,7 +99,7 @@ def test_importing_the_cli_and_a_remote_fill_loads_neither_torch_nor_the_lsp_typ
     """``difill fill --remote`` must start fast: torch, transformers and lsprotocol take seconds."""
     code = (
         "import sys\n"
-        "import difill.server.cli, difill.server.served\n"
+        "import difill.cli, difill.server.served\n"
         "from difill.engine.backends import BackendSpec, make_backend\n"
         "make_backend(BackendSpec(remote='http://127.0.0.1:9'))\n"
         "print(sorted(m for m in ('torch', 'transformers', 'lsprotocol', 'pygls') if m in sys.modules))\n"
@@ -110,7 +110,7 @@ def test_importing_the_cli_and_a_remote_fill_loads_neither_torch_nor_the_lsp_typ
 
 
 def test_every_command_and_flag_has_help():
-    from difill.server.cli import build_parser
+    from difill.cli import build_parser
 
     parser = build_parser()
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
@@ -132,3 +132,67 @@ def test_split_at_counts_lines_as_editors_do():
     text = "a = 1\x0c  # page\nb = 2\u2028c\nd = 3\n"
     prefix, suffix = split_at(text, 3, 1)
     assert suffix == "d = 3\n"
+
+
+def test_version_is_written_once_and_everyone_reads_it():
+    from importlib.metadata import version
+
+    import difill
+
+    done = run_cli("--version")
+    assert done.returncode == 0 and done.stdout.strip() == f"difill {version('difill')}"
+    assert difill.__version__ == version("difill")
+
+
+def test_the_terminal_view_marks_the_fill_in_its_line_and_names_the_model():
+    from difill.server.fill_command import GREEN, PLAIN, terminal_view
+
+    text = "import os\n\ndef f(a):\n    return \n"
+    view = terminal_view(
+        text, text.index("return ") + 7, "a + 1", "x.py:4:12", "the shipped model on torch", None
+    )
+    header, *lines = view.splitlines()
+    assert header == "x.py:4:12: filled by the shipped model on torch"
+    assert lines == ["    3 | def f(a):", f"    4 |     return {GREEN}a + 1{PLAIN}"]
+    two = terminal_view("x = (\n", 5, "1,\n    2)", "y.py:1:6", "m", None).splitlines()[1:]
+    assert two == [f"    1 | x = ({GREEN}1,", f"    2 | {GREEN}    2){PLAIN}{PLAIN}"]
+    empty = terminal_view(text, 0, "", "x.py:1:1", "m", "the file is excluded")
+    assert empty.startswith("x.py:1:1: nothing to fill: the file is excluded")
+
+
+def test_fill_on_a_terminal_shows_the_line_and_piped_prints_the_bare_text(tiny_model_dir, tmp_path):
+    import os
+    import pty
+
+    source = tmp_path / "t.py"
+    source.write_text("def f(a, b):\n    return a + b\n")
+    args = [
+        sys.executable,
+        "-m",
+        "difill",
+        "fill",
+        f"{source}:2:12",
+        "--model",
+        str(tiny_model_dir),
+        "--steps",
+        "3",
+    ]
+    main, terminal = pty.openpty()
+    done = subprocess.run(args, stdout=terminal, stderr=subprocess.PIPE, timeout=120)
+    os.close(terminal)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # the pty's other end is closed: all is read
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(main)
+    assert done.returncode == 0, done.stderr
+    shown = shown.decode().replace("\r\n", "\n")
+    assert f"{source}:2:12: " in shown and str(tiny_model_dir) in shown and "    2 |     return" in shown
+    piped = run_cli(*args[3:])  # as a script reads it (``--raw`` asks for the same on a terminal)
+    assert piped.returncode == 0 and "|" not in piped.stdout and "\x1b" not in piped.stdout
+    assert piped.stdout.strip() and piped.stdout.strip() in shown  # the same fill, bare

@@ -1,5 +1,9 @@
 """The import structure the README's layout promises, checked on the source (no module is run).
 
+Imports run one way: ``cli -> server -> engine -> text``, with ``lab`` beside them.
+
+* Nothing imports ``difill.cli``: it sits above every package it dispatches to.
+* ``server/`` never imports ``lab/``.
 * ``engine/`` never imports ``server/`` or ``lab/``, nor pygls or lsprotocol.
 * ``text/`` (the text rules and language facts) imports no torch, no transformers, no LSP
   library, and of ``engine/`` only its torch-free boundary ``engine/api.py``.
@@ -20,13 +24,11 @@ import pytest
 
 pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/conftest.py)
 
-ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = {"engine": "difill.engine", "text": "difill.text", "server": "difill.server", "lab": "difill.lab"}
+SRC = Path(__file__).resolve().parents[1] / "src"
 
 
 def module_name(path: Path) -> str:
-    folder, *rest = path.relative_to(ROOT).with_suffix("").parts
-    parts = [PACKAGES[folder], *rest]
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -63,7 +65,7 @@ def imports(path: Path, with_type_checking: bool, known: frozenset[str] = frozen
 
 
 def sources() -> dict[str, Path]:
-    return {module_name(p): p for folder in PACKAGES for p in sorted((ROOT / folder).rglob("*.py"))}
+    return {module_name(p): p for p in sorted((SRC / "difill").rglob("*.py"))}
 
 
 def graph(with_type_checking: bool) -> dict[str, set[str]]:
@@ -118,6 +120,27 @@ def test_engine_imports_neither_the_server_nor_the_lab_nor_pygls():
             assert not wrong, f"{name} imports {sorted(wrong)}"
 
 
+def test_nothing_imports_the_cli():
+    for name, path in sources().items():
+        if name not in ("difill.cli", "difill.__main__"):
+            assert "difill.cli" not in imports(path, with_type_checking=True), name
+
+
+def test_the_server_never_imports_the_lab():
+    for name, path in sources().items():
+        if name.startswith("difill.server"):
+            wrong = {m for m in imports(path, with_type_checking=True) if m.startswith("difill.lab")}
+            assert not wrong, f"{name} imports {sorted(wrong)}"
+
+
+def test_every_package_is_found():
+    # setuptools finds packages (pyproject.toml): a folder of modules without __init__.py would be
+    # left out of the wheel while an editable install still imports it.
+    for folder in (SRC / "difill").rglob("*"):
+        if folder.is_dir() and any(folder.glob("*.py")):
+            assert (folder / "__init__.py").is_file(), folder
+
+
 def test_text_imports_no_torch_no_lsp_and_only_the_engines_boundary():
     for name, path in sources().items():
         if name.startswith("difill.text"):
@@ -148,7 +171,7 @@ def test_no_feature_imports_the_server_module_even_for_a_type():
 
 def test_the_cli_names_the_modules_of_its_commands():
     # Each command's work is imported inside its handler (lazily), but by an import statement.
-    edges = graph(with_type_checking=False)["difill.server.cli"]
+    edges = graph(with_type_checking=False)["difill.cli"]
     for module in ("lab.commands", "lab.quality", "lab.bench", "server.serve_http", "server.server"):
         assert f"difill.{module}" in edges, module
 

@@ -36,7 +36,7 @@ def read_body(request: http.server.BaseHTTPRequestHandler) -> bytes:
 @contextlib.contextmanager
 def serve_http_process(model_dir: Path | str, env: dict[str, str], *extra: str) -> Iterator[str]:
     """``difill serve-http`` on ``model_dir`` in a subprocess, as a user starts it; its base URL."""
-    command = [sys.executable, "-m", "difill.server", "serve-http", "--model", str(model_dir),
+    command = [sys.executable, "-m", "difill", "serve-http", "--model", str(model_dir),
                "--device", "cpu", "--port", "0", "--log-level", "warning", *extra]  # fmt: skip
     proc = subprocess.Popen(
         command, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True

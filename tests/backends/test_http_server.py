@@ -8,8 +8,8 @@ import time
 import httpx2 as httpx
 import pytest
 
+from difill import cli
 from difill.engine.api import Cancelled, Candidate, FillOptions, FillResult, FillStats
-from difill.server import cli
 from difill.server.serve_http import FillService, build_app, check_bind, serve_in_thread
 
 KEY = "local-test-key-42"

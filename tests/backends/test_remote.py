@@ -15,9 +15,9 @@ import httpx2 as httpx
 import pytest
 from backend_helpers import SERVER_KEY, read_body, send
 
+from difill import cli
 from difill.engine.api import Cancelled, FillOptions, RewriteRequest
 from difill.engine.backends import BackendError, RemoteConfig, connect
-from difill.server import cli
 from difill.server.served import ServedModel
 
 PREFIX = "def add(a, b):\n    return"

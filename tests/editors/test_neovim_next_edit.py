@@ -37,7 +37,7 @@ def results(tmp_path_factory) -> dict:
     work = tmp_path_factory.mktemp("nvim_next_edit")
     out = work / "results.json"
     log = work / "server.log"
-    cmd = [sys.executable, "-m", "difill.server", "serve", "--device", "cpu", "--log-file", str(log)]
+    cmd = [sys.executable, "-m", "difill", "serve", "--device", "cpu", "--log-file", str(log)]
     env = dict(os.environ, DIFILL_PLUGIN=str(PLUGIN), DIFILL_CMD=json.dumps(cmd), DIFILL_WORKDIR=str(work),
                DIFILL_OUT=str(out), DIFILL_SCENARIOS="next_edit_scenarios",
                XDG_STATE_HOME=str(work / "state"))  # fmt: skip

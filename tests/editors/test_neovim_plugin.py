@@ -66,7 +66,7 @@ def nvim_results(request, tiny_model_dir, tmp_path_factory) -> dict:
             [
                 sys.executable,
                 "-m",
-                "difill.server",
+                "difill",
                 "serve",
                 "--model",
                 str(tiny_model_dir),
@@ -337,7 +337,7 @@ vim.cmd("qa!")
 """
     )
     out = tmp_path / "out.json"
-    cmd = [sys.executable, "-m", "difill.server", "serve", "--no-such-flag"]
+    cmd = [sys.executable, "-m", "difill", "serve", "--no-such-flag"]
     env = dict(os.environ, DIFILL_PLUGIN=str(PLUGIN), DIFILL_WORKDIR=str(tmp_path), DIFILL_OUT=str(out),
                DIFILL_CMD=json.dumps(cmd), XDG_STATE_HOME=str(tmp_path / "state"))  # fmt: skip
     proc = subprocess.run([nvim, "--headless", "--clean", "-u", str(script)], env=env, cwd=tmp_path,

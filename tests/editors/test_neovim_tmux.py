@@ -37,7 +37,7 @@ class Screen:
     def __init__(self, work: Path, model: Path):
         self.work, self.label = work, f"difill-test-{os.getpid()}"
         self.sock = str(work / "nvim.sock")
-        cmd = [sys.executable, "-m", "difill.server", "serve", "--model", str(model),
+        cmd = [sys.executable, "-m", "difill", "serve", "--model", str(model),
                "--log-file", str(work / "server.log")]  # fmt: skip
         env = {"DIFILL_PLUGIN": str(ROOT / "editors" / "neovim"), "DIFILL_CMD": json.dumps(cmd),
                "DIFILL_SETTINGS": json.dumps({"maxTokens": 24}), "XDG_STATE_HOME": str(work / "state"),

@@ -131,7 +131,7 @@ def test_the_same_name_scores_from_both_engines(shipped):
 
 
 def test_difill_fill_engine_mlx_prints_the_torch_engines_text(capsys):
-    from difill.server.cli import main
+    from difill.cli import main
 
     demo = f"{Path(__file__).parents[2] / 'examples' / 'demo.py'}:21:21"
     shown = {}

@@ -29,7 +29,7 @@ def encode(message: dict) -> bytes:
 
 
 class StdioServer:
-    """``python -m difill.server serve`` with pipes; stderr goes to a file (a full pipe would block it)."""
+    """``python -m difill serve`` with pipes; stderr goes to a file (a full pipe would block it)."""
 
     def __init__(
         self,
@@ -38,7 +38,7 @@ class StdioServer:
         extra_args: tuple[str, ...] = (),
         env: dict[str, str] | None = None,
     ) -> None:
-        command = [sys.executable, "-m", "difill.server", "serve"]
+        command = [sys.executable, "-m", "difill", "serve"]
         if model_dir is not None:
             command += ["--model", str(model_dir)]
         self.stderr_path = stderr_path

@@ -33,7 +33,7 @@ def start(model_dir, key: str | None, *extra: str):
     env = {k: v for k, v in os.environ.items() if k != "DIFILL_API_KEY"}
     if key:
         env["DIFILL_API_KEY"] = key
-    process = subprocess.Popen([sys.executable, "-m", "difill.server", "serve-http", "--port", str(port),
+    process = subprocess.Popen([sys.executable, "-m", "difill", "serve-http", "--port", str(port),
                                 "--model", str(model_dir), *extra], env=env, stderr=subprocess.DEVNULL)  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90

@@ -282,7 +282,7 @@ def serve_http(tiny_model_dir, tmp_path_factory):
     request with the key, one with a wrong key and one without."""
     root = tmp_path_factory.mktemp("serve-http")
     stdout, stderr = root / "stdout.txt", root / "stderr.txt"
-    command = [sys.executable, "-m", "difill.server", "serve-http", "--model", str(tiny_model_dir),
+    command = [sys.executable, "-m", "difill", "serve-http", "--model", str(tiny_model_dir),
                "--port", "0", "--log-level", "debug"]  # fmt: skip
     with open(stdout, "wb") as out, open(stderr, "wb") as err:
         process = subprocess.Popen(
@@ -308,7 +308,7 @@ def serve_http(tiny_model_dir, tmp_path_factory):
 
 
 def test_listeners_bind_loopback_by_default(serve_http, tmp_path):
-    command = [sys.executable, "-m", "difill.server", "serve", "--tcp", "--port", str(free_port()),
+    command = [sys.executable, "-m", "difill", "serve", "--tcp", "--port", str(free_port()),
                "--model", str(tmp_path / "no-model")]  # fmt: skip
     process = subprocess.Popen(command, env=BASE_ENV, stderr=subprocess.DEVNULL)
     try:

@@ -60,7 +60,7 @@ def connect(port: int, timeout: float = 30) -> socket.socket:
 @pytest.fixture
 def tcp_server(tmp_path):
     port = free_port()
-    command = [sys.executable, "-m", "difill.server", "serve", "--tcp", "--port", str(port),
+    command = [sys.executable, "-m", "difill", "serve", "--tcp", "--port", str(port),
                "--model", str(tmp_path / "no-model")]  # fmt: skip
     process = subprocess.Popen(command, stderr=subprocess.DEVNULL)
     yield process, port
@@ -108,7 +108,7 @@ def test_a_non_loopback_host_needs_an_explicit_flag(tmp_path):
     command = [
         sys.executable,
         "-m",
-        "difill.server",
+        "difill",
         "serve",
         "--tcp",
         "--host",

@@ -21,7 +21,7 @@ PROFILES = {"neovim": "neovim@v0.11.0", "visual_studio_code": "visual-studio-cod
 
 
 def server_command(model_dir: Path | str | None, *extra: str) -> list[str]:
-    command = [sys.executable, "-m", "difill.server", "serve"]
+    command = [sys.executable, "-m", "difill", "serve"]
     if model_dir is not None:
         command += ["--model", str(model_dir)]
     return command + list(extra)

@@ -65,7 +65,7 @@ async def test_fill_the_lsp_server_and_eval_show_the_same_text(tmp_path):
         shown: dict[bool, tuple[str, str, str]] = {}
         for invoked in (True, False):  # `difill fill` asks as Alt+\\ does; --typing, as typing does
             done = subprocess.run(
-                [sys.executable, "-m", "difill.server", "fill", "--remote", url,
+                [sys.executable, "-m", "difill", "fill", "--remote", url,
                  f"{source}:{line + 1}:{character + 1}", *([] if invoked else ["--typing"])],
                 capture_output=True, timeout=60,
             )  # fmt: skip
@@ -91,7 +91,7 @@ async def test_fill_the_lsp_server_and_eval_show_the_same_text(tmp_path):
 def test_difill_fill_asks_as_an_invoked_request_and_typing_as_ghost_text(tmp_path, capsys):
     """`difill fill` is a request the user made: whole middles, several hole lengths. With
     --typing it is ghost text while typing: one hole length, the model's own ghost-text cut."""
-    from difill.server import cli
+    from difill import cli
 
     backend = FixedMiddle()
     url, stop = serve_in_thread(build_app(FillService(backend, "fixed", "cpu", 2), None))

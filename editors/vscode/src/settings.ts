@@ -114,7 +114,7 @@ export function serverCommand(get: ConfigGetter): ServerCommand {
   const extra = asStrings(get("server.args"));
   const python = str(get("server.pythonPath"));
   if (python) {
-    return { command: python, args: ["-m", "difill.server", "serve", ...extra] };
+    return { command: python, args: ["-m", "difill", "serve", ...extra] };
   }
   const command = str(get("server.command")) || "difill";
   return { command, args: ["serve", ...extra] };

@@ -57,7 +57,7 @@ test("a configured command and extra arguments are used", () => {
 
 test("a Python path runs the server as a module and wins over the command", () => {
   const cmd = serverCommand(getter({ "server.pythonPath": "/venv/bin/python", "server.command": "ignored" }));
-  assert.deepEqual(cmd, { command: "/venv/bin/python", args: ["-m", "difill.server", "serve"] });
+  assert.deepEqual(cmd, { command: "/venv/bin/python", args: ["-m", "difill", "serve"] });
 });
 
 test("only a change to difill.server.* restarts the server", () => {

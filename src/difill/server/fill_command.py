@@ -101,8 +101,51 @@ def main(args: argparse.Namespace) -> int:
             "candidates": [asdict(c) for c in result.candidates], "stats": asdict(result.stats),
             "declined": shown.declined,
         }))  # fmt: skip
-    else:
+    elif args.raw or not sys.stdout.isatty():
         if shown.declined:
             print(f"difill: {shown.declined}", file=sys.stderr)
         print(shown.text)
+    else:
+        where = f"{args.location if col else f'{args.location}:1'}"
+        about = f"{model_label(args)}, {shown.result.stats.steps} steps, {shown.ms:.0f} ms"
+        print(terminal_view(text, len(prefix), shown.text, where, about, shown.declined))
     return 0
+
+
+def model_label(args: argparse.Namespace) -> str:
+    """Which model wrote the fill, as a newcomer reads it: the shipped one, a path, or a server
+    (its host only: a URL may carry a password)."""
+    if args.remote:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(args.remote)
+        return f"the server at {parts.hostname or args.remote}{f':{parts.port}' if parts.port else ''}"
+    engine = args.engine if args.engine != "auto" else ("llamacpp" if args.gguf else "torch")
+    model = args.model or "the model shipped with difill (4M parameters)"
+    return f"{model} on {engine}"
+
+
+GREEN, PLAIN = "\x1b[32m", "\x1b[0m"
+
+
+def terminal_view(text: str, offset: int, fill: str, where: str, about: str, declined: str | None) -> str:
+    """The fill in place, for a person at a terminal: a header naming the model, then the line
+    before and the lines the fill lands on, numbered, with the fill in green."""
+    if not fill:
+        reason = (
+            f": {declined}" if declined else " (the model was unsure: it shows nothing rather than a guess)"
+        )
+        return f"{where}: nothing to fill{reason}\n({about})"
+    cursor = text.count("\n", 0, offset)  # the cursor's line, 0-based
+    top = max(cursor - 1, 0)  # one line of context above it
+    start = 0
+    for _ in range(top):
+        start = text.index("\n", start) + 1
+    end = text.find("\n", offset)
+    marked = text[start:offset] + GREEN + fill + PLAIN + text[offset : len(text) if end < 0 else end]
+    lines = []
+    for k, line in enumerate(marked.split("\n"), start=top):
+        # The lines a fill runs on to are green from their first column.
+        colour = GREEN if cursor < k <= cursor + fill.count("\n") else ""
+        lines.append(f"{k + 1:>5} | {colour}{line.rstrip(chr(13))}{PLAIN if colour else ''}")
+    return f"{where}: filled by {about}\n" + "\n".join(lines)

@@ -1,4 +1,4 @@
-"""``difill build-native`` and ``difill export-gguf`` (argument parsing: server/cli.py)."""
+"""``difill build-native`` and ``difill export-gguf`` (argument parsing: difill/cli.py)."""
 
 from __future__ import annotations
 

@@ -38,6 +38,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from difill import __version__
 from difill.engine.api import (
     DEFAULT_HOLE_MARKER,
     Cancelled,
@@ -66,7 +67,6 @@ HEADER_TIMEOUT_S = 10.0  # the defaults of --header-timeout and --body-timeout
 BODY_TIMEOUT_S = 30.0
 IDLE_TIMEOUT_S = 5.0
 MAX_CHOICES = 3
-VERSION = "0.1.0"
 
 
 class RequestError(ValueError):
@@ -144,7 +144,7 @@ class FillService:
         return {
             "status": "ok",
             "server": "difill",
-            "version": VERSION,
+            "version": __version__,
             "model": self.model_name,
             "device": self.device,
             "batching": dataclasses.asdict(stats) if stats is not None else None,

@@ -38,7 +38,7 @@ from difill.lab.bench_timing import percentile
 from difill.lab.next_edit_mining import Case, read_cases
 
 METHOD = "textDocument/copilotInlineEdit"
-DEFAULT_CASES = Path(__file__).resolve().parent.parent / "benchmarks" / "next_edit" / "cases.jsonl"
+DEFAULT_CASES = Path(__file__).resolve().parents[3] / "benchmarks" / "next_edit" / "cases.jsonl"
 ROWS = (("drafts alone", "drafts"), ("model alone", "model"), ("as served", "on"))
 KINDS = ("repeat", "follow", "none")
 
@@ -150,7 +150,7 @@ class NextEditClient:
             self.client.feature(method)(lambda params: None)
 
     async def start(self, model_dir: str | None, mode: str, python: str = sys.executable) -> None:
-        args = ["-m", "difill.server", "serve"] + (["--model", model_dir] if model_dir else [])
+        args = ["-m", "difill", "serve"] + (["--model", model_dir] if model_dir else [])
         await self.client.start_io(python, *args)
         await self.client.initialize_async(types.InitializeParams(
             capabilities=types.ClientCapabilities(), process_id=None,

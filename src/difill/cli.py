@@ -10,6 +10,8 @@ import argparse
 import os
 import sys
 
+from difill import __version__
+
 # Never reach for the hub: difill only reads local files.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -93,6 +95,7 @@ def run_bench(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="difill", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"difill {__version__}")
     sub = parser.add_subparsers(
         dest="command", required=True, help="run `difill <command> -h` for its options"
     )
@@ -150,6 +153,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print text, steps, ms, the model's raw text, candidates and stats as JSON",
     )
+    p.add_argument(
+        "--raw",
+        action="store_true",
+        help="print the bare text (the default when stdout is not a terminal): for scripts",
+    )
     p.add_argument("--holes", action="store_true", help="fill every hole marker in the file")
     p.add_argument("--typing", action="store_true",
                    help="what ghost text while typing shows (the ghost-text cut applies); "
@@ -184,7 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--source",
         help="a llama.cpp tree (or .tar.xz) with DiffusionGemma, PR #24423 "
-        "(default: $DIFILL_LLAMA_SOURCE, else ../shared/vendor/)",
+        "(default: $DIFILL_LLAMA_SOURCE, else the tarball in third_party/llama.cpp/ of a checkout)",
     )
     p.add_argument("--cuda", action="store_true", help="with CUDA (-DGGML_CUDA=ON; needs the CUDA toolkit)")
     p.add_argument("--metal", action="store_true", help="with Metal (-DGGML_METAL=ON; macOS)")

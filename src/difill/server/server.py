@@ -21,6 +21,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcParseError
 from pygls.io_ import run_async
 from pygls.lsp.server import LanguageServer
 
+from difill import __version__
 from difill.engine import secrets
 from difill.server.config import Settings, SettingsLayers, backend_spec, command_line_settings, needs_reload
 from difill.server.context.feature import ContextFeature
@@ -50,7 +51,6 @@ from difill.server.transport.tcp import check_host, serve_one_tcp_client
 from difill.server.trees import SyntaxTrees
 
 NAME = "difill"
-VERSION = "0.1.0"
 STATUS = "difill/status"
 
 log = logging.getLogger("difill.server")
@@ -58,7 +58,7 @@ log = logging.getLogger("difill.server")
 
 class DifillServer(LanguageServer):
     def __init__(self, base: Settings | None = None) -> None:
-        super().__init__(NAME, VERSION, protocol_cls=DifillProtocol)
+        super().__init__(NAME, __version__, protocol_cls=DifillProtocol)
         self.layers = SettingsLayers(base or Settings())
         self._current_settings = self.layers.settings()
         self.documents = Documents()
@@ -253,7 +253,7 @@ def create_server(base: Settings | None = None) -> DifillServer:
     @server.feature(types.INITIALIZED)
     def initialized(ls: DifillServer, params: types.InitializedParams) -> None:
         ls.show_problems(ls._pending_problems, "initializationOptions")
-        log.info("difill %s: position encoding %s", VERSION, ls.encoding)
+        log.info("difill %s: position encoding %s", __version__, ls.encoding)
         ls.load_model()
         ls.context.start(ls)
 

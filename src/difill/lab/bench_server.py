@@ -67,7 +67,7 @@ class BenchClient:
     ) -> int:
         """``difill serve`` under ``python`` (another checkout's, for a before/after), initialized;
         ``engine``: its ``--engine`` (None: the server's default)."""
-        args = ["-m", "difill.server", "serve"] + (["--model", model_dir] if model_dir else [])
+        args = ["-m", "difill", "serve"] + (["--model", model_dir] if model_dir else [])
         args += ["--engine", engine] if engine else []
         await self.client.start_io(python, *args)
         capabilities = types.ClientCapabilities(

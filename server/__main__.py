@@ -1,3 +1,0 @@
-from difill.server.cli import main
-
-raise SystemExit(main())

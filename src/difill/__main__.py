@@ -1,0 +1,3 @@
+from difill.cli import main
+
+raise SystemExit(main())
