@@ -160,8 +160,12 @@ class EncodingBackend(ScriptedBackend):
         ("/v1/fill", '{"prefix": "a", "selection": "b", "instruction": "\\ud800"}', "instruction"),
         ("/v1/fill", '{"holes": "x = <|hole|>\\ud800"}', "holes"),
         ("/v1/completions", '{"prompt": "\\ud800"}', "prompt"),
+        # Issue 51, item 11: the newer options were checked nowhere and failed as a 500.
+        ("/v1/fill", '{"prefix": "a", "options": {"context_block": "# x\\ud800"}}', "options.context_block"),
+        ("/v1/fill", '{"prefix": "a", "options": {"drafts": ["ok", "b\\udc00"]}}', "options.drafts[1]"),
+        ("/v1/completions", '{"prompt": "a", "stop": ["\\ud800"]}', "stop[0]"),
     ],
-    ids=["prefix", "selection", "instruction", "holes", "prompt"],
+    ids=["prefix", "selection", "instruction", "holes", "prompt", "context_block", "drafts", "stop"],
 )
 def test_a_lone_surrogate_in_any_text_is_a_400_not_a_500(serve, caplog, path, body, field):
     # Issue 28, item 13: it reached the tokenizer and came back as HTTP 500 with a traceback logged.

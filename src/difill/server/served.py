@@ -40,6 +40,7 @@ from difill.engine.api import (
 from difill.server.config import Settings
 from difill.server.context.drafts import Draft
 from difill.server.context.found import Retrieval
+from difill.server.context.policy import redact
 from difill.server.context.prompt import snippet_block
 from difill.server.draft_policy import draft_mode, drafts_result, fitting_drafts, is_sure
 from difill.server.trees import SyntaxTrees
@@ -257,7 +258,9 @@ def suggestion_options(
         prefix_tokens=settings.context_tokens,
         # Ghost text shows only what the model is sure of; an explicit request gets whole middles.
         min_token_prob=0.0 if invoked else settings.min_token_prob,
-        drafts=tuple(seeds),
+        # Drafts come from other files and tabs too: redacted as the snippet block is (prompt.py),
+        # so a key in a settings module never reaches a remote in options.drafts.
+        drafts=tuple(redact(seed) for seed in seeds),
         context_block=context_block,
     )
 

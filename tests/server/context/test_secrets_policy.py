@@ -229,3 +229,43 @@ def test_snippets_in_a_prompt_have_keys_redacted():
         redact("for index, value in enumerate(values_2024_q3):")
         == "for index, value in enumerate(values_2024_q3):"
     )
+
+
+@pytest.mark.parametrize(
+    "name",
+    [".env~", ".env.bak", "#.env#", "id_ed25519.bak", ".id_rsa.swp", "server.key.orig",
+     ".git-credentials~", ".pgpass.bak", ".netrc~", ".pypirc.bak~", "credentials.json.old"],
+)  # fmt: skip
+def test_backup_and_editor_copies_of_denied_names_are_denied(name):
+    # Issue 51, item 4: the deny list matched exact names, and a password in .env~ reached the remote.
+    assert ContextPolicy().denies(name) and ContextPolicy().denies(f"deploy/{name}")
+
+
+@pytest.mark.parametrize("name", ["main.py.bak", "notes.txt~", "app.py", "~", "#", ".swp", "setup.cfg.orig"])
+def test_copies_of_ordinary_files_are_not(name):
+    assert not ContextPolicy().denies(name)
+
+
+def test_a_credential_folder_opened_as_the_workspace_denies_what_it_holds(tmp_path):
+    # Issue 51, item 3: matched on folder-relative paths, ~/.config's gh/hosts.yml was read.
+    policy = ContextPolicy()
+    config, aws = str(tmp_path / ".config"), str(tmp_path / ".aws")
+    assert policy.denies_under(config, "gh/hosts.yml") and policy.denies_under(config, "gh", True)
+    assert policy.denies_under(config, "gcloud/application_default_credentials.json")
+    assert policy.denies_under(aws, "credentials") and policy.denies_path(f"{aws}/credentials", [aws])
+    assert not policy.denies_under(config, "nvim/init.lua") and not policy.denies_under(
+        str(tmp_path), "app.py"
+    )
+    write(tmp_path / ".config" / "gh" / "hosts.yml", "github.com:\n    oauth_token: gho_secret\n")
+    write(tmp_path / ".config" / "nvim" / "init.lua", "vim.opt.number = true\n")
+    listed = {entry.relative for entry in files.walk(config, policy=policy)}
+    assert listed == {"nvim/init.lua"}
+
+
+def test_the_password_of_a_url_is_redacted_and_the_rest_kept():
+    # Issue 51, item 5: DATABASE_URL's password went into the snippet block as it was.
+    text = 'DATABASE_URL = "postgresql://app:Sup3r-S3cret@db.internal:5432/app"\nDOCS = "https://example.com/a:b@c"\n'
+    assert redact(text) == (
+        f'DATABASE_URL = "postgresql://app:{REDACTED}@db.internal:5432/app"\nDOCS = "https://example.com/a:b@c"\n'
+    )
+    assert redact("redis://:hunter2hunter2@cache:6379/0") == f"redis://:{REDACTED}@cache:6379/0"

@@ -157,7 +157,7 @@ def walk(root: str, policy: ContextPolicy | None = None, below: str = "") -> Ite
     parts = [part for part in below.split("/") if part]
     if any(part in SKIPPED_DIRS or part.endswith(".egg-info") for part in parts):
         return
-    if parts and policy.denies("/".join(parts), True):
+    if parts and policy.denies_under(root, "/".join(parts), True):
         return
     rules = _rules_down_to(root, parts)
     if rules is None:
@@ -182,12 +182,14 @@ def walk(root: str, policy: ContextPolicy | None = None, below: str = "") -> Ite
             if is_dir:
                 if entry.name in SKIPPED_DIRS or entry.name.endswith(".egg-info"):
                     continue
-                if not ignore.ignored(rules, relative, True) and not policy.denies(relative, True):
+                if not ignore.ignored(rules, relative, True) and not policy.denies_under(
+                    root, relative, True
+                ):
                     queue.append((entry.path, relative, rules))
                 continue
             if not is_file or entry.name.endswith(BINARY_SUFFIXES):
                 continue
-            if ignore.ignored(rules, relative, False) or policy.denies(relative):
+            if ignore.ignored(rules, relative, False) or policy.denies_under(root, relative):
                 continue
             yield Listed(entry.path, relative)
 
@@ -264,7 +266,7 @@ def admitted(root: str, path: str, policy: ContextPolicy | None = None) -> Liste
     parts = relative.split("/")
     if any(part in SKIPPED_DIRS or part.endswith(".egg-info") for part in parts[:-1]):
         return None
-    if parts[-1].endswith(BINARY_SUFFIXES) or (policy or ContextPolicy()).denies(relative):
+    if parts[-1].endswith(BINARY_SUFFIXES) or (policy or ContextPolicy()).denies_under(root, relative):
         return None
     if _rules_down_to(root, parts) is None:
         return None

@@ -12,8 +12,10 @@ One policy, applied where text enters the context (issue 37):
 * the git ignore stack (files.py): every ``.gitignore`` in the folder and above it up to the
   repository root, ``.git/info/exclude`` and the global excludes file.
 * ``redact``: known key shapes (private key blocks, AWS, GitHub, Slack, OpenAI, Google, Stripe
-  keys, JWTs, ``password = "..."`` assignments) and long high-entropy tokens, replaced by
-  ``REDACTED`` in every snippet block (prompt.py), whatever the backend.
+  keys, JWTs, ``password = "..."`` assignments, the password of a URL) and long high-entropy
+  tokens, replaced by ``REDACTED`` in the text from other files that goes to a model, whatever the
+  backend: every snippet block (prompt.py) and every draft that seeds the canvas
+  (served.py ``suggestion_options``).
 """
 
 from __future__ import annotations
@@ -46,6 +48,11 @@ DENIED_PATTERNS = (
     ".node_repl_history",
 )  # fmt: skip
 
+# Names editors and tools give the copies they keep: ``name~``, ``#name#``, ``.name.swp``,
+# ``name.bak``.  A copy of a denied name is denied (``.env~``, ``id_ed25519.bak``).
+SWAP_SUFFIXES = (".swp", ".swo", ".swn")
+BACKUP_SUFFIXES = (".bak", ".backup", ".orig", ".old", ".save", ".tmp", ".rej", ".copy", *SWAP_SUFFIXES)
+
 REDACTED = "<redacted>"
 # Known key shapes.  Each is bounded (no nested repetition): linear on any text.
 KEY_SHAPES = re.compile(
@@ -63,6 +70,9 @@ SECRET_ASSIGNMENT = re.compile(
     r"(?i)((?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|auth)"
     r"\w{0,32}[\"']?[ \t]{0,8}[:=][ \t]{0,8})([\"'])([^\"'\n]{8,512})\2"
 )
+# The password of a URL's userinfo (``postgresql://app:PASSWORD@db/app``): the password goes, the
+# scheme, user and host stay.  Bounded parts: linear on any text.
+URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s:/@]{0,128}:)([^\s@/]{1,256})@")
 # A token that may be random: letters and digits (and + / _ - =), 24 characters or more.
 TOKEN = re.compile(r"[A-Za-z0-9+/_=-]{24,1024}")
 MIN_ENTROPY_BITS = 4.0  # per character; English words and identifiers stay below about 3.5
@@ -81,27 +91,82 @@ class ContextPolicy:
 
     def denies(self, relative: str, is_dir: bool = False) -> bool:
         """``relative``: '/'-separated, from the workspace folder (or an absolute path's parts).
-        A path is denied when it or any directory above it is."""
+        A path is denied when it or any directory above it is, or when its name is a backup or
+        editor copy of a denied name (``.env~``, ``id_ed25519.bak``, ``.netrc.swp``)."""
         parts = [part for part in relative.split("/") if part]
+        if not is_dir and parts:
+            for original in original_names(parts[-1]):
+                if self._denies_parts([*parts[:-1], original], False):
+                    return True
+        return self._denies_parts(parts, is_dir)
+
+    def _denies_parts(self, parts: list[str], is_dir: bool) -> bool:
         for depth in range(1, len(parts) + 1):
             below = "/".join(parts[:depth])
             if decide((self.rules,), below, is_dir or depth < len(parts)) is True:
                 return True
         return False
 
+    def denies_under(self, root: str, relative: str, is_dir: bool = False) -> bool:
+        """A path below the folder ``root``, read both ways: from the folder, and as what it is on
+        disk (its absolute path, and from the home folder).  A folder that is itself a credential
+        folder (``~/.aws``, ``~/.config`` holding ``gh/``) then denies what it holds."""
+        if self.denies(relative, is_dir):
+            return True
+        return self._denies_absolute(os.path.join(root, relative), is_dir)
+
     def denies_path(self, path: str, folders: Sequence[str]) -> bool:
-        """An absolute path: relative to the workspace folder holding it, else as a whole."""
+        """An absolute path: relative to the workspace folder holding it, and as what it is on disk."""
         path = os.path.normpath(path)
         for folder in folders:
             folder = os.path.normpath(folder)
             if path.startswith(folder.rstrip(os.sep) + os.sep):
-                return self.denies(os.path.relpath(path, folder).replace(os.sep, "/"))
-        return self.denies(path.replace(os.sep, "/"))
+                if self.denies(os.path.relpath(path, folder).replace(os.sep, "/")):
+                    return True
+                break
+        return self._denies_absolute(path, False)
+
+    def _denies_absolute(self, path: str, is_dir: bool) -> bool:
+        path = os.path.normpath(path)
+        if self.denies(path.replace(os.sep, "/"), is_dir):
+            return True
+        home = os.path.expanduser("~")
+        if home not in ("", "~", os.sep) and path.startswith(home.rstrip(os.sep) + os.sep):
+            # ".kube/config" and ".docker/config.json" are anchored patterns: read from the home folder
+            return self.denies(os.path.relpath(path, home).replace(os.sep, "/"), is_dir)
+        return False
+
+
+def original_names(name: str) -> set[str]:
+    """The names a backup or editor copy may have been made from (empty when ``name`` is none)."""
+    found: set[str] = set()
+    layer = {name}
+    for _ in range(4):  # ".env.bak~" and the like: a few layers, never a loop
+        layer = {o for n in layer for o in _one_layer(n)} - found - {name}
+        if not layer:
+            break
+        found |= layer
+    return found
+
+
+def _one_layer(name: str) -> set[str]:
+    if name.startswith("#") and name.endswith("#") and len(name) > 2:  # Emacs' auto-save
+        return {name[1:-1]}
+    if name.endswith("~") and name.rstrip("~"):
+        return {name.rstrip("~")}
+    for suffix in BACKUP_SUFFIXES:
+        if name.lower().endswith(suffix) and len(name) > len(suffix):
+            stem = name[: -len(suffix)]
+            if suffix in SWAP_SUFFIXES and stem.startswith(".") and len(stem) > 1:
+                return {stem, stem[1:]}  # vim's swap file of "id_rsa" is ".id_rsa.swp", of ".env" ".env.swp"
+            return {stem}
+    return set()
 
 
 def redact(text: str) -> str:
     """``text`` with every key-shaped and high-entropy token replaced by REDACTED."""
     text = KEY_SHAPES.sub(REDACTED, text)
+    text = URL_PASSWORD.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
     text = SECRET_ASSIGNMENT.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}{m.group(2)}", text)
     return TOKEN.sub(lambda m: REDACTED if _random_looking(m.group()) else m.group(), text)
 

@@ -53,6 +53,7 @@ FROM_LINE = re.compile(
 ATTRIBUTE_AT_CURSOR = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*){0,8})\.([A-Za-z_]\w*)?$")
 WORD_AT_CURSOR = re.compile(r"(?<![\w.])([A-Za-z_]\w*)$")
 TOKEN_BEFORE = re.compile(r"(\w+|[^\w\s])\s*$")
+TOKEN_WINDOW = 256  # characters of a line read for the token before the cursor's name
 TOP_LEVEL = re.compile(
     r"^(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w*)|^([A-Za-z_]\w*)[ \t]*(?::[^=\n]{0,256})?=(?!=)", re.M
 )
@@ -111,7 +112,9 @@ def symbol_query(line_before: str) -> SymbolQuery | None:
 
 
 def _token_before(text: str) -> str:
-    found = TOKEN_BEFORE.search(text)
+    # On the line's last TOKEN_WINDOW characters: from every start in a long run of word characters
+    # not at the end, the search would read the run to its end again (quadratic on a 20k-digit literal).
+    found = TOKEN_BEFORE.search(text[-TOKEN_WINDOW:])
     return found.group(1) if found else ""
 
 

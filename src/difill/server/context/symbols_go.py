@@ -11,6 +11,7 @@ and other modules name no workspace package.  Test files (``_test.go``) are not 
 
 from __future__ import annotations
 
+import bisect
 import posixpath
 import re
 
@@ -21,7 +22,10 @@ IMPORT_GROUP = re.compile(r"^import[ \t]*\(([^)]{0,16384})\)", re.M)
 IMPORT_SPEC = re.compile(r'^[ \t]*(?:([A-Za-z_]\w*|\.)[ \t]+)?"([^"\n]{1,512})"', re.M)
 MODULE_LINE = re.compile(r"^module[ \t]+\"?([^\s\"]{1,512})\"?", re.M)
 TOP_LEVEL = re.compile(r"^(?:func|type|var|const)[ \t]+([A-Z]\w*)", re.M)
-GROUP = re.compile(r"^(?:type|var|const)[ \t]*\((.*?)^\)", re.M | re.S)
+# A grouped declaration's opener and a closer at column 0.  They are paired with a bisect, not one
+# lazy regex (``(.*?)^\)`` rescanned the rest of the file from every unclosed opener: quadratic).
+GROUP_OPEN = re.compile(r"^(?:type|var|const)[ \t]*\(", re.M)
+GROUP_CLOSE = re.compile(r"^\)", re.M)
 GROUP_MEMBER = re.compile(r"^(?:\t| {1,4})([A-Z]\w*)", re.M)  # one level in: not a struct's fields
 MAJOR_VERSION = re.compile(r"v\d+")
 
@@ -76,7 +80,21 @@ def package_directory(import_path: str, go_mods: list[tuple[str, str]]) -> str |
 def exported_names(text: str) -> list[str]:
     """The exported names a Go file declares at its top level, in its order (``MAX_SCANNED_NAMES``)."""
     found = [(m.start(), m.group(1)) for m in TOP_LEVEL.finditer(text)]
-    for group in GROUP.finditer(text):
-        found += [(group.start(1) + m.start(), m.group(1)) for m in GROUP_MEMBER.finditer(group.group(1))]
+    for start, end in groups(text):
+        found += [(m.start(), m.group(1)) for m in GROUP_MEMBER.finditer(text, start, end)]
     names = dict.fromkeys(name for _, name in sorted(found, key=lambda f: f[0]))
     return list(names)[:MAX_SCANNED_NAMES]
+
+
+def groups(text: str) -> list[tuple[int, int]]:
+    """The bodies of grouped declarations, ``(start, end)``: from an opener to the first column-0
+    ``)`` after it; an opener with none after it opens no group.  Linear in the text."""
+    closers = [m.start() for m in GROUP_CLOSE.finditer(text)]
+    found: list[tuple[int, int]] = []
+    for opener in GROUP_OPEN.finditer(text):
+        if found and opener.start() < found[-1][1]:
+            continue  # inside the group before it
+        k = bisect.bisect_left(closers, opener.end())
+        if k < len(closers):
+            found.append((opener.end(), closers[k]))
+    return found

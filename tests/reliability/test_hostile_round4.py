@@ -1,0 +1,199 @@
+"""Issue 51 (hostile inputs, round 4) through a real ``difill serve``: secrets in backups, in a
+credential folder opened as the workspace, in URLs and in drafts never reach a remote; text scans
+that were quadratic answer at once.  Each test failed on f5e909c; every wait has a deadline (far
+below the seconds those scans froze the server for, far above what the linear scans take)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from test_hostile_round2 import FakeRemote, inline, open_doc
+from test_hostile_round3 import serve as serve_with_remote
+
+from difill.server.context.symbols import symbol_query
+from difill.server.context.symbols_go import exported_names
+
+LITERAL = "0x" + "f" * 40_000  # a long run of word characters that does not end the line
+UNCLOSED_GROUPS = "package util\n\n" + "var (\n\tX = 1\n" * 14_000  # 180 KB, no closing ")"
+
+
+def timed(call, *args):
+    started = time.perf_counter()
+    result = call(*args)
+    return result, time.perf_counter() - started
+
+
+def test_the_token_before_a_name_after_a_long_literal_is_found_in_linear_time():
+    query, seconds = timed(symbol_query, f"mask = {LITERAL} | flags.")
+    assert query is not None and query.chain == "flags" and query.token_before == "|"
+    assert seconds < 0.1  # f5e909c: seconds (quadratic)
+
+
+def test_unclosed_go_groups_are_read_in_linear_time_and_closed_ones_still_count():
+    names, seconds = timed(exported_names, UNCLOSED_GROUPS)
+    assert seconds < 0.2  # f5e909c: seconds (quadratic)
+    closed = "package util\n\nvar (\n\tAlpha = 1\n\tbeta = 2\n)\n\nconst (\n\tGamma = 3\n)\n\ntype (\n\tDelta struct {\n\t\tField int\n\t}\n)\n"
+    assert exported_names(closed + "var (\n\tUnclosed = 1\n") == ["Alpha", "Gamma", "Delta"]
+
+
+def serve(start_server, root: Path):
+    server = start_server(None, env={"DIFILL_API_KEY": ""})
+    # A remote on a closed port: the model is never what the request waits for.
+    server.initialize(options={"remote": "http://127.0.0.1:9"}, root_uri=root.as_uri())
+    return server
+
+
+def keystroke(server, uri: str, line: int, text_before: str, typed: str) -> float:
+    """Type ``typed`` at the end of ``line`` as an editor does, ask for ghost text there, and
+    return how long the server took to answer both that and a request behind it."""
+    started = time.perf_counter()
+    server.notify("textDocument/didChange", {
+        "textDocument": {"uri": uri, "version": 2},
+        "contentChanges": [{"range": {"start": {"line": line, "character": len(text_before)},
+                                      "end": {"line": line, "character": len(text_before)}}, "text": typed}],
+    })  # fmt: skip
+    inline(server, uri, line, len(text_before) + len(typed))
+    server.request(
+        "textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}}
+    )
+    return time.perf_counter() - started
+
+
+def test_a_keystroke_after_a_long_literal_does_not_freeze_the_server(start_server, tmp_path):
+    root = tmp_path / "ws"
+    root.mkdir()
+    before = f"mask = {LITERAL} | flags"
+    text = f"import flags\n\n{before}\n"
+    server = serve(start_server, root)
+    uri = (root / "bits.py").as_uri()
+    open_doc(server, uri, text)
+    assert keystroke(server, uri, 2, before, ".") < 3.0  # f5e909c: 6-8.5 s at half this literal
+
+
+def test_a_name_of_a_go_package_with_unclosed_groups_does_not_freeze_the_server(start_server, tmp_path):
+    root = tmp_path / "ws"
+    (root / "util").mkdir(parents=True)
+    (root / "go.mod").write_text("module example.com/app\n\ngo 1.22\n")
+    (root / "util" / "big.go").write_text(UNCLOSED_GROUPS + "\nfunc MaxRetries() int { return 3 }\n")
+    text = 'package main\n\nimport "example.com/app/util"\n\nfunc main() {\n\tn := util.Ma'
+    server = start_server(None, env={"DIFILL_API_KEY": ""})
+    server.initialize(
+        options={"remote": "http://127.0.0.1:9", "contextDrafts": "show"}, root_uri=root.as_uri()
+    )
+    uri = (root / "main.go").as_uri()
+    server.notify("textDocument/didOpen",
+                  {"textDocument": {"uri": uri, "languageId": "go", "version": 1, "text": text}})  # fmt: skip
+    slowest, deadline, items = 0.0, time.monotonic() + 30, []
+    while not items and time.monotonic() < deadline:  # the index reads big.go meanwhile
+        started = time.perf_counter()
+        items = inline(server, uri, 5, len("\tn := util.Ma"))["result"]["items"]
+        slowest = max(slowest, time.perf_counter() - started)
+    assert [item["insertText"] for item in items][:1] == ["xRetries"]  # the package's names were read
+    assert slowest < 3.0  # f5e909c: 10-14 s at half this file
+
+
+# ---------------------------------------------------------------------------- secrets (items 1, 3, 4, 5)
+
+PASSWORD = "Tr0ub4dor-and-3-more-words"
+STRIPE_KEY = "sk_live_4eC39HqLyjWDarjtT1zdp7dc"
+APP = """from settings import DATABASE_URL, connect
+
+
+def main():
+    db = connect(DATABASE_URL)
+    return db.
+"""
+
+
+@pytest.fixture()
+def fake_remote():
+    remote = FakeRemote()  # it records every POST body
+    yield remote
+    remote.close()
+
+
+def sent_until(server, fake_remote, uri: str, line: int, character: int, needle: str) -> str:
+    """Ask for ghost text until a body holding ``needle`` went out (the index builds meanwhile):
+    without it a test of what is not sent would prove nothing."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        inline(server, uri, line, character)
+        sent = "\n".join(fake_remote.bodies)
+        if needle in sent:
+            return sent
+    raise AssertionError(f"no request ever carried {needle!r}: {fake_remote.bodies[-1:]}")
+
+
+def test_backup_copies_of_secret_files_are_never_read(start_server, tmp_path, fake_remote):
+    root = tmp_path / "ws"
+    root.mkdir()
+    for name in (".env~", ".env.bak", ".git-credentials~", ".pgpass.bak", ".netrc~", "#.env#"):
+        (root / name).write_text(f"DATABASE_PASSWORD={PASSWORD}\nhost=db.internal password {PASSWORD}\n")
+    (root / "id_ed25519.bak").write_text(f"-----BEGIN OPENSSH KEY-----\n{PASSWORD}\n")
+    (root / "server.key.orig").write_text(f"{PASSWORD}\n")
+    (root / "settings.py").write_text(
+        'DATABASE_URL = "postgresql://db.internal/app"\n\n\ndef connect(url):\n    return url\n'
+    )
+    (root / "app.py").write_text(APP)
+    server = serve_with_remote(start_server, tmp_path, root, fake_remote.url)
+    uri = (root / "app.py").as_uri()
+    open_doc(server, uri, APP)
+    sent = sent_until(server, fake_remote, uri, 5, 14, "Path: settings.py")
+    assert PASSWORD not in sent
+    for name in (".env~", ".git-credentials~", "id_ed25519.bak", "server.key.orig"):
+        assert name not in sent, name
+
+
+def test_the_password_of_a_url_in_another_file_is_redacted(start_server, tmp_path, fake_remote):
+    root = tmp_path / "ws"
+    root.mkdir()
+    url = f"postgresql://app:{PASSWORD}@db.internal/app"
+    (root / "settings.py").write_text(f'DATABASE_URL = "{url}"\n\n\ndef connect(url):\n    return url\n')
+    (root / "app.py").write_text(APP)
+    server = serve_with_remote(start_server, tmp_path, root, fake_remote.url)
+    uri = (root / "app.py").as_uri()
+    open_doc(server, uri, APP)
+    sent = sent_until(server, fake_remote, uri, 5, 14, "Path: settings.py")
+    assert PASSWORD not in sent and "postgresql://app:<redacted>@db.internal/app" in sent
+
+
+def test_a_credential_folder_opened_as_the_workspace_denies_what_it_holds(
+    start_server, tmp_path, fake_remote
+):
+    config = tmp_path / ".config"  # as if ~/.config were opened
+    (config / "gh").mkdir(parents=True)
+    (config / "gh" / "hosts.yml").write_text(f"github.com:\n    oauth_token: {PASSWORD}\n")
+    (config / "gcloud").mkdir()
+    (config / "gcloud" / "application_default_credentials.json").write_text(f'{{"secret": "{PASSWORD}"}}\n')
+    (config / "settings.py").write_text(
+        'DATABASE_URL = "postgresql://db.internal/app"\n\n\ndef connect(url):\n    return url\n'
+    )
+    (config / "app.py").write_text(APP)
+    server = serve_with_remote(start_server, tmp_path, config, fake_remote.url)
+    uri = (config / "app.py").as_uri()
+    open_doc(server, uri, APP)
+    sent = sent_until(server, fake_remote, uri, 5, 14, "Path: settings.py")
+    assert PASSWORD not in sent and "hosts.yml" not in sent
+    aws = tmp_path / ".aws"  # as if ~/.aws were opened: its credentials file gets nothing, sends nothing
+    aws.mkdir()
+    (aws / "credentials").write_text(f"[default]\naws_secret_access_key = {PASSWORD}\naws_access_key_id = \n")
+    server = serve_with_remote(start_server, tmp_path, aws, fake_remote.url)
+    posts_before = len(fake_remote.bodies)
+    open_doc(server, (aws / "credentials").as_uri(), (aws / "credentials").read_text())
+    answer = inline(server, (aws / "credentials").as_uri(), 2, len("aws_access_key_id = "))
+    assert answer["result"] == {"items": []} and len(fake_remote.bodies) == posts_before
+
+
+def test_drafts_from_another_tab_reach_the_remote_redacted(start_server, tmp_path, fake_remote):
+    root = tmp_path / "ws"
+    root.mkdir()
+    billing = f'import stripe\n\nclient = stripe.Client(api_key="{STRIPE_KEY}")\n'
+    typing = "import stripe\n\nclient = stripe.Client(api_key="
+    server = serve_with_remote(start_server, tmp_path, root, fake_remote.url)
+    open_doc(server, (root / "billing.py").as_uri(), billing)  # an open tab: a draft source
+    uri = (root / "checkout.py").as_uri()
+    open_doc(server, uri, typing + "\n")
+    sent = sent_until(server, fake_remote, uri, 2, len("client = stripe.Client(api_key="), '"drafts":[')
+    assert STRIPE_KEY not in sent and "<redacted>" in sent
