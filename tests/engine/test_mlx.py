@@ -322,3 +322,39 @@ def test_the_26b_layout_matches_torch_past_the_sliding_window(gemma_model_dir):
     assert mlx_engine.prefix_cache.reencodes == 1
     fills = [engine.fill("def f(x):\n    return ", "\n") for engine in (torch_engine, mlx_engine)]
     assert [c.text for c in fills[1].candidates] == [c.text for c in fills[0].candidates]
+
+
+def checkpoint_with_code(tiny_model_dir, tmp_path, where: str = "top") -> tuple[Path, Path]:
+    """The tiny checkpoint plus a modeling.py that leaves a marker if anything imports it."""
+    hostile = shutil.copytree(tiny_model_dir, tmp_path / "hostile")
+    marker = tmp_path / "the-checkpoint-code-ran"
+    (hostile / "modeling.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    config = json.loads((hostile / "config.json").read_text())
+    (config if where == "top" else config["text_config"])["model_file"] = "modeling.py"
+    (hostile / "config.json").write_text(json.dumps(config))
+    return hostile, marker
+
+
+@pytest.mark.parametrize("where", ["top", "text_config"])
+def test_a_checkpoint_that_names_its_own_model_file_is_refused_and_its_code_never_runs(
+    tiny_model_dir, tmp_path, where
+):
+    # Issue 51, item 2: mlx-vlm imported config.json's model_file inside the server, then served.
+    hostile, marker = checkpoint_with_code(tiny_model_dir, tmp_path, where)
+    with pytest.raises(ModelLoadError, match="model_file='modeling.py'.*never runs a checkpoint's code"):
+        load_mlx_engine(hostile)
+    assert not marker.exists()
+
+
+def test_a_checkpoint_of_another_architecture_is_refused_before_mlx_vlm_loads_it(tiny_model_dir, tmp_path):
+    other = shutil.copytree(tiny_model_dir, tmp_path / "other")
+    config = json.loads((other / "config.json").read_text())
+    (other / "config.json").write_text(json.dumps({**config, "model_type": "qwen2"}))
+    with pytest.raises(ModelLoadError, match="'qwen2', not 'diffusion_gemma'"):
+        load_mlx_engine(other)
+
+
+def test_the_torch_engine_never_runs_a_checkpoints_model_file_either(tiny_model_dir, tmp_path):
+    hostile, marker = checkpoint_with_code(tiny_model_dir, tmp_path)
+    load_model(hostile, device="cpu")  # transformers builds its own class: the key means nothing to it
+    assert not marker.exists()

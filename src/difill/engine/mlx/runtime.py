@@ -39,14 +39,46 @@ def require_mlx() -> Any:
     return mx
 
 
+# config.json keys that make mlx-vlm import a Python file from the checkpoint (``model_file``:
+# get_model_and_args execs it) or pick another architecture's module (a drafter's): difill runs
+# no checkpoint code, ever, and serves DiffusionGemma only.
+CODE_KEYS = ("model_file",)
+ARCHITECTURE = "diffusion_gemma"
+
+
+def refuse_checkpoint_code(config: dict, where: Path) -> None:
+    """A ModelLoadError when mlx-vlm would run code the checkpoint brings, or load anything but
+    its own DiffusionGemma module (checked before mlx-vlm reads the checkpoint)."""
+    from mlx_vlm.utils import get_model_type  # reads the config only: imports no model module
+
+    for scope in (config, config.get("text_config") if isinstance(config.get("text_config"), dict) else {}):
+        for key in CODE_KEYS:
+            if key in scope:
+                raise ModelLoadError(
+                    f"{where} declares {key}={scope[key]!r}: mlx-vlm would import and run that Python file "
+                    "from the checkpoint, and difill never runs a checkpoint's code (remove the key; "
+                    "DiffusionGemma is built into mlx-vlm)"
+                )
+    model_type = get_model_type(config)
+    if model_type != ARCHITECTURE:
+        raise ModelLoadError(
+            f"{where} names the architecture {model_type!r}, not {ARCHITECTURE!r}: the MLX engine loads "
+            "DiffusionGemma checkpoints only"
+        )
+
+
 def completed_config(path: Path) -> dict | None:
     """config.json with the keys mlx-vlm needs read off the weights where it lacks them (as the
     GGUF exporter does: transformers leaves them out of configs it saves); None: nothing missing.
-    Raises ModelLoadError naming the keys when the weights cannot tell them either."""
+    Raises ModelLoadError naming the keys when the weights cannot tell them either, and when the
+    checkpoint would make mlx-vlm run its own code (``refuse_checkpoint_code``)."""
     try:
         config = json.loads((path / "config.json").read_text())
     except (OSError, ValueError) as err:
         raise ModelLoadError(f"cannot read {path / 'config.json'}: {err}") from None
+    if not isinstance(config, dict):
+        raise ModelLoadError(f"{path / 'config.json'} is not a JSON object")
+    refuse_checkpoint_code(config, path / "config.json")
     text = config.get("text_config", config)
     missing = [key for key in REQUIRED_TEXT_KEYS if key not in text]
     if not missing:
