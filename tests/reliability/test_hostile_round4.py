@@ -197,3 +197,28 @@ def test_drafts_from_another_tab_reach_the_remote_redacted(start_server, tmp_pat
     open_doc(server, uri, typing + "\n")
     sent = sent_until(server, fake_remote, uri, 2, len("client = stripe.Client(api_key="), '"drafts":[')
     assert STRIPE_KEY not in sent and "<redacted>" in sent
+
+
+def test_a_git_ignored_file_open_in_a_tab_is_no_source_and_goes_to_no_remote(
+    start_server, tmp_path, fake_remote
+):
+    # Issue 51, item 6: an open tab of a git-ignored file was a source for other documents, and
+    # reached the remote, although docs/remote.md says git-ignored files are never read.
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / ".gitignore").write_text("local_settings.py\n")
+    local = 'INTERNAL_HOST = "prod-db-7.corp.example"\n\n\ndef connect(url):\n    return INTERNAL_HOST\n'
+    (root / "local_settings.py").write_text(local)
+    (root / "settings.py").write_text(
+        'DATABASE_URL = "postgresql://db.internal/app"\n\n\ndef connect(url):\n    return url\n'
+    )
+    (root / "app.py").write_text(APP)
+    server = serve_with_remote(start_server, tmp_path, root, fake_remote.url)
+    local_uri, uri = (root / "local_settings.py").as_uri(), (root / "app.py").as_uri()
+    open_doc(server, local_uri, local)
+    open_doc(server, uri, APP)
+    sent = sent_until(server, fake_remote, uri, 5, 14, "Path: settings.py")
+    assert "prod-db-7" not in sent and "local_settings.py" not in sent
+    posts_before = len(fake_remote.bodies)
+    assert inline(server, local_uri, 4, len("    return "))["result"] == {"items": []}
+    assert len(fake_remote.bodies) == posts_before, "a request about the git-ignored file went to the remote"

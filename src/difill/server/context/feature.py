@@ -19,6 +19,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from difill.server.config import Settings
+from difill.server.context import files
 from difill.server.context.found import Retrieval
 from difill.server.context.index import IndexLimits, WorkspaceIndex
 from difill.server.context.policy import ContextPolicy
@@ -65,6 +66,7 @@ class ContextFeature(Feature):
         self.client_watches_dynamically = False
         self._server: LanguageServer | None = None
         self.policy = ContextPolicy(settings().context_exclude)  # policy.py: what is never read
+        self._git_ignored: dict[str, bool] = {}  # per open document: its path's rules, read once
 
     # ---- server events ----
 
@@ -137,10 +139,24 @@ class ContextFeature(Feature):
 
     def document_changed(self, uri: str) -> None:
         document = self.documents.get(uri)
+        if document is None:
+            self._git_ignored.pop(uri, None)
         if self.index is not None:
             self.index.set_open(
-                uri, document.language_id if document else "", document.text if document else None
+                uri,
+                document.language_id if document else "",
+                document.text if document else None,
+                source=document is None or not self.git_ignored(uri),
             )
+
+    def git_ignored(self, uri: str) -> bool:
+        """Whether git ignores the open document ``uri`` in its workspace folder: like the files
+        the index never reads, it is no source for another document and goes to no remote."""
+        if uri not in self._git_ignored:
+            path = folder_path(uri)
+            folder = next((f for f in self.folders if path and files.inside(path, f)), None)
+            self._git_ignored[uri] = bool(folder and path and files.git_ignored(folder, path))
+        return self._git_ignored[uri]
 
     def note_edits(self, uri: str, changes: list[types.TextDocumentContentChangeEvent]) -> None:
         if self.index is None:
@@ -150,6 +166,7 @@ class ContextFeature(Feature):
                 self.index.note_edit(uri, change.range.start.line)
 
     def document_closed(self, uri: str) -> None:
+        self._git_ignored.pop(uri, None)
         if self.index is not None:
             self.index.set_open(uri, "", None)
 
@@ -161,10 +178,13 @@ class ContextFeature(Feature):
     # ---- for the suggestion path ----
 
     def excluded(self, uri: str) -> bool:
-        """Whether the document ``uri`` is on the secrets deny list or ``contextExclude``: difill
-        suggests nothing there, so that its text never reaches a model or a remote."""
+        """Whether the document ``uri`` is on the secrets deny list or ``contextExclude``, or is
+        git-ignored while a remote is set: difill suggests nothing there, so that its text never
+        reaches a model (or a remote).  A git-ignored file still gets local suggestions."""
         path = folder_path(uri)
-        return path is not None and self.policy.denies_path(path, self.folders)
+        if path is not None and self.policy.denies_path(path, self.folders):
+            return True
+        return bool(self.settings().remote) and self.git_ignored(uri)
 
     def retrieve(self, uri: str, text: str, offset: int, language_id: str) -> Retrieval | None:
         """Draft sources and snippets for a cursor (index.py's ``Retrieval``); None when the

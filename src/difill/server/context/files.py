@@ -271,3 +271,13 @@ def admitted(root: str, path: str, policy: ContextPolicy | None = None) -> Liste
     if _rules_down_to(root, parts) is None:
         return None
     return Listed(path, relative)
+
+
+def git_ignored(root: str, path: str) -> bool:
+    """Whether git ignores ``path``, a file inside the folder ``root`` (its whole ignore stack, as
+    ``walk`` reads it); False for a path outside ``root``."""
+    root = os.path.realpath(root)
+    path = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+    if path == root or not inside(path, root):
+        return False
+    return _rules_down_to(root, os.path.relpath(path, root).replace(os.sep, "/").split("/")) is None

@@ -177,14 +177,15 @@ class WorkspaceIndex:
         if self._events.put(path, kind):  # the first one waiting: wake the worker
             self._jobs.put(("events", ""))
 
-    def set_open(self, uri: str, language_id: str, text: str | None) -> None:
+    def set_open(self, uri: str, language_id: str, text: str | None, source: bool = True) -> None:
         """The live text of an open document (None: it was closed).  One over the file size cap
         is left out, as it would be on disk: scanning it on every lookup would cost seconds.  So is
-        one the secrets policy denies (a .env open in a tab): it is never a source for another."""
+        one the secrets policy denies (a .env open in a tab), and one that is no ``source`` (git
+        ignores it, as it does the files never indexed): it is never a source for another."""
         path = path_of(uri)
         with self._lock:
             shared = self._shared
-            denied = path is not None and self.policy.denies_path(path, shared.folders)
+            denied = not source or (path is not None and self.policy.denies_path(path, shared.folders))
             if text is None or denied or len(text) > self.limits.max_file_bytes:
                 shared.open.pop(uri, None)
                 shared.open_store.remove(uri)
