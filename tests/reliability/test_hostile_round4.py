@@ -222,3 +222,46 @@ def test_a_git_ignored_file_open_in_a_tab_is_no_source_and_goes_to_no_remote(
     posts_before = len(fake_remote.bodies)
     assert inline(server, local_uri, 4, len("    return "))["result"] == {"items": []}
     assert len(fake_remote.bodies) == posts_before, "a request about the git-ignored file went to the remote"
+
+
+# ---------------------------------------------------------------------------- next edits (item 9)
+
+
+def test_next_edits_in_a_900k_module_neither_block_the_loop_nor_parse_the_module_per_place(
+    start_server, tmp_path
+):
+    # f5e909c parsed the whole document on the event loop, once and then once per place: a name
+    # retyped through a keyword (every place then fails the parse check, so every place is parsed)
+    # blocked every request for 3-4 s in a 300k-character module, 11 s at 0.95 M.
+    body = "".join(
+        f"def step_{k}(total, count):\n    total = total + count\n    return total * 2\n\n\n"
+        for k in range(11_800)
+    )
+    text = body + "def main(total):\n" + "    total = total + 1\n" * 40 + "    return total\n"
+    assert 900_000 < len(text) < 1024 * 1024  # under the parse cap
+    server = start_server(None, env={"DIFILL_API_KEY": ""})
+    server.initialize(
+        options={"remote": "http://127.0.0.1:9", "nextEdit": "drafts"}, root_uri=tmp_path.as_uri()
+    )
+    uri = (tmp_path / "big.py").as_uri()
+    open_doc(server, uri, text)
+    line = text.count("\n") - 42  # "def main(total):", then 40 lines that use it
+
+    def rename(version: int, old: str, new: str) -> tuple[list[dict], float]:
+        started = time.perf_counter()
+        server.notify("textDocument/didChange", {
+            "textDocument": {"uri": uri, "version": version},
+            "contentChanges": [{"range": {"start": {"line": line, "character": 9},
+                                          "end": {"line": line, "character": 9 + len(old)}}, "text": new}],
+        })  # fmt: skip
+        answer = server.request("textDocument/copilotInlineEdit", {
+            "textDocument": {"uri": uri, "version": version}, "position": {"line": line, "character": 9 + len(new)},
+        })["result"]  # fmt: skip
+        return answer["edits"], time.perf_counter() - started
+
+    edits, seconds = rename(2, "total", "for")  # a keyword: no place may take it
+    assert edits == [] and seconds < 1.5  # f5e909c: 11 s at 0.95 M characters
+    edits, seconds = rename(3, "for", "amount")  # then a name: the uses below are offered
+    assert [edit["text"] for edit in edits] == ["amount"] * 3 and edits[0]["range"]["start"][
+        "line"
+    ] == line + 1

@@ -73,11 +73,27 @@ def errors_around(ctx: FillContext, text: str) -> int | None:
     """Syntax errors in the code around a fill of ``text`` (LF); None without a grammar."""
     if ctx.language is None:
         return None
-    head = ctx.prefix[-PARSE_WINDOW_CHARS:]
+    return _window_errors(ctx.prefix, len(ctx.prefix), text, ctx.suffix, 0, ctx.language)
+
+
+def errors_with_replacement(text: str, start: int, end: int, new: str, language: str | None) -> int | None:
+    """Syntax errors in the code around ``text[start:end]`` replaced by ``new``, read in the same
+    window as ``errors_around`` (a next edit's check: one small parse, however long the document);
+    None without a grammar.  Compare with ``new = text[start:end]`` for the count before."""
+    if language is None:
+        return None
+    return _window_errors(text, start, new, text, end, language)
+
+
+def _window_errors(before: str, start: int, middle: str, after: str, end: int, language: str) -> int | None:
+    """The parse of ``before[:start] + middle + after[end:]``, at most PARSE_WINDOW_CHARS of each
+    side (the head cut at a line start so that it begins with whole code)."""
+    low = max(0, start - PARSE_WINDOW_CHARS)
+    head = before[low:start]
     cut = head.find("\n")
-    if len(ctx.prefix) > PARSE_WINDOW_CHARS and cut >= 0:
+    if low > 0 and cut >= 0:
         head = head[cut + 1 :]
-    return syntax_errors(head + text + ctx.suffix[:PARSE_WINDOW_CHARS], ctx.language)
+    return syntax_errors(head + middle + after[end : end + PARSE_WINDOW_CHARS], language)
 
 
 def distinct(texts: Iterable[str]) -> list[str]:

@@ -27,6 +27,7 @@ the gate kept it off screen (the noise rate, docs/next_edit.md).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -42,8 +43,9 @@ from difill.server.features.edits.service import range_json
 from difill.server.features.next_edit import model
 from difill.server.features.next_edit.history import EditHistory
 from difill.server.features.next_edit.patterns import pattern_of, places
+from difill.server.trees import MAX_TREE_BYTES
 from difill.text.languages import language_of
-from difill.text.syntax import syntax_errors
+from difill.text.pipeline import errors_with_replacement
 
 log = logging.getLogger("difill.server.next_edit")
 
@@ -106,7 +108,10 @@ class NextEditService(OneJobPerDocument):
         offset = document.offset_at(position, self.encoding())
         if offset is None:
             raise JsonRpcInvalidParams("the position is outside the document")
-        drafts = self.edits(document, offset) if mode in ("on", "drafts") else []
+        if len(document.text) > MAX_TREE_BYTES:  # no edit is offered that could not be parse-checked
+            return {"edits": []}
+        # Off the event loop: the patterns scan and each place's parse check read the document.
+        drafts = await asyncio.to_thread(self.edits, document, offset) if mode in ("on", "drafts") else []
         found = list(drafts)
         if mode in ("on", "model"):
             found += await self.model_edits(document, offset, drafts)
@@ -152,7 +157,7 @@ class NextEditService(OneJobPerDocument):
         spans, gated = planned.edits(result)
         self.model_counts["gated"] += gated
         self.model_counts["changed"] += 1 if spans or gated else 0
-        checked = self._parse_checked(document, spans)
+        checked = await asyncio.to_thread(self._parse_checked, document, spans)
         self.model_counts["answered"] += len(checked)
         log.debug("next edit: model %s", self.model_counts)
         return checked
@@ -162,13 +167,16 @@ class NextEditService(OneJobPerDocument):
         return now is None or now.version != document.version or now.text != document.text
 
     def _parse_checked(self, document: Document, spans: list[Span]) -> list[Span]:
-        """The edits after which the document parses no worse (tree-sitter, where it has a grammar)."""
+        """The edits after which the code around them parses no worse (tree-sitter, where it has a
+        grammar; pipeline.errors_with_replacement: a window around each place, not the document)."""
         language = language_of(document.language_id, document.uri)
-        errors_now = syntax_errors(document.text, language)
         out = []
         for start, end, text in spans:
-            edited = document.text[:start] + text + document.text[end:]
-            if errors_now is not None and (syntax_errors(edited, language) or 0) > errors_now:
+            now = errors_with_replacement(document.text, start, end, document.text[start:end], language)
+            if (
+                now is not None
+                and (errors_with_replacement(document.text, start, end, text, language) or 0) > now
+            ):
                 continue  # it would break the code
             out.append((start, end, text))
             if len(out) == MAX_EDITS_ANSWERED:
