@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from difill.engine.api import FillOptions, RewriteRequest
+import pytest
+
+from difill.engine.api import FillOptions, RewriteRequest, runs_jobs_between_steps
 from difill.engine.infill import InfillEngine
 from difill.engine.model import load_model
 from difill.server.engine_host import EngineHost, Job, ModelState
@@ -51,8 +53,26 @@ async def test_an_urgent_job_runs_alone_when_nothing_else_does():
     host.shutdown()
 
 
-async def test_a_fill_run_inside_a_rewrite_gives_both_the_results_they_give_alone(tiny_model_dir):
-    engine = InfillEngine(load_model(tiny_model_dir, "cpu"))
+@pytest.fixture(params=["torch", "llamacpp"])
+def engine(request, tiny_model_dir, tmp_path):
+    if request.param == "torch":
+        yield InfillEngine(load_model(tiny_model_dir, "cpu"))
+        return
+    from difill.engine.native.build import build_native
+    from difill.engine.native.engine import load_llamacpp_engine
+    from difill.engine.native.gguf_export import export_gguf
+
+    build_native(log=lambda line: None)  # a no-op when current
+    llama = load_llamacpp_engine(
+        tiny_model_dir, export_gguf(tiny_model_dir, tmp_path / "tiny.gguf"), threads=1
+    )
+    yield llama
+    llama.close()
+
+
+async def test_a_fill_queued_during_a_rewrite_gives_both_the_results_they_give_alone(engine):
+    # torch runs the fill between two of the rewrite's steps; llama.cpp's worker holds one fill's
+    # state (issue 51, item 10: an interleaved fill broke the edit), so the fill waits for the rewrite.
     rewrite = RewriteRequest(
         "def area(width, height):\n    ", "total = width * height", "\n    return total\n", 0.7
     )
@@ -82,12 +102,16 @@ async def test_a_fill_run_inside_a_rewrite_gives_both_the_results_they_give_alon
         fill_ran_during_rewrite.append(not rewrite_done.is_set())
         return engine.fill(*fill_args)
 
-    # Hold the first step until the fill is queued, so it must run inside the rewrite.
+    # Hold the third step until the fill is queued, so it must run inside the rewrite, after the
+    # rewrite's prompt and two of its steps are in the engine's state.
     original = long_job.should_stop
     queued = threading.Event()
+    checks = [0]
 
     def should_stop() -> bool:
-        queued.wait(10)
+        checks[0] += 1
+        if checks[0] == 3:
+            queued.wait(10)
         return original()
 
     long_job.should_stop = should_stop  # type: ignore[method-assign]
@@ -97,7 +121,7 @@ async def test_a_fill_run_inside_a_rewrite_gives_both_the_results_they_give_alon
     await asyncio.sleep(0.05)
     queued.set()
     nested_fill, nested_rewrite = await ghost, await edit
-    assert fill_ran_during_rewrite == [True]
+    assert fill_ran_during_rewrite == [runs_jobs_between_steps(engine)]
     assert [c.text for c in nested_fill.candidates] == [c.text for c in alone_fill.candidates]
     assert nested_rewrite.text == alone_rewrite.text
     host.shutdown()

@@ -162,6 +162,14 @@ def backend_languages(engine: object) -> tuple[str, ...]:
     return tuple(getattr(loaded, "languages", ()) or ())
 
 
+def runs_jobs_between_steps(engine: object) -> bool:
+    """Whether another fill may run between two denoising steps of a fill on ``engine`` (the
+    server runs ghost text inside a long edit that way).  Not on a backend that declares
+    ``one_fill_state = True``: its runtime holds one fill's state across steps (the llama.cpp
+    worker's prompt K,V store and self-conditioning), which a fill run in between would overwrite."""
+    return not getattr(engine, "one_fill_state", False)
+
+
 @runtime_checkable
 class InfillBackend(Protocol):
     def fill(

@@ -26,7 +26,15 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, TypeVar
 
-from difill.engine.api import BackendError, Cancelled, FillOptions, InfillBackend, ModelLoadError, ShouldStop
+from difill.engine.api import (
+    BackendError,
+    Cancelled,
+    FillOptions,
+    InfillBackend,
+    ModelLoadError,
+    ShouldStop,
+    runs_jobs_between_steps,
+)
 from difill.server.lifecycle import Feature
 
 if TYPE_CHECKING:
@@ -291,7 +299,8 @@ class EngineHost(Feature):
         try:
             if urgent:
                 return await self._run_urgent(_Urgent(engine, job, work, loop.create_future(), loop))
-            job.between_steps = self._serve_urgent
+            # Ghost text waits behind a long job where the engine cannot run it in between.
+            job.between_steps = self._serve_urgent if runs_jobs_between_steps(engine) else None
             return await loop.run_in_executor(self._executor, _run_job, engine, job, work)
         except BackendError as err:  # a remote server's failure: the status says what it said
             failed = True

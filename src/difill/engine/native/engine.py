@@ -124,6 +124,11 @@ class WorkerCanvasPass:
 class LlamaCppEngine(InfillEngine):
     """An InfillBackend whose forwards run in llama.cpp; one fill at a time, like InfillEngine."""
 
+    # The worker holds one prompt K,V store and one self-conditioning state: a fill run between two
+    # steps of another (the server's urgent ghost text inside an edit) would leave the other's next
+    # step on its prompt, so none is (api.runs_jobs_between_steps).
+    one_fill_state = True
+
     def __init__(self, loaded: LoadedModel, worker: LlamaWorker, top_k: int = 0) -> None:
         super().__init__(loaded)  # tokenizer, ids, lock, ban list; its prefix cache is replaced below
         self.worker = worker
