@@ -272,7 +272,9 @@ def _refuse_lone_surrogates(body: dict[str, Any]) -> None:
         elif isinstance(value, dict):
             for key, item in value.items():
                 if has_lone_surrogate(key):
-                    raise RequestError(f"a key in '{path or 'the body'}' holds a lone surrogate, which is not text")
+                    raise RequestError(
+                        f"a key in '{path or 'the body'}' holds a lone surrogate, which is not text"
+                    )
                 stack.append((f"{path}.{key}" if path else key, item))
         elif isinstance(value, list):
             stack.extend((f"{path}[{k}]", item) for k, item in enumerate(value))

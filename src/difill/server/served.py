@@ -40,7 +40,7 @@ from difill.engine.api import (
 from difill.server.config import Settings
 from difill.server.context.drafts import Draft
 from difill.server.context.found import Retrieval
-from difill.server.context.policy import redact
+from difill.server.context.policy import to_model
 from difill.server.context.prompt import snippet_block
 from difill.server.draft_policy import draft_mode, drafts_result, fitting_drafts, is_sure
 from difill.server.trees import SyntaxTrees
@@ -246,22 +246,22 @@ def suggestion_options(
 ) -> FillOptions:
     """The engine options of a suggestion: the request's shape and the editor's settings.
     ``seeds`` (LF texts continuing the cursor, shaped: ``fitting_drafts``) seed extra canvas rows."""
-    return FillOptions(
-        max_hole_tokens=ctx.shape.max_tokens,
-        # Typing (automatic) shows one suggestion: one hole length, the longest, costs a third of
-        # the batch.  `difill eval` measured no exact-match loss from it (selection rules "engine"
-        # and "longest_hole" tie).  An explicit request tries three lengths for distinct candidates.
-        hole_candidates=() if invoked else (ctx.shape.max_tokens,),
-        single_line=ctx.shape.single_line,
-        language=ctx.language,
-        max_steps=settings.steps,
-        prefix_tokens=settings.context_tokens,
-        # Ghost text shows only what the model is sure of; an explicit request gets whole middles.
-        min_token_prob=0.0 if invoked else settings.min_token_prob,
-        # Drafts come from other files and tabs too: redacted as the snippet block is (prompt.py),
-        # so a key in a settings module never reaches a remote in options.drafts.
-        drafts=tuple(redact(seed) for seed in seeds),
-        context_block=context_block,
+    return to_model(
+        FillOptions(
+            max_hole_tokens=ctx.shape.max_tokens,
+            # Typing (automatic) shows one suggestion: one hole length, the longest, costs a third of
+            # the batch.  `difill eval` measured no exact-match loss from it (selection rules "engine"
+            # and "longest_hole" tie).  An explicit request tries three lengths for distinct candidates.
+            hole_candidates=() if invoked else (ctx.shape.max_tokens,),
+            single_line=ctx.shape.single_line,
+            language=ctx.language,
+            max_steps=settings.steps,
+            prefix_tokens=settings.context_tokens,
+            # Ghost text shows only what the model is sure of; an explicit request gets whole middles.
+            min_token_prob=0.0 if invoked else settings.min_token_prob,
+            drafts=tuple(seeds),  # from other files and tabs too: to_model redacts them with the block
+            context_block=context_block,
+        )
     )
 
 

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 from workspace_files import write
 
+from difill.engine.api import FillOptions
 from difill.server.context import files
 from difill.server.context.found import Snippet
 from difill.server.context.index import WorkspaceIndex
-from difill.server.context.policy import REDACTED, ContextPolicy, redact
+from difill.server.context.policy import REDACTED, ContextPolicy, redact, to_model
 from difill.server.context.prompt import snippet_block
 
 pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/conftest.py)
@@ -221,6 +222,7 @@ def test_snippets_in_a_prompt_have_keys_redacted():
         "def compute_checksum_for_record(record_id): return record_id\n"
     )
     block = snippet_block([Snippet("config.py", 0, secret_lines, "similar", 1.0)], "python", 4096)
+    block = to_model(FillOptions(context_block=block)).context_block  # where it leaves for a model
     for secret in (KEY, "AKIAIOSFODNN7EXAMPLE", "hunter2hunter2", "ghp_abcdefghijklmnopqrstuvwxyz0123456789"):
         assert secret not in block
     assert block.count(REDACTED) == 4
@@ -269,3 +271,9 @@ def test_the_password_of_a_url_is_redacted_and_the_rest_kept():
         f'DATABASE_URL = "postgresql://app:{REDACTED}@db.internal:5432/app"\nDOCS = "https://example.com/a:b@c"\n'
     )
     assert redact("redis://:hunter2hunter2@cache:6379/0") == f"redis://:{REDACTED}@cache:6379/0"
+
+
+def test_drafts_leave_for_a_model_redacted_with_the_block():
+    # Issue 51, item 1: drafts from another file reached a remote as they were in options.drafts.
+    options = to_model(FillOptions(drafts=(f'api_key="{KEY}")', "total + 1"), context_block="# x = 1\n"))
+    assert options.drafts == (f'api_key="{REDACTED}")', "total + 1") and options.context_block == "# x = 1\n"

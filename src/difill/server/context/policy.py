@@ -14,8 +14,8 @@ One policy, applied where text enters the context (issue 37):
 * ``redact``: known key shapes (private key blocks, AWS, GitHub, Slack, OpenAI, Google, Stripe
   keys, JWTs, ``password = "..."`` assignments, the password of a URL) and long high-entropy
   tokens, replaced by ``REDACTED`` in the text from other files that goes to a model, whatever the
-  backend: every snippet block (prompt.py) and every draft that seeds the canvas
-  (served.py ``suggestion_options``).
+  backend: ``to_model`` redacts the snippet block and every draft that seeds the canvas, for
+  suggestions (served.py ``suggestion_options``) and next edits (next_edit/model.py ``plan``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ import os
 import re
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 
+from difill.engine.api import FillOptions
 from difill.server.context.ignore import RuleSet, decide, parse
 
 # gitignore syntax; a pattern without "/" matches at any depth, "**/" makes one with "/" do so.
@@ -161,6 +163,18 @@ def _one_layer(name: str) -> set[str]:
                 return {stem, stem[1:]}  # vim's swap file of "id_rsa" is ".id_rsa.swp", of ".env" ".env.swp"
             return {stem}
     return set()
+
+
+def to_model(options: FillOptions) -> FillOptions:
+    """``options`` as they may leave for a model, local or remote: the one place where the text
+    of other files and tabs a request carries (the snippet block, the drafts that seed canvas
+    rows) is redacted.  The document's own prefix and suffix are the user's and are sent as
+    they are; a document on the deny list sends nothing at all (``ContextPolicy``)."""
+    return replace(
+        options,
+        context_block=redact(options.context_block),
+        drafts=tuple(redact(draft) for draft in options.drafts),
+    )
 
 
 def redact(text: str) -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from difill.server.context.found import Snippet
-from difill.server.context.policy import redact
 from difill.text.languages import line_comment
 
 
@@ -33,8 +32,8 @@ def snippet_block(
     Snippets are taken in priority order while they fit (a snippet that does not fit whole is
     cut to the lines that do, and nothing after it is taken; one that overlaps lines of the same
     file already taken is passed over); the chosen ones are then written
-    in (path, line) order, each as ``<comment> Path: <path>`` and its lines commented, key-shaped
-    text redacted (policy.redact)."""
+    in (path, line) order, each as ``<comment> Path: <path>`` and its lines commented.  Key-shaped
+    text is redacted where the block leaves for a model (policy.to_model), with the drafts."""
     marker = line_comment(language_id)
     if marker is None or budget_tokens <= 0:
         return ""
@@ -46,8 +45,7 @@ def snippet_block(
         if any(path == snippet.path and first <= end and start <= last for path, start, end in spans):
             continue  # lines of a file already in the block (a definition inside a similar window)
         header = f"{marker} Path: {_printable(snippet.path)}\n"
-        # Key-shaped text never goes into a prompt, whichever backend (a remote) reads it.
-        lines = [f"{marker} {line}".rstrip() + "\n" for line in redact(snippet.text).split("\n")]
+        lines = [f"{marker} {line}".rstrip() + "\n" for line in snippet.text.split("\n")]
         cost = count_tokens(header)
         taken = []
         for line in lines:

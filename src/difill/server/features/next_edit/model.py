@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from difill.engine.api import FillOptions, FillResult, InfillBackend, RewriteRequest, ShouldStop
 from difill.server.config import Settings
+from difill.server.context.policy import to_model
 from difill.server.features.edits.plans import keep_edges
 from difill.server.features.edits.proposals import changed_span
 from difill.server.features.next_edit.history import Edit
@@ -155,7 +156,7 @@ def plan(
     options = edit_options(settings, language)
     options.context_block = diff_block(last, language_id)
     options.drafts = tuple(rows[:MAX_DRAFT_ROWS])
-    return ModelPlan(region, request, options, (last.low, last.high), language, language_id)
+    return ModelPlan(region, request, to_model(options), (last.low, last.high), language, language_id)
 
 
 def _whole_lines(text: str, start: int, end: int) -> list[str]:
