@@ -87,6 +87,28 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return not _is_unit_file(collection_path)
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The whole suite (no paths given) builds the llama.cpp worker first, once, with every core:
+    its tests would build it anyway, and a build inside the run (under xdist, while the other
+    workers' servers start) starves them.  A run of chosen files builds it only if its tests ask."""
+    config = session.config
+    whole_suite = config.args_source is pytest.Config.ArgsSource.TESTPATHS
+    if hasattr(config, "workerinput") or not whole_suite or _unit_tier(config):
+        return  # an xdist worker: the controller built it
+    from difill.engine.native.build import BuildError, build_native
+
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    try:
+        result = build_native(log=lambda line: None)
+    except BuildError as err:  # its tests fail with the same message
+        if reporter is not None:
+            reporter.write_line(f"llama.cpp worker: not built ({err})")
+        return
+    if reporter is not None:
+        state = f"built in {result.seconds:.0f} s" if result.built else "current"
+        reporter.write_line(f"llama.cpp worker: {state} ({result.binary})")
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if _unit_tier(session.config) and "torch" in sys.modules:
         print("\nthe unit tier imported torch: a unit file (or its conftest) must not", file=sys.stderr)

@@ -158,7 +158,10 @@ S[#S + 1] = { name = "typing_cancels", fn = function(r)
     next_edit.request(0)
     next_edit.dismiss(0)
     r.cancelled_in_flight = #r.cancelled > 0
-    T.wait(function() return #r.answers > before end, SHOW_MS, "the cancelled request's answer")
+    -- Its answer comes back when the server had started it; when the cancel reached the server
+    -- first, the server acknowledges with RequestCancelled, which Neovim's client does not pass
+    -- to the handler (a race a loaded machine loses): either way nothing may be shown after it.
+    pcall(T.wait, function() return #r.answers > before end, 3000, "the cancelled request's answer")
     T.sleep(200)
     r.shown_after_cancel = next_edit.current(0) or vim.NIL
   end)
