@@ -16,6 +16,8 @@ ordinary code is the standard library's own modules (the ``--code`` folder).
 from __future__ import annotations
 
 import argparse
+import base64
+import json
 import random
 import string
 import sys
@@ -27,14 +29,22 @@ from pathlib import Path
 from difill.server.context.policy import redact
 
 ALNUM = string.ascii_letters + string.digits
+PER_KIND = 10
 
 
 def pick(rng: random.Random, alphabet: str, n: int) -> str:
     return "".join(rng.choice(alphabet) for _ in range(n))
 
 
+def jwt(rng: random.Random) -> str:
+    """A well-formed JWT (detect-secrets decodes the header and payload): HS256, a random subject."""
+    part = lambda data: base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=")  # noqa: E731
+    claims = {"sub": pick(rng, ALNUM, 12), "iat": rng.randrange(1_600_000_000, 1_800_000_000)}
+    return f"{part({'alg': 'HS256', 'typ': 'JWT'})}.{part(claims)}.{pick(rng, ALNUM + '-_', 43)}"
+
+
 def secret_lines(rng: random.Random) -> list[tuple[str, str, str]]:
-    """(kind, the secret, a line of code holding it), a few of each kind."""
+    """(kind, the secret, a line of code holding it), ``PER_KIND`` of each kind."""
     up, hexd, b64 = string.ascii_uppercase + string.digits, "0123456789abcdef", ALNUM + "+/"
     makers = {
         "aws access key id": lambda: "AKIA" + pick(rng, up, 16),
@@ -45,7 +55,7 @@ def secret_lines(rng: random.Random) -> list[tuple[str, str, str]]:
         "openai key": lambda: "sk-proj-" + pick(rng, ALNUM + "-_", 48),
         "stripe key": lambda: "sk_live_" + pick(rng, ALNUM, 24),
         "google api key": lambda: "AIza" + pick(rng, ALNUM + "-_", 35),
-        "jwt": lambda: "eyJhbGciOiJIUzI1NiJ9.eyJ" + pick(rng, ALNUM, 40) + "." + pick(rng, ALNUM + "-_", 43),
+        "jwt": lambda: jwt(rng),
         "sendgrid key": lambda: "SG." + pick(rng, ALNUM, 22) + "." + pick(rng, ALNUM, 43),
         "hex token (40)": lambda: pick(rng, hexd, 40),
         "hex token (32)": lambda: pick(rng, hexd, 32),
@@ -59,10 +69,13 @@ def secret_lines(rng: random.Random) -> list[tuple[str, str, str]]:
     }
     lines = []
     for kind, make in makers.items():
-        for _ in range(5):
+        for k in range(PER_KIND):
             secret = make()
-            hold = holders.get(kind, lambda s: f'    client = Client(token="{s}")')
-            lines.append((kind, secret, hold(secret)))
+            # Half assigned to a name, half passed to a call: detect-secrets' filters treat them apart.
+            other = (
+                (lambda s: f'SETTING = "{s}"') if k % 2 else (lambda s: f'    client = Client(token="{s}")')
+            )
+            lines.append((kind, secret, holders.get(kind, other)(secret)))
     return lines
 
 
@@ -107,26 +120,32 @@ def main() -> int:
     theirs_code, theirs_s = detect_secrets_redact(code)
     theirs_secrets, _ = detect_secrets_redact([line for _, _, line in samples])
 
-    print(f"{len(samples)} secret lines ({len(samples) // 5} kinds x 5); {len(code)} lines of code ({size_kb:.0f} KB)")
+    print(
+        f"{len(samples)} secret lines ({len(samples) // PER_KIND} kinds x {PER_KIND}); {len(code)} lines of code ({size_kb:.0f} KB)"
+    )
     print("| kind | difill redact | detect-secrets 1.5.0 |\n|---|---|---|")
     kinds = list(dict.fromkeys(kind for kind, _, _ in samples))
     for kind in kinds:
         rows = [k for k, (kk, _, _) in enumerate(samples) if kk == kind]
         mine = sum(samples[k][1] not in ours_secrets[k] for k in rows)
         theirs = sum(samples[k][1] not in theirs_secrets[k] for k in rows)
-        print(f"| {kind} | {mine}/5 | {theirs}/5 |")
-    caught_mine = sum(s not in o for (_, s, _), o in zip(samples, ours_secrets))
-    caught_theirs = sum(s not in o for (_, s, _), o in zip(samples, theirs_secrets))
-    fp_mine = sum(a != b for a, b in zip(code, ours_code))
-    fp_theirs = sum(a != b for a, b in zip(code, theirs_code))
+        print(f"| {kind} | {mine}/{len(rows)} | {theirs}/{len(rows)} |")
+    caught_mine = sum(s not in o for (_, s, _), o in zip(samples, ours_secrets, strict=True))
+    caught_theirs = sum(s not in o for (_, s, _), o in zip(samples, theirs_secrets, strict=True))
+    fp_mine = sum(a != b for a, b in zip(code, ours_code, strict=True))
+    fp_theirs = sum(a != b for a, b in zip(code, theirs_code, strict=True))
     print(f"| **secrets caught** | {caught_mine}/{len(samples)} | {caught_theirs}/{len(samples)} |")
-    print(f"| **code lines changed** (false positives) | {fp_mine} ({fp_mine / len(code):.2%}) | {fp_theirs} ({fp_theirs / len(code):.2%}) |")
-    print(f"| **time per 100 KB** | {ours_s / size_kb * 100 * 1000:.1f} ms | {theirs_s / size_kb * 100 * 1000:.1f} ms |")
-    examples = [(a, b) for a, b in zip(code, ours_code) if a != b][:5]
-    for a, b in examples:
+    print(
+        f"| **code lines changed** (false positives) | {fp_mine} ({fp_mine / len(code):.2%}) | {fp_theirs} ({fp_theirs / len(code):.2%}) |"
+    )
+    print(
+        f"| **time per 100 KB** | {ours_s / size_kb * 100 * 1000:.1f} ms | {theirs_s / size_kb * 100 * 1000:.1f} ms |"
+    )
+    examples = [(a, b) for a, b in zip(code, ours_code, strict=True) if a != b][:5]
+    for a, _ in examples:
         print("difill changed:", a.strip()[:100])
-    examples = [(a, b) for a, b in zip(code, theirs_code) if a != b][:5]
-    for a, b in examples:
+    examples = [(a, b) for a, b in zip(code, theirs_code, strict=True) if a != b][:5]
+    for a, _ in examples:
         print("detect-secrets changed:", a.strip()[:100])
     return 0
 

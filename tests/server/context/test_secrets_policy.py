@@ -277,3 +277,12 @@ def test_drafts_leave_for_a_model_redacted_with_the_block():
     # Issue 51, item 1: drafts from another file reached a remote as they were in options.drafts.
     options = to_model(FillOptions(drafts=(f'api_key="{KEY}")', "total + 1"), context_block="# x = 1\n"))
     assert options.drafts == (f'api_key="{REDACTED}")', "total + 1") and options.context_block == "# x = 1\n"
+
+
+def test_a_long_random_hex_token_is_redacted_and_code_hex_is_not():
+    # scripts/secrets_compare.py: a 32-40 character hex key under a name that says nothing
+    # (SETTING = "...") stayed under the 4-bit entropy bar that fits mixed-case keys.
+    token = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b"
+    assert redact(f'SETTING = "{token}"') == f'SETTING = "{REDACTED}"'
+    for code in ("color = 0xdeadbeef", "MASK = 0xffffffffffffffff", "n = 100000000000000000000000000000000000"):
+        assert redact(code) == code

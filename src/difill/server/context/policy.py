@@ -78,6 +78,9 @@ URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s:/@]{0,128}:)(
 # A token that may be random: letters and digits (and + / _ - =), 24 characters or more.
 TOKEN = re.compile(r"[A-Za-z0-9+/_=-]{24,1024}")
 MIN_ENTROPY_BITS = 4.0  # per character; English words and identifiers stay below about 3.5
+HEX_DIGITS = frozenset("0123456789abcdef")
+MIN_HEX_CHARS = 32  # a hex token this long (128 bits) with letters and digits: a key or a hash
+MIN_HEX_ENTROPY_BITS = 3.0
 
 
 def denied_rules(extra: Sequence[str] = ()) -> RuleSet:
@@ -193,4 +196,8 @@ def _random_looking(token: str) -> bool:
         return False  # snake_case names with a digit or two (test_case_2_of_3_passes) are code
     counts = Counter(token)
     entropy = -sum(n / len(token) * math.log2(n / len(token)) for n in counts.values())
+    if len(token) >= MIN_HEX_CHARS and set(token.lower()) <= HEX_DIGITS:
+        # 16 symbols give at most 4 bits a character: a random hex key (an API token, a hash used
+        # as a secret) stays under MIN_ENTROPY_BITS.  scripts/secrets_compare.py measured it.
+        return entropy >= MIN_HEX_ENTROPY_BITS
     return entropy >= MIN_ENTROPY_BITS
