@@ -49,7 +49,7 @@ BINDINGS = re.compile(
     r"|\bfor[ \t]+([\w, \t()]{1,64}?)[ \t]+in\b"  # loop and comprehension targets
     r"|\bas[ \t]+(\w+)"  # with / except / import ... as
     r"|^[ \t]*(?:global|nonlocal)[ \t]+([\w, \t]+)"
-    r"|(\w+)[ \t]*:="  # walrus
+    r"|(?<!\w)(\w+)[ \t]*:="  # walrus (from a word's start: linear in a long run of them)
     r"|\blambda([^:\n]{0,128}):",
     re.M,
 )

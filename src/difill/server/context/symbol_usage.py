@@ -19,11 +19,15 @@ from dataclasses import dataclass, field
 USAGE_SCAN_CHARS = 256 * 1024  # as symbols.py reads each text
 
 MAX_USAGE_FILES = 2000
-IDENT = r"[A-Za-z_]\w*"
-TOKEN_BEFORE = re.compile(r"(\w+|[^\w\s])\s*$")
+# Each name starts where a word does ((?<!\w)): from inside a long run of word characters, a
+# search would otherwise read the run to its end again at every position (quadratic; issue 51).
+IDENT = r"(?<!\w)[A-Za-z_]\w*"
+TOKEN_BEFORE = re.compile(r"((?<!\w)\w+|[^\w\s])\s*$")
 CALL_NAME = re.compile(rf"({IDENT})\s*$")  # the called name's last part: ``Word`` in ``pp.Word(``
-ECHOED = re.compile(rf"({IDENT})[ \t]*(?::[^=]*)?=[ \t]*$|({IDENT})[ \t]*:[ \t]*$")
-LINE_WINDOW = 400  # characters before a use looked at for its token and enclosing call
+ECHOED = re.compile(rf"({IDENT})[ \t]*(?::[^=\n]{{0,256}})?=[ \t]*$|({IDENT})[ \t]*:[ \t]*$")
+# Characters before a use (or the cursor) looked at for its token, enclosing call and bound name:
+# every function below reads at most this much of the line it is given.
+LINE_WINDOW = 400
 
 
 @dataclass
@@ -67,13 +71,15 @@ class Usage:
 
 
 def token_before(text: str) -> str:
-    found = TOKEN_BEFORE.search(text)
+    """The last token of ``text`` (a word or one punctuation character), "" when none."""
+    found = TOKEN_BEFORE.search(text[-LINE_WINDOW:])
     return found.group(1) if found else ""
 
 
 def enclosing_call(line: str) -> str:
     """The name of the call whose parenthesis is open at the end of ``line`` (``isinstance`` in
     ``isinstance(x, (a.B, ``): the innermost open one preceded by a name; "" when none is."""
+    line = line[-LINE_WINDOW:]
     depth = 0
     for i in range(len(line) - 1, -1, -1):
         ch = line[i]
@@ -93,7 +99,7 @@ def enclosing_call(line: str) -> str:
 def echoed_word(line: str) -> str:
     """The name the value at the end of ``line`` is bound to: ``level`` in ``level=``, ``x`` in
     ``x = ``, a key in ``key: ``; "" when there is none."""
-    found = ECHOED.search(line)
+    found = ECHOED.search(line[-LINE_WINDOW:])
     return (found.group(1) or found.group(2)) if found else ""
 
 

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from difill.server.context.imports import ALL_ENTRY, ALL_LIST
-from difill.server.context.symbol_usage import Usage, echoes
+from difill.server.context.symbol_usage import Usage, echoes, token_before
 
 MAX_MODULE_NAMES = 2000  # candidates ranked for one query: the first that continue what is typed
 MAX_SCANNED_NAMES = 100_000  # names read from one module (the index's file cap bounds it anyway)
@@ -52,8 +52,6 @@ FROM_LINE = re.compile(
 # The cursor after ``a.b.`` (and maybe a partly typed name), on the text of its line before it.
 ATTRIBUTE_AT_CURSOR = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*){0,8})\.([A-Za-z_]\w*)?$")
 WORD_AT_CURSOR = re.compile(r"(?<![\w.])([A-Za-z_]\w*)$")
-TOKEN_BEFORE = re.compile(r"(\w+|[^\w\s])\s*$")
-TOKEN_WINDOW = 256  # characters of a line read for the token before the cursor's name
 TOP_LEVEL = re.compile(
     r"^(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w*)|^([A-Za-z_]\w*)[ \t]*(?::[^=\n]{0,256})?=(?!=)", re.M
 )
@@ -103,19 +101,12 @@ def symbol_query(line_before: str) -> SymbolQuery | None:
     attribute = ATTRIBUTE_AT_CURSOR.search(line_before)
     if attribute is not None:
         return SymbolQuery(
-            attribute.group(1), attribute.group(2) or "", _token_before(line_before[: attribute.start()])
+            attribute.group(1), attribute.group(2) or "", token_before(line_before[: attribute.start()])
         )
     word = WORD_AT_CURSOR.search(line_before)
     if word is not None and len(word.group(1)) >= MIN_TYPED:
-        return SymbolQuery("", word.group(1), _token_before(line_before[: word.start()]))
+        return SymbolQuery("", word.group(1), token_before(line_before[: word.start()]))
     return None
-
-
-def _token_before(text: str) -> str:
-    # On the line's last TOKEN_WINDOW characters: from every start in a long run of word characters
-    # not at the end, the search would read the run to its end again (quadratic on a 20k-digit literal).
-    found = TOKEN_BEFORE.search(text[-TOKEN_WINDOW:])
-    return found.group(1) if found else ""
 
 
 def module_of_chain(chain: str, imports: Imports) -> str | None:
