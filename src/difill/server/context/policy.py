@@ -20,6 +20,7 @@ One policy, applied where text enters the context (issue 37):
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -114,11 +115,13 @@ class ContextPolicy:
 
     def denies_under(self, root: str, relative: str, is_dir: bool = False) -> bool:
         """A path below the folder ``root``, read both ways: from the folder, and as what it is on
-        disk (its absolute path, and from the home folder).  A folder that is itself a credential
-        folder (``~/.aws``, ``~/.config`` holding ``gh/``) then denies what it holds."""
+        disk (below the folder's own last folders, and from the home folder).  A folder that is
+        itself a credential folder (``~/.aws``, ``~/.config`` holding ``gh/``) then denies what it
+        holds."""
         if self.denies(relative, is_dir):
             return True
-        return self._denies_absolute(os.path.join(root, relative), is_dir)
+        above = folders_above(root)
+        return bool(above) and any(self.denies(f"{folders}/{relative}", is_dir) for folders in above)
 
     def denies_path(self, path: str, folders: Sequence[str]) -> bool:
         """An absolute path: relative to the workspace folder holding it, and as what it is on disk."""
@@ -126,20 +129,33 @@ class ContextPolicy:
         for folder in folders:
             folder = os.path.normpath(folder)
             if path.startswith(folder.rstrip(os.sep) + os.sep):
-                if self.denies(os.path.relpath(path, folder).replace(os.sep, "/")):
-                    return True
-                break
-        return self._denies_absolute(path, False)
+                return self.denies_under(folder, os.path.relpath(path, folder).replace(os.sep, "/"))
+        return self.denies(path.replace(os.sep, "/")) or any(
+            self.denies(f"{above}/{os.path.basename(path)}") for above in folders_above(os.path.dirname(path))
+        )
 
-    def _denies_absolute(self, path: str, is_dir: bool) -> bool:
-        path = os.path.normpath(path)
-        if self.denies(path.replace(os.sep, "/"), is_dir):
-            return True
-        home = os.path.expanduser("~")
-        if home not in ("", "~", os.sep) and path.startswith(home.rstrip(os.sep) + os.sep):
-            # ".kube/config" and ".docker/config.json" are anchored patterns: read from the home folder
-            return self.denies(os.path.relpath(path, home).replace(os.sep, "/"), is_dir)
-        return False
+
+# How many of a folder's own folders are read above a path in it: the deny list's longest
+# pattern over folders is ".config/gcloud/", two deep.
+FOLDERS_ABOVE = 2
+
+
+@functools.lru_cache(maxsize=64)
+def folders_above(root: str) -> tuple[str, ...]:
+    """A workspace folder as the deny list reads what it holds: its last ``FOLDERS_ABOVE`` folders
+    (``u/.config``, ``u/.aws``), and its path from the home folder when it is inside it (the
+    anchored ``.kube/config`` matches from there).  Empty, and so free for the index to ask per
+    file, unless one of those folders is hidden: every credential folder on the built-in list is
+    (``.aws``, ``.ssh``, ``.config/gh``, ``.kube``...).  Computed once per folder."""
+    root = os.path.normpath(root)
+    parts = [part for part in root.split(os.sep) if part][-FOLDERS_ABOVE:]
+    if not any(part.startswith(".") for part in parts):
+        return ()
+    found = ["/".join(parts)]
+    home = os.path.normpath(os.path.expanduser("~"))
+    if home not in ("~", os.sep) and root.startswith(home.rstrip(os.sep) + os.sep):
+        found.append(os.path.relpath(root, home).replace(os.sep, "/"))
+    return tuple(dict.fromkeys(found))
 
 
 def original_names(name: str) -> set[str]:
