@@ -284,5 +284,9 @@ def test_a_long_random_hex_token_is_redacted_and_code_hex_is_not():
     # (SETTING = "...") stayed under the 4-bit entropy bar that fits mixed-case keys.
     token = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b"
     assert redact(f'SETTING = "{token}"') == f'SETTING = "{REDACTED}"'
-    for code in ("color = 0xdeadbeef", "MASK = 0xffffffffffffffff", "n = 100000000000000000000000000000000000"):
+    for code in (
+        "color = 0xdeadbeef",
+        "MASK = 0xffffffffffffffff",
+        "n = 100000000000000000000000000000000000",
+    ):
         assert redact(code) == code

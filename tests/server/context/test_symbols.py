@@ -3,13 +3,14 @@ typed word the document's imported names - through the index and through the LSP
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
-from lsp_helpers import inline_params, open_document, running_server
+from lsp_helpers import change_text, inline_params, open_document, running_server
 from workspace_files import indexed, write
 
-from difill.server.context import symbol_usage, symbols
+from difill.server.context import jedi_names, symbol_usage, symbols
 from difill.server.context.index import IndexLimits, WorkspaceIndex
 from difill.server.context.policy import ContextPolicy
 from difill.server.draft_policy import drafts_at, is_sure
@@ -79,7 +80,8 @@ def test_imports_and_queries_are_read():
     ]
 
 
-def test_after_module_dot_the_modules_names_ranked_by_use_in_the_same_context(workspace):
+def test_after_module_dot_the_modules_names_ranked_by_use_in_the_same_context(workspace, monkeypatch):
+    monkeypatch.setattr(jedi_names, "DEADLINE_S", 60.0)  # jedi's answer, not its deadline, decides
     root, index = workspace
     head = "from pkg import errors\n\n\ndef other(fn):\n"
     # "raise errors." is followed by RetryError in core.py: first; then the module's order.
@@ -90,9 +92,9 @@ def test_after_module_dot_the_modules_names_ranked_by_use_in_the_same_context(wo
     assert drafts(index, root, head + "    errors._p") == [
         ("rivate_helper", "symbol")
     ]  # typed "_": private too
-    # A relative import, and a module the workspace does not have.
+    # A relative import, and a module the workspace does not have: jedi names the standard library's.
     assert drafts(index, root, "from . import errors\nx = errors.Tr") == [("yAgain", "symbol")]
-    assert drafts(index, root, "import json\nx = json.lo") == []
+    assert drafts(index, root, "import json\nx = json.lo") == [("ad", "symbol"), ("ads", "symbol")]
 
 
 def test_a_typed_word_gets_the_imported_names_it_starts(workspace):
@@ -184,6 +186,37 @@ async def test_symbol_candidates_are_ghost_text_through_the_server(tiny_model_di
                 break
         # The module's name with what followed it in core.py ("raise errors.RetryError(fn)").
         assert [item.insert_text for item in result.items][:1] == ["RetryError(fn)"]
+
+
+async def test_names_from_a_src_layout_and_the_standard_library_are_ghost_text_through_the_server(
+    tiny_model_dir, tmp_path
+):
+    # Issue 46: a src layout whose __init__.py only re-exports, and a standard-library module:
+    # the index resolves neither to names; jedi does, once its first completion has loaded it
+    # (meanwhile the server answers without it, typed as an editor types: a character at a time).
+    root = tmp_path / "proj"
+    write(root / "src/shapes/__init__.py", "from shapes.core import make_widget, Widget\n")
+    write(
+        root / "src/shapes/core.py", "class Widget:\n    pass\n\n\ndef make_widget():\n    return Widget()\n"
+    )
+    options = {"workspaceIndex": True, "contextDrafts": "show", "minTokenProb": 1.0}
+    async with running_server(tiny_model_dir, init_options=options, root_uri=root.as_uri()) as client:
+        shown = {}
+        for name, head, typed in (("app.py", "import shapes\n\nw = shapes.", "make_wi"),
+                                  ("paths.py", "import os\n\np = os.path.", "expandu")):  # fmt: skip
+            uri, line = (root / name).as_uri(), head.count("\n")
+            open_document(client, uri, head)
+            column = len(head.rsplit("\n", 1)[-1])
+            for version, char in enumerate(typed, start=2):
+                change_text(client, uri, version, line, column, column, char)
+                column += 1
+                result = await client.text_document_inline_completion_async(
+                    inline_params(uri, line, column, invoked=False)
+                )
+                await asyncio.sleep(0.5)  # a slow typist: jedi loads meanwhile
+            shown[name] = [item.insert_text for item in result.items][:1]
+        assert shown["app.py"][0].startswith("dget")  # "dget, Widget": a draft of __init__'s line
+        assert shown["paths.py"] == ["ser"]
 
 
 def test_ranking_evidence_echo_and_enclosing_call():

@@ -25,4 +25,4 @@ def indexed(root: Path, index: WorkspaceIndex | None = None, timeout: float = 30
         assert index.wait_idle(timeout)
         yield index
     finally:
-        index.stop()
+        index.stop(wait_s=30)  # and its jedi completion, if one runs: none outlives the test

@@ -139,7 +139,7 @@ class WorkspaceIndex:
         self._idle = threading.Event()
         self._idle.set()
         self._thread: threading.Thread | None = None
-        self._retriever = Retriever(self._lock, self._store, self._shared)
+        self._retriever = Retriever(self._lock, self._store, self._shared, self.policy)
 
     # ---- called from the event loop: cheap, never touch the disk ----
 
@@ -154,6 +154,7 @@ class WorkspaceIndex:
         wait that long for it to end (tests)."""
         self._stopped.set()
         self._put("stop", "")
+        self._retriever.close(wait_s)
         if wait_s and self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=wait_s)
         self._thread = None

@@ -26,6 +26,8 @@ from difill.server.context.imports import (
     import_targets,
     typed_import,
 )
+from difill.server.context.jedi_names import JediNames, environment_module
+from difill.server.context.policy import ContextPolicy
 from difill.server.context.similarity import identifiers, jaccard, query_text, window_around
 from difill.server.context.store import IndexedFile, Store
 from difill.server.context.symbol_lookup import SymbolLookup, rules_for
@@ -73,13 +75,28 @@ class Shared:
 class Retriever:
     """Lookups over the index's store and shared state, under its lock."""
 
-    def __init__(self, lock: threading.Lock, store: Store, shared: Shared) -> None:
+    def __init__(self, lock: threading.Lock, store: Store, shared: Shared, policy: ContextPolicy) -> None:
         self.lock = lock
         self.store = store
         self.shared = shared
         self._definitions: OrderedDict[tuple[int, int, str], str | None] = OrderedDict()
         self._cache_lock = threading.Lock()
-        self._symbols = SymbolLookup(lock, store, lambda: list(shared.folders))
+
+        def folders() -> list[str]:
+            return list(shared.folders)
+
+        # jedi's names (Python), where the index's own rules find none.  It reads the workspace
+        # and the environment's modules, and no file the secrets policy denies.
+        def unreadable(path: str) -> bool:
+            return policy.denies_path(path, folders()) or not (
+                any(files.inside(path, folder) for folder in folders()) or environment_module(path)
+            )
+
+        jedi = JediNames(unreadable, folders)
+        self._symbols = SymbolLookup(lock, store, folders, jedi)
+
+    def close(self, wait_s: float = 0.0) -> None:
+        self._symbols.close(wait_s)
 
     def retrieve(self, uri: str, text: str, offset: int, language_id: str) -> Retrieval:
         """Draft sources and snippets for a cursor at ``offset`` of ``text`` (document ``uri``)."""

@@ -16,6 +16,7 @@ the secrets policy denies (never indexed), gives no candidates.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -23,11 +24,16 @@ from dataclasses import dataclass
 
 from difill.server.context import files, symbols, symbols_go, symbols_js
 from difill.server.context.drafts import Draft
+from difill.server.context.jedi_names import JediNames
 from difill.server.context.store import IndexedFile, Store
 from difill.server.context.symbol_usage import MAX_USAGE_FILES, Usage, echoed_word, enclosing_call
 from difill.text.languages import family_of
 
 CACHED_MODULES = 256
+# jedi's names come in alphabetical order, which says nothing: where no evidence tells them apart,
+# this many go to the model to order (one decoder row scores any number: name_scores.py).
+MAX_JEDI_UNDECIDED = 32
+IMPORT_LINE = re.compile(r"[ \t]*(?:from|import)[ \t]")
 MAX_PACKAGE_FILES = 64  # a Go package's files read for its names
 
 
@@ -50,11 +56,13 @@ RULES = {
 }
 
 
-def symbol_drafts(ranking: symbols.Ranking, partial: str, source: str) -> list[Draft]:
+def symbol_drafts(
+    ranking: symbols.Ranking, partial: str, source: str, max_undecided: int = symbols.MAX_UNDECIDED
+) -> list[Draft]:
     """The ranking's best names as "symbol" drafts (the rest of each name after ``partial``): the
-    first ``MAX_SYMBOL_DRAFTS``, or the undecided ones when more (up to ``MAX_UNDECIDED``), for the
+    first ``MAX_SYMBOL_DRAFTS``, or the undecided ones when more (up to ``max_undecided``), for the
     model to order (served.ranked_by_model); draft_policy.drafts_at keeps ``MAX_SYMBOL_DRAFTS``."""
-    undecided = min(ranking.undecided, symbols.MAX_UNDECIDED) if ranking.undecided > 1 else 0
+    undecided = min(ranking.undecided, max_undecided) if ranking.undecided > 1 else 0
     best = ranking.names[: max(symbols.MAX_SYMBOL_DRAFTS, undecided)]
     return [
         Draft(name[len(partial) :], source, kind="symbol", undecided=i < undecided)
@@ -82,10 +90,17 @@ class SymbolLookup:
     """Resolves modules to indexed files (a snapshot of the index per generation, taken under its
     lock) and ranks their names with the workspace's use of them; caches each step."""
 
-    def __init__(self, lock: threading.Lock, store: Store, folders: Callable[[], list[str]]) -> None:
+    def __init__(
+        self,
+        lock: threading.Lock,
+        store: Store,
+        folders: Callable[[], list[str]],
+        jedi: JediNames | None = None,
+    ) -> None:
         self.lock = lock
         self.store = store
         self.folders = folders  # the workspace folders, read under the lock
+        self.jedi = jedi  # Python names as an IDE knows them, where the index's rules find none
         self._cache_lock = threading.Lock()
         self._files: dict[str, Files] = {}  # family -> its snapshot
         self._names: OrderedDict[tuple, list[str]] = OrderedDict()  # a module file's names
@@ -108,15 +123,49 @@ class SymbolLookup:
             module = rules.module_of_chain(query.chain, imports)
             found = self.module_files(module, current_path, rules) if module else []
             if not found:
-                return []
+                return self._jedi_drafts(text, offset, current_path, query, texts, rules)
             names = list(dict.fromkeys(n for record in found for n in self._names_of(record, rules)))
             usage = self.usage(found, rules, names).without(current_path)
             ahead = line_before[: len(line_before) - len(query.chain) - len(query.partial) - 1]
             ranking = symbols.rank(
                 query, names, texts, text[:offset], usage, enclosing_call(ahead), echoed_word(ahead)
             )
+            if not ranking.names:  # e.g. a package's __init__.py that only re-exports: jedi follows them
+                return self._jedi_drafts(text, offset, current_path, query, texts, rules)
             return symbol_drafts(ranking, query.partial, found[0].relative)
         return symbol_drafts(symbols.rank(query, list(imports.names), texts), query.partial, "imported")
+
+    def _jedi_drafts(
+        self, text: str, offset: int, current_path: str | None, query: symbols.SymbolQuery,
+        texts: list[str], rules: ModuleRules,
+    ) -> list[Draft]:  # fmt: skip
+        """jedi's names after ``chain.`` (jedi_names.py), ranked as the workspace's are: the
+        standard library's and installed packages' modules, re-exports, src layouts, instances'
+        attributes.  Its list is alphabetical, so more of its undecided names go to the model.
+        (At a typed word without a chain, the document's imported names stay the only candidates.)"""
+        if (
+            self.jedi is None
+            or rules.family != "python"
+            or IMPORT_LINE.match(text, text.rfind("\n", 0, offset) + 1)
+        ):
+            return []  # an import line: the index's import drafts complete it (retrieval.py)
+        names = self.jedi.names(text, offset, current_path)
+        if not names:
+            return []
+        if not query.partial.startswith("_"):
+            names = [n for n in names if not n.startswith("_")]  # private and dunder names: when asked
+        line_before = text[text.rfind("\n", 0, offset) + 1 : offset]
+        ahead = line_before[
+            : len(line_before) - len(query.chain) - len(query.partial) - (1 if query.chain else 0)
+        ]
+        ranking = symbols.rank(
+            query, names, texts, text[:offset], None, enclosing_call(ahead), echoed_word(ahead)
+        )
+        return symbol_drafts(ranking, query.partial, "jedi", MAX_JEDI_UNDECIDED)
+
+    def close(self, wait_s: float = 0.0) -> None:
+        if self.jedi is not None:
+            self.jedi.close(wait_s)
 
     def module_files(self, module: str, current_path: str | None, rules: ModuleRules) -> list[IndexedFile]:
         """The indexed files of ``module`` (one file; a Go package's files), the current

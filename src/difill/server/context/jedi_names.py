@@ -1,0 +1,183 @@
+"""Python names as an IDE knows them: jedi's completions at the cursor (issue 46, part 2).
+
+The workspace index resolves ``module.`` only to the workspace's own files, by path.  jedi (MIT,
+the completion library of jedi-language-server and IPython) resolves what an IDE does: re-exports
+and ``__all__``, star imports, absolute imports in a ``src/`` layout, the standard library and
+installed packages (this server's environment), and the attributes of classes and instances.
+symbol_lookup.py asks it after ``x.`` where its own rules find no workspace module, and ranks its
+names as it ranks the workspace's; the model then orders the names no evidence tells apart.
+
+* **Never on the event loop, never long.**  Completion runs on one thread of its own and is
+  waited for ``DEADLINE_S``; past it the caller keeps today's rules, and the answer, when it
+  comes, is cached for the next keystroke.  jedi's first completion in a process loads its stubs
+  (about a second): it is started in the background by the first request.
+* **Cached** per document text, cursor and project.
+* **No code runs**: jedi parses modules, it never imports a Python file (kept so: ``Script``,
+  not ``Interpreter``).
+* **No denied file reaches a candidate**: a name defined in a file the caller refuses (one the
+  secrets policy denies, or one neither in the workspace nor in the environment's modules: a
+  relative import that climbs above the workspace folder) is dropped.  Every file jedi opens in
+  this process goes through parso's ``FileIO.read``, wrapped once (``guard_reads``) to read
+  nothing from such a path.  One read is beyond that wrapper: jedi finds an imported module, and
+  reads its source, in its environment subprocess (so that compiled modules are imported there,
+  not here); a denied module the document itself imports is read there, and its names dropped.  That is
+  the one private name borrowed here; tests/server/context/test_jedi_names.py pins it.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import os
+import sys
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+
+log = logging.getLogger("difill.server")
+
+DEADLINE_S = 0.05  # a keystroke's share: past it, today's rules answer
+MAX_NAMES = 2000  # jedi lists every name of a module; the ranking reads this many (symbols.MAX_MODULE_NAMES)
+CACHE_ENTRIES = 64
+MAX_TEXT_CHARS = 1024 * 1024  # as the syntax trees' cap (server/trees.py): no completion above it
+
+
+class JediNames:
+    """Completions at a cursor of a Python document, within a deadline; None when jedi is not
+    installed, did not answer in time, or failed (the caller keeps its own rules)."""
+
+    def __init__(self, denies: Callable[[str], bool], folders: Callable[[], list[str]]) -> None:
+        self.denies = denies  # path -> whether the secrets policy denies it
+        self.folders = folders
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="difill-jedi")
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[tuple, list[str]] = OrderedDict()
+        self._running: dict[tuple, Future] = {}
+        self._latest: tuple | None = None
+        self._projects: dict[str, object] = {}
+
+    def names(self, text: str, offset: int, path: str | None) -> list[str] | None:
+        if len(text) > MAX_TEXT_CHARS or (path is not None and self.denies(path)):
+            return None
+        line = text.count("\n", 0, offset) + 1
+        column = offset - (text.rfind("\n", 0, offset) + 1)
+        key = (
+            path,
+            hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(),
+            line,
+            column,
+        )
+        with self._lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+            self._latest = key
+            future = self._running.get(key)
+            if future is None:
+                future = self._executor.submit(self._complete, key, text, line, column, path)
+                self._running[key] = future
+        try:
+            return future.result(timeout=DEADLINE_S)  # read at each call: tests wait longer
+        except FutureTimeout:
+            return None  # it finishes on its thread and is cached for the next keystroke
+
+    def _complete(self, key: tuple, text: str, line: int, column: int, path: str | None) -> list[str] | None:
+        try:
+            with self._lock:
+                if key != self._latest and key not in self._cache:
+                    return None  # a newer keystroke asked since: skip this one
+            try:
+                import jedi
+            except ImportError:
+                return None
+            guard_reads(self.denies)
+            script = jedi.Script(text, path=path, project=self._project(path))
+            found = [
+                c.name
+                for c in script.complete(line, column)
+                if c.type != "keyword" and not (c.module_path and self.denies(os.fspath(c.module_path)))
+            ][:MAX_NAMES]
+        except Exception as err:  # noqa: BLE001 - jedi on hostile code must never reach the request
+            log.debug("jedi failed at %s:%d:%d: %s", path, line, column, err)
+            found = None
+        finally:
+            with self._lock:
+                self._running.pop(key, None)
+        if found is not None:
+            with self._lock:
+                self._cache[key] = found
+                while len(self._cache) > CACHE_ENTRIES:
+                    self._cache.popitem(last=False)
+        return found
+
+    def _project(self, path: str | None):
+        """jedi's project of the workspace folder holding ``path``, with its ``src/`` on the path
+        (a src layout's absolute imports resolve there, as an installed package's would)."""
+        import jedi
+
+        folder = next(
+            (f for f in self.folders() if path and path.startswith(f.rstrip(os.sep) + os.sep)), None
+        )
+        if folder is None:
+            return None
+        if folder not in self._projects:
+            src = os.path.join(folder, "src")
+            added = [src] if os.path.isdir(src) else []
+            self._projects[folder] = jedi.Project(folder, added_sys_path=added)
+        return self._projects[folder]
+
+    def close(self, wait_s: float = 0.0) -> None:
+        """Stop: a completion in progress ends on its own (never waited for on the event loop);
+        ``wait_s``: wait that long for it (tests, so that it runs into no later test)."""
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            running = list(self._running.values())
+        for future in running:
+            try:
+                future.result(timeout=wait_s or 0)
+            except Exception:  # noqa: BLE001 - a timeout, a cancellation or jedi's own failure
+                pass
+
+
+@functools.lru_cache(maxsize=1)
+def _environment_roots() -> tuple[str, ...]:
+    """The folders this interpreter imports from (the standard library, site-packages), never
+    the working directory: jedi completes from them as the server's environment."""
+    roots = {os.path.realpath(p) for p in sys.path if p and os.path.isabs(p) and os.path.isdir(p)}
+    return tuple(sorted(roots - {os.path.realpath(os.getcwd())}))
+
+
+def environment_module(path: str) -> bool:
+    """Whether ``path`` is a module of this interpreter's environment (its stubs included)."""
+    real = os.path.realpath(path)
+    import jedi  # its bundled typeshed stubs are read for the standard library
+
+    roots = (*_environment_roots(), os.path.dirname(os.path.realpath(jedi.__file__)))
+    return any(real.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
+
+
+_guard: list[Callable[[str], bool]] = []  # the policy the wrapped read asks (the last one set)
+
+
+def guard_reads(denies: Callable[[str], bool]) -> None:
+    """Make every file jedi reads pass the secrets policy: parso's ``FileIO.read`` (which jedi's
+    module loading goes through) returns nothing for a denied path.  Wrapped once per process."""
+    import parso.file_io
+
+    _guard[:] = [denies]
+    read = parso.file_io.FileIO.read
+    if getattr(read, "difill_guarded", False):
+        return
+
+    def guarded(self) -> bytes:
+        path = os.fspath(self.path)
+        if _guard and _guard[0](path):
+            log.debug("jedi: %s is denied by the secrets policy, not read", path)
+            return b""
+        return read(self)
+
+    guarded.difill_guarded = True  # type: ignore[attr-defined]
+    parso.file_io.FileIO.read = guarded  # type: ignore[method-assign]

@@ -1,0 +1,122 @@
+"""Issue 46, part 2: names as an IDE knows them.  After ``x.`` where the workspace index resolves
+no module (or one that only re-exports), jedi names the candidates: a src layout with absolute
+imports and ``__init__`` re-exports, the standard library, an instance's attributes.  Within a
+deadline, never from a denied file or from outside the workspace and the environment."""
+
+from __future__ import annotations
+
+import time
+
+import parso.file_io
+import pytest
+from workspace_files import indexed, write
+
+from difill.server.context import jedi_names
+from difill.server.context.index import WorkspaceIndex
+from difill.server.context.jedi_names import JediNames
+from difill.server.context.policy import ContextPolicy
+
+pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/conftest.py)
+
+
+@pytest.fixture
+def patient(monkeypatch):
+    monkeypatch.setattr(jedi_names, "DEADLINE_S", 60.0)  # jedi's answer, not its deadline, decides
+
+
+@pytest.fixture
+def src_layout(tmp_path):
+    root = tmp_path / "proj"
+    write(root / "pyproject.toml", "[project]\nname = 'shapes'\n")
+    write(root / "src/shapes/__init__.py", "from shapes.core.widgets import Widget, make_widget\n")
+    write(root / "src/shapes/core/__init__.py", "")
+    write(root / "src/shapes/core/widgets.py", (
+        "class Widget:\n    size = 1\n\n    def grow(self, n):\n        return n\n\n\n"
+        "def make_widget():\n    return Widget()\n"
+    ))  # fmt: skip
+    write(root / "app.py", "")
+    return root
+
+
+def names(index: WorkspaceIndex, root, text: str, name: str = "app.py") -> list[str]:
+    retrieval = index.retrieve((root / name).as_uri(), text, len(text), "python")
+    return [d.text for d in retrieval.drafts if d.kind == "symbol"]
+
+
+def test_a_src_layout_package_that_reexports_is_followed(src_layout, patient):
+    with indexed(src_layout) as index:
+        assert sorted(names(index, src_layout, "import shapes\n\nw = shapes.")) == [
+            "Widget",
+            "core",
+            "make_widget",
+        ]
+        assert names(index, src_layout, "import shapes\n\nw = shapes.make_w") == ["idget"]
+        assert names(index, src_layout, "from shapes.core import widgets\nwidgets.Wid") == ["get"]
+
+
+def test_an_instance_and_the_standard_library_have_their_attributes(src_layout, patient):
+    with indexed(src_layout) as index:
+        instance = "from shapes import make_widget\n\nw = make_widget()\nw."
+        assert sorted(names(index, src_layout, instance)) == ["grow", "size"]
+        assert "join" in [f"jo{n}" for n in names(index, src_layout, "import os\n\nos.path.jo")]
+        assert names(index, src_layout, "import os\n\nos.path._") != []  # private names when asked
+
+
+def test_a_denied_file_and_one_outside_the_workspace_give_no_names(tmp_path, patient):
+    root = tmp_path / "ws"
+    write(tmp_path / "outside.py", "def leaked():\n    pass\n")
+    write(root / "pkg/__init__.py", "")
+    write(root / "pkg/secret/__init__.py", "")
+    write(root / "pkg/secret/keys.py", "def api_key():\n    pass\n")
+    with indexed(root, WorkspaceIndex(policy=ContextPolicy(("secret/",)))) as index:
+        assert names(index, root, "from pkg.secret import keys\nkeys.ap", "pkg/new.py") == []
+        assert names(index, root, "from ... import outside\noutside.le", "pkg/new.py") == []
+
+
+def test_past_the_deadline_the_rules_answer_and_the_next_keystroke_gets_jedi(tmp_path, monkeypatch):
+    monkeypatch.setattr(jedi_names, "DEADLINE_S", 0.0)
+    lookup = JediNames(lambda path: False, lambda: [str(tmp_path)])
+    text = "import collections\ncollections.Ordered"
+    started = time.perf_counter()
+    first = lookup.names(text, len(text), str(tmp_path / "a.py"))
+    assert time.perf_counter() - started < 0.5 and first is None  # never waits for jedi
+    deadline = time.monotonic() + 60
+    while (found := lookup.names(text, len(text), str(tmp_path / "a.py"))) is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert "OrderedDict" in found
+    lookup.close()
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "import a\n" + "x = 1\n" * 50_000 + "a.",  # a 50k-line module
+        "def f(:\n    return (\nimport os\nos.pa",  # syntax errors
+        "from m1 import *\nm1.",  # a star-import chain (m1 <- m2 <- m1)
+        "import cyc_a\ncyc_a.",  # an import cycle
+    ],
+    ids=["50k-lines", "syntax-error", "star-chain", "cycle"],
+)
+def test_hostile_code_answers_without_raising(tmp_path, patient, hostile):
+    write(tmp_path / "m1.py", "from m2 import *\nONE = 1\n")
+    write(tmp_path / "m2.py", "from m1 import *\nTWO = 2\n")
+    write(tmp_path / "cyc_a.py", "import cyc_b\nA = cyc_b.B\n")
+    write(tmp_path / "cyc_b.py", "import cyc_a\nB = cyc_a.A\n")
+    write(tmp_path / "runs_code.py", "raise SystemExit('imported!')\n")  # jedi parses, never imports
+    lookup = JediNames(lambda path: False, lambda: [str(tmp_path)])
+    found = lookup.names(hostile, len(hostile), str(tmp_path / "doc.py"))
+    assert found is None or isinstance(found, list)
+    text = "import runs_code\nruns_code."
+    assert [
+        n for n in lookup.names(text, len(text), str(tmp_path / "doc.py")) if not n.startswith("__")
+    ] == []
+    lookup.close()
+
+
+def test_parsos_file_read_is_what_the_guard_wraps():
+    # jedi_names.guard_reads wraps this private method: a parso release that renames it fails here.
+    assert callable(parso.file_io.FileIO.read)
+    jedi_names.guard_reads(lambda path: path.endswith("denied.py"))
+    assert getattr(parso.file_io.FileIO.read, "difill_guarded", False)
+    assert parso.file_io.FileIO("/nonexistent/denied.py").read() == b""
