@@ -2,6 +2,7 @@
 another file of the same package defines, scored through the server's suggestion path.
 
     python -m difill.lab.symbol_eval [--cases 60] [--packages workspace|tuning] [--seed 0] [--kinds module,imported,typed]
+    python -m difill.lab.symbol_eval --repos NAME=GIT_DIR@COMMIT,... --kinds module,environment
 
 Kinds, each from every package's own files (the corpus's rule: no tests), the cursor where a
 user would stand and the rest of its line gone (it is still to be written):
@@ -10,7 +11,13 @@ user would stand and the rest of its line gone (it is still to be written):
   defines the next name at its top level (``errors.█RetryError(...)``);
 * ``imported``: right before a use of a name the file imports from another package module
   (``raise █TryAgain``), nothing of it typed;
-* ``imported, 2 typed``: the same with its first two characters typed.
+* ``imported, 2 typed``: the same with its first two characters typed;
+* ``environment``: right after ``alias.``, where ``alias`` imports a module of the standard
+  library or an installed package, not of the project (``os.path.█join``, ``re.█compile``).
+
+``--repos`` reads projects from git trees at a pinned commit instead (their ``.py`` files but
+tests and docs): projects from outside every list, for figures a user can expect.  The case's
+own file is taken off the disk while it is scored, so that nothing (jedi included) reads it.
 
 Each package is indexed whole as a workspace folder by the server's own index (workspace_eval's
 ``PackageIndexes``), so the defining file is in the index and every request gets the server's
@@ -36,7 +43,7 @@ from difill.server.context import symbols
 from difill.server.context.drafts import in_prose
 from difill.server.served import ServedModel
 
-KINDS = ("module", "imported", "imported, 2 typed")
+KINDS = ("module", "imported", "imported, 2 typed", "environment")
 USE = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*){0,4})\.([A-Za-z_]\w*)")
 NAME = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\b")
 IMPORT_STATEMENT = re.compile(r"^[ \t]*(?:from|import)[ \t]")
@@ -77,6 +84,10 @@ def symbol_cases(packages: Packages, per_kind: int, seed: int) -> dict[str, list
                     case = _case(path, text, match.start(2), match.group(2), 0)
                     if case is not None:
                         found["module"].append(replace(case, defining=_package_path(path, target)))
+                elif module and not target and _in_environment(module, by_relative):
+                    case = _case(path, text, match.start(2), match.group(2), 0)
+                    if case is not None:
+                        found["environment"].append(case)
             for match in NAME.finditer(text, start):
                 name = match.group(1)
                 if name not in imports.names:
@@ -90,6 +101,51 @@ def symbol_cases(packages: Packages, per_kind: int, seed: int) -> dict[str, list
                             found[kind].append(replace(case, defining=_package_path(path, target)))
     rng = random.Random(seed)
     return {kind: rng.sample(cases, min(per_kind, len(cases))) for kind, cases in found.items()}
+
+
+def _in_environment(module: str, by_relative: dict[str, str]) -> bool:
+    """Whether ``module`` is the standard library's or an installed package's, not the project's."""
+    import importlib.util
+
+    top = module.split(".")[0]
+    if (
+        not top
+        or module.startswith(".")
+        or any(f"/{top}/" in f"/{r}" or r.endswith(f"{top}.py") for r in by_relative)
+    ):
+        return False
+    try:
+        return importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def repos_packages(spec: str) -> Packages:
+    """``NAME=GIT_DIR@COMMIT,...``: each project's ``.py`` files at that commit, tests and docs left
+    out (the corpus's rule), as the eval's packages."""
+    import subprocess
+
+    packages: Packages = {}
+    for item in spec.split(","):
+        name, _, where = item.partition("=")
+        git_dir, _, commit = where.partition("@")
+
+        def git(*args: str, git_dir: str = git_dir) -> str:
+            run = subprocess.run(
+                ["git", "--git-dir", git_dir, *args], capture_output=True, text=True, check=True
+            )
+            return run.stdout
+
+        files = []
+        for path in git("ls-tree", "-r", "--name-only", commit).splitlines():
+            parts = path.split("/")
+            if not path.endswith(".py") or any(p in ("tests", "test", "docs", "doc") for p in parts[:-1]):
+                continue
+            if parts[-1].startswith("test_") or parts[-1] == "conftest.py":
+                continue
+            files.append((f"{name}/{path}", git("show", f"{commit}:{path}")))
+        packages[name] = sorted(files)
+    return packages
 
 
 def _package_path(path: str, relative: str) -> str:
@@ -136,12 +192,19 @@ def score(
                 tab = indexes.indexes[case.path.split("/", 1)[0]], indexes.uri(case.defining)
                 source = dict(indexes.packages[case.path.split("/", 1)[0]])[case.defining]
                 tab[0].set_open(tab[1], "python", source)
-            started = time.perf_counter()
-            context = indexes.retrieval(case.path, case.text, case.offset)
-            lookup_ms = (time.perf_counter() - started) * 1000
-            if tab is not None:
-                tab[0].set_open(tab[1], "python", None)
-            shown = model.suggest(case.text, case.offset, indexes.uri(case.path), retrieval=context)
+            indexes.retrieval(case.path, case.text, case.offset)  # the package's files are on disk
+            own = indexes.root / case.path
+            hidden = own.with_name(own.name + ".eval-hidden")
+            own.rename(hidden)  # the case's file, answer and all, is on no disk jedi reads
+            try:
+                started = time.perf_counter()
+                context = indexes.retrieval(case.path, case.text, case.offset)
+                lookup_ms = (time.perf_counter() - started) * 1000
+                if tab is not None:
+                    tab[0].set_open(tab[1], "python", None)
+                shown = model.suggest(case.text, case.offset, indexes.uri(case.path), retrieval=context)
+            finally:
+                hidden.rename(own)
             started = time.perf_counter()
             retrieved = model.retrieved(case.text, case.offset, indexes.uri(case.path), context)
             retrieval_ms = (time.perf_counter() - started) * 1000
@@ -194,10 +257,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--cache", default="data/archives", help="where the fetched package archives are kept"
     )
+    parser.add_argument(
+        "--repos", help="NAME=GIT_DIR@COMMIT,...: projects from git trees instead of --packages"
+    )
     args = parser.parse_args(argv)
-    pins = read_pins(WORKSPACE_PACKAGE_LIST if args.packages == "workspace" else TUNING_PACKAGE_LIST)
-    packages = fetch_packages(pins, Path(args.cache))
-    short = {"module": "module", "imported": "imported", "typed": "imported, 2 typed"}
+    if args.repos:
+        packages = repos_packages(args.repos)
+    else:
+        pins = read_pins(WORKSPACE_PACKAGE_LIST if args.packages == "workspace" else TUNING_PACKAGE_LIST)
+        packages = fetch_packages(pins, Path(args.cache))
+    short = {
+        "module": "module",
+        "imported": "imported",
+        "typed": "imported, 2 typed",
+        "environment": "environment",
+    }
     kinds = [short[k.strip()] for k in args.kinds.split(",")]
     cases = {k: c for k, c in symbol_cases(packages, args.cases, args.seed).items() if k in kinds}
     model = load_served(None)

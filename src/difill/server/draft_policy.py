@@ -127,8 +127,13 @@ def drafts_at(
         tail = draft.text[len(name.text) : len(name.text) + 1]
         return draft.text.startswith(name.text) and not tail.isidentifier()
 
+    # jedi's names (the environment's, server/context/jedi_names.py) come in an order that says
+    # little: a lookup that starts with any of them carries the evidence, and goes first.
+    leading = [d for d in index_drafts if d.kind == "symbol"] if names[0].source == "jedi" else names[:1]
     with_names = [
-        Draft(d.text, d.source, d.matched, kind="symbol") for d in found if starts_with(d, names[0])
+        Draft(d.text, d.source, d.matched, kind="symbol")
+        for d in found
+        if any(starts_with(d, name) for name in leading)
     ]
     others = [d for d in index_drafts if d.kind != "symbol"]
     rest = [replace(d, kind=AFTER_SYMBOLS) for d in found if not any(starts_with(d, n) for n in names)]

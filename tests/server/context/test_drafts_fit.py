@@ -134,3 +134,15 @@ def test_a_draft_that_adds_a_syntax_error_is_not_offered():
     assert any("&mut self" in d for d in found), found  # the finder finds it; the syntax check drops it
     kept = [d.text for d in fitting_drafts(text, offset, ctx, [bad, good])]
     assert "items.push(item);" in kept and not any("&mut" in d for d in kept), kept
+
+
+def test_a_lookup_naming_any_of_jedis_names_goes_before_them():
+    # jedi's names come in alphabetical order (server/context/jedi_names.py): the line that used
+    # os.path before says which one; on the tuning projects it named 68.3% against 60.0%.
+    from difill.server.context.drafts import Draft
+
+    text = "import os\n\nroot = os.path.join(base, 'a')\n\nleaf = os.path."
+    jedi = [Draft(name, "jedi", kind="symbol", undecided=True) for name in ("abspath", "basename", "join")]
+    found = drafts_at(text, len(text), index_drafts=jedi, language="python")
+    assert found[0].text.startswith("join(") and found[0].kind == "symbol"
+    assert [d.text for d in found[1:4]] == ["abspath", "basename", "join"]

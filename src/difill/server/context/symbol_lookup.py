@@ -30,9 +30,6 @@ from difill.server.context.symbol_usage import MAX_USAGE_FILES, Usage, echoed_wo
 from difill.text.languages import family_of
 
 CACHED_MODULES = 256
-# jedi's names come in alphabetical order, which says nothing: where no evidence tells them apart,
-# this many go to the model to order (one decoder row scores any number: name_scores.py).
-MAX_JEDI_UNDECIDED = 32
 IMPORT_LINE = re.compile(r"[ \t]*(?:from|import)[ \t]")
 MAX_PACKAGE_FILES = 64  # a Go package's files read for its names
 
@@ -56,13 +53,11 @@ RULES = {
 }
 
 
-def symbol_drafts(
-    ranking: symbols.Ranking, partial: str, source: str, max_undecided: int = symbols.MAX_UNDECIDED
-) -> list[Draft]:
+def symbol_drafts(ranking: symbols.Ranking, partial: str, source: str) -> list[Draft]:
     """The ranking's best names as "symbol" drafts (the rest of each name after ``partial``): the
-    first ``MAX_SYMBOL_DRAFTS``, or the undecided ones when more (up to ``max_undecided``), for the
+    first ``MAX_SYMBOL_DRAFTS``, or the undecided ones when more (up to ``MAX_UNDECIDED``), for the
     model to order (served.ranked_by_model); draft_policy.drafts_at keeps ``MAX_SYMBOL_DRAFTS``."""
-    undecided = min(ranking.undecided, max_undecided) if ranking.undecided > 1 else 0
+    undecided = min(ranking.undecided, symbols.MAX_UNDECIDED) if ranking.undecided > 1 else 0
     best = ranking.names[: max(symbols.MAX_SYMBOL_DRAFTS, undecided)]
     return [
         Draft(name[len(partial) :], source, kind="symbol", undecided=i < undecided)
@@ -141,7 +136,8 @@ class SymbolLookup:
     ) -> list[Draft]:  # fmt: skip
         """jedi's names after ``chain.`` (jedi_names.py), ranked as the workspace's are: the
         standard library's and installed packages' modules, re-exports, src layouts, instances'
-        attributes.  Its list is alphabetical, so more of its undecided names go to the model.
+        attributes.  Its list is alphabetical: a lookup that starts with one of its names goes
+        first (draft_policy.drafts_at), and the model orders the first undecided ones.
         (At a typed word without a chain, the document's imported names stay the only candidates.)"""
         if (
             self.jedi is None
@@ -161,7 +157,7 @@ class SymbolLookup:
         ranking = symbols.rank(
             query, names, texts, text[:offset], None, enclosing_call(ahead), echoed_word(ahead)
         )
-        return symbol_drafts(ranking, query.partial, "jedi", MAX_JEDI_UNDECIDED)
+        return symbol_drafts(ranking, query.partial, "jedi")
 
     def close(self, wait_s: float = 0.0) -> None:
         if self.jedi is not None:
