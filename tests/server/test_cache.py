@@ -69,3 +69,32 @@ def test_an_empty_answer_is_remembered_for_its_own_context_only():
     hit = cache.lookup(GHOST, "x = ", "\n")
     assert hit is not None and hit.suggestions == []
     assert cache.lookup(GHOST, "x = 1", "\n") is None  # nothing to type ahead into
+
+
+def test_an_answer_is_not_reused_when_what_it_read_beyond_the_window_changed():
+    # Issue 52, item 2: import drafts read the whole document; a use of wait_fixed added 5 KB below
+    # the cursor still got the cached "_" (the key held 4 KB either side).
+    from difill.server.features.suggestions.cache import beyond
+
+    head, tail = "from pkg.wait import ", "\n" + "x = 1\n" * 1000
+    text = head + tail
+    cache = SuggestionCache()
+    cache.store(GHOST, head, tail, ["_"], beyond(text, len(head), generation=7))
+    same = cache.lookup(GHOST, head, tail, lambda typed: beyond(text, len(head), 7, typed))
+    assert same is not None and same.suggestions == ["_"]
+    edited = text + "wait_fixed(1)\n"  # far below the cursor
+    assert cache.lookup(GHOST, head, tail, lambda typed: beyond(edited, len(head), 7, typed)) is None
+    assert (
+        cache.lookup(GHOST, head, tail, lambda typed: beyond(text, len(head), 8, typed)) is None
+    )  # another file
+
+
+def test_typing_at_the_cursor_keeps_what_lies_beyond_the_window():
+    from difill.server.features.suggestions.cache import beyond
+
+    before, after = "import os\n" * 900 + "value = ", "\n" + "y = 2\n" * 900
+    cache = SuggestionCache()
+    cache.store(GHOST, before, after, ["compute(1)"], beyond(before + after, len(before), 3))
+    typed = before + "comp"
+    hit = cache.lookup(GHOST, typed, after, lambda t: beyond(typed + after, len(typed), 3, t))
+    assert hit is not None and hit.suggestions == ["ute(1)"] and hit.typed == 4

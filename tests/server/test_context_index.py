@@ -414,3 +414,25 @@ def test_no_draft_is_found_at_the_cursor_itself(tmp_path, index_factory):
         drafts = drafts_at(live, at, retrieval.sources, retrieval.drafts)
         repeats = [d for d in drafts if "print(path)" in typed + d.text or "return path" in d.text]
         assert not [d for d in repeats if is_sure(d)], typed
+
+
+def test_the_generation_changes_with_other_documents_and_files_not_the_documents_own(tmp_path):
+    # Issue 52, item 2: a cached answer keyed on it is not reused once another tab or file changed.
+    index = WorkspaceIndex()
+    index.start()
+    try:
+        index.add_folder(str(tmp_path))
+        assert index.wait_idle(30)
+        a, b = "file:///ws/a.py", "file:///ws/b.py"
+        index.set_open(a, "python", "x = 1\n")
+        start = index.generation(a)
+        index.set_open(a, "python", "x = 12\n")  # typing in the document itself
+        assert index.generation(a) == start
+        index.set_open(b, "python", "y = 2\n")  # another tab
+        assert index.generation(a) != start
+        moved = index.generation(a)
+        (tmp_path / "c.py").write_text("z = 3\n")
+        index.file_changed(str(tmp_path / "c.py"))  # another file on disk
+        assert index.wait_idle(30) and index.generation(a) != moved
+    finally:
+        index.stop()

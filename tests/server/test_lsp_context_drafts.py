@@ -72,3 +72,38 @@ async def test_the_cursor_is_not_offered_the_code_below_it(tiny_model_dir, tmp_p
                 inline_params(uri, 5, 0, invoked=False)
             )
             assert not [item for item in result.items if "return path" in str(item.insert_text)]
+
+
+async def test_a_change_beyond_the_cache_window_or_in_another_file_changes_the_answer(
+    tiny_model_dir, tmp_path
+):
+    # Issue 52, item 2: the cache keyed on 4 KB either side of the cursor; import drafts read the
+    # whole document, so a use added 5 KB below still got the cached answer.
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "util.py").write_text(UTIL + "\n\ndef compute_rate(x):\n    return x\n")
+    options = {"workspaceIndex": True, "contextDrafts": "show", "minTokenProb": 1.0}
+    async with running_server(tiny_model_dir, init_options=options, root_uri=tmp_path.as_uri()) as client:
+        uri = (tmp_path / "pkg" / "main.py").as_uri()
+        filler = "\n" + "x = 1\n" * 1000  # 6 KB between the import line and the uses
+        text = "from pkg.u" + filler + "value = compute_total([1, 2], 0.2)\n"
+        open_document(client, uri, text)
+
+        async def ask() -> list[str]:
+            for _ in range(100):  # the index builds in the background
+                result = await client.text_document_inline_completion_async(
+                    inline_params(uri, 0, 10, invoked=False)
+                )
+                if result.items:
+                    break
+            return [item.insert_text for item in result.items]
+
+        assert await ask() == ["til import compute_total"]
+        last = text.count("\n")
+        client.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[types.TextDocumentContentChangePartial(
+                range=types.Range(start=types.Position(line=last, character=0), end=types.Position(line=last, character=0)),
+                text="rate = compute_rate(2)\n",
+            )],
+        ))  # fmt: skip
+        assert await ask() == ["til import compute_rate, compute_total"]

@@ -70,6 +70,10 @@ class Workspace(Protocol):
 
     def retrieve(self, uri: str, text: str, offset: int, language_id: str) -> Retrieval | None: ...
 
+    def generation(self, uri: str) -> int:
+        """A number that changes whenever what ``retrieve`` reads besides ``uri`` may have."""
+        ...
+
 
 @dataclass(frozen=True)
 class Retrieved:
@@ -79,6 +83,9 @@ class Retrieved:
 
     def retrieve(self, uri: str, text: str, offset: int, language_id: str) -> Retrieval | None:
         return self.retrieval
+
+    def generation(self, uri: str) -> int:
+        return 0
 
 
 @dataclass

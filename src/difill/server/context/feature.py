@@ -186,6 +186,11 @@ class ContextFeature(Feature):
             return True
         return bool(self.settings().remote) and self.git_ignored(uri)
 
+    def generation(self, uri: str) -> int:
+        """What answers for ``uri`` read besides it, as a number that changes with it (index.py)."""
+        index = self.index
+        return 0 if index is None else index.generation(uri)
+
     def retrieve(self, uri: str, text: str, offset: int, language_id: str) -> Retrieval | None:
         """Draft sources and snippets for a cursor (index.py's ``Retrieval``); None when the
         workspace index is off.  Cheap (a few ms): callable on the event loop."""

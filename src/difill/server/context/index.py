@@ -187,6 +187,10 @@ class WorkspaceIndex:
         with self._lock:
             shared = self._shared
             denied = not source or (path is not None and self.policy.denies_path(path, shared.folders))
+            shared.changes += 1  # what other documents' answers may have read (``generation``)
+            shared.own_changes[uri] = shared.own_changes.get(uri, 0) + 1
+            if text is None:
+                shared.own_changes.pop(uri, None)
             if text is None or denied or len(text) > self.limits.max_file_bytes:
                 shared.open.pop(uri, None)
                 shared.open_store.remove(uri)
@@ -216,6 +220,14 @@ class WorkspaceIndex:
             if time.monotonic() >= deadline:
                 return False
             time.sleep(0.01)
+
+    def generation(self, uri: str) -> int:
+        """Changes to what an answer for ``uri`` may have read besides ``uri`` itself: files added,
+        changed or removed, and other open documents changed, opened or closed.  A cached answer
+        is reused only while it stays the same (features/suggestions/cache.py)."""
+        with self._lock:
+            shared = self._shared
+            return (self._store.generation << 32) + shared.changes - shared.own_changes.get(uri, 0)
 
     def stats(self) -> dict[str, int | bool]:
         with self._lock:

@@ -70,6 +70,8 @@ class Shared:
     open_store: Store = field(default_factory=Store)
     stale: set[str] = field(default_factory=set)
     edits: list[tuple[str, int]] = field(default_factory=list)  # (uri, line), most recent first
+    changes: int = 0  # open documents' changes, opens and closes, all of them
+    own_changes: dict[str, int] = field(default_factory=dict)  # those of each open document
 
 
 class Retriever:

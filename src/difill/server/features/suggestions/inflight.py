@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from difill.server.config import Settings
 from difill.server.engine_host import Job
-from difill.server.features.suggestions.cache import MAX_TYPED_AHEAD, Asked
+from difill.server.features.suggestions.cache import MAX_TYPED_AHEAD, NOTHING_BEYOND, Asked, Beyond
 from difill.server.served import SuggestionRequest
 from difill.text.context import FillContext, to_lf
 
@@ -47,6 +47,7 @@ class RunningFill:
     # Speculative only: what the user would type from where ghost text was shown to reach this
     # fill's cursor (the suggestion, and a line break when it ends the line)
     path: str = ""
+    far: Beyond = NOTHING_BEYOND  # what it reads beyond the cache's window, when it started (cache.py)
 
     @property
     def uri(self) -> str:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from difill.server.config import Settings
 from difill.server.documents import Document, Documents
 from difill.server.engine_host import EngineHost, JobCancelled, Jobs, ModelState, OneJobPerDocument
-from difill.server.features.suggestions.cache import Asked, SuggestionCache
+from difill.server.features.suggestions.cache import Asked, Beyond, SuggestionCache, beyond
 from difill.server.features.suggestions.inflight import KeptWork, RunningFill
 from difill.server.served import SuggestionRequest, Workspace, context_for, drafts_without_model, suggest
 from difill.server.trees import SyntaxTrees
@@ -102,7 +102,8 @@ class SuggestionService(OneJobPerDocument):
         request = SuggestionRequest(document.uri, document.text, offset, document.language_id, ctx, invoked)
         asked = asked_for(ctx, invoked)
 
-        hit = self.cache.lookup(asked, ctx.prefix, ctx.suffix)
+        far = self._beyond(document.uri, document.text, offset)
+        hit = self.cache.lookup(asked, ctx.prefix, ctx.suffix, far)
         if hit is not None:
             log.info("suggestion from the cache (typed ahead %d characters)", hit.typed)
             return Suggestions(hit.suggestions[:count], "cache", auto_closed(ctx))
@@ -116,7 +117,7 @@ class SuggestionService(OneJobPerDocument):
                 return Suggestions([], "cancelled")
             if (stale := self._stale(document)) is not None:
                 return stale
-            hit = self.cache.lookup(asked, ctx.prefix, ctx.suffix)
+            hit = self.cache.lookup(asked, ctx.prefix, ctx.suffix, far)
             if hit is not None:
                 self._answered(started)
                 if not invoked:
@@ -161,6 +162,7 @@ class SuggestionService(OneJobPerDocument):
         the cursor."""
         job = self.jobs.start(request.uri)
         fill = RunningFill(request, asked, settings, job, speculative=bool(path), path=path)
+        fill.far = self._beyond(request.uri, request.text, request.offset)(0)
         self.running[request.uri] = fill
         fill.task = asyncio.ensure_future(self._run(fill, settings))
         fill.task.add_done_callback(lambda task: self._ended(fill, task))
@@ -187,7 +189,8 @@ class SuggestionService(OneJobPerDocument):
             self.jobs.finish(fill.job)
             if self.running.get(fill.uri) is fill:
                 del self.running[fill.uri]
-        self.cache.store(fill.asked, fill.ctx.prefix, fill.ctx.suffix, shown.texts)
+        # Keyed on what it read when it started: a change beyond the window meanwhile misses it.
+        self.cache.store(fill.asked, fill.ctx.prefix, fill.ctx.suffix, shown.texts, fill.far)
         return shown.texts
 
     async def _wait(self, fill: RunningFill) -> list[str]:
@@ -235,9 +238,15 @@ class SuggestionService(OneJobPerDocument):
         at = offset + len(path)
         tree = self.trees.tree(document.uri, document.language_id, SPECULATIVE_VERSION, text)
         ctx = context_for(text, at, document.language_id, document.uri, settings, tree)
-        if self.cache.lookup(asked, ctx.prefix, ctx.suffix) is None:
+        if self.cache.lookup(asked, ctx.prefix, ctx.suffix, self._beyond(document.uri, text, at)) is None:
             request = SuggestionRequest(document.uri, text, at, document.language_id, ctx, asked.invoked)
             self._start(request, asked, settings, path=path)
+
+    def _beyond(self, uri: str, text: str, offset: int) -> Callable[[int], Beyond]:
+        """What an answer at ``offset`` of ``text`` read beyond the cache's window, as it was
+        ``typed`` characters ago: the far text, and the workspace's generation for ``uri``."""
+        generation = self.workspace.generation(uri) if self.workspace is not None else 0
+        return lambda typed: beyond(text, offset, generation, typed)
 
     def _stale(self, document: Document) -> Suggestions | None:
         current = self.documents.get(document.uri)
