@@ -221,3 +221,11 @@ def test_only_a_setting_of_the_backend_reloads_it():
         assert needs_reload(Settings(), Settings(**change)), change
     for change in ({"max_tokens": 8}, {"steps": 3}, {"context_drafts": "off"}, {"languages": ("python",)}):
         assert not needs_reload(Settings(), Settings(**change)), change
+
+
+def test_an_unknown_setting_names_the_nearest_known_ones():
+    # Issue 52: `maxToken` printed the list of all 30 keys, twice, and no "did you mean".
+    _, problems = parse_settings({"maxToken": 16, "nextedit": "off", "zzz": 1}, Settings())
+    assert problems[0] == "unknown setting 'maxToken': did you mean maxTokens or minTokenProb?"
+    assert problems[1] == "unknown setting 'nextedit': did you mean nextEdit?"
+    assert "maxTokens" not in problems[2] and "README" in problems[2]

@@ -18,6 +18,7 @@ setting is one field here, its row in README.md and its entry in editors/vscode/
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -348,6 +349,17 @@ def section_of(raw: Any) -> dict[str, Any] | None:
     return None
 
 
+def unknown_setting(key: str) -> str:
+    """The problem of an unknown key: the nearest known ones ("did you mean maxTokens?") when a
+    key is near, else where the list is (the 30 keys, twice per popup, hid the typo; issue 52)."""
+    near = difflib.get_close_matches(key, KEYS, n=3, cutoff=0.6) or [
+        k for k in KEYS if k.lower() == key.lower() or k.lower().startswith(key.lower()[:5])
+    ][:3]
+    if near:
+        return f"unknown setting {key!r}: did you mean {' or '.join(near)}?"
+    return f"unknown setting {key!r} (the settings are listed in the README, Settings)"
+
+
 def parse_settings(raw: Any, base: Settings) -> tuple[Settings, list[str]]:
     """``base`` updated with the valid values in ``raw``, and a sentence per problem found."""
     if raw is None:
@@ -359,7 +371,7 @@ def parse_settings(raw: Any, base: Settings) -> tuple[Settings, list[str]]:
     for key, value in raw.items():
         spec = KEYS.get(key)
         if spec is None:
-            problems.append(f"unknown setting {key!r} (known: {', '.join(sorted(KEYS))})")
+            problems.append(unknown_setting(str(key)))
             continue
         converted, problem = _convert(spec, value)
         if problem:
