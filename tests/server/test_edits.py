@@ -20,6 +20,7 @@ from difill.server.features.edits.plans import (
     fill_markers,
     keep_edges,
     new_selection,
+    stub_body,
 )
 from difill.server.trees import SyntaxTrees
 
@@ -69,6 +70,13 @@ def test_offers_follow_the_selection():
     assert offers("y = [", "2]") == [REWRITE, FILL_HOLES]
     doc = Document("file:///a.py", "python", 1, DOC)
     assert available_edits(doc, 5, 5, "<|hole|>", SyntaxTrees()) == []
+    # Issue 52: a whole function whose body is a stub is offered "Complete block" too, and the
+    # body alone is what gets written (the header stays).
+    assert offers("def", "pass") == [REWRITE, COMPLETE_BLOCK]
+    assert offers("def", "pass\n") == [REWRITE, COMPLETE_BLOCK]
+    body = stub_body(doc, DOC.index("def"), DOC.index("pass") + 4, SyntaxTrees())
+    assert body is not None and DOC[body[0] : body[1]] == "    pass"
+    assert offers("def", "2]") == [REWRITE, FILL_HOLES]  # a stub in the middle of the selection: no
 
 
 def test_holes_in_strings_and_comments_stay_on_their_line_and_inside_the_string():

@@ -202,3 +202,18 @@ async def test_drafts_arrive_in_order_and_stop_on_cancel(client):
     steps = [d["step"] for d in cut[:-1]]
     assert steps == sorted(set(steps))
     assert len(client.applied_edits) == applied  # a cancelled edit sends nothing
+
+
+async def test_a_function_selected_whole_with_a_stub_body_completes_its_body_only(client):
+    # Issue 52: "Complete block" came only with the cursor on a `pass` line, not for a selected
+    # function whose body is a stub.
+    uri = uri_for(client, "whole")
+    open_document(client, uri, "def later(a, b):\n    pass\n\nx = 1\n", version=4)
+    actions = await actions_for(client, uri, selection(0, 0, 1, 8))
+    (complete,) = [a for a in actions if a["title"] == "Complete block"]
+    resolved = await client.code_action_resolve_async(
+        client.protocol._converter.structure(complete, types.CodeAction)
+    )
+    for edit in edits_of(client, resolved.edit, uri, 4):  # the header stays as it is
+        assert (edit.range.start.line, edit.range.start.character) >= (1, 0), edit
+        assert (edit.range.end.line, edit.range.end.character) <= (1, 8), edit

@@ -352,9 +352,10 @@ def section_of(raw: Any) -> dict[str, Any] | None:
 def unknown_setting(key: str) -> str:
     """The problem of an unknown key: the nearest known ones ("did you mean maxTokens?") when a
     key is near, else where the list is (the 30 keys, twice per popup, hid the typo; issue 52)."""
-    near = difflib.get_close_matches(key, KEYS, n=3, cutoff=0.6) or [
-        k for k in KEYS if k.lower() == key.lower() or k.lower().startswith(key.lower()[:5])
-    ][:3]
+    near = (
+        difflib.get_close_matches(key, KEYS, n=3, cutoff=0.6)
+        or [k for k in KEYS if k.lower() == key.lower() or k.lower().startswith(key.lower()[:5])][:3]
+    )
     if near:
         return f"unknown setting {key!r}: did you mean {' or '.join(near)}?"
     return f"unknown setting {key!r} (the settings are listed in the README, Settings)"

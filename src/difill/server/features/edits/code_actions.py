@@ -23,6 +23,7 @@ from difill.server.features.edits.plans import (
     TITLES,
     EditRequest,
     available_edits,
+    stub_body,
 )
 from difill.server.request_context import RequestContext, document_for_request
 from difill.text.characters import without_lone_surrogates
@@ -101,6 +102,11 @@ def selection_request(server: RequestContext, kind: str, arg: Any) -> EditReques
         raise JsonRpcInvalidParams("the range must be a non-empty selection inside the document")
     if kind == FILL_HOLES and server.settings().hole_marker not in document.text[start:end]:
         raise JsonRpcInvalidParams(f"the selection has no hole marker {server.settings().hole_marker!r}")
+    if kind == COMPLETE_BLOCK:  # a whole function selected: its stub body is what gets written
+        body = stub_body(document, start, end, server.trees)
+        if body is None:
+            raise JsonRpcInvalidParams("the selection holds no stub body to complete (pass, ..., todo!())")
+        start, end = body
     # A lone surrogate ("\ud800" in the JSON) is not text: the tokenizer and UTF-8 refuse it.
     instruction = without_lone_surrogates(instruction) if instruction else None
     return EditRequest(kind, uri, version, start, end, instruction=instruction, strength=float(strength))

@@ -4,7 +4,7 @@
   after an instruction written into the prefix as a comment;
 * fill holes: every hole marker in the selection is filled in one canvas (``engine.fill_holes``);
   markers outside the selection are context, not holes, so they are left out of what the model sees;
-* complete block: an empty or stub body (``pass``, ``...``, ``todo!()``, ``throw new Error(...)``; each
+* complete block: an empty or stub body, selected alone or with its header (``pass``, ``...``, ``todo!()``, ``throw new Error(...)``; each
   language's, text/languages.py) is replaced by a fill in the block's shape.
 
 The engine runs on the model thread; parsing and the text pipeline (text) run on the
@@ -86,22 +86,35 @@ def available_edits(document: Document, start: int, end: int, marker: str, trees
     kinds = [REWRITE]
     if marker in document.text[start:end]:
         kinds.append(FILL_HOLES)
-    if is_stub_body(document, start, end, trees):
+    if stub_body(document, start, end, trees) is not None:
         kinds.append(COMPLETE_BLOCK)
     return kinds
 
 
-def is_stub_body(document: Document, start: int, end: int, trees: SyntaxTrees) -> bool:
-    """The selection is blank (``{`` then ``}``) or the language's stub body (``pass``,
-    ``todo!()``, ``throw new Error(...)``...), and the line before it opens a block."""
-    selection = document.text[start:end].strip()
+def stub_body(document: Document, start: int, end: int, trees: SyntaxTrees) -> tuple[int, int] | None:
+    """The stub body a "Complete block" replaces, as offsets; None when the selection has none.
+
+    Either the selection itself is blank (``{`` then ``}``) or the language's stub body
+    (``pass``, ``todo!()``, ``throw new Error(...)``...) and the line before it opens a block; or
+    the selection ends with such a body: a whole function or block whose body is a stub (the
+    header is kept, the body is completed; issue 52)."""
+    text = document.text
     language = language_of(document.language_id, document.uri)
-    if selection and not is_stub(selection, language):
-        return False
-    header = block_header_before(
-        document.text, line_start(document.text, start), trees.tree_for(document), spec_of(language)
-    )
-    return header is not None
+    tree, spec = trees.tree_for(document), spec_of(language)
+    selection = text[start:end].strip()
+    if not selection or is_stub(selection, language):
+        return (
+            (start, end)
+            if block_header_before(text, line_start(text, start), tree, spec) is not None
+            else None
+        )
+    last_end = start + len(text[start:end].rstrip())  # the selection's last non-blank line
+    last_start = line_start(text, last_end)
+    if last_start <= start or not is_stub(text[last_start:last_end], language):
+        return None
+    if block_header_before(text, last_start, tree, spec) is None:
+        return None
+    return last_start, last_end
 
 
 # ---------------------------------------------------------------------------- the model's part
