@@ -5,6 +5,7 @@ below the seconds those scans froze the server for, far above what the linear sc
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -267,3 +268,26 @@ def test_next_edits_in_a_900k_module_neither_block_the_loop_nor_parse_the_module
     assert [edit["text"] for edit in edits] == ["amount"] * 3 and edits[0]["range"]["start"][
         "line"
     ] == line + 1
+
+
+# ---------------------------------------------------------------------------- checkpoint code (item 2)
+
+
+@pytest.mark.skipif(sys.platform not in ("linux", "darwin"), reason="MLX has wheels for Linux and macOS only")
+def test_serve_with_mlx_refuses_a_checkpoint_that_names_its_own_model_file(
+    start_server, tmp_path, tiny_model_dir
+):
+    # mlx-vlm imported config.json's model_file inside the language server, then served normally.
+    import json
+    import shutil
+
+    hostile = shutil.copytree(tiny_model_dir, tmp_path / "hostile")
+    marker = tmp_path / "the-checkpoint-code-ran"
+    (hostile / "modeling.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    config = json.loads((hostile / "config.json").read_text())
+    (hostile / "config.json").write_text(json.dumps({**config, "model_file": "modeling.py"}))
+    server = start_server(hostile, "--engine", "mlx", env={"DIFILL_API_KEY": ""})
+    server.initialize(options={})
+    status = server.wait_ready()["params"]
+    assert status["state"] == "error" and "model_file='modeling.py'" in status["message"], status
+    assert not marker.exists()
