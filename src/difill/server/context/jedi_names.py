@@ -95,11 +95,22 @@ class JediNames:
                 return None
             guard_reads(self.denies)
             script = jedi.Script(text, path=path, project=self._project(path))
+            refused: dict[str, bool] = {}  # per defining file: a module's names share one
+
+            def allowed(module_path) -> bool:
+                if not module_path:
+                    return True  # a builtin, a keyword's or a compiled module's name
+                where = os.fspath(module_path)
+                if where not in refused:
+                    refused[where] = self.denies(where)
+                return not refused[where]
+
             found = [
                 c.name
                 for c in script.complete(line, column)
-                if c.type != "keyword" and not (c.module_path and self.denies(os.fspath(c.module_path)))
-            ][:MAX_NAMES]
+                if c.type != "keyword" and allowed(c.module_path)
+            ]
+            found = found[:MAX_NAMES]
         except Exception as err:  # noqa: BLE001 - jedi on hostile code must never reach the request
             log.debug("jedi failed at %s:%d:%d: %s", path, line, column, err)
             found = None
