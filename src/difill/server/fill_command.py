@@ -106,7 +106,7 @@ def main(args: argparse.Namespace) -> int:
             print(f"difill: {shown.declined}", file=sys.stderr)
         print(shown.text)
     else:
-        where = f"{args.location if col else f'{args.location}:1'}"
+        where = args.location if col else f"{args.location}:1"
         about = f"{model_label(args)}, {shown.result.stats.steps} steps, {shown.ms:.0f} ms"
         print(terminal_view(text, len(prefix), shown.text, where, about, shown.declined))
     return 0

@@ -115,45 +115,38 @@ class SymbolLookup:
         imports = rules.imports_of(text)
         texts = [text, *source_texts]
         if query.chain:
+            ahead = line_before[: len(line_before) - len(query.chain) - len(query.partial) - 1]
             module = rules.module_of_chain(query.chain, imports)
             found = self.module_files(module, current_path, rules) if module else []
             if not found:
-                return self._jedi_drafts(text, offset, current_path, query, texts, rules)
+                return self._jedi_drafts(text, offset, current_path, query, texts, rules, ahead)
             names = list(dict.fromkeys(n for record in found for n in self._names_of(record, rules)))
             usage = self.usage(found, rules, names).without(current_path)
-            ahead = line_before[: len(line_before) - len(query.chain) - len(query.partial) - 1]
             ranking = symbols.rank(
                 query, names, texts, text[:offset], usage, enclosing_call(ahead), echoed_word(ahead)
             )
             if not ranking.names:  # e.g. a package's __init__.py that only re-exports: jedi follows them
-                return self._jedi_drafts(text, offset, current_path, query, texts, rules)
+                return self._jedi_drafts(text, offset, current_path, query, texts, rules, ahead)
             return symbol_drafts(ranking, query.partial, found[0].relative)
         return symbol_drafts(symbols.rank(query, list(imports.names), texts), query.partial, "imported")
 
     def _jedi_drafts(
         self, text: str, offset: int, current_path: str | None, query: symbols.SymbolQuery,
-        texts: list[str], rules: ModuleRules,
+        texts: list[str], rules: ModuleRules, ahead: str,
     ) -> list[Draft]:  # fmt: skip
         """jedi's names after ``chain.`` (jedi_names.py), ranked as the workspace's are: the
         standard library's and installed packages' modules, re-exports, src layouts, instances'
         attributes.  Its list is alphabetical: a lookup that starts with one of its names goes
         first (draft_policy.drafts_at), and the model orders the first undecided ones.
-        (At a typed word without a chain, the document's imported names stay the only candidates.)"""
-        if (
-            self.jedi is None
-            or rules.family != "python"
-            or IMPORT_LINE.match(text, text.rfind("\n", 0, offset) + 1)
-        ):
+        ``ahead``: the line before ``chain.``.  (At a typed word without a chain, the document's
+        imported names stay the only candidates.)"""
+        if self.jedi is None or rules.family != "python" or IMPORT_LINE.match(ahead):
             return []  # an import line: the index's import drafts complete it (retrieval.py)
         names = self.jedi.names(text, offset, current_path)
         if not names:
             return []
         if not query.partial.startswith("_"):
             names = [n for n in names if not n.startswith("_")]  # private and dunder names: when asked
-        line_before = text[text.rfind("\n", 0, offset) + 1 : offset]
-        ahead = line_before[
-            : len(line_before) - len(query.chain) - len(query.partial) - (1 if query.chain else 0)
-        ]
         ranking = symbols.rank(
             query, names, texts, text[:offset], None, enclosing_call(ahead), echoed_word(ahead)
         )
