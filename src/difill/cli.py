@@ -352,7 +352,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="instead: next-edit suggestions through `difill serve` on cases mined from git history "
         "(drafts alone, the model alone, as served: docs/next_edit.md)",
     )
-    p.add_argument("--next-edit-cases", help="the mined cases (default: benchmarks/next_edit/cases.jsonl)")
+    p.add_argument(
+        "--next-edit-cases",
+        help="the mined cases, files joined by commas (default: benchmarks/next_edit/cases.jsonl)",
+    )
+    p.add_argument(
+        "--next-edit-rows",
+        help="the served rows to run, of drafts,model,on (default: all three; the copy rule always runs)",
+    )
     p.set_defaults(func=run_eval)
 
     p = sub.add_parser("bench", help="latency benchmark: diffusion vs AR, engine and server")

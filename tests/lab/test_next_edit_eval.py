@@ -184,3 +184,28 @@ def test_the_gate_table_counts_what_the_model_wrote_before_the_gate(tiny_model_d
     for row in (report[k] for k in ("repeat", "follow", "none")):
         assert 0.0 <= row["shown"] <= row["changed"] <= 1.0  # nothing passes the gate that changed nothing
     assert "| none | 1 |" in format_gate(report)
+
+
+# ---------------------------------------------------------------------------- issue 46: typed as an editor types
+
+
+def test_keystrokes_make_the_edit_a_word_or_symbol_at_a_time():
+    before = "x = f(a, b)\ny = 2\n"
+    edit = (before.index("a, b"), before.index("a, b") + 4, "alpha,  beta")
+    text = before
+    steps = ev.keystrokes(before, edit)
+    for start, end, new in steps:
+        text = text[:start] + new + text[end:]
+    assert text == "x = f(alpha,  beta)\ny = 2\n"
+    assert [s[2] for s in steps] == ["", "alpha", ",", "  ", "beta"]  # deleted, then typed
+    line = (before.index("y"), before.index("y"), "z = 1\n")  # a line inserted: its break first
+    assert ev.keystrokes(before, line)[0] == (before.index("y") - 1, before.index("y") - 1, "\n")
+
+
+def test_the_copy_rule_and_the_interval():
+    base = "a = f(x)\nb = 1\nc = f(x)\n"
+    case = ev.Case("x", "o/r", "c", "a.py", "repeat", base, (4, 8, "g(x)"), base.replace("f(x)", "g(x)"))
+    text, edits = ev.copy_rule(case)
+    assert ev.score(case, text, edits, 0.0).exact
+    low, high = ev.wilson(5, 10)
+    assert 0.2 < low < 0.5 < high < 0.8 and ev.wilson(0, 0) == (0.0, 0.0)

@@ -23,6 +23,8 @@ import argparse
 import asyncio
 import difflib
 import json
+import math
+import re
 import sys
 import time
 from collections import Counter
@@ -61,6 +63,38 @@ def offset_of(text: str, line: int, character: int) -> int:
     return end
 
 
+CHUNK = re.compile(r"\w+|[ \t]+|\n|[^\w\s]")  # what an editor sends per keystroke burst
+
+
+def keystrokes(before: str, edit: tuple[int, int, str]) -> list[tuple[int, int, str]]:
+    """The first hunk as an editor sends it, one ranged didChange a step: the old text selected
+    and deleted, then the new text a word, a run of spaces, a line break or a symbol at a time.
+    Each step is (start, end, text) in the document as the steps before it left it."""
+    start, end, new = edit
+    if start == end and new.endswith("\n") and before[start - 1 : start] == "\n":
+        # A line inserted is typed as an editor types it: the line break first (``o``, Enter at
+        # the end of the line above), then the line.  The document it makes is the same.
+        start, end, new = start - 1, end - 1, "\n" + new[:-1]
+    steps = [(start, end, "")] if end > start else []
+    at = start
+    for chunk in CHUNK.findall(new):
+        steps.append((at, at, chunk))
+        at += len(chunk)
+    if not steps:
+        return [(start, end, new)]
+    return steps
+
+
+def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95% Wilson interval of a rate of ``hits`` in ``n``."""
+    if n == 0:
+        return 0.0, 0.0
+    p = hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
 def changed_lines(old: str, new: str) -> Counter:
     """The lines ``old`` -> ``new`` removes and adds, as a multiset of ("-", line) / ("+", line)."""
     out: Counter = Counter()
@@ -89,9 +123,11 @@ class Outcome:
     exact_any: bool  # one of the alternatives answered is exact
     f1: float
     ms: float
+    repo: str = ""
+    interim: int = 0  # intermediate asks (a half-typed edit) that answered anything
 
 
-def score(case: Case, text: str, edits: list[dict[str, Any]], ms: float) -> Outcome:
+def score(case: Case, text: str, edits: list[dict[str, Any]], ms: float, interim: int = 0) -> Outcome:
     """``edits`` (the server's answer for ``text``, the file after the first hunk) against ``case``."""
     results = []
     for edit in edits:
@@ -100,11 +136,35 @@ def score(case: Case, text: str, edits: list[dict[str, Any]], ms: float) -> Outc
         high = offset_of(text, end["line"], end["character"])
         results.append(text[:low] + edit["text"] + text[high:])
     if case.kind == "none":
-        return Outcome(case.kind, bool(results), not results, not results, 0.0, ms)
+        return Outcome(case.kind, bool(results), not results, not results, 0.0, ms, case.repo, interim)
     first = results[0] if results else text
     f1 = line_f1(changed_lines(text, first), changed_lines(text, case.expected)) if results else 0.0
     exact_any = any(r == case.expected for r in results)
-    return Outcome(case.kind, bool(results), first == case.expected and bool(results), exact_any, f1, ms)
+    exact = first == case.expected and bool(results)
+    return Outcome(case.kind, bool(results), exact, exact_any, f1, ms, case.repo, interim)
+
+
+def _rates(outcomes: list[Outcome]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for kind in KINDS:
+        of = [o for o in outcomes if o.kind == kind]
+        n = max(1, len(of))
+        if kind == "none":
+            noisy = sum(o.answered for o in of)
+            out["none"] = {"cases": len(of), "noise": round(noisy / n, 4), "noise_ci": wilson(noisy, len(of))}
+        else:
+            exact = sum(o.exact for o in of)
+            out[kind] = {
+                "cases": len(of),
+                "exact": round(exact / n, 4),
+                "exact_ci": wilson(exact, len(of)),
+                "exact_any": round(sum(o.exact_any for o in of) / n, 4),
+                "line_f1": round(sum(o.f1 for o in of) / n, 4),
+                "answered": round(sum(o.answered for o in of) / n, 4),
+            }
+    interim = sum(o.interim > 0 for o in outcomes)
+    out["interim"] = {"cases": len(outcomes), "noise": round(interim / max(1, len(outcomes)), 4)}
+    return out
 
 
 @dataclass
@@ -114,23 +174,59 @@ class Row:
     outcomes: list[Outcome] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"row": self.name, "nextEdit": self.mode}
-        for kind in KINDS:
-            of = [o for o in self.outcomes if o.kind == kind]
-            n = max(1, len(of))
-            if kind == "none":
-                out["none"] = {"cases": len(of), "noise": round(sum(o.answered for o in of) / n, 4)}
-            else:
-                out[kind] = {
-                    "cases": len(of),
-                    "exact": round(sum(o.exact for o in of) / n, 4),
-                    "exact_any": round(sum(o.exact_any for o in of) / n, 4),
-                    "line_f1": round(sum(o.f1 for o in of) / n, 4),
-                    "answered": round(sum(o.answered for o in of) / n, 4),
-                }
+        out: dict[str, Any] = {"row": self.name, "nextEdit": self.mode, **_rates(self.outcomes)}
+        repos = sorted({o.repo for o in self.outcomes})
+        out["projects"] = {r: _rates([o for o in self.outcomes if o.repo == r]) for r in repos}
         ms = [o.ms for o in self.outcomes]
         out["p50_ms"], out["p95_ms"] = round(percentile(ms, 50), 1), round(percentile(ms, 95), 1)
         return out
+
+
+def copy_rule(case: Case) -> tuple[str, list[dict[str, Any]]]:
+    """The no-model rule the issue measured against: the first hunk's token substitutions (as
+    whole lines, old tokens -> new tokens), the first that applies at the nearest other line that
+    has it, applied there once.  (The text after the hunk, the edit as an LSP answer.)"""
+    start, end, new = case.edit
+    text = case.before[:start] + new + case.before[end:]
+    line_start = case.before.rfind("\n", 0, start) + 1
+    old_end = case.before.find("\n", end)
+    old_lines = case.before[line_start : len(case.before) if old_end < 0 else old_end]
+    new_end = text.find("\n", start + len(new))
+    new_lines = text[line_start : len(text) if new_end < 0 else new_end]
+    old_tokens = TOKEN.findall(old_lines)
+    new_matches = list(TOKEN.finditer(new_lines))
+    new_tokens = [m.group() for m in new_matches]
+    matcher = difflib.SequenceMatcher(a=old_tokens, b=new_tokens, autojunk=False)
+    changes = [  # (old tokens, the new text as written)
+        (old_tokens[i1:i2], new_lines[new_matches[j1].start() : new_matches[j2 - 1].end()])
+        for op, i1, i2, j1, j2 in matcher.get_opcodes()
+        if op == "replace"
+    ]
+    edited = (text.count("\n", 0, line_start), text.count("\n", 0, line_start + len(new_lines)))
+    lines = text.split("\n")
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line) + 1)
+    order = sorted(
+        (i for i in range(len(lines)) if not edited[0] <= i <= edited[1]),
+        key=lambda i: min(abs(i - edited[0]), abs(i - edited[1])),
+    )
+    for i in order:
+        for old, replacement in changes:
+            found = re.search(r"\s*".join(re.escape(t) for t in old), lines[i])
+            if found is None:
+                continue
+            low, high = offsets[i] + found.start(), offsets[i] + found.end()
+            rng = {"start": _offset_position(text, low), "end": _offset_position(text, high)}
+            return text, [{"range": rng, "text": replacement}]
+    return text, []
+
+
+TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def _offset_position(text: str, offset: int) -> dict[str, int]:
+    return _position_json(position_of(text, offset))
 
 
 class NextEditClient:
@@ -159,30 +255,42 @@ class NextEditClient:
         self.client.initialized(types.InitializedParams())
         await asyncio.wait_for(self.ready.wait(), 300)
 
-    async def ask(self, uri: str, case: Case) -> tuple[str, list[dict[str, Any]], float]:
-        """Open the file as it was, make the first hunk, ask; (the text after the hunk, the
-        edits answered, the round trip in ms)."""
+    async def ask(self, uri: str, case: Case) -> tuple[str, list[dict[str, Any]], float, int]:
+        """Open the file as it was, type the first hunk as an editor sends it (keystrokes()), ask
+        after each step but the last as a client does after its debounce, then ask at the end;
+        (the text after the hunk, the edits answered at the end, that round trip in ms, the
+        number of steps whose intermediate ask answered anything)."""
         item = types.TextDocumentItem(uri=uri, language_id="python", version=1, text=case.before)
         self.client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=item))
-        start, end, new = case.edit
-        rng = types.Range(start=position_of(case.before, start), end=position_of(case.before, end))
-        self.client.text_document_did_change(types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-            content_changes=[types.TextDocumentContentChangePartial(range=rng, text=new)],
-        ))  # fmt: skip
-        text = case.before[:start] + new + case.before[end:]
+        text, version, interim = case.before, 1, 0
+        steps = keystrokes(case.before, case.edit)
+        for i, (start, end, new) in enumerate(steps):
+            rng = types.Range(start=position_of(text, start), end=position_of(text, end))
+            version += 1
+            self.client.text_document_did_change(types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                content_changes=[types.TextDocumentContentChangePartial(range=rng, text=new)],
+            ))  # fmt: skip
+            text = text[:start] + new + text[end:]
+            if i < len(steps) - 1:  # a half-made edit: the right answer is none
+                edits, _ = await self._request(uri, version, text, start + len(new))
+                interim += bool(edits)
+        start, _, new = case.edit
+        edits, ms = await self._request(uri, version, text, start + len(new))
+        self.client.text_document_did_close(
+            types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        )
+        return text, edits, ms, interim
+
+    async def _request(self, uri: str, version: int, text: str, cursor: int) -> tuple[list[dict[str, Any]], float]:
         params = {
-            "textDocument": {"uri": uri, "version": 2},
-            "position": _position_json(position_of(text, start + len(new))),
+            "textDocument": {"uri": uri, "version": version},
+            "position": _position_json(position_of(text, cursor)),
             "context": {"triggerKind": 2},  # automatic: after an edit, as clients ask
         }
         started = time.perf_counter()
         answer = await self.client.protocol.send_request_async(METHOD, params)
-        ms = (time.perf_counter() - started) * 1000
-        self.client.text_document_did_close(
-            types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
-        )
-        return text, _plain(answer).get("edits", []), ms
+        return _plain(answer).get("edits", []), (time.perf_counter() - started) * 1000
 
     async def stop(self) -> None:
         await self.client.shutdown_async(None)
@@ -213,45 +321,76 @@ async def run_row(name: str, mode: str, cases: list[Case], model_dir: str | None
     try:
         await client.ask("file:///next_edit_eval/warm_up.py", cases[0])  # first-call setup, not scored
         for i, case in enumerate(cases):
-            text, edits, ms = await client.ask(f"file:///next_edit_eval/case_{i}.py", case)
-            row.outcomes.append(score(case, text, edits, ms))
+            text, edits, ms, interim = await client.ask(f"file:///next_edit_eval/case_{i}.py", case)
+            row.outcomes.append(score(case, text, edits, ms, interim))
     finally:
         await client.stop()
     return row
 
 
+def copy_rule_row(cases: list[Case]) -> Row:
+    """The no-model rule, in process, scored as the rows are (no intermediate asks: it is not
+    served)."""
+    row = Row("copy rule (no model, not served)", "-")
+    for case in cases:
+        started = time.perf_counter()
+        text, edits = copy_rule(case)
+        row.outcomes.append(score(case, text, edits, (time.perf_counter() - started) * 1000))
+    return row
+
+
 def evaluate(cases: list[Case], model_dir: str | None, rows=ROWS) -> list[dict[str, Any]]:
-    return [asyncio.run(run_row(name, mode, cases, model_dir)).summary() for name, mode in rows]
+    served = [asyncio.run(run_row(name, mode, cases, model_dir)).summary() for name, mode in rows]
+    return [copy_rule_row(cases).summary(), *served]
+
+
+def _ci(pair: tuple[float, float]) -> str:
+    return f"[{pair[0]:.0%}, {pair[1]:.0%}]"
 
 
 def format_rows(summaries: list[dict[str, Any]]) -> str:
     lines = [
-        "| row | repeat exact (any of 3) | repeat line F1 | follow exact (any of 3) | follow line F1 "
-        "| noise on none | p50 ms | p95 ms |",
-        "|---|---|---|---|---|---|---|---|",
+        "| row | repeat exact [95% CI] (any of 3) | follow exact (any of 3) | noise on none [95% CI] "
+        "| half-typed asks answered | p50 ms | p95 ms |",
+        "|---|---|---|---|---|---|---|",
     ]
     for s in summaries:
         r, f, n = s["repeat"], s["follow"], s["none"]
         lines.append(
-            f"| {s['row']} (`nextEdit: {s['nextEdit']}`) | {r['exact']:.1%} ({r['exact_any']:.1%}) "
-            f"| {r['line_f1']:.3f} | {f['exact']:.1%} ({f['exact_any']:.1%}) | {f['line_f1']:.3f} "
-            f"| {n['noise']:.1%} | {s['p50_ms']:.0f} | {s['p95_ms']:.0f} |"
+            f"| {s['row']} (`nextEdit: {s['nextEdit']}`) | {r['exact']:.1%} {_ci(r['exact_ci'])} "
+            f"({r['exact_any']:.1%}) | {f['exact']:.1%} ({f['exact_any']:.1%}) "
+            f"| {n['noise']:.1%} {_ci(n['noise_ci'])} | {s['interim']['noise']:.1%} "
+            f"| {s['p50_ms']:.0f} | {s['p95_ms']:.0f} |"
         )
+    lines += ["", "By project (repeat exact / follow exact / noise / half-typed; cases r/f/n):", ""]
+    lines += ["| row | project | repeat | follow | noise | half-typed | cases |", "|---|---|---|---|---|---|---|"]
+    for s in summaries:
+        for repo, p in s["projects"].items():
+            r, f, n = p["repeat"], p["follow"], p["none"]
+            lines.append(
+                f"| {s['nextEdit']} | {repo} | {r['exact']:.0%} | {f['exact']:.0%} | {n['noise']:.0%} "
+                f"| {p['interim']['noise']:.0%} | {r['cases']}/{f['cases']}/{n['cases']} |"
+            )
     return "\n".join(lines)
 
 
 def main(args: argparse.Namespace) -> int:
-    path = Path(getattr(args, "next_edit_cases", None) or DEFAULT_CASES)
-    cases = read_cases(path)
+    paths = [Path(p) for p in (getattr(args, "next_edit_cases", None) or str(DEFAULT_CASES)).split(",")]
+    cases = [case for path in paths for case in read_cases(path)]
     counts = Counter(c.kind for c in cases)
-    print(f"{len(cases)} cases from {path}: {dict(counts)}", file=sys.stderr)
+    print(f"{len(cases)} cases from {', '.join(map(str, paths))}: {dict(counts)}", file=sys.stderr)
     started = time.time()
-    summaries = evaluate(cases, args.model)
+    wanted = (getattr(args, "next_edit_rows", None) or ",".join(m for _, m in ROWS)).split(",")
+    unknown = set(wanted) - {m for _, m in ROWS}
+    if unknown:
+        raise SystemExit(f"--next-edit-rows: unknown {sorted(unknown)}; the rows are drafts, model, on")
+    summaries = evaluate(cases, args.model, tuple(r for r in ROWS if r[1] in wanted))
     if not args.json:  # the rows first: the gate's table takes one more model pass
         print(format_rows(summaries), flush=True)
     from difill.lab.next_edit_gate import format_gate, gate_report
 
-    gate = gate_report(cases, args.model)  # in process: what the model wrote before the gate
+    # In process: what the model wrote before the gate (only when a model row ran).
+    gate = gate_report(cases, args.model) if "model" in wanted or "on" in wanted else {}
     if args.json:
         report = {
             "rows": summaries,
@@ -260,6 +399,6 @@ def main(args: argparse.Namespace) -> int:
             "seconds": round(time.time() - started, 1),
         }
         print(json.dumps(report, indent=1))
-    else:
+    elif gate:
         print("\nThe gate (model alone, in process):\n" + format_gate(gate))
     return 0

@@ -76,3 +76,30 @@ async def test_a_document_on_the_secrets_deny_list_gets_no_next_edit(tiny_model_
         open_document(client, plain, SOURCE)
         change_text(client, plain, 2, 0, 9, 14, "w")
         assert len((await ask(client, params(plain, 2), "ne-plain"))["edits"]) == 2
+
+
+TWO_FUNCTIONS = "def grow(size):\n    return scale(size, 2)\n\ndef shrink(size):\n    return scale(size, 2)\n"
+
+
+async def test_typed_edits_are_right_or_silent(tiny_model_dir):
+    """Issue 46, through the server as an editor types: ranged didChanges a word or a symbol at a
+    time.  A half-made edit is offered nowhere; the finished one is; a rename walks its own
+    function only; an undo of it offers nothing back."""
+    async with running_server(tiny_model_dir) as client:
+        uri = "file:///tmp/next_edit/typed.py"
+        open_document(client, uri, TWO_FUNCTIONS)
+        change_text(client, uri, 2, 1, 24, 24, ",")  # `scale(size, 2,)`: an argument on its way
+        assert await ask(client, params(uri, 2, 1, 25), "typed-1") == {"edits": []}
+        change_text(client, uri, 3, 1, 25, 25, " 3")
+        answer = await ask(client, params(uri, 3, 1, 27), "typed-2")
+        assert [(e["range"]["start"], e["text"]) for e in answer["edits"]] == [
+            ({"line": 4, "character": 24}, ", 3")
+        ]
+        # grow's parameter renamed, a word at a time: `size` deleted, then `n` typed.
+        change_text(client, uri, 4, 0, 9, 13, "")
+        assert await ask(client, params(uri, 4, 0, 9), "typed-3") == {"edits": []}  # `def grow():`
+        change_text(client, uri, 5, 0, 9, 9, "n")
+        answer = await ask(client, params(uri, 5, 0, 10), "typed-4")
+        assert [e["range"]["start"]["line"] for e in answer["edits"]] == [1]  # never shrink()'s `size`
+        change_text(client, uri, 6, 0, 9, 10, "size")  # undo: the rename taken back in one change
+        assert await ask(client, params(uri, 6, 0, 13), "typed-5") == {"edits": []}

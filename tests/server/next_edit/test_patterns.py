@@ -109,3 +109,57 @@ def test_a_rename_just_after_a_block_was_set_is_an_edit_of_its_own():
     assert edit is not None and edit.before == block
     pattern = pattern_of(edit.before, edit.after)
     assert pattern is not None and (pattern.old, pattern.new) == ("count", "total")
+
+
+# ---------------------------------------------------------------------------- issue 46: right or silent
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ("x = f(a, b)\ny = f(a, b)\n", "x = f(a, b,)\ny = f(a, b)\n"),  # ends on a comma: half made
+        ("x = t.Optional[str]\ny = t.Optional[str]\n", "x = t.Union[str\ny = t.Optional[str]\n"),  # open bracket
+        ("x = 'a'\ny = 'a'\n", "x = 'a\ny = 'a'\n"),  # a quote not closed
+        ("a = 1\nb = 1\n", "a = 1\nimport os\nb = 1\n"),  # a new line is code being written
+        ("a = g(x)  # old\nb = g(x)  # old\n", "a = g(x)  # new\nb = g(x)  # old\n"),  # in a comment
+        ("a = g(x)  # note\nb = g(x)  # note\n", "a = g(x)\nb = g(x)  # note\n"),  # a comment removed
+        ("    y = compute(x)\n    z = compute(x)\n", "    \n    z = compute(x)\n"),  # a line cleared
+    ],
+)
+def test_half_made_edits_new_lines_and_comments_are_no_pattern(before, after):
+    assert pattern_of(before, after) is None
+
+
+def test_a_version_in_a_string_and_a_swapped_operator_are_patterns():
+    before = "version='0.1.6',\nurl='https://x/tarball/0.1.6',\n"
+    assert applied(before.replace("0.1.6'", "0.1.7'", 1), before) == ["url='https://x/tarball/0.1.7',"]
+    before = "assert n is 1\nassert n is 2\n"
+    assert applied(before.replace("n is 1", "n == 1"), before) == ["assert n == 2"]
+
+
+def test_a_renamed_qualifier_walks_only_the_same_attribute():
+    before = "a: typing.Callable\nb: typing.Pattern[str]\nc: typing.Pattern[bytes]\n"
+    after = before.replace("b: typing.Pattern", "b: re.Pattern")
+    assert applied(after, before) == ["c: re.Pattern[bytes]"]
+
+
+def test_an_insertion_at_the_end_of_a_line_goes_only_to_ends_of_lines():
+    before = "def f():\n    return\n\ndef g():\n    return value\n\ndef h():\n    return\n"
+    after = before.replace("    return\n", "    return None\n", 1)
+    assert applied(after, before) == ["    return None"]
+
+
+def test_a_deleted_run_takes_its_own_spaces_with_it():
+    before = "def f(a: int | float = 1,\n      b: int | float = 2):\n    pass\n"
+    after = before.replace("a: int | float", "a: float")
+    assert applied(after, before) == ["      b: float = 2):"]
+
+
+def test_an_undo_is_no_edit_to_repeat():
+    history = EditHistory(clock=iter(range(0, 100, 5)).__next__)  # every change a new edit
+    before = "def f(count):\n    return count\n"
+    renamed = before.replace("f(count)", "f(total)")
+    history.changed("u", before, renamed, 2)
+    assert not history.last("u").undoes
+    history.changed("u", renamed, before, 3)  # `u` in Neovim, Ctrl+Z in VS Code: one change back
+    assert history.last("u").undoes

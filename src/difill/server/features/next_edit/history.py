@@ -35,6 +35,7 @@ class Edit:
     high: int
     last_at: float  # the time of its last keystroke
     version: int  # the document version after it
+    undoes: bool = False  # it put the document back as it was before the edit before it (an undo)
 
 
 class EditHistory:
@@ -70,9 +71,12 @@ class EditHistory:
             last.last_at = now
             last.version = version
             return
+        # An undo (``u``, Ctrl+Z) is one change back to the text before the last edit: it is not
+        # an edit to repeat, or the reverse of an accepted rename is offered next.
+        undoes = last is not None and last.after == before and after == last.before
         for old in edits:  # only the newest is diffed: the older ones keep no text
             old.before = old.after = ""
-        self._edits[uri] = [*edits, Edit(before, after, start, new_end, now, version)][-MAX_EDITS:]
+        self._edits[uri] = [*edits, Edit(before, after, start, new_end, now, version, undoes)][-MAX_EDITS:]
 
     def last(self, uri: str) -> Edit | None:
         edits = self._edits.get(uri)

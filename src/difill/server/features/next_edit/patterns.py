@@ -40,6 +40,7 @@ class Pattern:
     at: int  # where the changed text starts in the text after the edit
     rename: bool
     attribute: bool = False  # a renamed attribute (``log.warn``): only attributes are its places
+    qualifies: str = ""  # a renamed qualifier (``typing.Pattern``): the ``.Pattern`` its places need
 
 
 @dataclass(frozen=True)
@@ -66,25 +67,42 @@ def pattern_of(before: str, after: str) -> Pattern | None:
     ):  # fmt: skip
         old_end += 1
         new_end += 1
+    # And a change inside an operator takes the operator (``=`` -> ``==``).
+    while start > 0 and before[start - 1] in OPERATOR and (
+        before[start : start + 1] in OPERATOR or after[start : start + 1] in OPERATOR
+    ):  # fmt: skip
+        start -= 1
     old, new = before[start:old_end], after[start:new_end]
-    if old.strip() == new.strip() or (not old and _new_code(new)):
+    if old.strip() == new.strip() or not _complete(old, new) or _in_comment(after, start, old + new):
+        return None
+    if _line_being_written(before, after, start, old_end, new_end):
         return None
     if IDENTIFIER.fullmatch(old) and IDENTIFIER.fullmatch(new):
-        return Pattern(old, new, (), "", start, rename=True, attribute=before[start - 1 : start] == ".")
+        # ``typing.Pattern`` -> ``re.Pattern`` swaps a module for one attribute, not every use of it.
+        qualifies = re.match(r"\.\s*[A-Za-z_]\w*", before[old_end : old_end + 200])
+        return Pattern(
+            old, new, (), "", start, rename=True, attribute=before[start - 1 : start] == ".",
+            qualifies=re.sub(r"\s", "", qualifies.group()) if qualifies else "",
+        )  # fmt: skip
     anchor = [m.group() for m in TOKEN.finditer(before[max(0, start - 200) : start])][-ANCHOR_TOKENS:]
-    following = TOKEN.match(before[old_end : old_end + 200].lstrip(" \t"))
+    # The token after the change on its line; "\n" when the change ends its line (``return``
+    # -> ``return None`` is no place for `` None`` in ``return value``).
+    following = TOKEN.match(before[old_end : old_end + 200].lstrip(" \t")) or re.match(r"\n|$", before[old_end:].lstrip(" \t"))
     if not anchor:
         return None
     return Pattern(old, new, tuple(anchor), following.group() if following else "", start, rename=False)
 
 
-def places(pattern: Pattern, text: str, cursor: int) -> list[Place]:
+def places(pattern: Pattern, text: str, cursor: int, scope: tuple[int, int] | None = None) -> list[Place]:
     """Where ``pattern`` applies in ``text`` (the document after the edit), nearest the cursor
-    first; never the edit's own place, never a place that already reads the new text."""
+    first; never the edit's own place, never a place that already reads the new text.  A rename
+    applies within ``scope`` ([start, end) in ``text``; None: the whole text, scope.py)."""
     found: list[Place] = []
     if pattern.rename:
         guard = r"(?<=\.)" if pattern.attribute else r"(?<![\w.])"  # ``self.count`` is no parameter
-        for match in re.finditer(rf"{guard}{re.escape(pattern.old)}\b", text):
+        qualified = r"\s*\.\s*".join(map(re.escape, ["", pattern.qualifies[1:]])) if pattern.qualifies else ""
+        low, high = scope or (0, len(text))
+        for match in re.compile(rf"{guard}{re.escape(pattern.old)}\b(?={qualified}\b)").finditer(text, low, high):
             line_start = text.rfind("\n", 0, match.start()) + 1
             if in_prose(text[line_start : match.start()], None):
                 continue
@@ -93,8 +111,16 @@ def places(pattern: Pattern, text: str, cursor: int) -> list[Place]:
         low, high = _window(text, pattern.at)
         # The longest anchor that finds a place: "f(a, b" -> "f(c, b" needs both tokens, an
         # operator changed after different names ("a == 1" -> "a is 1", then "b == 1") needs none.
-        for size in range(len(pattern.before), -1 if pattern.old.strip() else 0, -1):
-            found = _anchored(pattern, pattern.before[len(pattern.before) - size :], text, low, high)
+        # The longest anchor first.  With no anchor, only an old text with a name in it
+        # (``.copy()`` -> ``[:]``) or a comparison: any ``()`` or ``1`` of the window is no place.  The whole anchor
+        # may stand before another token than the edit's (``x is 1`` -> ``x == 1``, ``x is 2``).
+        bare = bool(IDENTIFIER.search(pattern.old)) or (
+            pattern.old.strip() in COMPARISONS and pattern.after not in ("", "\n")
+        )  # ``== None`` -> ``is None``: the operator and its operand are the anchor
+        tries = [(pattern.before[len(pattern.before) - size :], True) for size in range(len(pattern.before), -1 if bare else 0, -1)]
+        tries += [(pattern.before, False)] if len(pattern.before) == ANCHOR_TOKENS and pattern.old else []
+        for anchor, after in tries:
+            found = _anchored(pattern, anchor, text, low, high, after)
             if any(not _overlaps_edit(p, pattern) for p in found):
                 break
     found = [p for p in found if not _overlaps_edit(p, pattern)]
@@ -102,16 +128,30 @@ def places(pattern: Pattern, text: str, cursor: int) -> list[Place]:
     return found[:MAX_PLACES]
 
 
-def _anchored(pattern: Pattern, anchor: tuple[str, ...], text: str, low: int, high: int) -> list[Place]:
-    """The places within [low, high) where ``anchor`` then the old text stand, before the token
-    that followed the change."""
+def _anchored(
+    pattern: Pattern, anchor: tuple[str, ...], text: str, low: int, high: int, after_token: bool = True
+) -> list[Place]:
+    """The places within [low, high) where ``anchor`` then the old text stand (before the token
+    that followed the change, with ``after_token``)."""
     parts = [r"\s*".join(re.escape(t) for t in anchor)] if anchor else []
     old = r"\s*".join(re.escape(t) for t in TOKEN.findall(pattern.old))
+    # The old text's own spaces go with it (``int | float`` -> ``float`` leaves one space); the
+    # quantifiers are possessive, so a long run of spaces is read once, never backtracked.
+    lead = pattern.old[:1] in " \t" and bool(old)
+    if lead:
+        old = r"\s*+" + old
+    if old and pattern.old[-1:] in " \t":
+        old += r"[ \t]*+"
     head = anchor[0] if anchor else (TOKEN.findall(pattern.old) or [""])[0]
     guard = r"(?<!\w)" if head and _word(head[0]) else ""
-    after = rf"(?=\s*{re.escape(pattern.after)})" if pattern.after else ""
+    if pattern.after == "\n" and after_token:
+        after = r"(?=[ \t]*+(?:\n|$))"
+    else:
+        after = rf"(?=\s*{re.escape(pattern.after)})" if pattern.after and after_token else ""
     tail = r"(?!\w)" if old and _word(pattern.old.rstrip()[-1:] or " ") else ""
-    regex = re.compile(guard + "".join(f"(?:{p})" for p in parts) + r"\s*" + f"({old}){tail}{after}")
+    # An insertion goes right after its anchor (its text carries its own spaces: `` None``).
+    skip = "" if lead or not old else r"\s*+"
+    regex = re.compile(guard + "".join(f"(?:{p})" for p in parts) + skip + f"({old}){tail}{after}")
     found = []
     for match in regex.finditer(text, low, high):
         start, end = match.start(1), match.end(1)
@@ -122,21 +162,71 @@ def _anchored(pattern: Pattern, anchor: tuple[str, ...], text: str, low: int, hi
 
 
 BRACKETS = {"(": ")", "[": "]", "{": "}"}
+OPERATOR = "=<>!+-*/%|&^~@:"
+COMPARISONS = frozenset({"==", "!=", "is", "is not", "<", "<=", ">", ">=", "in", "not in"})
+# A change that ends on one of these is half made: the next keystroke finishes it.
+OPEN_ENDS = tuple("([{.,=+-*/%|&^<>:!~@") + ("->",)
 
 
-def _new_code(inserted: str) -> bool:
-    """An insertion that is code being written, not an edit to repeat: its brackets do not
-    balance (the user is inside it).  Repeated elsewhere it is noise: ``values)`` followed by a
-    new ``return sum((v - m`` is no pattern.  Whole lines inserted may be one (a decorator, a
-    guard): ruling out every insertion with a line break cost one repeat case of
-    ``difill eval --next-edit`` and halved the noise on "none" (docs/next_edit.md)."""
-    depth: list[str] = []
-    for char in inserted:
-        if char in BRACKETS:
-            depth.append(BRACKETS[char])
-        elif char in BRACKETS.values() and (not depth or depth.pop() != char):
+def _complete(old: str, new: str) -> bool:
+    """Whether ``old`` -> ``new`` is a finished edit rather than code being written (issue 46:
+    "the first edit is complete"; the half-typed states of `difill eval --next-edit`):
+
+    * no lines added: new lines are code being written, not a pattern (a decorator added above
+      two functions is the rare exception, and was one repeat case against many noisy ones);
+    * its brackets and quotes balance as the old text's did (the user is not inside them);
+    * it does not end on an operator, a dot, a comma or an opening bracket that the old text
+      did not end on (``f(a, b,`` waits for its argument);
+    * it does not delete a name alone (the first keystroke of a rename typed over it)."""
+    if new.count("\n") > old.count("\n"):
+        return False
+    if not new and IDENTIFIER.fullmatch(old.strip()):
+        return False  # a name deleted alone is a name being retyped (a rename's first keystroke)
+    if _depth(old) != _depth(new) or any(old.count(q) % 2 != new.count(q) % 2 for q in "\"'`"):
+        return False
+    return not _open(new) or _open(old)  # ``is`` -> ``==`` swaps one operator for another
+
+
+def _open(text: str) -> bool:
+    """Whether ``text`` ends on something that waits for what follows: an operator, a dot, a
+    comma, an opening bracket."""
+    tail = text.rstrip()
+    return tail.endswith(OPEN_ENDS) or bool(re.search(r"(?<!\w)(?:is|in|and|or|not)$", tail))
+
+
+def _line_being_written(before: str, after: str, start: int, old_end: int, new_end: int) -> bool:
+    """A line the edit cleared (what was on it deleted, to write something else) or whose
+    whole text it is (a word typed on a new line): code being written, not an edit to repeat."""
+    low, high = after.rfind("\n", 0, start) + 1, after.find("\n", new_end)
+    line = after[low : len(after) if high < 0 else high]
+    if not line.strip():
+        old_high = before.find("\n", old_end)
+        return bool(before[low : len(before) if old_high < 0 else old_high].strip())
+    return old_end == start and line.strip() == after[start:new_end].strip()
+
+
+def _depth(text: str) -> tuple[int, ...]:
+    """How far ``text`` opens each kind of bracket (negative: closes more than it opens)."""
+    return tuple(text.count(o) - text.count(c) for o, c in BRACKETS.items())
+
+
+def _in_comment(text: str, at: int, changed: str) -> bool:
+    """An edit in a comment, or of one, is no pattern: the same words elsewhere are other prose.
+    (Strings are kept: a version bumped in ``version=`` and ``download_url=`` is a repeat, and
+    on the tuning cases they were 5 repeats against 2 noisy single edits.)"""
+    line = text[text.rfind("\n", 0, at) + 1 : at]
+    quote, i = "", 0
+    while i < len(line):
+        char = line[i]
+        if quote:
+            i += char == "\\"
+            quote = "" if char == quote else quote
+        elif char in "\"'`":
+            quote = char
+        elif line.startswith(("#", "//"), i):
             return True
-    return bool(depth)
+        i += 1
+    return "#" in changed or "//" in changed
 
 
 def _overlaps_edit(place: Place, pattern: Pattern) -> bool:

@@ -42,7 +42,8 @@ from difill.server.engine_host import EngineHost, JobCancelled, Jobs, OneJobPerD
 from difill.server.features.edits.service import range_json
 from difill.server.features.next_edit import model
 from difill.server.features.next_edit.history import EditHistory
-from difill.server.features.next_edit.patterns import pattern_of, places
+from difill.server.features.next_edit.patterns import Pattern, pattern_of, places
+from difill.server.features.next_edit.scope import rename_scope
 from difill.server.trees import MAX_TREE_BYTES
 from difill.text.languages import language_of
 from difill.text.pipeline import errors_with_replacement
@@ -189,10 +190,20 @@ class NextEditService(OneJobPerDocument):
         if last is None or last.after != document.text:
             return []  # no edit, or the document moved on in a way the history did not see
         pattern = pattern_of(last.before, last.after)
-        if pattern is None:
+        if pattern is None or last.undoes or self._breaks_code(document, pattern):
             return []
-        found = places(pattern, document.text, offset)
+        language = language_of(document.language_id, document.uri)
+        scope = rename_scope(document.text, pattern.at, pattern.old, pattern.attribute, language) if pattern.rename else None
+        found = places(pattern, document.text, offset, scope)
         return self._parse_checked(document, [(p.start, p.end, p.text) for p in found])
+
+    def _breaks_code(self, document: Document, pattern: Pattern) -> bool:
+        """The user's own edit parses worse than the code did before it: a half-made edit
+        (``x ** `` while ``(a - 1)`` is retyped), not one to repeat."""
+        language = language_of(document.language_id, document.uri)
+        at, end = pattern.at, pattern.at + len(pattern.new)
+        was = errors_with_replacement(document.text, at, end, pattern.old, language)
+        return was is not None and (errors_with_replacement(document.text, at, end, pattern.new, language) or 0) > was
 
     def did_show(self, params: Any) -> None:
         self.shown += 1
