@@ -177,11 +177,11 @@ def _complete(old: str, new: str) -> bool:
     * its brackets and quotes balance as the old text's did (the user is not inside them);
     * it does not end on an operator, a dot, a comma or an opening bracket that the old text
       did not end on (``f(a, b,`` waits for its argument);
-    * it does not delete a name alone (the first keystroke of a rename typed over it)."""
+    * it does not delete a word alone (the first keystroke of a rename typed over it)."""
     if new.count("\n") > old.count("\n"):
         return False
-    if not new and IDENTIFIER.fullmatch(old.strip()):
-        return False  # a name deleted alone is a name being retyped (a rename's first keystroke)
+    if not new and re.fullmatch(r"\w+", old.strip()):
+        return False  # a word deleted alone is being retyped (a rename's first keystroke, ``6`` -> ``7``)
     if _depth(old) != _depth(new) or any(old.count(q) % 2 != new.count(q) % 2 for q in "\"'`"):
         return False
     return not _open(new) or _open(old)  # ``is`` -> ``==`` swaps one operator for another
