@@ -238,3 +238,22 @@ async def test_document_contents_never_reach_the_logs(client):
     await asyncio.sleep(0.2)
     assert all(SECRET not in m.message for m in client.log_messages)
     assert SECRET not in client.log_file.read_text(encoding="utf-8")
+
+
+async def test_selected_completion_info_is_extended_over_its_range(client):
+    """Issue 46: VS Code's popup has ``path`` selected while ``os.pa`` is typed; each item starts
+    with ``path`` and replaces the typed ``pa`` (the item's range), so it shows beside the popup.
+    A range that does not hold the cursor is refused with InvalidParams."""
+    uri = f"file:///tmp/{client.profile}/selected.py"
+    open_document(client, uri, "import os\nroot = os.pa\n")
+    word = types.Range(start=types.Position(line=1, character=10), end=types.Position(line=1, character=12))
+    params = inline_params(uri, 1, 12, invoked=True)
+    params.context.selected_completion_info = types.SelectedCompletionInfo(range=word, text="path")
+    result = await client.text_document_inline_completion_async(params)
+    assert result.items
+    assert all(item.insert_text.startswith("path") for item in result.items)
+    assert all(item.range == word for item in result.items)
+    elsewhere = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=2))
+    params.context.selected_completion_info = types.SelectedCompletionInfo(range=elsewhere, text="import")
+    with pytest.raises(JsonRpcInvalidParams):
+        await client.text_document_inline_completion_async(params)

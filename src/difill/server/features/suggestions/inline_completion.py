@@ -6,11 +6,17 @@ before closers the editor auto-closed (``=> {█})``): that item replaces them, 
 with them on a line of their own.  When a remote model server fails (503, a wrong key, a
 malformed answer), the answer is empty: the status already says what the server said
 (engine_host.py), and ghost text is never an error popup per keystroke.
+
+``selectedCompletionInfo`` (LSP 3.18; VS Code sends it while its completion popup has an item
+selected): the suggestions are asked for the document as it would be with that item accepted,
+and each item extends it: its text starts with the item's text and it replaces the item's range,
+as VS Code requires for ghost text to show beside the popup.
 """
 
 from __future__ import annotations
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
 
 from difill.engine.api import BackendError
 from difill.server.documents import Document
@@ -30,24 +36,49 @@ async def inline_completion(
     if offset is None:  # a line past the end of the document
         return EMPTY
     invoked = params.context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
-    suggestions = await suggestions_at(server, document, offset, invoked)
-    cursor = document.position_at(offset, server.encoding)
+    # The items replace [start, end) of the document as the editor has it, and start with
+    # ``selected``: the cursor and nothing, or the popup item's range and its text.
+    start, end, selected = offset, offset, ""
+    asked, at = document, offset
+    info = params.context.selected_completion_info
+    if info is not None:
+        start, end = _selected_range(document, offset, info.range, server.encoding)
+        selected = info.text
+        text = document.text[:start] + selected + document.text[end:]
+        # The document as it would be with the item accepted: asked, never stored.
+        asked = Document(document.uri, document.language_id, document.version, text)
+        at = start + len(selected)
+    suggestions = await suggestions_at(server, asked, at, invoked)
     closers = suggestions.closers
-    after_closers = document.position_at(offset + len(closers), server.encoding) if closers else cursor
+    low = document.position_at(start, server.encoding)
+    high = document.position_at(end, server.encoding)
+    after_closers = document.position_at(end + len(closers), server.encoding) if closers else high
     items = []
     for text in suggestions.texts:
         if closers and "\n" in text:
             # The text ends with a newline and the cursor line's indentation: the closers follow it.
             items.append(
                 types.InlineCompletionItem(
-                    insert_text=text + closers.strip(), range=types.Range(start=cursor, end=after_closers)
+                    insert_text=selected + text + closers.strip(), range=types.Range(start=low, end=after_closers)
                 )
             )
         else:
             items.append(
-                types.InlineCompletionItem(insert_text=text, range=types.Range(start=cursor, end=cursor))
+                types.InlineCompletionItem(insert_text=selected + text, range=types.Range(start=low, end=high))
             )
     return types.InlineCompletionList(items=items)
+
+
+def _selected_range(document: Document, cursor: int, rng: types.Range, encoding: str) -> tuple[int, int]:
+    """``selectedCompletionInfo.range`` as offsets: on the cursor's line, around the cursor (the
+    word the popup completes); InvalidParams otherwise."""
+    start, end = document.offset_at(rng.start, encoding), document.offset_at(rng.end, encoding)
+    line = document.position_at(cursor, encoding).line
+    if start is None or end is None or not (start <= cursor <= end) or rng.start.line != line or rng.end.line != line:
+        raise JsonRpcInvalidParams(
+            "context.selectedCompletionInfo.range must be on the cursor's line and hold the cursor"
+        )
+    return start, end
 
 
 async def suggestions_at(
