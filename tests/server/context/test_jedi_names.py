@@ -114,9 +114,48 @@ def test_hostile_code_answers_without_raising(tmp_path, patient, hostile):
     lookup.close()
 
 
+def test_a_completions_private_name_tells_a_submodule():
+    # jedi_names reads ``Completion._name`` to skip importing each submodule: a jedi release that
+    # renames it fails here.
+    import jedi
+    from jedi.inference.names import SubModuleName
+
+    completions = jedi.Script("import json\njson.").complete(2, 5)
+    assert any(isinstance(c._name, SubModuleName) and c.name == "decoder" for c in completions)
+
+
 def test_parsos_file_read_is_what_the_guard_wraps():
     # jedi_names.guard_reads wraps this private method: a parso release that renames it fails here.
     assert callable(parso.file_io.FileIO.read)
     jedi_names.guard_reads(lambda path: path.endswith("denied.py"))
     assert getattr(parso.file_io.FileIO.read, "difill_guarded", False)
     assert parso.file_io.FileIO("/nonexistent/denied.py").read() == b""
+
+
+def test_a_package_of_10000_modules_and_a_symlink_loop(tmp_path, patient):
+    """Issue 46, bad input: jedi lists a 10,000-module package within MAX_NAMES, follows no
+    symlink loop forever, and parso's cache of parsed modules stays bounded through a long
+    star-import chain."""
+    big = tmp_path / "big"
+    big.mkdir()
+    (big / "__init__.py").write_text("")
+    for i in range(10_000):
+        (big / f"m{i}.py").write_text("")
+    loop = tmp_path / "loopy"
+    loop.mkdir()
+    (loop / "__init__.py").write_text("X = 1\n")
+    (loop / "again").symlink_to(loop, target_is_directory=True)
+    for i in range(jedi_names.MAX_PARSED_MODULES + 100):  # each parsed: a star import per link
+        write(tmp_path / f"chain{i}.py", f"from chain{i + 1} import *\nNAME{i} = {i}\n")
+    lookup = JediNames(lambda path: False, lambda: [str(tmp_path)])
+    found = lookup.names("import big\nbig.", 15, str(tmp_path / "doc.py"))
+    assert found is not None and 0 < len(found) <= jedi_names.MAX_NAMES
+    text = "import loopy.again.again.again\nloopy.again.again."
+    assert isinstance(lookup.names(text, len(text), str(tmp_path / "doc.py")), list)
+    text = "from chain0 import *\nNAME"
+    found = lookup.names(text, len(text), str(tmp_path / "doc.py"))
+    assert found is not None and "NAME0" in found
+    from parso.cache import parser_cache
+
+    assert sum(len(cached) for cached in parser_cache.values()) <= jedi_names.MAX_PARSED_MODULES
+    lookup.close()

@@ -11,7 +11,8 @@ names as it ranks the workspace's; the model then orders the names no evidence t
   waited for ``DEADLINE_S``; past it the caller keeps today's rules, and the answer, when it
   comes, is cached for the next keystroke.  jedi's first completion in a process loads its stubs
   (about a second): it is started in the background by the first request.
-* **Cached** per document text, cursor and project.
+* **Cached** per document text, cursor and project; parso's own cache of parsed modules is held
+  to ``MAX_PARSED_MODULES`` (a 10,000-module package does not grow it without bound).
 * **No code runs**: jedi parses modules, it never imports a Python file (kept so: ``Script``,
   not ``Interpreter``).
 * **No denied file reaches a candidate**: a name defined in a file the caller refuses (one the
@@ -20,14 +21,16 @@ names as it ranks the workspace's; the model then orders the names no evidence t
   this process goes through parso's ``FileIO.read``, wrapped once (``guard_reads``) to read
   nothing from such a path.  One read is beyond that wrapper: jedi finds an imported module, and
   reads its source, in its environment subprocess (so that compiled modules are imported there,
-  not here); a denied module the document itself imports is read there, and its names dropped.  That is
-  the one private name borrowed here; tests/server/context/test_jedi_names.py pins it.
+  not here); a denied module the document itself imports is read there, and its names dropped.
+  ``FileIO.read`` is one private name borrowed here; a completion's ``_name`` (to tell a
+  submodule without importing it) is the other.  tests/server/context/test_jedi_names.py pins both.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import keyword
 import logging
 import os
 import sys
@@ -42,6 +45,10 @@ log = logging.getLogger("difill.server")
 DEADLINE_S = 0.05  # a keystroke's share: past it, today's rules answer
 MAX_NAMES = 2000  # jedi lists every name of a module; the ranking reads this many (symbols.MAX_MODULE_NAMES)
 CACHE_ENTRIES = 64
+# parso keeps every module jedi parsed in a process-wide cache, dropping only those unused for 10
+# minutes once it holds 600: a star-import chain through a 10,000-module package would keep them
+# all.  After each completion the least recently used go, down to this many.
+MAX_PARSED_MODULES = 400
 MAX_TEXT_CHARS = 1024 * 1024  # as the syntax trees' cap (server/trees.py): no completion above it
 
 
@@ -93,6 +100,8 @@ class JediNames:
                 import jedi
             except ImportError:
                 return None
+            from jedi.inference.names import SubModuleName
+
             guard_reads(self.denies)
             script = jedi.Script(text, path=path, project=self._project(path))
             refused: dict[str, bool] = {}  # per defining file: a module's names share one
@@ -105,18 +114,22 @@ class JediNames:
                     refused[where] = self.denies(where)
                 return not refused[where]
 
-            found = [
-                c.name
-                for c in script.complete(line, column)
-                if c.type != "keyword" and allowed(c.module_path)
-            ]
-            found = found[:MAX_NAMES]
+            found = []
+            for c in script.complete(line, column):
+                if len(found) == MAX_NAMES:
+                    break
+                # A submodule's name is a file name: nothing of it is read, and asking its
+                # ``type`` or ``module_path`` imports it (50 ms each in a package of 10,000
+                # modules, which then took two minutes).  The second private name borrowed.
+                if isinstance(c._name, SubModuleName) or (not keyword.iskeyword(c.name) and allowed(c.module_path)):
+                    found.append(c.name)
         except Exception as err:  # noqa: BLE001 - jedi on hostile code must never reach the request
             log.debug("jedi failed at %s:%d:%d: %s", path, line, column, err)
             found = None
         finally:
             with self._lock:
                 self._running.pop(key, None)
+            bound_parsed_modules(MAX_PARSED_MODULES)
         if found is not None:
             with self._lock:
                 self._cache[key] = found
@@ -168,6 +181,21 @@ def environment_module(path: str) -> bool:
 
     roots = (*_environment_roots(), os.path.dirname(os.path.realpath(jedi.__file__)))
     return any(real.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
+
+
+def bound_parsed_modules(limit: int) -> None:
+    """Drop parso's least recently used parsed modules down to ``limit`` (jedi's thread only:
+    the one user of parso in the server)."""
+    try:
+        from parso.cache import parser_cache
+    except ImportError:
+        return
+    items = [(item.last_used, grammar, path) for grammar, cached in parser_cache.items() for path, item in cached.items()]
+    if len(items) <= limit:
+        return
+    items.sort()
+    for _, grammar, path in items[: len(items) - limit]:
+        parser_cache[grammar].pop(path, None)
 
 
 _guard: list[Callable[[str], bool]] = []  # the policy the wrapped read asks (the last one set)
