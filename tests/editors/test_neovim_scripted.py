@@ -84,3 +84,18 @@ def test_partial_accept_inserts_a_word_then_a_line_and_keeps_the_rest_shown(resu
     assert record["requests_after"] == record["requests_before"]
     # Each piece is its own undo step: one undo takes back only the last.
     assert "\n".join(record["after_one_undo"]) == buffer_before + "sult = compute(x)\n    return result"
+
+
+def test_the_model_load_shows_at_the_cursor_in_insert_mode(results):
+    record = scenario(results, "load_hint_in_insert_mode")
+    assert record["normal_mode"] == []  # normal mode: the message area shows it (echo)
+    (mark,) = record["on_insert"]  # entering insert mode while it loads draws the hint
+    assert (mark["row"], mark["text"].strip(), mark["pos"]) == (1, "difill: loading the engine (0%)", "eol")
+    (mark,) = record["report"]
+    assert mark["text"].strip() == "difill: reading the model (30%)"
+    (mark,) = record["after_moving"]  # it follows the cursor to the new line
+    assert mark["row"] == record["cursor_row"] == 2
+    (mark,) = record["at_end"]
+    assert mark["text"].strip() == "difill: ready (7.7 s)"
+    assert record["after_linger"] == []
+    assert record["after_leaving"] == []

@@ -60,4 +60,43 @@ S[#S + 1] = { name = "partial_accept", fn = function(r)
   F.completion = nil
 end }
 
+local function progress_marks()
+  local ns = vim.api.nvim_get_namespaces()["difill.progress"]
+  local out = {}
+  for _, m in ipairs(ns and vim.api.nvim_buf_get_extmarks(0, ns, 0, -1, { details = true }) or {}) do
+    out[#out + 1] = { row = m[2], text = m[4].virt_text and m[4].virt_text[1][1] or "", pos = m[4].virt_text_pos }
+  end
+  return out
+end
+
+local function load_progress(kind, message, percentage)
+  F.send("$/progress", { token = "difill-load", value = { kind = kind, title = "difill", message = message,
+    percentage = percentage } })
+  T.sleep(50)
+end
+
+--- The model's load while typing: a hint at the cursor (the message area shows -- INSERT --),
+--- following the cursor, gone a moment after the load; in normal mode no hint (the echo shows).
+S[#S + 1] = { name = "load_hint_in_insert_mode", fn = function(r)
+  require("difill.progress").linger_ms = 300
+  open("loading.py", { "def f(x):", "    " })
+  load_progress("begin", "loading the engine", 0)
+  r.normal_mode = progress_marks()
+  T.input("2GA")
+  r.on_insert = progress_marks()
+  load_progress("report", "reading the model", 30)
+  r.report = progress_marks()
+  T.input("x<CR>")
+  r.after_moving = progress_marks()
+  r.cursor_row = vim.api.nvim_win_get_cursor(0)[1] - 1
+  load_progress("end", "ready (7.7 s)")
+  r.at_end = progress_marks()
+  T.sleep(600)
+  r.after_linger = progress_marks()
+  load_progress("begin", "loading the engine", 0)
+  T.input("<Esc>")
+  r.after_leaving = progress_marks()
+  load_progress("end", "ready (0.1 s)")
+end }
+
 return S

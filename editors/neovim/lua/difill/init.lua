@@ -5,6 +5,7 @@ local util = require("difill.util")
 local ghost = require("difill.ghost")
 local proposals = require("difill.proposals")
 local next_edit = require("difill.next_edit")
+local progress = require("difill.progress")
 
 local api = vim.api
 local M = {}
@@ -475,6 +476,7 @@ local function show_progress(ev)
       value.percentage and (" (%d%%)"):format(value.percentage) or "")
   M.progress[client.id] = value.kind ~= "end" and text or nil
   api.nvim_echo({ { text } }, false, {})
+  progress.update(text, value.kind == "end") -- in insert mode the echo is hidden: a hint at the cursor
 end
 
 ---@param t table
@@ -527,6 +529,7 @@ function M.setup(opts)
   end
   proposals.highlights()
   next_edit.highlights()
+  progress.setup()
   local next_key = cfg.keymaps and cfg.keymaps.next_edit
   next_edit.opts = {
     debounce_ms = cfg.next_edit_debounce_ms,
