@@ -330,8 +330,11 @@ vim.wait(1000, function() return #messages > 0 end, 20) -- the exit's own messag
 local on_exit = vim.deepcopy(messages)
 messages = {}
 vim.cmd("DifillStatus")
+vim.cmd("checkhealth difill")
+local health = vim.api.nvim_buf_get_lines(0, 0, -1, false)
 local f = assert(io.open(vim.env.DIFILL_OUT, "w"))
-f:write(vim.json.encode({ exited = exited, on_exit = on_exit, status = messages, log = difill.log_file() }))
+f:write(vim.json.encode({ exited = exited, on_exit = on_exit, status = messages, log = difill.log_file(),
+  health = health }))
 f:close()
 vim.cmd("qa!")
 """
@@ -352,6 +355,12 @@ vim.cmd("qa!")
     assert "unrecognized arguments: --no-such-flag" in status, status
     assert "usage:" in status, status  # argparse's whole message, not only its last line
     assert result["log"] in status and result["log"].startswith(str(tmp_path / "state")), status
+    # :checkhealth difill: the version of the difill that cmd runs, and how it ended.
+    from difill import __version__
+
+    health = "\n".join(result["health"])
+    assert f"OK version: difill {__version__}" in health, health
+    assert "ERROR the server exited with code 2: " in health and "--no-such-flag" in health, health
 
 
 # ---- proposed edits (review_edits, issue 24) ------------------------------------------------

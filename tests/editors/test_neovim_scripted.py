@@ -99,3 +99,13 @@ def test_the_model_load_shows_at_the_cursor_in_insert_mode(results):
     assert mark["text"].strip() == "difill: ready (7.7 s)"
     assert record["after_linger"] == []
     assert record["after_leaving"] == []
+
+
+def test_checkhealth_names_the_server_version_model_engine_log_and_last_error(results):
+    record = scenario(results, "checkhealth")
+    text = "\n".join(record["lines"])
+    assert "No healthcheck found" not in text, text
+    assert re.search(r"OK running: difill 9\.8\.7", text), text  # the server's serverInfo
+    assert "OK model: /models/tiny" in text and "OK engine: llama.cpp" in text, text
+    assert f"OK log: {record['log']} (:DifillLog)" in text, text
+    assert "ERROR last error: the model server failed: 503 Service Unavailable" in text, text

@@ -99,4 +99,24 @@ S[#S + 1] = { name = "load_hint_in_insert_mode", fn = function(r)
   load_progress("end", "ready (0.1 s)")
 end }
 
+--- The lines :checkhealth difill writes.
+local function checkhealth()
+  vim.cmd("checkhealth difill")
+  local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+  vim.cmd("bwipeout!")
+  return lines
+end
+
+--- :checkhealth difill after a load and an error the server reported.
+S[#S + 1] = { name = "checkhealth", fn = function(r)
+  open("health.py", { "x = 1" })
+  F.send("difill/status", { state = "ready", message = "model loaded from /models/tiny (llama.cpp) in 1.2 s" })
+  F.send("difill/status", { state = "error", message = "the model server failed: 503 Service Unavailable" })
+  T.sleep(50)
+  r.log = difill.log_file()
+  vim.fn.mkdir(vim.fs.dirname(r.log), "p")
+  vim.fn.writefile({ "a line" }, r.log)
+  r.lines = checkhealth()
+end }
+
 return S

@@ -513,6 +513,7 @@ end
 
 ---@param opts? difill.Config|{}
 function M.setup(opts)
+  M.did_setup = true -- for :checkhealth difill
   M.config = vim.tbl_deep_extend("force", vim.deepcopy(require("difill.config")), opts or {})
   local cfg = M.config
   -- The server always keeps a log that :DifillLog can open: next to Neovim's lsp.log by default.
