@@ -109,3 +109,24 @@ def test_checkhealth_names_the_server_version_model_engine_log_and_last_error(re
     assert "OK model: /models/tiny" in text and "OK engine: llama.cpp" in text, text
     assert f"OK log: {record['log']} (:DifillLog)" in text, text
     assert "ERROR last error: the model server failed: 503 Service Unavailable" in text, text
+
+
+def test_the_next_edit_sign_never_shifts_the_text(results):
+    record = scenario(results, "sign_column")
+    assert record["global_signcolumn"] == "auto"  # the premise: Neovim's default, which shifts
+    assert record["signcolumn"] == "yes"
+    assert record["signs"] == ["»"]
+    assert record["textoff_before"] == record["textoff_shown"] == record["textoff_after"] == 2
+    # sign_column = false: 'signcolumn' stays auto, and the edit comes without a sign.
+    assert record["signcolumn_off"] == "auto"
+    assert record["shown_off"]["text"] == "w" and record["signs_off"] == []
+    assert record["textoff_off_before"] == record["textoff_off_shown"] == 0
+
+
+def test_next_edits_are_asked_after_a_complete_token_never_mid_word(results):
+    record = scenario(results, "next_edit_not_mid_word")
+    assert record["asked_mid_word"] == 0 and record["shown_mid_word"] is None
+    assert record["asked_after_space"] == 1
+    assert record["asked_after_backspace"] == 1
+    assert record["mode"] == "n" and record["asked_after_esc"] == 2
+    assert record["asked_inside_word"] == 2

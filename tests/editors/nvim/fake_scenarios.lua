@@ -119,4 +119,86 @@ S[#S + 1] = { name = "checkhealth", fn = function(r)
   r.lines = checkhealth()
 end }
 
+local NEXT_EDIT = "textDocument/copilotInlineEdit"
+local AREA = { "def area(width, height):", "    half = width / 2", "    return width * height + half" }
+--- The rename's next place: `width` on line 2 becomes `w`.
+local RENAME = { text = "w", range = { start = { line = 1, character = 11 }, ["end"] = { line = 1, character = 16 } } }
+
+local function textoff()
+  return vim.fn.getwininfo(vim.api.nvim_get_current_win())[1].textoff
+end
+
+local function signs()
+  local ns = vim.api.nvim_get_namespaces()["difill.next_edit"]
+  local out = {}
+  for _, m in ipairs(vim.api.nvim_buf_get_extmarks(0, ns, 0, -1, { details = true })) do
+    if m[4].sign_text then
+      out[#out + 1] = vim.trim(m[4].sign_text)
+    end
+  end
+  return out
+end
+
+--- The next edit's sign never moves the text: the sign column stays open while difill is on;
+--- with sign_column = false and 'signcolumn' auto, the edit is drawn without a sign.
+S[#S + 1] = { name = "sign_column", fn = function(r)
+  F.next_edits = { RENAME }
+  r.global_signcolumn = vim.go.signcolumn
+  vim.wo.signcolumn = "auto" -- as in a new window (earlier scenarios' buffers opened the column)
+  open("signs.py", AREA)
+  r.signcolumn = vim.wo.signcolumn
+  r.textoff_before = textoff()
+  vim.api.nvim_win_set_cursor(0, { 1, 9 })
+  T.input("ciww<Esc>")
+  T.wait(function() return require("difill.next_edit").current(0) end, 5000, "the next edit")
+  r.signs = signs()
+  r.textoff_shown = textoff()
+  difill.dismiss_next_edit()
+  r.textoff_after = textoff()
+  -- Off: 'signcolumn' left as the user has it, and no sign where it would open the column.
+  require("difill.next_edit").opts.sign_column = false
+  open("signs_off.py", AREA)
+  vim.wo.signcolumn = "auto"
+  r.textoff_off_before = textoff()
+  vim.api.nvim_win_set_cursor(0, { 1, 9 })
+  T.input("ciww<Esc>")
+  r.shown_off = T.wait(function() return require("difill.next_edit").current(0) end, 5000, "the next edit")
+  r.signs_off = signs()
+  r.textoff_off_shown = textoff()
+  r.signcolumn_off = vim.wo.signcolumn
+  require("difill.next_edit").opts.sign_column = true
+  difill.dismiss_next_edit()
+  F.next_edits = {}
+end }
+
+--- Next edits are asked at a pause after a complete token, never while a word is half typed.
+S[#S + 1] = { name = "next_edit_not_mid_word", fn = function(r)
+  F.next_edits = { RENAME }
+  open("midword.py", AREA)
+  local asked = function() return #F.of(NEXT_EDIT) end
+  local start = asked()
+  vim.api.nvim_win_set_cursor(0, { 1, 9 })
+  T.input("ciwwi")
+  T.sleep(300) -- six times the pause (next_edit_debounce_ms 50)
+  r.asked_mid_word = asked() - start
+  r.shown_mid_word = require("difill.next_edit").current(0) or vim.NIL
+  T.input(" ")
+  T.sleep(300)
+  r.asked_after_space = asked() - start
+  T.input("<BS>")
+  T.sleep(300)
+  r.asked_after_backspace = asked() - start -- `wi` again: half a word
+  T.input("<Esc>")
+  T.sleep(300)
+  r.asked_after_esc = asked() - start -- leaving insert mode completes it
+  r.mode = vim.api.nvim_get_mode().mode
+  -- Inside a word in insert mode: `hei|ght` + x.
+  vim.api.nvim_win_set_cursor(0, { 3, 22 })
+  T.input("ax")
+  T.sleep(300)
+  r.asked_inside_word = asked() - start
+  T.input("<Esc>")
+  F.next_edits = {}
+end }
+
 return S

@@ -51,7 +51,10 @@ function F.cmd(d)
         local at = params.position
         result = { items = F.completion and { { insertText = F.completion, range = { start = at, ["end"] = at } } } or {} }
       elseif method == "textDocument/copilotInlineEdit" then
-        result = { edits = F.next_edits }
+        -- For the version asked about, as the server answers.
+        result = { edits = vim.tbl_map(function(e)
+          return vim.tbl_extend("keep", e, { textDocument = params.textDocument })
+        end, F.next_edits) }
       end
       vim.schedule(function()
         callback(nil, result)

@@ -538,6 +538,7 @@ function M.setup(opts)
       return M.config.settings.nextEdit -- read at each edit: configure() may change it
     end,
     key = next_key and next_key or ":DifillNextEdit",
+    sign_column = cfg.sign_column,
   }
   -- <Plug> mappings, for users who pick their own keys (the defaults map to these).
   vim.keymap.set({ "n", "i" }, "<Plug>(difill-next-edit)", M.next_edit, { desc = "difill: jump to / accept the next edit" })
