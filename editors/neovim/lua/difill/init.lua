@@ -498,24 +498,46 @@ function M.configure(settings)
   end
 end
 
---- A message naming the server command when it cannot be run, else nil.
+--- A message naming the server command when it cannot be run, else nil. It names what the user
+--- gave: a bare name is looked up on PATH; a path is checked as given (a typo in the file name
+--- gets the executable `difill` of that folder suggested), never the docs' placeholder.
 ---@param cmd string[]|function
 ---@return string?
 local function missing_command(cmd)
-  local exe = type(cmd) == "table" and cmd[1] or nil -- a function: an in-process server
+  local exe = type(cmd) == "table" and cmd[1] or nil
   if type(exe) ~= "string" or vim.fn.executable(exe) == 1 then
-    return nil
+    return nil -- a function (an in-process server) or a command that runs
   end
-  return ("cannot start the server: %q is not an executable on PATH. Set cmd to the difill of the "
-    .. "environment you installed it in, e.g. require(\"difill\").setup({ cmd = { "
-    .. "\"/path/to/difill/.venv/bin/difill\", \"serve\" } })"):format(exe)
+  if not exe:find("/", 1, true) then
+    return ("cannot start the server: %q is not an executable on PATH. Set cmd to the full path of "
+      .. "the difill in the environment you installed it in (<venv>/bin/difill)"):format(exe)
+  end
+  local why = vim.uv.fs_stat(exe) and "is not executable" or "does not exist"
+  local dir = vim.fs.dirname(exe)
+  local sibling = vim.fs.joinpath(dir, "difill")
+  local hint = sibling ~= exe and vim.fn.executable(sibling) == 1 and ("; did you mean %q?"):format(sibling)
+    or (vim.uv.fs_stat(dir) == nil and (" (nor does the folder %s)"):format(dir) or "")
+  return ("cannot start the server: cmd[1] %q %s%s"):format(exe, why, hint)
 end
 
 ---@param opts? difill.Config|{}
 function M.setup(opts)
   M.did_setup = true -- for :checkhealth difill
-  M.config = vim.tbl_deep_extend("force", vim.deepcopy(require("difill.config")), opts or {})
+  local defaults = require("difill.config")
+  -- A typo in an option (`keymap` for `keymaps`) was silently ignored: name it, with a guess.
+  -- `settings` are the server's: it warns about those itself.
+  local unknown = util.unknown_keys(opts or {}, defaults, "setup()")
+  if type((opts or {}).keymaps) == "table" then
+    vim.list_extend(unknown, util.unknown_keys(opts.keymaps, defaults.keymaps, "keymaps"))
+  end
+  for _, warning in ipairs(unknown) do
+    vim.notify(warning, vim.log.levels.WARN)
+  end
+  M.config = vim.tbl_deep_extend("force", vim.deepcopy(defaults), opts or {})
   local cfg = M.config
+  if type(cfg.cmd) == "table" and type(cfg.cmd[1]) == "string" and cfg.cmd[1]:sub(1, 1) == "~" then
+    cfg.cmd[1] = vim.fs.normalize(cfg.cmd[1]) -- the server is spawned without a shell: no ~ there
+  end
   -- The server always keeps a log that :DifillLog can open: next to Neovim's lsp.log by default.
   cfg.settings.logFile = cfg.settings.logFile or vim.fs.joinpath(vim.fn.stdpath("log"), "difill-server.log")
   capture_stderr()
