@@ -422,7 +422,7 @@ def test_an_off_screen_proposal_says_where_it_is_and_jump_shows_it(nvim_results)
 
 def test_an_instruction_edit_is_labelled_with_its_instruction(nvim_results):
     record = scenario(nvim_results, "offscreen_proposal_then_same_range_again")
-    assert record["label"] == "difill: add type hints (:DifillAccept / :DifillReject)"
+    assert record["label"] == "difill: add type hints (accept: <leader>da, reject: <leader>dr)"
 
 
 def test_a_second_edit_of_the_same_range_replaces_the_first(nvim_results):

@@ -193,3 +193,37 @@ def test_a_missing_cmd_is_named_as_given_with_no_placeholder(tmp_path, monkeypat
         f" (nor does the folder {tmp_path}/nowhere)"
     )
     assert not any("/path/to" in m for m in said.values()), said
+
+
+def test_proposal_labels_name_the_keys(results):
+    record = scenario(results, "proposal_label")
+    assert record["label"] == "difill: add hints (accept: <leader>da, reject: <leader>dr)"
+    assert record["draft_label"] == "difill: denoising, step 1 (<leader>dr stops it)"
+    assert record["draft_dropped"] is True
+
+
+def test_proposal_labels_follow_the_configured_keys(tmp_path):
+    result = _run_script(tmp_path, f"""
+package.path = {json.dumps(str(HARNESS))} .. "/?.lua;" .. package.path
+vim.opt.rtp:prepend(vim.env.DIFILL_PLUGIN)
+vim.cmd("filetype on")
+local F = require("fake_server")
+local difill = require("difill")
+difill.setup({{ cmd = F.cmd, keymaps = {{ accept_edit = "ga", reject_edit = false }} }})
+F.proposal_text = "y = 2"
+vim.fn.writefile({{ "x = 1" }}, vim.env.DIFILL_WORKDIR .. "/k.py")
+vim.cmd.edit(vim.env.DIFILL_WORKDIR .. "/k.py")
+vim.wait(5000, function() return vim.lsp.get_clients({{ bufnr = 0, name = "difill" }})[1] ~= nil end)
+local done = false
+difill.edit(0, {{ start = {{ line = 0, character = 0 }}, ["end"] = {{ line = 0, character = 5 }} }}, "add hints",
+  function() done = true end)
+vim.wait(5000, function() return done end)
+local proposals = require("difill.proposals")
+local s = proposals.at_cursor(0, false)
+local label = vim.api.nvim_buf_get_extmark_by_id(0, proposals.ns, s.lines_mark, {{ details = true }})[3].virt_lines[1][1][1]
+local f = assert(io.open(vim.env.DIFILL_OUT, "w"))
+f:write(vim.json.encode({{ label = label }}))
+f:close()
+vim.cmd("qa!")
+""")
+    assert result["label"] == "difill: add hints (accept: ga, reject: :DifillReject)"

@@ -8,6 +8,7 @@ local F = {
   notifications = {}, ---@type { method: string, params: table }[]
   completion = nil, ---@type string?  insertText of the one item answered
   next_edits = {}, ---@type table[]  edits answered to textDocument/copilotInlineEdit
+  proposal_text = nil, ---@type string?  newText of the proposal difill.editSelection answers
   server_info = { name = "difill", version = "9.8.7" },
 }
 
@@ -50,6 +51,10 @@ function F.cmd(d)
       elseif method == "textDocument/inlineCompletion" then
         local at = params.position
         result = { items = F.completion and { { insertText = F.completion, range = { start = at, ["end"] = at } } } or {} }
+      elseif method == "workspace/executeCommand" and params.command == "difill.editSelection" then
+        local args = params.arguments[1]
+        result = { proposal = { id = "p" .. next_id, uri = args.uri, version = args.version, range = args.range,
+          newText = F.proposal_text or "", edits = {}, label = "difill: " .. (args.instruction or "rewrite") } }
       elseif method == "textDocument/copilotInlineEdit" then
         -- For the version asked about, as the server answers.
         result = { edits = vim.tbl_map(function(e)

@@ -568,6 +568,9 @@ function M.setup(opts)
     { desc = "difill: dismiss the next edit" })
   local jump_key = cfg.keymaps and cfg.keymaps.jump_edit
   proposals.jump_hint = jump_key and (jump_key .. " or :DifillJump") or ":DifillJump"
+  -- Labels name the keys (the commands only where no key is mapped): issue 52.
+  proposals.accept_hint = cfg.keymaps and cfg.keymaps.accept_edit or ":DifillAccept"
+  proposals.reject_hint = cfg.keymaps and cfg.keymaps.reject_edit or ":DifillReject"
 
   vim.lsp.config("difill", {
     cmd = cfg.cmd,
