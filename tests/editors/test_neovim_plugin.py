@@ -152,6 +152,19 @@ def test_accept_inserts_exactly_the_suggestion(nvim_results):
     assert record["suggestion_after"] is None and record["marks_after"] == []
 
 
+def test_inline_completion_items_suit_the_builtin_client(nvim_results):
+    """What Neovim 0.12's vim.lsp.inline_completion does with an item (editors/README.md): it
+    replaces `range` with `insertText` (a snippet when it is a StringValue), runs `command` after,
+    and has `filterText`. difill's: plain text over an empty range at the cursor, nothing else."""
+    raw = scenario(nvim_results, "trigger_then_accept")["raw"]
+    items = raw["result"]["items"]
+    assert items, raw
+    for item in items:
+        assert isinstance(item["insertText"], str) and item["insertText"], item
+        assert item["range"] == {"start": raw["position"], "end": raw["position"]}, item
+        assert set(item) == {"insertText", "range"}, item
+
+
 def test_typing_brings_a_suggestion_without_trigger(nvim_results):
     record = scenario(nvim_results, "typing_asks_by_itself")
     assert record["suggestion"]

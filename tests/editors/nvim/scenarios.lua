@@ -140,6 +140,14 @@ S[#S + 1] = { name = "trigger_then_accept", fn = function(r)
   r.suggestion = triggered_suggestion(ANSWER_MS)
   r.marks = T.ghost_marks(GHOST_NS)
   r.mode = vim.api.nvim_get_mode().mode
+  -- The items as a client gets them (what Neovim 0.12's built-in client relies on): asked again
+  -- at the cursor, which the server's cache answers.
+  local client = vim.lsp.get_clients({ bufnr = 0, name = "difill" })[1]
+  local position = vim.lsp.util.make_position_params(0, client.offset_encoding).position
+  local answer = client:request_sync("textDocument/inlineCompletion", {
+    textDocument = vim.lsp.util.make_text_document_params(0), position = position, context = { triggerKind = 1 },
+  }, ANSWER_MS, 0)
+  r.raw = { position = position, result = answer and answer.result or vim.NIL }
   r.accepted = difill.accept()
   r.after = T.lines()
   r.cursor_after = vim.api.nvim_win_get_cursor(0)
