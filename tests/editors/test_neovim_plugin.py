@@ -93,6 +93,14 @@ def nvim_results(request, tiny_model_dir, tmp_path_factory) -> dict:
     return results
 
 
+# The piece of ghost text that accept_word takes (ghost.lua's piece()): blanks with at most one line
+# break, then a run of word characters (ASCII letters, digits, `_`, and any non-ASCII character:
+# the plugin works on bytes and never cuts one) or a run of other non-blank characters.
+WORD_PIECE = re.compile(
+    "[ \t]*\n?[ \t]*(?:[0-9A-Za-z_\u0080-\U0010ffff]+|[^0-9A-Za-z_ \t\n\r\f\v\u0080-\U0010ffff]+)?"
+)
+
+
 def scenario(results: dict, name: str) -> dict:
     """The record of one scenario, failing with its error when it did not run through."""
     assert "_runner" not in results, results["_runner"]
@@ -163,6 +171,20 @@ def test_inline_completion_items_suit_the_builtin_client(nvim_results):
         assert isinstance(item["insertText"], str) and item["insertText"], item
         assert item["range"] == {"start": raw["position"], "end": raw["position"]}, item
         assert set(item) == {"insertText", "range"}, item
+
+
+def test_accepting_a_word_of_the_servers_suggestion_keeps_the_rest(nvim_results):
+    record = scenario(nvim_results, "partial_accept_real_server")
+    suggestion = record["suggestion"]
+    word = WORD_PIECE.match(suggestion).group(0)
+    assert 0 < len(word) < len(suggestion)
+    row, col = record["cursor_before"]
+    before = "\n".join(record["before"])
+    offset = sum(len(line) + 1 for line in record["before"][: row - 1]) + col
+    assert "\n".join(record["after"]) == before[:offset] + word + before[offset:]
+    assert record["shown"] == suggestion[len(word) :]
+    assert len(record["marks"]) == 1
+    assert record["requests"] == 0
 
 
 def test_typing_brings_a_suggestion_without_trigger(nvim_results):

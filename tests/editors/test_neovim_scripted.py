@@ -13,9 +13,11 @@ import re
 import subprocess
 
 import pytest
-from test_neovim_plugin import HARNESS, PLUGIN, _nvim, _nvim_version, scenario
+from test_neovim_plugin import HARNESS, PLUGIN, WORD_PIECE, _nvim, _nvim_version, scenario
 
 RUN_TIMEOUT_S = 120
+
+pytestmark = pytest.mark.slow  # several Neovims, ~6 s together
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +40,7 @@ def results(tmp_path_factory) -> dict:
 
 def _word(rest: str) -> str:
     """What accept_word should take: blanks (at most one line break), then a word or punctuation."""
-    m = re.match(r"[ \t]*\n?[ \t]*(?:\w+|[^\w\s]+)?", rest)
-    return m.group(0)
+    return WORD_PIECE.match(rest).group(0)
 
 
 def _line(rest: str) -> str:
@@ -166,7 +167,9 @@ def test_unknown_options_are_named_with_a_guess(tmp_path, monkeypatch):
     messages = _run_script(tmp_path, SETUP_AND_RECORD)["messages"]
     warnings = [m for m in messages if "unknown option" in m]
     assert 'difill: unknown option "keymap" in setup() (ignored); did you mean "keymaps"?' in warnings
-    assert 'difill: unknown option "accept_wrod" in keymaps (ignored); did you mean "accept_word"?' in warnings
+    assert (
+        'difill: unknown option "accept_wrod" in keymaps (ignored); did you mean "accept_word"?' in warnings
+    )
     assert 'difill: unknown option "debounce" in setup() (ignored); did you mean "debounce_ms"?' in warnings
     (far,) = [m for m in warnings if "zzzqqq" in m]
     assert "did you mean" not in far and "auto_trigger, builtin, cmd," in far  # no guess: the list
@@ -187,7 +190,9 @@ def test_a_missing_cmd_is_named_as_given_with_no_placeholder(tmp_path, monkeypat
     assert said["typo"] == (
         f'difill: cannot start the server: cmd[1] "{bin_dir}/difil" does not exist; did you mean "{bin_dir}/difill"?'
     )
-    assert said["not_executable"].startswith(f'difill: cannot start the server: cmd[1] "{bin_dir}/python" is not executable')
+    assert said["not_executable"].startswith(
+        f'difill: cannot start the server: cmd[1] "{bin_dir}/python" is not executable'
+    )
     assert said["no_folder"] == (
         f'difill: cannot start the server: cmd[1] "{tmp_path}/nowhere/difill" does not exist'
         f" (nor does the folder {tmp_path}/nowhere)"
@@ -203,7 +208,9 @@ def test_proposal_labels_name_the_keys(results):
 
 
 def test_proposal_labels_follow_the_configured_keys(tmp_path):
-    result = _run_script(tmp_path, f"""
+    result = _run_script(
+        tmp_path,
+        f"""
 package.path = {json.dumps(str(HARNESS))} .. "/?.lua;" .. package.path
 vim.opt.rtp:prepend(vim.env.DIFILL_PLUGIN)
 vim.cmd("filetype on")
@@ -225,5 +232,6 @@ local f = assert(io.open(vim.env.DIFILL_OUT, "w"))
 f:write(vim.json.encode({{ label = label }}))
 f:close()
 vim.cmd("qa!")
-""")
+""",
+    )
     assert result["label"] == "difill: add hints (accept: ga, reject: :DifillReject)"

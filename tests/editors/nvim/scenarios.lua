@@ -155,6 +155,42 @@ S[#S + 1] = { name = "trigger_then_accept", fn = function(r)
   r.marks_after = T.ghost_marks(GHOST_NS)
 end }
 
+--- <M-Right> on the real server's suggestion: its first word inserted, the rest still shown, and
+--- no request made for it. A suggestion of one word is retried on other lines.
+S[#S + 1] = { name = "partial_accept_real_server", fn = function(r)
+  local ghost = require("difill.ghost")
+  for i, tail in ipairs({ "    return ", "    total = ", "    print(", "    x = a + " }) do
+    open(("partial_%d.py"):format(i), { "def add(a, b):", tail })
+    T.input("2GA")
+    local text = triggered_suggestion(ANSWER_MS)
+    if ghost.piece(text, "word") ~= text then
+      r.before, r.suggestion, r.cursor_before = T.lines(), text, vim.api.nvim_win_get_cursor(0)
+      break
+    end
+    T.input("<Esc>")
+  end
+  assert(r.suggestion, "every suggestion was a single word")
+  local client = vim.lsp.get_clients({ bufnr = 0, name = "difill" })[1]
+  local sent = 0
+  local request = client.request
+  client.request = function(self, method, ...)
+    if method == "textDocument/inlineCompletion" then
+      sent = sent + 1
+    end
+    return request(self, method, ...)
+  end
+  local ok, err = pcall(function()
+    T.input("<M-Right>")
+    T.sleep(300)
+    r.after = T.lines()
+    r.shown = difill.suggestion() or vim.NIL
+    r.marks = T.ghost_marks(GHOST_NS)
+  end)
+  client.request = request
+  r.requests = sent
+  assert(ok, err)
+end }
+
 S[#S + 1] = { name = "typing_asks_by_itself", fn = function(r)
   open("typing.py", { "def greet(name):", "" })
   T.input("2GA")
