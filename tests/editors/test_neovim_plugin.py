@@ -128,6 +128,13 @@ def test_the_model_load_shows_progress_in_the_message_area(nvim_results):
     assert any(m.startswith("difill: ready") for m in record["echoed"]), record["echoed"]
 
 
+def test_the_model_load_shows_at_the_cursor_while_typing(nvim_results):
+    record = scenario(nvim_results, "typing_before_ready")
+    assert record["hints"], record["echoed"]  # typed while it loaded: at least its end is seen
+    assert all(h["row"] == h["cursor_row"] and h["text"].startswith("difill: ") for h in record["hints"])
+    assert record["hints"][-1]["text"].startswith("difill: ready"), record["hints"]
+
+
 def test_server_accepts_the_settings_the_plugin_sends(nvim_results):
     # The harness sets maxTokens and steps; the server reports bad settings via showMessage.
     record = scenario(nvim_results, "server_ready")

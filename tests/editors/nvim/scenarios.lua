@@ -95,6 +95,17 @@ S[#S + 1] = { name = "typing_before_ready", fn = function(r)
       r.status_at_ready = difill.status()
     end
   end })
+  -- The hint at the cursor while typing (the message area shows -- INSERT -- then).
+  r.hints = {}
+  local hint_au = vim.api.nvim_create_autocmd("LspProgress", { callback = function()
+    if vim.api.nvim_get_mode().mode:sub(1, 1) == "i" then
+      local ns = vim.api.nvim_get_namespaces()["difill.progress"]
+      for _, m in ipairs(ns and vim.api.nvim_buf_get_extmarks(0, ns, 0, -1, { details = true }) or {}) do
+        r.hints[#r.hints + 1] = { row = m[2], text = vim.trim(m[4].virt_text[1][1]),
+          cursor_row = vim.api.nvim_win_get_cursor(0)[1] - 1 }
+      end
+    end
+  end })
   local ok, err = pcall(function()
     open("early.py", { "def greet(name):", "" })
     difill.configure({ loadWaitMs = 0 })
@@ -114,6 +125,7 @@ S[#S + 1] = { name = "typing_before_ready", fn = function(r)
   end)
   vim.api.nvim_echo = echo
   vim.api.nvim_del_autocmd(au)
+  vim.api.nvim_del_autocmd(hint_au)
   difill.configure({ loadWaitMs = 3000 })
   assert(ok, err)
 end }
