@@ -235,3 +235,55 @@ vim.cmd("qa!")
 """,
     )
     assert result["label"] == "difill: add hints (accept: ga, reject: :DifillReject)"
+
+
+def test_partial_accept_on_the_builtin_client_inserts_the_piece_at_the_cursor(tmp_path):
+    """On 0.12 the built-in client holds the item; accept_word() goes through its
+    get({on_accept}), here a stand-in with the item shape of Neovim's inline_completion.lua
+    (`insert_text`, `range` as a vim.Range with start.row/col), since no 0.12 runs here."""
+    result = _run_script(
+        tmp_path,
+        f"""
+package.path = {json.dumps(str(HARNESS))} .. "/?.lua;" .. package.path
+vim.opt.rtp:prepend(vim.env.DIFILL_PLUGIN)
+vim.cmd("filetype on")
+local accepted = {{}}
+vim.lsp.inline_completion = {{
+  enable = function() end,
+  is_enabled = function() return true end,
+  get = function(opts)
+    -- The request was made at `    |` (row 1, col 4); "re" was typed since.
+    local item = {{ insert_text = "result = compute(x)\\n    return result", client_id = 1,
+      range = {{ start = {{ row = 1, col = 4 }}, end_ = {{ row = 1, col = 4 }} }} }}
+    accepted[#accepted + 1] = opts and opts.on_accept ~= nil
+    opts.on_accept(item)
+    return true
+  end,
+}}
+local F = require("fake_server")
+local difill = require("difill")
+difill.setup({{ cmd = F.cmd }})
+-- `)` after the cursor: normal mode can put the cursor at column 6 (insert mode's place).
+vim.fn.writefile({{ "def f(x):", "    re)" }}, vim.env.DIFILL_WORKDIR .. "/b.py")
+vim.cmd.edit(vim.env.DIFILL_WORKDIR .. "/b.py")
+vim.wait(5000, function() return vim.lsp.get_clients({{ bufnr = 0, name = "difill" }})[1] ~= nil end)
+vim.api.nvim_win_set_cursor(0, {{ 2, 6 }})
+local out = {{ word = difill.accept_word() }}
+out.after_word = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+out.cursor_word = vim.api.nvim_win_get_cursor(0)
+vim.api.nvim_buf_set_lines(0, 1, 2, false, {{ "    re)" }})
+vim.api.nvim_win_set_cursor(0, {{ 2, 6 }})
+out.line = difill.accept_line()
+out.after_line = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+out.on_accept = accepted
+local f = assert(io.open(vim.env.DIFILL_OUT, "w"))
+f:write(vim.json.encode(out))
+f:close()
+vim.cmd("qa!")
+""",
+    )
+    assert result["word"] is True and result["line"] is True
+    assert result["on_accept"] == [True, True]
+    assert result["after_word"] == ["def f(x):", "    result)"]
+    assert result["cursor_word"] == [2, 10]
+    assert result["after_line"] == ["def f(x):", "    result = compute(x))"]
