@@ -100,6 +100,7 @@ def test_accepting_is_its_own_undo_step(results):
     # `u` takes back the last accepted edit only: the rename and the first accept stay.
     assert record["lines_after_undo"] == record["lines_after_accept"]
     insert = scenario(results, "insert_mode_accept_is_its_own_undo_step")
+    assert insert["shown_mid_word"] is None  # `h` right before the cursor: not asked yet
     assert insert["mode"] == "i"
     assert insert["lines_after_accept"] == [
         "def area(width, h):",
@@ -112,6 +113,7 @@ def test_accepting_is_its_own_undo_step(results):
 def test_typing_within_the_pause_asks_nothing_and_a_key_drops_what_is_shown(results):
     record = scenario(results, "typing_cancels")
     assert record["requests_while_typing"] == 0
+    assert record["requests_mid_word"] == 0  # a pause in the middle of a word asks nothing
     assert record["requests_after_pause"] == 1
     assert record["shown"]["text"] == "wid"
     assert record["shown_after_key"] is None and record["marks_after_key"] == []

@@ -93,6 +93,14 @@ def nvim_results(request, tiny_model_dir, tmp_path_factory) -> dict:
     return results
 
 
+# The piece of ghost text that accept_word takes (ghost.lua's piece()): blanks with at most one line
+# break, then a run of word characters (ASCII letters, digits, `_`, and any non-ASCII character:
+# the plugin works on bytes and never cuts one) or a run of other non-blank characters.
+WORD_PIECE = re.compile(
+    "[ \t]*\n?[ \t]*(?:[0-9A-Za-z_\u0080-\U0010ffff]+|[^0-9A-Za-z_ \t\n\r\f\v\u0080-\U0010ffff]+)?"
+)
+
+
 def scenario(results: dict, name: str) -> dict:
     """The record of one scenario, failing with its error when it did not run through."""
     assert "_runner" not in results, results["_runner"]
@@ -118,6 +126,13 @@ def test_the_model_load_shows_progress_in_the_message_area(nvim_results):
     loading = [m for m in record["echoed"] if m.startswith("difill: ") and "%)" in m]
     assert loading, record["echoed"]
     assert any(m.startswith("difill: ready") for m in record["echoed"]), record["echoed"]
+
+
+def test_the_model_load_shows_at_the_cursor_while_typing(nvim_results):
+    record = scenario(nvim_results, "typing_before_ready")
+    assert record["hints"], record["echoed"]  # typed while it loaded: at least its end is seen
+    assert all(h["row"] == h["cursor_row"] and h["text"].startswith("difill: ") for h in record["hints"])
+    assert record["hints"][-1]["text"].startswith("difill: ready"), record["hints"]
 
 
 def test_server_accepts_the_settings_the_plugin_sends(nvim_results):
@@ -150,6 +165,33 @@ def test_accept_inserts_exactly_the_suggestion(nvim_results):
     end_col = (col if len(inserted) == 1 else 0) + len(inserted[-1].encode())
     assert record["cursor_after"] == [end_row, end_col]
     assert record["suggestion_after"] is None and record["marks_after"] == []
+
+
+def test_inline_completion_items_suit_the_builtin_client(nvim_results):
+    """What Neovim 0.12's vim.lsp.inline_completion does with an item (editors/README.md): it
+    replaces `range` with `insertText` (a snippet when it is a StringValue), runs `command` after,
+    and has `filterText`. difill's: plain text over an empty range at the cursor, nothing else."""
+    raw = scenario(nvim_results, "trigger_then_accept")["raw"]
+    items = raw["result"]["items"]
+    assert items, raw
+    for item in items:
+        assert isinstance(item["insertText"], str) and item["insertText"], item
+        assert item["range"] == {"start": raw["position"], "end": raw["position"]}, item
+        assert set(item) == {"insertText", "range"}, item
+
+
+def test_accepting_a_word_of_the_servers_suggestion_keeps_the_rest(nvim_results):
+    record = scenario(nvim_results, "partial_accept_real_server")
+    suggestion = record["suggestion"]
+    word = WORD_PIECE.match(suggestion).group(0)
+    assert 0 < len(word) < len(suggestion)
+    row, col = record["cursor_before"]
+    before = "\n".join(record["before"])
+    offset = sum(len(line) + 1 for line in record["before"][: row - 1]) + col
+    assert "\n".join(record["after"]) == before[:offset] + word + before[offset:]
+    assert record["shown"] == suggestion[len(word) :]
+    assert len(record["marks"]) == 1
+    assert record["requests"] == 0
 
 
 def test_typing_brings_a_suggestion_without_trigger(nvim_results):
@@ -330,8 +372,11 @@ vim.wait(1000, function() return #messages > 0 end, 20) -- the exit's own messag
 local on_exit = vim.deepcopy(messages)
 messages = {}
 vim.cmd("DifillStatus")
+vim.cmd("checkhealth difill")
+local health = vim.api.nvim_buf_get_lines(0, 0, -1, false)
 local f = assert(io.open(vim.env.DIFILL_OUT, "w"))
-f:write(vim.json.encode({ exited = exited, on_exit = on_exit, status = messages, log = difill.log_file() }))
+f:write(vim.json.encode({ exited = exited, on_exit = on_exit, status = messages, log = difill.log_file(),
+  health = health }))
 f:close()
 vim.cmd("qa!")
 """
@@ -352,6 +397,12 @@ vim.cmd("qa!")
     assert "unrecognized arguments: --no-such-flag" in status, status
     assert "usage:" in status, status  # argparse's whole message, not only its last line
     assert result["log"] in status and result["log"].startswith(str(tmp_path / "state")), status
+    # :checkhealth difill: the version of the difill that cmd runs, and how it ended.
+    from difill import __version__
+
+    health = "\n".join(result["health"])
+    assert f"OK version: difill {__version__}" in health, health
+    assert "ERROR the server exited with code 2: " in health and "--no-such-flag" in health, health
 
 
 # ---- proposed edits (review_edits, issue 24) ------------------------------------------------
@@ -413,7 +464,7 @@ def test_an_off_screen_proposal_says_where_it_is_and_jump_shows_it(nvim_results)
 
 def test_an_instruction_edit_is_labelled_with_its_instruction(nvim_results):
     record = scenario(nvim_results, "offscreen_proposal_then_same_range_again")
-    assert record["label"] == "difill: add type hints (:DifillAccept / :DifillReject)"
+    assert record["label"] == "difill: add type hints (accept: <leader>da, reject: <leader>dr)"
 
 
 def test_a_second_edit_of_the_same_range_replaces_the_first(nvim_results):

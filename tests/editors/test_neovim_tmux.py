@@ -228,15 +228,20 @@ def test_a_renamed_parameter_is_offered_at_its_next_use_on_screen_and_alt_n_appl
         "def area(width, height):\n    half = width / 2\n    return width * height + half\n"
     )
     screen.keys("Escape")
+    screen.keys(":set signcolumn=auto", literal=True)  # Neovim's default, as in a new window
+    screen.keys("Enter")
     screen.keys(":e rename.py", literal=True)
     screen.keys("Enter")
     screen.wait(
         "#vim.lsp.get_clients({ bufnr = 0, name = 'difill' })", lambda v: v == "1", 30, "difill to attach"
     )
     screen.keys("g", "g", "0", "f", "(", "l")  # on `width` in the signature
+    column_before = screen.text().split("\n")[0].index("def area")
     screen.keys("c", "i", "w", "w", "Escape")  # rename it to `w`
     shown = "require('difill').next_edit_shown() ~= nil"
     screen.wait(shown, lambda v: v == "true", 30, "the next edit")
+    # The sign column was open before the sign came (issue 52): the text did not move.
+    assert screen.text().split("\n")[0].index("def area") == column_before
     png = screen.shot(shots / "neovim-next-edit.png", "Neovim: a renamed parameter, the next edit (Alt+N)")
     rows = screen.text().split("\n")
     # The buffer still says `width`; the new name is drawn right after it, the sign is in the sign

@@ -119,11 +119,15 @@ S[#S + 1] = { name = "rename_then_accept", fn = function(r)
   assert(ok, err)
 end }
 
---- In insert mode: the same keys, and the accept is its own undo step there too.
+--- In insert mode: the same keys, and the accept is its own undo step there too. The edit is
+--- asked once the word is complete (here: the cursor leaves it), never while it may still grow.
 S[#S + 1] = { name = "insert_mode_accept_is_its_own_undo_step", fn = function(r)
   open("insert.py", SOURCE)
   vim.api.nvim_win_set_cursor(0, { 1, 16 })
   T.input("ciwh")
+  T.sleep(800)
+  r.shown_mid_word = next_edit.current(0) or vim.NIL
+  T.input("<Right>") -- past the `)`: the word `h` is complete
   r.shown = T.wait(function() return next_edit.current(0) end, SHOW_MS, "the next edit")
   r.mode = vim.api.nvim_get_mode().mode
   T.input("<M-n>")
@@ -146,9 +150,12 @@ S[#S + 1] = { name = "typing_cancels", fn = function(r)
       T.input(key) -- 30 ms apart: well within the 250 ms pause
     end
     r.requests_while_typing = #r.requests
+    T.sleep(600)
+    r.requests_mid_word = #r.requests -- a pause, but `wid` may still grow: nothing asked
+    T.input("<Esc>") -- the word is complete
     r.shown = T.wait(function() return next_edit.current(0) end, SHOW_MS, "the next edit after the pause")
     r.requests_after_pause = #r.requests
-    T.input("x") -- the user types on
+    T.input("x") -- the user edits on
     r.shown_after_key = next_edit.current(0) or vim.NIL
     r.marks_after_key = marks()
     T.input("<Esc>")

@@ -95,6 +95,17 @@ S[#S + 1] = { name = "typing_before_ready", fn = function(r)
       r.status_at_ready = difill.status()
     end
   end })
+  -- The hint at the cursor while typing (the message area shows -- INSERT -- then).
+  r.hints = {}
+  local hint_au = vim.api.nvim_create_autocmd("LspProgress", { callback = function()
+    if vim.api.nvim_get_mode().mode:sub(1, 1) == "i" then
+      local ns = vim.api.nvim_get_namespaces()["difill.progress"]
+      for _, m in ipairs(ns and vim.api.nvim_buf_get_extmarks(0, ns, 0, -1, { details = true }) or {}) do
+        r.hints[#r.hints + 1] = { row = m[2], text = vim.trim(m[4].virt_text[1][1]),
+          cursor_row = vim.api.nvim_win_get_cursor(0)[1] - 1 }
+      end
+    end
+  end })
   local ok, err = pcall(function()
     open("early.py", { "def greet(name):", "" })
     difill.configure({ loadWaitMs = 0 })
@@ -114,6 +125,7 @@ S[#S + 1] = { name = "typing_before_ready", fn = function(r)
   end)
   vim.api.nvim_echo = echo
   vim.api.nvim_del_autocmd(au)
+  vim.api.nvim_del_autocmd(hint_au)
   difill.configure({ loadWaitMs = 3000 })
   assert(ok, err)
 end }
@@ -140,11 +152,55 @@ S[#S + 1] = { name = "trigger_then_accept", fn = function(r)
   r.suggestion = triggered_suggestion(ANSWER_MS)
   r.marks = T.ghost_marks(GHOST_NS)
   r.mode = vim.api.nvim_get_mode().mode
+  -- The items as a client gets them (what Neovim 0.12's built-in client relies on): asked again
+  -- at the cursor, which the server's cache answers.
+  local client = vim.lsp.get_clients({ bufnr = 0, name = "difill" })[1]
+  local position = vim.lsp.util.make_position_params(0, client.offset_encoding).position
+  local answer = client:request_sync("textDocument/inlineCompletion", {
+    textDocument = vim.lsp.util.make_text_document_params(0), position = position, context = { triggerKind = 1 },
+  }, ANSWER_MS, 0)
+  r.raw = { position = position, result = answer and answer.result or vim.NIL }
   r.accepted = difill.accept()
   r.after = T.lines()
   r.cursor_after = vim.api.nvim_win_get_cursor(0)
   r.suggestion_after = difill.suggestion() or vim.NIL
   r.marks_after = T.ghost_marks(GHOST_NS)
+end }
+
+--- <M-Right> on the real server's suggestion: its first word inserted, the rest still shown, and
+--- no request made for it. A suggestion of one word is retried on other lines.
+S[#S + 1] = { name = "partial_accept_real_server", fn = function(r)
+  local ghost = require("difill.ghost")
+  for i, tail in ipairs({ "    return ", "    total = ", "    print(", "    x = a + " }) do
+    open(("partial_%d.py"):format(i), { "def add(a, b):", tail })
+    T.input("2GA")
+    local text = triggered_suggestion(ANSWER_MS)
+    if ghost.piece(text, "word") ~= text then
+      r.before, r.suggestion, r.cursor_before = T.lines(), text, vim.api.nvim_win_get_cursor(0)
+      break
+    end
+    T.input("<Esc>")
+  end
+  assert(r.suggestion, "every suggestion was a single word")
+  local client = vim.lsp.get_clients({ bufnr = 0, name = "difill" })[1]
+  local sent = 0
+  local request = client.request
+  client.request = function(self, method, ...)
+    if method == "textDocument/inlineCompletion" then
+      sent = sent + 1
+    end
+    return request(self, method, ...)
+  end
+  local ok, err = pcall(function()
+    T.input("<M-Right>")
+    T.sleep(300)
+    r.after = T.lines()
+    r.shown = difill.suggestion() or vim.NIL
+    r.marks = T.ghost_marks(GHOST_NS)
+  end)
+  client.request = request
+  r.requests = sent
+  assert(ok, err)
 end }
 
 S[#S + 1] = { name = "typing_asks_by_itself", fn = function(r)

@@ -37,6 +37,9 @@
 --- Insert-mode keys; `false` disables one. The defaults avoid <Tab>, <C-n>/<C-p>, <C-y>, <C-e>
 --- and <CR>, which nvim-cmp, blink.cmp and the built-in completion menu use.
 ---@field accept string|false
+--- Accept only the next word / the rest of the line of the ghost text; the rest stays shown.
+---@field accept_word string|false
+---@field accept_line string|false
 ---@field next string|false
 ---@field trigger string|false
 ---@field dismiss string|false
@@ -67,6 +70,7 @@
 ---@field review_edits boolean         show each edit for review (:DifillAccept / :DifillReject) before it lands
 ---@field progress boolean             echo the model's loading progress in the message area
 ---@field next_edit_debounce_ms integer quiet time after an edit before the next edit is asked for
+---@field sign_column boolean          keep the sign column open ('signcolumn' auto -> yes) in windows of attached buffers, so the next edit's sign never shifts the text; false leaves 'signcolumn' alone (the sign is then left out where it would shift the text)
 local defaults = {
   cmd = { "difill", "serve" },
   -- Every language the server has a grammar for (text/languages.py, docs/languages.md).
@@ -85,6 +89,8 @@ local defaults = {
   hl_group = "DifillGhost",
   keymaps = {
     accept = "<M-l>",
+    accept_word = "<M-Right>",
+    accept_line = "<M-Down>",
     next = "<M-]>",
     trigger = "<M-\\>",
     dismiss = "<C-]>",
@@ -98,6 +104,7 @@ local defaults = {
   review_edits = true,
   progress = true,
   next_edit_debounce_ms = 250,
+  sign_column = true,
 }
 
 return defaults

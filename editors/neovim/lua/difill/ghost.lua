@@ -280,6 +280,67 @@ function M.accept(bufnr)
   return true
 end
 
+--- The part of `rest` (the ghost text still to type) that accept_part() inserts.
+--- "word": the blanks before the next word (at most one line break among them) and the word, or
+--- a run of punctuation; bytes of non-ASCII characters count as word characters, so a character
+--- is never cut. "line": what is left of the cursor's line; at its end, the next line with the
+--- line break before it (so a press never inserts only a line break).
+---@param rest string
+---@param how "word"|"line"
+---@return string
+function M.piece(rest, how)
+  if how == "line" then
+    return rest:match("^\n?[^\n]*")
+  end
+  local lead = rest:match("^[ \t]*\n?[ \t]*")
+  local body = rest:sub(#lead + 1)
+  return lead .. (body:match("^[%w_\128-\255]+") or body:match("^[^%w_%s\128-\255]+") or "")
+end
+
+--- Insert the next word or line of the suggestion (its own undo step) and keep the rest shown:
+--- the item is moved to the new cursor, so typing on through it, or another partial accept, needs
+--- no request. Returns false when no suggestion fits the cursor.
+---@param bufnr integer
+---@param how "word"|"line"
+---@return boolean accepted
+function M.accept_part(bufnr, how)
+  local s = states[bufnr]
+  local item = s and s.items[s.index]
+  local rest = item and remaining(bufnr, item)
+  if not rest then
+    return false
+  end
+  local piece = M.piece(rest, how)
+  if piece == rest then
+    return M.accept(bufnr) -- the last piece: the item's range (auto-closers) is replaced too
+  end
+  local row, col = cursor()
+  local end_row, end_col = item.end_row, item.end_col
+  if end_row < row or (end_row == row and end_col < col) then
+    end_row, end_col = row, col
+  end
+  -- No request while the rest still fits: one scheduled or in flight would only replace it.
+  if s.timer then
+    s.timer:stop()
+  end
+  cancel_request(bufnr)
+  vim.cmd("let &l:undolevels = &l:undolevels")
+  local lines = vim.split(piece, "\n", { plain = true })
+  api.nvim_buf_set_text(bufnr, row, col, row, col, lines)
+  local new_row = row + #lines - 1
+  local new_col = (#lines == 1 and col or 0) + #lines[#lines]
+  -- The end of the range it replaces (the cursor, or auto-closers after it) moved with the text.
+  if end_row == row then
+    end_col = new_col + (end_col - col)
+  end
+  s.items, s.index = { {
+    text = rest:sub(#piece + 1), row = new_row, col = new_col, end_row = end_row + #lines - 1, end_col = end_col,
+  } }, 1
+  api.nvim_win_set_cursor(0, { new_row + 1, new_col })
+  M.render(bufnr)
+  return true
+end
+
 --- Show the next candidate; after an automatic request (one candidate) ask for more first.
 ---@param bufnr integer
 function M.next(bufnr)

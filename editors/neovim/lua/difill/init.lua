@@ -5,6 +5,7 @@ local util = require("difill.util")
 local ghost = require("difill.ghost")
 local proposals = require("difill.proposals")
 local next_edit = require("difill.next_edit")
+local progress = require("difill.progress")
 
 local api = vim.api
 local M = {}
@@ -41,7 +42,8 @@ local function capture_stderr()
   local error_fn = lsp_log.error
   lsp_log.error = function(...)
     local what, cmd, stream, chunk = ...
-    if what == "rpc" and stream == "stderr" and type(chunk) == "string" and cmd == M.config.cmd[1] then
+    if what == "rpc" and stream == "stderr" and type(chunk) == "string" and type(M.config.cmd) == "table"
+      and cmd == M.config.cmd[1] then
       stderr_tail = (stderr_tail .. chunk):sub(-STDERR_KEEP)
     end
     return error_fn(...)
@@ -104,6 +106,46 @@ function M.accept()
     return true
   end
   return builtin() and vim.lsp.inline_completion.get() or false
+end
+
+--- On 0.12, the built-in's item: insert its next word or line at the cursor. The built-in then
+--- asks again (the cursor moved), and the server answers the rest from its cache, as for typed
+--- text (features/suggestions/cache.py, up to 64 characters typed ahead).
+---@param how "word"|"line"
+---@return boolean
+local function builtin_accept_part(how)
+  return vim.lsp.inline_completion.get({
+    on_accept = function(item)
+      local text = type(item.insert_text) == "string" and item.insert_text or item.insert_text.value
+      local row, col = unpack(api.nvim_win_get_cursor(0))
+      row = row - 1
+      local start = item.range and item.range.start
+      local typed = ""
+      if start and start.row == row and start.col <= col then
+        typed = (api.nvim_buf_get_lines(0, row, row + 1, false)[1] or ""):sub(start.col + 1, col)
+      end
+      if text:sub(1, #typed) ~= typed then
+        return
+      end
+      local piece = ghost.piece(text:sub(#typed + 1), how)
+      local lines = vim.split(piece, "\n", { plain = true })
+      vim.cmd("let &l:undolevels = &l:undolevels")
+      api.nvim_buf_set_text(0, row, col, row, col, lines)
+      api.nvim_win_set_cursor(0, { row + #lines, (#lines == 1 and col or 0) + #lines[#lines] })
+    end,
+  })
+end
+
+--- Insert the next word of the suggestion; the rest stays shown. Returns false when there is none.
+---@return boolean
+function M.accept_word()
+  return ghost.accept_part(buf(), "word") or (builtin() and builtin_accept_part("word")) or false
+end
+
+--- Insert the rest of the suggestion's line (at its end: the next line); the rest stays shown.
+---@return boolean
+function M.accept_line()
+  return ghost.accept_part(buf(), "line") or (builtin() and builtin_accept_part("line")) or false
 end
 
 --- Show the next candidate (asking for more when only one was shown).
@@ -311,6 +353,8 @@ local function set_keymaps(bufnr)
     end
   end
   map("i", km.accept, M.accept, "accept suggestion")
+  map("i", km.accept_word, M.accept_word, "accept the next word of the suggestion")
+  map("i", km.accept_line, M.accept_line, "accept the next line of the suggestion")
   map("i", km.next, M.next, "next suggestion")
   map("i", km.trigger, M.trigger, "suggest now")
   map("i", km.dismiss, M.dismiss, "dismiss suggestion")
@@ -432,6 +476,7 @@ local function show_progress(ev)
       value.percentage and (" (%d%%)"):format(value.percentage) or "")
   M.progress[client.id] = value.kind ~= "end" and text or nil
   api.nvim_echo({ { text } }, false, {})
+  progress.update(text, value.kind == "end") -- in insert mode the echo is hidden: a hint at the cursor
 end
 
 ---@param t table
@@ -453,23 +498,46 @@ function M.configure(settings)
   end
 end
 
---- A message naming the server command when it cannot be run, else nil.
----@param cmd string[]
+--- A message naming the server command when it cannot be run, else nil. It names what the user
+--- gave: a bare name is looked up on PATH; a path is checked as given (a typo in the file name
+--- gets the executable `difill` of that folder suggested), never the docs' placeholder.
+---@param cmd string[]|function
 ---@return string?
 local function missing_command(cmd)
-  local exe = cmd[1]
+  local exe = type(cmd) == "table" and cmd[1] or nil
   if type(exe) ~= "string" or vim.fn.executable(exe) == 1 then
-    return nil
+    return nil -- a function (an in-process server) or a command that runs
   end
-  return ("cannot start the server: %q is not an executable on PATH. Set cmd to the difill of the "
-    .. "environment you installed it in, e.g. require(\"difill\").setup({ cmd = { "
-    .. "\"/path/to/difill/.venv/bin/difill\", \"serve\" } })"):format(exe)
+  if not exe:find("/", 1, true) then
+    return ("cannot start the server: %q is not an executable on PATH. Set cmd to the full path of "
+      .. "the difill in the environment you installed it in (<venv>/bin/difill)"):format(exe)
+  end
+  local why = vim.uv.fs_stat(exe) and "is not executable" or "does not exist"
+  local dir = vim.fs.dirname(exe)
+  local sibling = vim.fs.joinpath(dir, "difill")
+  local hint = sibling ~= exe and vim.fn.executable(sibling) == 1 and ("; did you mean %q?"):format(sibling)
+    or (vim.uv.fs_stat(dir) == nil and (" (nor does the folder %s)"):format(dir) or "")
+  return ("cannot start the server: cmd[1] %q %s%s"):format(exe, why, hint)
 end
 
 ---@param opts? difill.Config|{}
 function M.setup(opts)
-  M.config = vim.tbl_deep_extend("force", vim.deepcopy(require("difill.config")), opts or {})
+  M.did_setup = true -- for :checkhealth difill
+  local defaults = require("difill.config")
+  -- A typo in an option (`keymap` for `keymaps`) was silently ignored: name it, with a guess.
+  -- `settings` are the server's: it warns about those itself.
+  local unknown = util.unknown_keys(opts or {}, defaults, "setup()")
+  if type((opts or {}).keymaps) == "table" then
+    vim.list_extend(unknown, util.unknown_keys(opts.keymaps, defaults.keymaps, "keymaps"))
+  end
+  for _, warning in ipairs(unknown) do
+    vim.notify(warning, vim.log.levels.WARN)
+  end
+  M.config = vim.tbl_deep_extend("force", vim.deepcopy(defaults), opts or {})
   local cfg = M.config
+  if type(cfg.cmd) == "table" and type(cfg.cmd[1]) == "string" and cfg.cmd[1]:sub(1, 1) == "~" then
+    cfg.cmd[1] = vim.fs.normalize(cfg.cmd[1]) -- the server is spawned without a shell: no ~ there
+  end
   -- The server always keeps a log that :DifillLog can open: next to Neovim's lsp.log by default.
   cfg.settings.logFile = cfg.settings.logFile or vim.fs.joinpath(vim.fn.stdpath("log"), "difill-server.log")
   capture_stderr()
@@ -484,6 +552,7 @@ function M.setup(opts)
   end
   proposals.highlights()
   next_edit.highlights()
+  progress.setup()
   local next_key = cfg.keymaps and cfg.keymaps.next_edit
   next_edit.opts = {
     debounce_ms = cfg.next_edit_debounce_ms,
@@ -491,6 +560,7 @@ function M.setup(opts)
       return M.config.settings.nextEdit -- read at each edit: configure() may change it
     end,
     key = next_key and next_key or ":DifillNextEdit",
+    sign_column = cfg.sign_column,
   }
   -- <Plug> mappings, for users who pick their own keys (the defaults map to these).
   vim.keymap.set({ "n", "i" }, "<Plug>(difill-next-edit)", M.next_edit, { desc = "difill: jump to / accept the next edit" })
@@ -498,6 +568,9 @@ function M.setup(opts)
     { desc = "difill: dismiss the next edit" })
   local jump_key = cfg.keymaps and cfg.keymaps.jump_edit
   proposals.jump_hint = jump_key and (jump_key .. " or :DifillJump") or ":DifillJump"
+  -- Labels name the keys (the commands only where no key is mapped): issue 52.
+  proposals.accept_hint = cfg.keymaps and cfg.keymaps.accept_edit or ":DifillAccept"
+  proposals.reject_hint = cfg.keymaps and cfg.keymaps.reject_edit or ":DifillReject"
 
   vim.lsp.config("difill", {
     cmd = cfg.cmd,

@@ -17,9 +17,10 @@ local AUTOMATIC = 2 -- InlineCompletionTriggerKind: asked because the user edite
 
 --- debounce_ms: quiet time after an edit before asking (drafts answer in a few ms: this is about
 --- not asking on every keystroke of a word). setting(): the nextEdit setting; key: how hints
---- name the key. init.lua sets them.
+--- name the key; sign_column: keep the sign column open where the sign is drawn. init.lua sets them.
 M.opts = {
   debounce_ms = 250,
+  sign_column = true,
   setting = function()
     return nil
   end,
@@ -33,6 +34,7 @@ M.opts = {
 ---@field edit? table         the edit shown: {text, range, textDocument = {uri, version}}
 ---@field tick? integer       the buffer's changedtick it was shown for
 ---@field hint_mark? integer
+---@field deferred? boolean  an ask skipped mid-word, made when insert mode ends
 
 ---@type table<integer, difill.NextEditState>
 local states = {}
@@ -123,19 +125,49 @@ local function draw_hint(bufnr)
   })
 end
 
+--- Keep the sign column of the windows showing `bufnr` open: with 'signcolumn' "auto" (the
+--- default) each » sign that came or went shifted the whole buffer two columns (issue 52).
+--- "auto" becomes "yes", "auto:N" and "auto:M-N" "yes:N"; "yes", "no" and "number" stay.
+---@param bufnr integer
+function M.reserve_sign_column(bufnr)
+  if not M.opts.sign_column then
+    return
+  end
+  for _, win in ipairs(vim.fn.win_findbuf(bufnr)) do
+    local value = vim.wo[win].signcolumn
+    if value:sub(1, 4) == "auto" then
+      local width = value:match("(%d+)$")
+      api.nvim_set_option_value("signcolumn", width and ("yes:" .. width) or "yes", { scope = "local", win = win })
+    end
+  end
+end
+
+--- Whether a sign in `bufnr` would open a column and shift the text (a window with 'signcolumn'
+--- auto, left so by sign_column = false): then the edit is drawn without a sign.
+local function sign_shifts(bufnr)
+  for _, win in ipairs(vim.fn.win_findbuf(bufnr)) do
+    if vim.wo[win].signcolumn:sub(1, 4) == "auto" then
+      return true
+    end
+  end
+  return false
+end
+
 --- Draw `edit` as a diff at its place.
 local function show(bufnr, client, edit)
   local s = state(bufnr)
   clear(bufnr)
   local srow, scol, erow, ecol = span(bufnr, client, edit)
   s.edit, s.tick, s.client_id = edit, api.nvim_buf_get_changedtick(bufnr), client.id
-  -- What goes: struck through; what comes: after it, the first line inline, the rest below.
+  -- What goes: struck through, with a sign unless it would shift the text; what comes: after
+  -- it, the first line inline, the rest below.
+  local sign = not sign_shifts(bufnr)
   api.nvim_buf_set_extmark(bufnr, M.ns, srow, scol, {
     end_row = erow,
     end_col = ecol,
     hl_group = "DifillReplaced",
-    sign_text = "»",
-    sign_hl_group = "DifillAdded",
+    sign_text = sign and "»" or nil,
+    sign_hl_group = sign and "DifillAdded" or nil,
   })
   local lines = vim.split(edit.text, "\n", { plain = true })
   local rest = {}
@@ -192,21 +224,52 @@ function M.request(bufnr)
   s.request_id, s.client_id = ok and id or nil, client.id
 end
 
+local keyword_end = vim.regex([[\k$]])
+
+--- Whether the cursor ends a token that may still be growing: in insert mode right after a
+--- keyword character (`wai` of `wait_fixed`). A next edit asked there would offer the half-typed
+--- word elsewhere (issue 52); the change after it (a space, a bracket, leaving insert mode:
+--- TextChanged fires then) asks instead. Normal-mode commands are whole edits.
+---@param bufnr integer
+---@return boolean
+function M.mid_word(bufnr)
+  if api.nvim_get_mode().mode:sub(1, 1) ~= "i" or api.nvim_get_current_buf() ~= bufnr then
+    return false
+  end
+  local row, col = unpack(api.nvim_win_get_cursor(0))
+  local before = (api.nvim_buf_get_lines(bufnr, row - 1, row, false)[1] or ""):sub(1, col)
+  return api.nvim_buf_call(bufnr, function()
+    return keyword_end:match_str(before) ~= nil
+  end)
+end
+
+--- Ask after the pause, unless the cursor is then in the middle of a word: that ask waits for
+--- insert mode to end (`deferred`), or for the next change.
+---@param bufnr integer
+local function schedule(bufnr)
+  local s = state(bufnr)
+  s.deferred = false
+  s.timer = s.timer or vim.uv.new_timer()
+  s.timer:start(M.opts.debounce_ms, 0, vim.schedule_wrap(function()
+    if not api.nvim_buf_is_valid(bufnr) or api.nvim_get_current_buf() ~= bufnr then
+      return
+    end
+    if M.mid_word(bufnr) then
+      s.deferred = true
+    else
+      M.request(bufnr)
+    end
+  end))
+end
+
 --- The buffer changed: drop what is shown and what is asked, and ask again after a pause.
 ---@param bufnr integer
 function M.changed(bufnr)
   cancel(bufnr)
   clear(bufnr)
-  if not M.enabled() then
-    return
+  if M.enabled() then
+    schedule(bufnr)
   end
-  local s = state(bufnr)
-  s.timer = s.timer or vim.uv.new_timer()
-  s.timer:start(M.opts.debounce_ms, 0, vim.schedule_wrap(function()
-    if api.nvim_buf_is_valid(bufnr) and api.nvim_get_current_buf() == bufnr then
-      M.request(bufnr)
-    end
-  end))
 end
 
 --- Apply the edit shown, if the buffer is still at the version it was made for. Its own undo
@@ -282,6 +345,14 @@ end
 ---@param bufnr integer
 function M.attach(bufnr)
   local group = api.nvim_create_augroup("difill.next_edit." .. bufnr, { clear = true })
+  M.reserve_sign_column(bufnr)
+  api.nvim_create_autocmd("BufWinEnter", {
+    group = group,
+    buffer = bufnr,
+    callback = function()
+      M.reserve_sign_column(bufnr)
+    end,
+  })
   api.nvim_create_autocmd({ "TextChanged", "TextChangedI" }, {
     group = group,
     buffer = bufnr,
@@ -289,11 +360,28 @@ function M.attach(bufnr)
       M.changed(bufnr)
     end,
   })
+  -- Leaving insert mode ends the word a deferred ask waited for (it changes no text, so no
+  -- TextChanged follows).
+  api.nvim_create_autocmd("InsertLeave", {
+    group = group,
+    buffer = bufnr,
+    callback = function()
+      local s = states[bufnr]
+      if s and s.deferred and M.enabled() then
+        schedule(bufnr)
+      end
+    end,
+  })
   api.nvim_create_autocmd({ "CursorMoved", "CursorMovedI" }, {
     group = group,
     buffer = bufnr,
     callback = function()
       draw_hint(bufnr)
+      -- Moved out of the word a deferred ask waited for (typing's own moves keep it in the word).
+      local s = states[bufnr]
+      if s and s.deferred and M.enabled() and not M.mid_word(bufnr) then
+        schedule(bufnr)
+      end
     end,
   })
   -- WinScrolled's pattern is a window id, not a buffer: check the buffer here.

@@ -28,6 +28,9 @@ M.shown = {}
 
 --- How the message about an off-screen proposal names the way to it (init.lua sets the key).
 M.jump_hint = ":DifillJump"
+--- How labels name the ways to accept and reject: the keys when mapped (init.lua sets them).
+M.accept_hint = ":DifillAccept"
+M.reject_hint = ":DifillReject"
 
 local attached = {} ---@type table<integer, boolean>
 
@@ -123,7 +126,7 @@ function M.on_draft(_, params, ctx)
     return
   end
   draw(params.id, bufnr, client, params.range, params.text or "", "DifillDraft",
-    ("difill: denoising, step %d (:DifillReject stops it)"):format(params.step or 0))
+    ("difill: denoising, step %d (%s stops it)"):format(params.step or 0, M.reject_hint))
 end
 
 --- Whether all of `s` (the range and the lines under it) is in window `win`: nil when it is (or
@@ -195,7 +198,7 @@ function M.show(bufnr, client, result)
   watch(bufnr)
   local label = type(p.label) == "string" and p.label or "difill: proposed edit"
   local s = draw(p.id, bufnr, client, p.range, p.newText, "DifillAdded",
-    label .. " (:DifillAccept / :DifillReject)")
+    ("%s (accept: %s, reject: %s)"):format(label, M.accept_hint, M.reject_hint))
   s.proposal = p
   drop_replaced(s, p.replaces)
   local where = M.out_of_view(api.nvim_get_current_win(), s)
