@@ -10,6 +10,7 @@ one request each, left to right.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from difill.engine.api import (
@@ -22,7 +23,7 @@ from difill.engine.api import (
     RewriteRequest,
     ShouldStop,
 )
-from difill.engine.backends import answers, openai
+from difill.engine.backends import answers, openai, vllm_names
 from difill.engine.backends.remote import RemoteBackend, RemoteConfig
 from difill.engine.backends.transport import HttpStatusError, HttpTransport
 from difill.engine.backends.vllm import SeededCanvasClient
@@ -37,6 +38,7 @@ class OpenAIRemote(RemoteBackend):
         super().__init__(config, transport)
         self.model = config.model  # found with /v1/models on first use when not given
         self.fim = config.fim  # "auto" becomes "chat" once the server refuses `suffix`
+        self.score_deadline_s = vllm_names.SCORE_DEADLINE_S  # a name order later than this is not used
         self.seeded = SeededCanvasClient(
             self._post, self._get, self._model, self.transport.shown_url, config.canvas, config.canvas_length,
             config.vocab_size,
@@ -44,6 +46,22 @@ class OpenAIRemote(RemoteBackend):
 
     def describe_path(self) -> str:
         return self.seeded.describe()
+
+    @property
+    def scores_names(self) -> bool:
+        """Whether ``score_names`` can be asked: the seeded path on vLLM 0.32 or later (or one that
+        has answered a seeded canvas).  server/served.py asks no other remote, so no log line a
+        keystroke says what was never possible."""
+        seeded = self.seeded
+        return seeded.active and (seeded.is_release or seeded.used)
+
+    def score_names(
+        self, prefix: str, suffix: str, names: Sequence[str], options: FillOptions | None = None
+    ) -> list[float]:
+        """Each name's score at the cursor from one constrained read (engine/backends/vllm_names.py),
+        within ``score_deadline_s``; NameScoringFailed (a ValueError) says why when there is none."""
+        options = options or FillOptions()
+        return vllm_names.score_names(self.seeded, prefix, suffix, names, options, self.score_deadline_s)
 
     def fill(
         self,

@@ -208,7 +208,7 @@ class SeededCanvasClient:
     ) -> None:
         if mode not in CANVAS_MODES:
             raise BackendError(f"unknown remote canvas mode {mode!r}; use one of {', '.join(CANVAS_MODES)}")
-        self._post = post
+        self.post = post  # public: engine/backends/vllm_names.py posts its read through it
         self._get = get
         self._model = model
         self.where = where
@@ -268,7 +268,7 @@ class SeededCanvasClient:
             started = time.perf_counter()
             hole = max(options.candidate_lengths())
             samples = len(options.candidate_lengths())  # an invoked request: one sample per candidate
-            suffix_ids = self._suffix_ids(suffix, options.suffix_tokens, should_stop)
+            suffix_ids = self.suffix_ids(suffix, options.suffix_tokens, should_stop)
             canvas, answers = self._denoise(prefix, [hole, suffix_ids], options, samples, should_stop)
             start, end = canvas.holes[0]
             pinned_text = self.tokens.detokenize(suffix_ids, should_stop)  # cached while typing
@@ -289,7 +289,7 @@ class SeededCanvasClient:
             segments: list[Segment] = []
             for between in parts[1:-1]:  # each hole, then the text up to the next one, pinned
                 segments += [options.max_hole_tokens, self.tokens.tokenize(between, should_stop)]
-            suffix_ids = self._suffix_ids(parts[-1], options.suffix_tokens, should_stop)
+            suffix_ids = self.suffix_ids(parts[-1], options.suffix_tokens, should_stop)
             segments += [options.max_hole_tokens, suffix_ids]
             canvas, answers = self._denoise(parts[0], segments, options, 1, should_stop)
             middles = [self.tokens.detokenize(answers[0].ids[a:b], should_stop) for a, b in canvas.holes]
@@ -313,7 +313,7 @@ class SeededCanvasClient:
                 )
             original = self.tokens.tokenize(request.selection, should_stop)
             hole = max(1, len(original) + max(4, len(original) // 4))
-            suffix_ids = self._suffix_ids(request.suffix, options.suffix_tokens, should_stop)
+            suffix_ids = self.suffix_ids(request.suffix, options.suffix_tokens, should_stop)
             generator = random.Random(options.seed)
             kept = [i for i in range(len(original)) if generator.random() >= strength_]
 
@@ -372,7 +372,7 @@ class SeededCanvasClient:
             return answer.text[: answer.text.index(pinned_text)]
         return self.tokens.detokenize(answer.ids[hole[0] : hole[1]], should_stop)
 
-    def _suffix_ids(self, suffix: str, tokens: int, should_stop) -> list[int]:
+    def suffix_ids(self, suffix: str, tokens: int, should_stop) -> list[int]:
         """The suffix's first ``tokens`` ids, tokenized from a window of whole lines (cached)."""
         if tokens <= 0:
             return []
@@ -423,7 +423,7 @@ class SeededCanvasClient:
     def _complete(self, prompt: str, canvas: SeededCanvas, options: FillOptions, samples: int, should_stop):
         body = self.request_body(prompt, canvas, options.max_steps, samples, should_stop)
         try:
-            answer = self._post("/v1/completions", body, should_stop)
+            answer = self.post("/v1/completions", body, should_stop)
         except HttpStatusError as err:
             said, why = err.detail.lower(), f"HTTP {err.status}: {err.detail}"
             served = SERVED_LENGTH.search(said)
