@@ -3,9 +3,11 @@ validation (the seeded canvas as released), and against one from before it."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from difill.engine.api import BackendError, FillOptions, RewriteRequest
+from difill.engine.api import BackendError, Cancelled, FillOptions, RewriteRequest
 from difill.engine.backends import RemoteConfig, connect
 from difill.engine.backends.openai_remote import OpenAIRemote
 from difill.engine.backends.vllm import CANVAS_SIZES, canvas_size
@@ -393,5 +395,28 @@ def test_a_middle_holding_the_suffix_text_is_detokenized_from_its_own_slots(vllm
         assert remote.fill("x = ", "\n", TYPING).text == "a\nb"
         detokenized = [b["tokens"] for p, b in fake.requests if p == "/detokenize"]
         assert detokenized[-1] == tokenize("a\nb") + [PAD] * 5  # the hole's 8 slots
+    finally:
+        remote.close()
+
+
+def test_a_fill_cancelled_while_version_is_asked_leaves_it_to_the_next_fill(fake_server):
+    fake, asked = FakeVllm(), []
+
+    def first_version_slow(request):
+        if request.path == "/version":
+            asked.append(time.monotonic())
+            if len(asked) == 1:
+                time.sleep(1.0)
+                return  # the client is gone
+        fake(request)
+
+    remote = backend(fake_server(first_version_slow))
+    started = time.monotonic()
+    try:
+        with pytest.raises(Cancelled):
+            remote.fill(PREFIX, SUFFIX, TYPING, should_stop=lambda: time.monotonic() - started > 0.2)
+        assert remote.seeded.version is None and not remote.seeded.version_checked
+        assert remote.fill(PREFIX, SUFFIX, TYPING).text == "a + b"
+        assert len(asked) == 2 and remote.seeded.version == "0.33.0"
     finally:
         remote.close()

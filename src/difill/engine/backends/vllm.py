@@ -278,7 +278,7 @@ class SeededCanvasClient:
             stats.total_ms = (time.perf_counter() - started) * 1000
             return FillResult(candidates[0].text if candidates else "", candidates, stats)
 
-        return self._guarded(run)
+        return self._guarded(run, should_stop)
 
     def fill_holes(self, text: str, marker: str, options: FillOptions, should_stop) -> HolesResult | None:
         def run() -> HolesResult:
@@ -297,7 +297,7 @@ class SeededCanvasClient:
             stats.total_ms = (time.perf_counter() - started) * 1000
             return HolesResult(middles, with_middles(text, marker, middles), stats)
 
-        return self._guarded(run)
+        return self._guarded(run, should_stop)
 
     def rewrite(self, request: RewriteRequest, options: FillOptions, should_stop) -> FillResult | None:
         """A share ``request.strength`` of the selection's slots renoised, the rest pinned at their
@@ -332,15 +332,15 @@ class SeededCanvasClient:
             stats.total_ms = (time.perf_counter() - started) * 1000
             return FillResult(text, [Candidate(text, end - start, 0.0, False)] if text else [], stats)
 
-        return self._guarded(run)
+        return self._guarded(run, should_stop)
 
     # ------------------------------------------------------------------ steps
 
-    def _guarded(self, run: Callable[[], Any]) -> Any | None:
+    def _guarded(self, run: Callable[[], Any], should_stop) -> Any | None:
         """``run()``, or None once the server shows it does not keep the contract (auto mode)."""
         if not self.active:
             return None
-        self.check_version(None)  # once; no should_stop: a cancelled fill must not leave it unknown
+        self.check_version(should_stop)  # once; a cancelled check is asked again by the next fill
         if not self.active:
             return None
         try:
