@@ -24,7 +24,7 @@ def test_replay_counts_round_trips_and_bytes_per_keystroke(fake_server):
         after_setup = len(fake.requests) - figures[name]["setup_round_trips"]
         assert after_setup == 3 * figures[name]["round_trips_per_keystroke"]  # the fake saw them all
     seeded, plain = figures["vllm-seeded"], figures["vllm-plain"]
-    assert seeded["setup_paths"][:3] == ["/health", "/v1/models", "/tokenize"]
+    assert seeded["setup_paths"][:4] == ["/health", "/version", "/v1/models", "/tokenize"]
     assert seeded["round_trips_per_keystroke"] == 1.0  # the completion: the suffix's ids and text are cached
     assert plain["round_trips_per_keystroke"] == 1.0  # the chat prompt
     assert 0 < seeded["bytes_sent_per_keystroke"] < plain["bytes_sent_per_keystroke"]

@@ -199,7 +199,7 @@ def test_scrub_hides_remembered_keys_in_their_escaped_forms_userinfo_and_queries
 
 def test_an_absurd_tokenize_answer_is_refused_and_the_token_cache_is_bounded_by_bytes():
     """Issue 37, item 9: 3 million ids for a short window were kept whole (+24 MB a fill)."""
-    from difill.engine.backends import vllm
+    from difill.engine.backends import vllm_tokens as vllm
 
     answer: dict = {"tokens": [1] * 3_000_000}
     cache = vllm.TokenCache(lambda path, body, stop: answer, lambda stop: "m")

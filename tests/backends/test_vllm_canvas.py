@@ -1,15 +1,26 @@
-"""The remote backend against a fake vLLM (lab/fake_vllm.py) with pull request #57250 (seeded
-canvas) and without it."""
+"""The remote backend against a fake vLLM (lab/fake_vllm.py) that follows vLLM 0.33.0's request
+validation (the seeded canvas as released), and against one from before it."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from difill.engine.api import BackendError, FillOptions, RewriteRequest
+from difill.engine.api import BackendError, Cancelled, FillOptions, RewriteRequest
 from difill.engine.backends import RemoteConfig, connect
 from difill.engine.backends.openai_remote import OpenAIRemote
 from difill.engine.backends.vllm import CANVAS_SIZES, canvas_size
-from difill.lab.fake_vllm import PAD, VOCAB, FakeVllm, read_body, send, tokenize
+from difill.lab.fake_vllm import (
+    COMPLETION_FIELDS,
+    PAD,
+    RELEASE_XARGS,
+    VOCAB,
+    FakeVllm,
+    read_body,
+    send,
+    tokenize,
+)
 from difill.text.context import build_context
 from difill.text.pipeline import shown_texts
 
@@ -52,9 +63,13 @@ def test_a_fill_is_a_seeded_canvas_sized_to_the_request_with_the_suffix_pinned(v
         assert xargs["diffusion_pinned"] == list(range(8, 24))
         assert xargs["diffusion_seed_canvas"][8:24] == suffix_ids[:16]
         assert xargs["diffusion_max_steps"] == 6 and xargs["diffusion_read_only"] is True
-        assert "diffusion_samples" not in xargs  # typing: one suggestion
+        assert body["n"] == 1  # typing: one suggestion
+        # the release refuses any other temperature, and any seed, for a diffusion model
+        assert body["temperature"] == 1.0 and "seed" not in body
         assert body["prompt"] == PREFIX and body["return_token_ids"] is True and "suffix" not in body
-        assert "seeded canvas" in remote.describe_path() and "sized to each request" in remote.describe_path()
+        assert fake.paths()[:2] == ["/version", "/v1/models"]
+        assert "seeded canvas (vLLM 0.33.0)" in remote.describe_path()
+        assert "sized to each request" in remote.describe_path()
     finally:
         remote.close()
 
@@ -66,8 +81,9 @@ def test_an_invoked_fill_gets_its_candidates_as_samples_of_one_request(vllm):
         result = remote.fill(PREFIX, SUFFIX, FillOptions(max_hole_tokens=12))  # invoked: 3 hole lengths
         assert [c.text for c in result.candidates] == ["a + b", "b + a", "sum((a, b))"]
         (body,) = fake.seeded_bodies()
-        assert body["vllm_xargs"]["diffusion_samples"] == 3
-        assert fake.paths().count("/v1/completions") == 1
+        assert body["n"] == 3 and set(body["vllm_xargs"]) <= RELEASE_XARGS  # not diffusion_samples
+        assert body["vllm_xargs"]["diffusion_pinned"]  # with the seeded canvas, the suffix pinned
+        assert fake.paths().count("/v1/completions") == 1 and fake.ignored == []
     finally:
         remote.close()
 
@@ -91,19 +107,18 @@ def test_typing_tokenizes_the_suffix_window_once(vllm):
         remote.close()
 
 
-def test_a_server_without_async_scheduling_gets_the_full_canvas_from_then_on(vllm):
-    fake, url = vllm(async_scheduling=False)
-    remote = backend(url)
+def test_a_served_canvas_named_by_the_refusal_is_taken_at_once(vllm):
+    """A full canvas (no diffusion_canvas_length) of the assumed 256 slots on a 64-slot server: the
+    release's refusal says "must hold exactly 64 ids", and difill sends 64 from then on."""
+    fake, url = vllm(canvas_length=64)
+    remote = backend(url, canvas_length=256)
+    invoked = FillOptions(max_hole_tokens=160, hole_candidates=(160,), suffix_tokens=16)  # 176: the full 256
     try:
-        assert remote.fill(PREFIX, SUFFIX, TYPING).text == "a + b"
+        assert remote.fill(PREFIX, SUFFIX, invoked).text == "a + b"
         first, second = fake.seeded_bodies()
-        assert first["vllm_xargs"]["diffusion_canvas_length"] == 32  # refused: 400
-        assert "diffusion_canvas_length" not in second["vllm_xargs"]
-        assert len(second["vllm_xargs"]["diffusion_seed_canvas"]) == 64
-        assert "async-scheduling" in remote.seeded.small_refused
-        remote.fill(PREFIX + "a", SUFFIX, TYPING)
-        assert len(fake.seeded_bodies()) == 3  # remembered: no second small try
-        assert "full canvas" in remote.describe_path()
+        assert len(first["vllm_xargs"]["diffusion_seed_canvas"]) == 256
+        assert "diffusion_canvas_length" not in first["vllm_xargs"]
+        assert len(second["vllm_xargs"]["diffusion_seed_canvas"]) == 64 and remote.seeded.served_length == 64
     finally:
         remote.close()
 
@@ -169,46 +184,113 @@ def test_a_rewrite_renoises_a_strength_share_of_the_selection_and_pins_the_rest(
         remote.close()
 
 
-def test_a_plain_vllm_that_refuses_every_xargs_key_gets_the_chat_path_remembered(vllm):
-    fake, url = vllm(contract=False)
+def test_a_vllm_older_than_0_32_gets_the_chat_path_without_a_seed_and_the_status_says_why(vllm):
+    fake, url = vllm(contract=False)  # /version: 0.29.0
     remote = backend(url)
     try:
         assert remote.fill(PREFIX, SUFFIX, TYPING).text == "chat(a, b)"
-        assert "Unknown vllm_xargs" in remote.seeded.refused and "plain OpenAI path" in remote.describe_path()
+        assert fake.seeded_bodies() == [] and "/tokenize" not in fake.paths()
+        path = remote.describe_path()
+        assert "plain OpenAI path" in path and "vLLM 0.29.0" in path and "0.32 or later" in path
         before = len(fake.requests)
         remote.fill(PREFIX + "x", SUFFIX, TYPING)
-        assert fake.paths(before) == ["/v1/chat/completions"]  # no /tokenize, no second seeded try
+        assert fake.paths(before) == ["/v1/chat/completions"]  # /version is asked once
         holes = remote.fill_holes("x = <|hole|>\ny = <|hole|>\n")
         assert holes.middles == ["chat(a, b)", "chat(a, b)"]
         assert remote.rewrite(RewriteRequest("x = ", "1", "\n")).text == "chat(a, b)"
-        assert len(fake.seeded_bodies()) == 1 and remote.seeded.small_refused is None
+        assert fake.seeded_bodies() == []
+    finally:
+        remote.close()
+
+
+def test_remote_canvas_seeded_on_an_old_vllm_tries_and_fails_with_what_to_run(vllm):
+    """seeded: the user asked for the canvas (a backported build says an older version), so it is
+    sent; the answer shows it was not kept, and the error names the version needed and the one seen."""
+    fake, url = vllm(contract=False)
+    remote = backend(url, canvas="seeded")
+    try:
+        with pytest.raises(BackendError, match=r"0\.32 or later.*remoteCanvas") as caught:
+            remote.fill(PREFIX, SUFFIX, TYPING)
+        assert "vLLM 0.29.0" in str(caught.value) and len(fake.seeded_bodies()) == 1
+    finally:
+        remote.close()
+
+
+@pytest.mark.parametrize(
+    "said", [None, b"<html>not found</html>", b'{"version": 33}', b'{"version": "banana"}', b'["0.33.0"]']
+)
+def test_a_version_that_is_missing_or_garbage_leaves_the_first_fill_to_probe(vllm, said):
+    fake, url = vllm(version=None, version_body=said)  # None: /version is a 404
+    remote = backend(url)
+    try:
+        assert remote.fill(PREFIX, SUFFIX, TYPING).text == "a + b"
+        assert len(fake.seeded_bodies()) == 1 and remote.seeded.version is None
+        assert "seeded canvas (vLLM 0.32 or later)" in remote.describe_path()
+    finally:
+        remote.close()
+    fake, url = vllm(contract=False, version=None, version_body=said)  # an old one says nothing either
+    remote = backend(url)
+    try:
+        assert remote.fill(PREFIX, SUFFIX, TYPING).text == "chat(a, b)"
+        assert len(fake.seeded_bodies()) == 1 and "answered a canvas of 5 ids" in remote.seeded.refused
+    finally:
+        remote.close()
+
+
+def test_a_version_that_lies_is_caught_by_the_answer_and_falls_back(vllm):
+    fake, url = vllm(contract=False, version="0.33.0")  # says 0.33.0, ignores vllm_xargs
+    remote = backend(url)
+    try:
+        assert remote.fill(PREFIX, SUFFIX, TYPING).text == "chat(a, b)"
+        assert len(fake.seeded_bodies()) == 1 and "plain OpenAI path" in remote.describe_path()
     finally:
         remote.close()
 
 
 def test_remote_canvas_seeded_makes_a_refusal_a_clear_error(vllm):
-    _, url = vllm(contract=False)
+    _, url = vllm(fault="change_pins")
     remote = backend(url, canvas="seeded")
     try:
-        with pytest.raises(BackendError, match=r"#57250.*remoteCanvas"):
+        with pytest.raises(BackendError, match=r"0\.32 or later.*remoteCanvas"):
             remote.fill(PREFIX, SUFFIX, TYPING)
     finally:
         remote.close()
 
 
-def test_remote_canvas_plain_never_sends_a_seed(vllm):
+def test_remote_canvas_plain_never_sends_a_seed_and_speaks_to_a_release_as_it_asks(vllm):
+    """plain on vLLM 0.33: the chat prompt, with temperature 1 and no seed (else the release's 400)."""
     fake, url = vllm()
     remote = backend(url, canvas="plain")
     try:
         assert remote.fill(PREFIX, SUFFIX, TYPING).text == "chat(a, b)"
+        assert remote.rewrite(RewriteRequest("x = ", "1", "\n")).text == "chat(a, b)"
         assert fake.seeded_bodies() == [] and "/tokenize" not in fake.paths()
+        chats = [b for p, b in fake.requests if p == "/v1/chat/completions"]
+        assert len(chats) == 2 and all(b["temperature"] == 1.0 and "seed" not in b for b in chats)
+    finally:
+        remote.close()
+
+
+def test_every_request_to_the_release_holds_only_fields_it_reads(vllm):
+    """No key outside 0.33.0's set: the release ignores unknown ones without a word, so a sent
+    key it does not know is a feature that silently does nothing (diffusion_samples did)."""
+    fake, url = vllm(middles=("1", "2"))
+    remote = backend(url)
+    try:
+        remote.fill(PREFIX, SUFFIX, TYPING)
+        remote.fill(PREFIX, SUFFIX, FillOptions(max_hole_tokens=12))  # invoked: n = 3
+        remote.fill_holes("x = <|hole|>\ny = <|hole|>\n", options=FillOptions(max_hole_tokens=4))
+        remote.rewrite(RewriteRequest("x = ", "1 + 1", "\n", 0.5, "double"))
+        bodies = fake.seeded_bodies()
+        assert len(bodies) == 4 and fake.ignored == []
+        assert all(set(b) <= COMPLETION_FIELDS and set(b["vllm_xargs"]) <= RELEASE_XARGS for b in bodies)
     finally:
         remote.close()
 
 
 def test_canvas_sizes_round_up_and_stay_within_the_served_canvas():
-    assert [canvas_size(n, 256, True) for n in (1, 32, 33, 100, 200, 300)] == [32, 32, 64, 128, 256, 256]
-    assert canvas_size(20, 64, False) == 64 and canvas_size(100, 64, True) == 64
+    assert [canvas_size(n, 256) for n in (1, 32, 33, 100, 200, 300)] == [32, 32, 64, 128, 256, 256]
+    assert canvas_size(100, 64) == 64
     assert CANVAS_SIZES == tuple(sorted(CANVAS_SIZES))
 
 
@@ -313,5 +395,28 @@ def test_a_middle_holding_the_suffix_text_is_detokenized_from_its_own_slots(vllm
         assert remote.fill("x = ", "\n", TYPING).text == "a\nb"
         detokenized = [b["tokens"] for p, b in fake.requests if p == "/detokenize"]
         assert detokenized[-1] == tokenize("a\nb") + [PAD] * 5  # the hole's 8 slots
+    finally:
+        remote.close()
+
+
+def test_a_fill_cancelled_while_version_is_asked_leaves_it_to_the_next_fill(fake_server):
+    fake, asked = FakeVllm(), []
+
+    def first_version_slow(request):
+        if request.path == "/version":
+            asked.append(time.monotonic())
+            if len(asked) == 1:
+                time.sleep(1.0)
+                return  # the client is gone
+        fake(request)
+
+    remote = backend(fake_server(first_version_slow))
+    started = time.monotonic()
+    try:
+        with pytest.raises(Cancelled):
+            remote.fill(PREFIX, SUFFIX, TYPING, should_stop=lambda: time.monotonic() - started > 0.2)
+        assert remote.seeded.version is None and not remote.seeded.version_checked
+        assert remote.fill(PREFIX, SUFFIX, TYPING).text == "a + b"
+        assert len(asked) == 2 and remote.seeded.version == "0.33.0"
     finally:
         remote.close()

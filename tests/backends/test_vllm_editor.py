@@ -39,7 +39,7 @@ async def test_the_lsp_server_fills_through_the_seeded_canvas_and_says_so(fake_s
         result = await client.text_document_inline_completion_async(inline_params(uri, *CURSOR, invoked=True))
     items = result.items if hasattr(result, "items") else result
     assert items[0].insert_text == "a + b"
-    assert "seeded canvas (vLLM pull request #57250)" in ready["message"]
+    assert "seeded canvas (vLLM 0.33.0)" in ready["message"]
     # the warm-up fill and the completion, each with the code after the cursor pinned
     assert len(fake.seeded_bodies()) == 2 and all(
         b["vllm_xargs"]["diffusion_pinned"] for b in fake.seeded_bodies()

@@ -147,7 +147,8 @@ class RewriteRequest:
 @runtime_checkable
 class NameScorer(Protocol):
     """A backend that can score a few names at the cursor with one model pass (the in-process
-    engines: engine/name_scores.py); the remote ones cannot."""
+    engines: engine/name_scores.py), or one read on a vLLM 0.32+ server (engine/backends/vllm_names.py;
+    such a remote says in ``scores_names`` whether its server can be asked).  difill serve-http cannot."""
 
     def score_names(
         self, prefix: str, suffix: str, names: Sequence[str], options: FillOptions | None = None

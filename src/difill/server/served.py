@@ -156,10 +156,14 @@ def ranked_by_model(
 ) -> Retrieval | None:
     """``retrieval`` with its undecided symbol candidates (``Draft.undecided``: the workspace's
     evidence cannot tell them apart) in the order of the model's score of each at the cursor
-    (engine/name_scores.py: one pass).  Unchanged when the backend cannot score names (a remote
-    one), when the model declines the language, or when drafts are off.  Measured on the shipped
+    (engine/name_scores.py: one pass; on vLLM, one constrained read: engine/backends/vllm_names.py).
+    Unchanged when the backend cannot score names (a remote other than vLLM 0.32 or later), when
+    the model declines the language, or when drafts are off; when scoring fails (a ValueError:
+    the remote's answer could not be read, or came too late) the reason is logged.  Measured on the shipped
     model (docs/drafts.md "The model's score"): used-at-all counts order these names worse."""
     if retrieval is None or not isinstance(engine, NameScorer) or draft_mode(engine, settings) == "off":
+        return retrieval
+    if not getattr(engine, "scores_names", True):  # a remote whose server has no such read (yet)
         return retrieval
     undecided = [d for d in retrieval.drafts if d.kind == "symbol" and d.undecided]
     if len(undecided) < 2 or model_declines(engine, request.ctx.language, request.language_id) is not None:

@@ -10,6 +10,8 @@ load can cancel it (server/engine_host.py).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from difill.engine.api import (
     DEFAULT_HOLE_MARKER,
     DraftCallback,
@@ -23,6 +25,7 @@ from difill.engine.backends.difill_remote import DifillRemote
 from difill.engine.backends.openai_remote import OpenAIRemote
 from difill.engine.backends.remote import RemoteBackend, RemoteConfig
 from difill.engine.backends.transport import HttpStatusError
+from difill.engine.backends.vllm_names import NameScoringFailed
 
 PROTOCOL_CLASSES: dict[str, type[DifillRemote | OpenAIRemote]] = {
     "difill": DifillRemote,
@@ -80,6 +83,19 @@ class AutoRemote(RemoteBackend):
         on_draft: DraftCallback | None = None,
     ) -> FillResult:
         return self._choose(should_stop).rewrite(request, options, should_stop, on_draft)
+
+    @property
+    def scores_names(self) -> bool:
+        """A vLLM whose seeded path can score names (engine/backends/vllm_names.py); known only
+        once the first fill chose the protocol (difill serve-http has no such read)."""
+        return isinstance(self.chosen, OpenAIRemote) and self.chosen.scores_names
+
+    def score_names(
+        self, prefix: str, suffix: str, names: Sequence[str], options: FillOptions | None = None
+    ) -> list[float]:
+        if not isinstance(self.chosen, OpenAIRemote):
+            raise NameScoringFailed("this server scores no names (only vLLM 0.32 or later does)")
+        return self.chosen.score_names(prefix, suffix, names, options)
 
     def _choose(self, should_stop: ShouldStop | None) -> DifillRemote | OpenAIRemote:
         if self.chosen is None:

@@ -1,6 +1,6 @@
 """An OpenAI-compatible server (vLLM serving DiffusionGemma, mlx-vlm, ...).
 
-Each request tries difill's own seeded canvas first where the server keeps vLLM #57250's contract
+Each request tries difill's own seeded canvas first where the server keeps vLLM 0.32's contract
 (engine/backends/vllm.py; ``RemoteConfig.canvas``), else the plain path of engine/backends/openai.py:
 ``/v1/completions`` with ``suffix``, or the chat prompt (``RemoteConfig.fim``; ``auto`` takes chat
 from the first time the server refuses ``suffix`` on).  Holes without the seeded canvas are filled
@@ -10,6 +10,7 @@ one request each, left to right.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from difill.engine.api import (
@@ -22,7 +23,7 @@ from difill.engine.api import (
     RewriteRequest,
     ShouldStop,
 )
-from difill.engine.backends import answers, openai
+from difill.engine.backends import answers, openai, vllm_names
 from difill.engine.backends.remote import RemoteBackend, RemoteConfig
 from difill.engine.backends.transport import HttpStatusError, HttpTransport
 from difill.engine.backends.vllm import SeededCanvasClient
@@ -37,13 +38,30 @@ class OpenAIRemote(RemoteBackend):
         super().__init__(config, transport)
         self.model = config.model  # found with /v1/models on first use when not given
         self.fim = config.fim  # "auto" becomes "chat" once the server refuses `suffix`
+        self.score_deadline_s = vllm_names.SCORE_DEADLINE_S  # a name order later than this is not used
         self.seeded = SeededCanvasClient(
-            self._post, self._model, self.transport.shown_url, config.canvas, config.canvas_length,
+            self._post, self._get, self._model, self.transport.shown_url, config.canvas, config.canvas_length,
             config.vocab_size,
         )  # fmt: skip
 
     def describe_path(self) -> str:
         return self.seeded.describe()
+
+    @property
+    def scores_names(self) -> bool:
+        """Whether ``score_names`` can be asked: the seeded path on vLLM 0.32 or later (or one that
+        has answered a seeded canvas).  server/served.py asks no other remote, so no log line a
+        keystroke says what was never possible."""
+        seeded = self.seeded
+        return seeded.active and (seeded.is_release or seeded.used)
+
+    def score_names(
+        self, prefix: str, suffix: str, names: Sequence[str], options: FillOptions | None = None
+    ) -> list[float]:
+        """Each name's score at the cursor from one constrained read (engine/backends/vllm_names.py),
+        within ``score_deadline_s``; NameScoringFailed (a ValueError) says why when there is none."""
+        options = options or FillOptions()
+        return vllm_names.score_names(self.seeded, prefix, suffix, names, options, self.score_deadline_s)
 
     def fill(
         self,
@@ -94,9 +112,11 @@ class OpenAIRemote(RemoteBackend):
         if seeded is not None:
             return seeded
         started = time.perf_counter()
+        self.seeded.check_version(should_stop)
         body = openai.rewrite_chat_body(
             self._model(should_stop), prefix, selection, suffix, request.instruction, options
         )
+        body = self._released_vllm(body)
         answer = self._post("/v1/chat/completions", body, should_stop)
         text, complete, tokens = self._parse(lambda a: answers.first_choice(a, True, None), answer)
         text = self._parse(lambda t: answers.bounded_rewrite(t, selection, body["max_tokens"]), text)
@@ -111,18 +131,18 @@ class OpenAIRemote(RemoteBackend):
         self, prefix: str, suffix: str, options: FillOptions, should_stop: ShouldStop | None
     ) -> FillResult:
         started = time.perf_counter()
+        self.seeded.check_version(should_stop)  # once: a released vLLM needs its own sampling fields
         model = self._model(should_stop)
         chat = self.fim == "chat"
         if chat:
-            answer = self._post(
-                "/v1/chat/completions", openai.fim_chat_body(model, prefix, suffix, options), should_stop
-            )
+            body = self._released_vllm(openai.fim_chat_body(model, prefix, suffix, options))
+            answer = self._post("/v1/chat/completions", body, should_stop)
         else:
             answer = self._completion(model, prefix, suffix, options, should_stop)
             if answer is None:  # no `suffix` (or no /v1/completions) there: use chat from now on
                 self.fim = "chat"
                 chat = True
-                body = openai.fim_chat_body(model, prefix, suffix, options)
+                body = self._released_vllm(openai.fim_chat_body(model, prefix, suffix, options))
                 answer = self._post("/v1/chat/completions", body, should_stop)
         limit = options.max_hole_tokens
         text, complete, tokens = self._parse(lambda a: answers.first_choice(a, chat, limit), answer)
@@ -136,7 +156,7 @@ class OpenAIRemote(RemoteBackend):
     ) -> Any | None:
         """The /v1/completions answer, or None (fim auto) when the server does not take ``suffix``
         (vLLM: a 400 about it) or has no /v1/completions (mlx-vlm's server: a 404)."""
-        body = openai.completion_body(model, prefix, options, options.max_hole_tokens)
+        body = self._released_vllm(openai.completion_body(model, prefix, options, options.max_hole_tokens))
         if suffix:
             body["suffix"] = suffix
         try:
@@ -146,6 +166,17 @@ class OpenAIRemote(RemoteBackend):
             if self.fim == "auto" and (refused_suffix or err.status == 404):
                 return None
             raise
+
+    def _get(self, path: str, should_stop: ShouldStop | None) -> Any:
+        return self.transport.request("GET", path, None, should_stop)
+
+    def _released_vllm(self, body: dict) -> dict:
+        """``body`` as vLLM 0.32 and later take it for a diffusion model: they refuse a
+        ``temperature`` other than 1 and any ``seed`` (vllm/sampling_params.py ``_validate_diffusion``),
+        so the plain path's greedy, seeded request would be a 400 there.  Other servers get it as is."""
+        if self.seeded.is_release:
+            body = {k: v for k, v in body.items() if k != "seed"} | {"temperature": 1.0}
+        return body
 
     def _model(self, should_stop: ShouldStop | None) -> str:
         """The served model's name: given, or the first one /v1/models lists."""

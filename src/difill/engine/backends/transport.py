@@ -50,6 +50,11 @@ class HttpStatusError(BackendError):
         self.detail = detail
 
 
+class NotJson(BackendError):
+    """The server answered 2xx with something that is not JSON (a caller may take that as "this
+    endpoint is not what I hoped", e.g. vLLM's /version on another server)."""
+
+
 class AnswerTooLarge(Exception):
     pass
 
@@ -231,7 +236,7 @@ class HttpTransport:
             return parse_json(answer.content)
         except BadAnswer as err:
             start = self._scrub(answer.text[:60])
-            raise BackendError(
+            raise NotJson(
                 f"{url} answered with something that is not JSON difill can read ({err}: {start!r}). "
                 "Is the URL a difill or OpenAI-compatible server?"
             ) from None

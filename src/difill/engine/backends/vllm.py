@@ -1,16 +1,22 @@
-"""vLLM's canvas-seeding contract (vLLM pull request #57250): difill's own canvas on a vLLM server.
+"""vLLM's seeded canvas, as released in vLLM 0.32 and later: difill's own canvas on a vLLM server.
 
-Released vLLM serves DiffusionGemma but starts every canvas from noise, so the code after the
-cursor is not clamped.  A build with #57250 takes, in ``vllm_xargs`` of ``POST /v1/completions``:
+Read from the 0.33.0 wheel (``vllm/utils/diffusion.py`` validates, ``diffusion_gemma.py``
+applies): ``POST /v1/completions`` takes, in ``vllm_xargs``:
 
 * ``diffusion_seed_canvas``: exactly canvas-length token ids, each in ``[0, vocab)``;
 * ``diffusion_pinned``: in-canvas positions held at their seed value on every denoise step
   (needs a seed canvas);
-* ``diffusion_canvas_length``: at most the served canvas; a smaller one needs the server to run
-  with ``--async-scheduling``;
-* ``diffusion_max_steps``: an int > 0 (difill's ``steps``);
-* ``diffusion_samples``: at most 32 canvases from one request (needs a seed canvas and pins);
-* ``diffusion_read_only``: ``ignore_eos`` and ``max_tokens`` capped, so one whole canvas comes back.
+* ``diffusion_canvas_length``: a positive int, at most the served canvas (``--diffusion-config``);
+* ``diffusion_max_steps``: an int > 0 (difill's ``steps``; the server caps it at its own);
+* ``diffusion_read_only``: the argmax canvas at the step cap, ``ignore_eos`` and ``max_tokens``
+  capped, so one whole canvas comes back (with temperature-1 logprobs when asked);
+* ``diffusion_constrained``: the step reads only the request's ``logprob_token_ids``
+  (engine/backends/vllm_names.py scores names with it).
+
+Any other key is ignored without a word (the pull request's ``diffusion_samples`` among them):
+several samples are the request's ``n``.  The release refuses ``temperature`` other than 1 and
+any ``seed`` for a diffusion model (``sampling_params.py``), so difill sends neither: the noise it
+lays in the hole is seeded on difill's side, the server's own draws are not.
 
 difill lays out the canvas as its local engine does (engine/canvas.py): noise in every hole -
 DiffusionGemma has no mask token - and the known text (the nearest suffix, the text between
@@ -19,6 +25,11 @@ checked before any text is shown: the length that was sent, ids inside the vocab
 pinned slot unchanged.  Only the holes' slots become text, so a shown middle can never hold a
 changed copy of the suffix: a fill's middle is the answer's own text up to where the pinned
 suffix's text begins, when it begins there only, else the server's ``/detokenize`` of the hole.
+
+The server's version comes from ``GET /version`` once: older than 0.32, fills take the chat path
+(``auto``) and the status says why; an answer that is not a version (404, not JSON, garbage)
+leaves it to the first fill to probe, and a version that lies is caught by the same checks of the
+answer (a server that ignores ``vllm_xargs`` answers a canvas that does not keep the pins).
 
 Tokenization goes through the server's ``/tokenize`` and ``/detokenize`` (its tokenizer is the
 model's), cached per text window: while the user types, the text after the cursor stays the same,
@@ -33,8 +44,8 @@ the plain path and the choice between the two.
 from __future__ import annotations
 
 import random
+import re
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -48,35 +59,42 @@ from difill.engine.api import (
     HolesResult,
     RewriteRequest,
 )
-from difill.engine.backends.transport import HttpStatusError
+from difill.engine.backends.transport import HttpStatusError, NotJson
+from difill.engine.backends.vllm_tokens import ContractRefused, Post, TokenCache
 from difill.text.instruction import with_instruction_comment
 from difill.text.rules import with_middles
 
 CANVAS_MODES = ("auto", "seeded", "plain")
 CANVAS_SIZES = (32, 64, 128, 256)  # a request's canvas is rounded up to one of these (few shapes to compile)
-MAX_SAMPLES = 32  # #57250's bound on diffusion_samples
-CACHE_ENTRIES = 256  # tokenized text windows (and detokenized middles) kept
-CACHE_BYTES = 4 * 1024 * 1024  # and at most this much of them (ids counted at ID_BYTES each)
-ID_BYTES = 36  # a list slot and a small int object
-SPECIAL_TOKEN_SLACK = 8  # ids a tokenizer may add beyond one per byte (markers)
-MAX_CHARS_PER_TOKEN = 1024  # a /detokenize answer longer than this per id is not a detokenization
+MAX_SAMPLES = 32  # difill's own bound on a request's n (the release allows far more)
 CHARS_PER_TOKEN_BOUND = 8  # a suffix window this many characters per wanted token holds enough tokens
-CONTRACT = "vLLM pull request #57250"
+MIN_VERSION = (0, 32)  # the first vLLM release with the seeded canvas
+CONTRACT = "vLLM 0.32 or later"
+VERSION = re.compile(r"v?(\d{1,4})\.(\d{1,4})(?:\.\d{1,6})?(?:[.+-]?[0-9A-Za-z.+-]{0,80})?")
+# Where a refusal names the served canvas: "diffusion_seed_canvas must hold exactly 64 ids, got 256."
+SERVED_LENGTH = re.compile(r"must hold exactly (\d{1,6}) ids")
 
-Post = Callable[[str, dict, Any], Any]  # (path, body, should_stop) -> the JSON answer
+Get = Callable[[str, Any], Any]  # (path, should_stop) -> the JSON answer
 Segment = int | list[int]  # a hole of that many noise slots, or ids pinned as they are
 
 
-class ContractRefused(Exception):
-    """The server does not keep the canvas-seeding contract; ``str(err)`` says how it showed it."""
-
-
-class SmallCanvasRefused(Exception):
-    """The server refused a canvas shorter than its own (it runs without --async-scheduling)."""
-
-
 class CanvasTooLong(Exception):
-    """The server refused the canvas length: its own canvas is shorter than difill assumed."""
+    """The server refused the canvas length: its own canvas is shorter than difill assumed.
+    ``served`` is its length when the refusal names it."""
+
+    def __init__(self, message: str, served: int | None = None) -> None:
+        super().__init__(message)
+        self.served = served
+
+
+def parse_version(answer: Any) -> tuple[str, tuple[int, int]] | None:
+    """``GET /version``'s answer (``{"version": "0.33.0"}``) as its text and (major, minor); None
+    for anything else, which leaves the contract to be probed."""
+    text = answer.get("version") if isinstance(answer, dict) else None
+    if not isinstance(text, str):
+        return None
+    match = VERSION.fullmatch(text.strip())
+    return (text.strip(), (int(match[1]), int(match[2]))) if match else None
 
 
 @dataclass
@@ -96,10 +114,8 @@ class SeededCanvas:
         return len(self.ids)
 
 
-def canvas_size(needed: int, served: int, small_ok: bool) -> int:
+def canvas_size(needed: int, served: int) -> int:
     """The canvas length to send: ``needed`` rounded up to one of CANVAS_SIZES, at most ``served``."""
-    if not small_ok:
-        return served
     return next((size for size in CANVAS_SIZES if needed <= size <= served), served)
 
 
@@ -129,8 +145,9 @@ def lay_out(segments: Sequence[Segment], length: int, vocab_size: int, seed: int
     return SeededCanvas(ids, pinned, holes)
 
 
-def seeded_xargs(canvas: SeededCanvas, served: int, steps: int, samples: int) -> dict[str, Any]:
-    """The request's ``vllm_xargs``; ``diffusion_canvas_length`` only when shorter than served."""
+def seeded_xargs(canvas: SeededCanvas, served: int, steps: int) -> dict[str, Any]:
+    """The request's ``vllm_xargs``, only keys the release reads; ``diffusion_canvas_length`` only
+    when shorter than served."""
     xargs: dict[str, Any] = {
         "diffusion_seed_canvas": canvas.ids,
         "diffusion_pinned": canvas.pinned,
@@ -139,8 +156,6 @@ def seeded_xargs(canvas: SeededCanvas, served: int, steps: int, samples: int) ->
     }
     if canvas.length < served:
         xargs["diffusion_canvas_length"] = canvas.length
-    if samples > 1:
-        xargs["diffusion_samples"] = min(samples, MAX_SAMPLES)
     return xargs
 
 
@@ -174,91 +189,8 @@ def answered_canvases(answer: Any, sent: SeededCanvas, vocab_size: int, where: s
     return out
 
 
-class TokenCache:
-    """The server's /tokenize and /detokenize, remembered per text (LRU): typing re-sends nothing.
-
-    A hostile or broken server's answer must not fill memory: a /tokenize answer with more ids
-    than its text has bytes (+ a few for a tokenizer's markers) is refused, and each cache holds
-    at most ``CACHE_ENTRIES`` entries and ``CACHE_BYTES`` (3 million ids for a short window, once
-    kept whole per entry, grew the process by 24 MB a fill)."""
-
-    def __init__(self, post: Post, model: Callable[[Any], str]) -> None:
-        self._post = post
-        self._model = model
-        self._ids = _Bounded()
-        self._texts = _Bounded()
-
-    def tokenize(self, text: str, should_stop) -> list[int]:
-        if text == "":
-            return []
-        ids = self._ids.get(text)
-        if ids is None:
-            body = {"model": self._model(should_stop), "prompt": text, "add_special_tokens": False}
-            answer = self._post("/tokenize", body, should_stop)
-            tokens = answer.get("tokens") if isinstance(answer, dict) else None
-            if not isinstance(tokens, list) or not all(
-                isinstance(t, int) and not isinstance(t, bool) for t in tokens
-            ):
-                raise ContractRefused("its /tokenize answer has no list of token ids")
-            most = len(text.encode("utf-8", "replace")) + SPECIAL_TOKEN_SLACK
-            if len(tokens) > most:
-                raise ContractRefused(
-                    f"its /tokenize answer has {len(tokens)} ids for a text of {most - SPECIAL_TOKEN_SLACK} "
-                    "bytes: no tokenizer gives more ids than bytes"
-                )
-            ids = tokens
-            self._ids.put(text, ids, ID_BYTES * len(ids) + len(text))
-        return ids
-
-    def detokenize(self, ids: list[int], should_stop) -> str:
-        if not ids:
-            return ""
-        key = tuple(ids)
-        text = self._texts.get(key)
-        if text is None:
-            body = {"model": self._model(should_stop), "tokens": ids}
-            answer = self._post("/detokenize", body, should_stop)
-            text = answer.get("prompt") if isinstance(answer, dict) else None
-            if not isinstance(text, str):
-                raise ContractRefused("its /detokenize answer has no 'prompt' text")
-            if len(text) > MAX_CHARS_PER_TOKEN * len(ids):
-                raise ContractRefused(f"its /detokenize answer has {len(text)} characters for {len(ids)} ids")
-            self._texts.put(key, text, ID_BYTES * len(ids) + len(text))
-        return text
-
-
-class _Bounded:
-    """An LRU of at most CACHE_ENTRIES entries and CACHE_BYTES bytes (as the caller counts them)."""
-
-    def __init__(self) -> None:
-        self._entries: OrderedDict[Any, tuple[Any, int]] = OrderedDict()
-        self.bytes = 0
-
-    def get(self, key: Any) -> Any:
-        found = self._entries.get(key)
-        if found is None:
-            return None
-        self._entries.move_to_end(key)
-        return found[0]
-
-    def put(self, key: Any, value: Any, size: int) -> None:
-        if size > CACHE_BYTES:
-            return  # used once, never kept
-        old = self._entries.pop(key, None)
-        if old is not None:
-            self.bytes -= old[1]
-        self._entries[key] = (value, size)
-        self.bytes += size
-        while len(self._entries) > CACHE_ENTRIES or self.bytes > CACHE_BYTES:
-            _, (_, dropped) = self._entries.popitem(last=False)
-            self.bytes -= dropped
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-
 class SeededCanvasClient:
-    """Fills, holes and rewrites as seeded canvases on a #57250 server.
+    """Fills, holes and rewrites as seeded canvases on a vLLM >= 0.32 server.
 
     Each method returns None when the contract is off (``plain``, or ``auto`` after a refusal,
     remembered in ``refused``): the caller then takes the plain path.
@@ -267,6 +199,7 @@ class SeededCanvasClient:
     def __init__(
         self,
         post: Post,
+        get: Get,
         model: Callable[[Any], str],
         where: str,
         mode: str,
@@ -275,7 +208,8 @@ class SeededCanvasClient:
     ) -> None:
         if mode not in CANVAS_MODES:
             raise BackendError(f"unknown remote canvas mode {mode!r}; use one of {', '.join(CANVAS_MODES)}")
-        self._post = post
+        self.post = post  # public: engine/backends/vllm_names.py posts its read through it
+        self._get = get
         self._model = model
         self.where = where
         self.mode = mode
@@ -283,23 +217,49 @@ class SeededCanvasClient:
         self.vocab_size = vocab_size  # noise ids are drawn below this; answers are checked against it
         self.tokens = TokenCache(post, model)
         self.refused: str | None = None  # why the server does not keep the contract (auto mode)
-        self.small_refused: str | None = None  # why it wants its full canvas every time
         self.used = False  # a seeded request has been answered
+        self.version: str | None = None  # what GET /version said, when it said a version
+        self.release: tuple[int, int] | None = None  # (major, minor) of it
+        self.version_checked = False
 
     @property
     def active(self) -> bool:
         return self.mode == "seeded" or (self.mode == "auto" and self.refused is None)
+
+    @property
+    def is_release(self) -> bool:
+        """The server said it is vLLM 0.32 or later: it reads the seeded canvas's fields and
+        refuses ``temperature`` other than 1 and ``seed`` (what the plain path must know too)."""
+        return self.release is not None and self.release >= MIN_VERSION
+
+    def check_version(self, should_stop) -> None:
+        """``GET /version``, once.  A server older than 0.32 is refused in ``auto``; in ``seeded``
+        the user asked for the canvas, so it is still tried (a build with the pull request
+        backported says an older version) and the answer's checks decide.  No version (a 404, not
+        JSON, garbage): the first fill probes.  A failure to connect is the fill's, and is retried."""
+        if self.version_checked:
+            return
+        try:
+            found = parse_version(self._get("/version", should_stop))
+        except (HttpStatusError, NotJson):
+            found = None
+        self.version_checked = True
+        if found is None:
+            return
+        self.version, self.release = found
+        if not self.is_release and self.mode == "auto":
+            self.refused = f"it is vLLM {self.version}; the seeded canvas needs {CONTRACT}"
 
     def describe(self) -> str:
         """Which path fills take, for the status line."""
         if self.mode == "plain":
             return "plain OpenAI path (remoteCanvas: plain)"
         if self.refused is not None:
-            return f"plain OpenAI path: the server does not keep {CONTRACT}'s seeded canvas ({self.refused})"
+            return f"plain OpenAI path: the server does not keep the seeded canvas of {CONTRACT} ({self.refused})"
+        server = f"vLLM {self.version}" if self.version else CONTRACT
         if not self.used:
-            return f"seeded canvas ({CONTRACT}) to be tried on the first fill"
-        size = "the full canvas" if self.small_refused else "canvases sized to each request"
-        return f"seeded canvas ({CONTRACT}), {size}, at most {self.served_length} slots"
+            return f"seeded canvas ({server}) to be tried on the first fill"
+        return f"seeded canvas ({server}), canvases sized to each request, at most {self.served_length} slots"
 
     # ------------------------------------------------------------------ requests
 
@@ -308,7 +268,7 @@ class SeededCanvasClient:
             started = time.perf_counter()
             hole = max(options.candidate_lengths())
             samples = len(options.candidate_lengths())  # an invoked request: one sample per candidate
-            suffix_ids = self._suffix_ids(suffix, options.suffix_tokens, should_stop)
+            suffix_ids = self.suffix_ids(suffix, options.suffix_tokens, should_stop)
             canvas, answers = self._denoise(prefix, [hole, suffix_ids], options, samples, should_stop)
             start, end = canvas.holes[0]
             pinned_text = self.tokens.detokenize(suffix_ids, should_stop)  # cached while typing
@@ -318,7 +278,7 @@ class SeededCanvasClient:
             stats.total_ms = (time.perf_counter() - started) * 1000
             return FillResult(candidates[0].text if candidates else "", candidates, stats)
 
-        return self._guarded(run)
+        return self._guarded(run, should_stop)
 
     def fill_holes(self, text: str, marker: str, options: FillOptions, should_stop) -> HolesResult | None:
         def run() -> HolesResult:
@@ -329,7 +289,7 @@ class SeededCanvasClient:
             segments: list[Segment] = []
             for between in parts[1:-1]:  # each hole, then the text up to the next one, pinned
                 segments += [options.max_hole_tokens, self.tokens.tokenize(between, should_stop)]
-            suffix_ids = self._suffix_ids(parts[-1], options.suffix_tokens, should_stop)
+            suffix_ids = self.suffix_ids(parts[-1], options.suffix_tokens, should_stop)
             segments += [options.max_hole_tokens, suffix_ids]
             canvas, answers = self._denoise(parts[0], segments, options, 1, should_stop)
             middles = [self.tokens.detokenize(answers[0].ids[a:b], should_stop) for a, b in canvas.holes]
@@ -337,7 +297,7 @@ class SeededCanvasClient:
             stats.total_ms = (time.perf_counter() - started) * 1000
             return HolesResult(middles, with_middles(text, marker, middles), stats)
 
-        return self._guarded(run)
+        return self._guarded(run, should_stop)
 
     def rewrite(self, request: RewriteRequest, options: FillOptions, should_stop) -> FillResult | None:
         """A share ``request.strength`` of the selection's slots renoised, the rest pinned at their
@@ -353,7 +313,7 @@ class SeededCanvasClient:
                 )
             original = self.tokens.tokenize(request.selection, should_stop)
             hole = max(1, len(original) + max(4, len(original) // 4))
-            suffix_ids = self._suffix_ids(request.suffix, options.suffix_tokens, should_stop)
+            suffix_ids = self.suffix_ids(request.suffix, options.suffix_tokens, should_stop)
             generator = random.Random(options.seed)
             kept = [i for i in range(len(original)) if generator.random() >= strength_]
 
@@ -372,12 +332,15 @@ class SeededCanvasClient:
             stats.total_ms = (time.perf_counter() - started) * 1000
             return FillResult(text, [Candidate(text, end - start, 0.0, False)] if text else [], stats)
 
-        return self._guarded(run)
+        return self._guarded(run, should_stop)
 
     # ------------------------------------------------------------------ steps
 
-    def _guarded(self, run: Callable[[], Any]) -> Any | None:
+    def _guarded(self, run: Callable[[], Any], should_stop) -> Any | None:
         """``run()``, or None once the server shows it does not keep the contract (auto mode)."""
+        if not self.active:
+            return None
+        self.check_version(should_stop)  # once; a cancelled check is asked again by the next fill
         if not self.active:
             return None
         try:
@@ -393,8 +356,9 @@ class SeededCanvasClient:
 
     def _refused(self, reason: str) -> None:
         if self.mode == "seeded":
+            said = f"; it says it is vLLM {self.version}" if self.version and not self.is_release else ""
             raise BackendError(
-                f"{self.where} does not take difill's seeded canvas ({reason}). It needs a vLLM build with "
+                f"{self.where} does not take difill's seeded canvas ({reason}{said}). It needs "
                 f"{CONTRACT} (docs/remote.md); set remoteCanvas to auto or plain to use the chat path."
             )
         self.refused = reason
@@ -408,7 +372,7 @@ class SeededCanvasClient:
             return answer.text[: answer.text.index(pinned_text)]
         return self.tokens.detokenize(answer.ids[hole[0] : hole[1]], should_stop)
 
-    def _suffix_ids(self, suffix: str, tokens: int, should_stop) -> list[int]:
+    def suffix_ids(self, suffix: str, tokens: int, should_stop) -> list[int]:
         """The suffix's first ``tokens`` ids, tokenized from a window of whole lines (cached)."""
         if tokens <= 0:
             return []
@@ -426,43 +390,44 @@ class SeededCanvasClient:
         self, prompt: str, segments: list[Segment], options: FillOptions, samples: int, should_stop,
         adjust: Callable[[SeededCanvas], SeededCanvas] = lambda canvas: canvas,
     ) -> tuple[SeededCanvas, list[Answered]]:  # fmt: skip
-        """The canvas sent and the canvases answered.  A small canvas refused for want of
-        --async-scheduling is retried full; a canvas longer than the server's, at the next size
-        down (the server's canvas is then known to be at most that)."""
+        """The canvas sent and the canvases answered.  A canvas longer than the server's is
+        retried at the length the refusal names, else at the next size down (kept: the server's
+        canvas is then known to be at most that)."""
         needed = sum(s if isinstance(s, int) else len(s) for s in segments)
-        refusal = None  # a small canvas refused: the full one is tried, and remembered if taken
         while True:
-            small_ok = self.small_refused is None and refusal is None
-            length = canvas_size(needed, self.served_length, small_ok)
+            length = canvas_size(needed, self.served_length)
             canvas = adjust(lay_out(segments, length, self.vocab_size, options.seed))
             try:
-                answers = self._complete(prompt, canvas, options, samples, should_stop)
-            except SmallCanvasRefused as err:
-                refusal = str(err)
-                continue
-            except CanvasTooLong as err:  # the served canvas is shorter: the next size down, kept
+                return canvas, self._complete(prompt, canvas, options, samples, should_stop)
+            except CanvasTooLong as err:
                 smaller = [size for size in CANVAS_SIZES if size < length]
-                if not smaller:
+                if err.served is not None and err.served not in (length, self.served_length):
+                    self.served_length = err.served
+                elif smaller:
+                    self.served_length = smaller[-1]
+                else:
                     raise ContractRefused(str(err)) from None
-                self.served_length = smaller[-1]
-                continue
-            if refusal is not None:
-                self.small_refused = refusal  # the full canvas was taken: send it from now on
-            return canvas, answers
+
+    def request_body(
+        self, prompt: str, canvas: SeededCanvas, steps: int, samples: int, should_stop
+    ) -> dict[str, Any]:
+        """A seeded ``/v1/completions`` body: only fields the release's CompletionRequest has,
+        ``temperature`` 1 and no ``seed`` (the release refuses others for a diffusion model), and
+        the samples as ``n``."""
+        return {
+            "model": self._model(should_stop), "prompt": prompt, "max_tokens": canvas.length, "temperature": 1.0,
+            "n": max(1, min(samples, MAX_SAMPLES)), "stream": False, "return_token_ids": True,
+            "vllm_xargs": seeded_xargs(canvas, self.served_length, steps),
+        }  # fmt: skip
 
     def _complete(self, prompt: str, canvas: SeededCanvas, options: FillOptions, samples: int, should_stop):
-        body = {
-            "model": self._model(should_stop), "prompt": prompt, "max_tokens": canvas.length,
-            "temperature": 0, "seed": options.seed, "n": 1, "stream": False, "return_token_ids": True,
-            "vllm_xargs": seeded_xargs(canvas, self.served_length, options.max_steps, samples),
-        }  # fmt: skip
+        body = self.request_body(prompt, canvas, options.max_steps, samples, should_stop)
         try:
-            answer = self._post("/v1/completions", body, should_stop)
+            answer = self.post("/v1/completions", body, should_stop)
         except HttpStatusError as err:
             said, why = err.detail.lower(), f"HTTP {err.status}: {err.detail}"
-            if err.status in (400, 422) and "canvas_length" in said:
-                if "async" in said and canvas.length < self.served_length:
-                    raise SmallCanvasRefused(why) from None
-                raise CanvasTooLong(why) from None
+            served = SERVED_LENGTH.search(said)
+            if err.status in (400, 422) and (served or "canvas_length" in said):
+                raise CanvasTooLong(why, int(served[1]) if served else None) from None
             raise
         return answered_canvases(answer, canvas, self.vocab_size, f"{self.where}/v1/completions")
