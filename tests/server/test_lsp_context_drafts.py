@@ -107,3 +107,26 @@ async def test_a_change_beyond_the_cache_window_or_in_another_file_changes_the_a
             )],
         ))  # fmt: skip
         assert await ask() == ["til import compute_rate, compute_total"]
+
+
+async def test_an_import_line_never_shows_a_module_that_does_not_exist(tiny_model_dir, tmp_path):
+    """Issue 52, item 3: on an import line the model's text shows only when it writes a name that
+    exists (jedi's list: the workspace's and the environment's modules, a module's names).  The
+    tiny random model writes noise: after a module that exists nowhere, nothing is shown, while
+    the same server shows its text on other lines."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "util.py").write_text(UTIL)
+    options = {"workspaceIndex": True, "contextDrafts": "show", "minTokenProb": 0.0}
+    async with running_server(tiny_model_dir, init_options=options, root_uri=tmp_path.as_uri()) as client:
+        uri = (tmp_path / "pkg" / "main.py").as_uri()
+        open_document(client, uri, "from pkg.u\nfrom nowhere_pkg.wait import \nx = 1 + \ny = compute_total([1], 0)\n")
+        for _ in range(100):  # the index builds, and jedi loads, in the background
+            result = await client.text_document_inline_completion_async(inline_params(uri, 0, 10, invoked=False))
+            if result.items:
+                break
+        assert [item.insert_text for item in result.items] == ["til import compute_total"]
+        for _ in range(3):
+            nowhere = await client.text_document_inline_completion_async(inline_params(uri, 1, 29, invoked=True))
+            assert len(nowhere.items) == 0
+        elsewhere = await client.text_document_inline_completion_async(inline_params(uri, 2, 8, invoked=True))
+        assert elsewhere.items  # the model's text, where no list applies

@@ -19,6 +19,7 @@ No torch and no LSP types are imported here: a remote ``difill fill`` starts fas
 from __future__ import annotations
 
 import logging
+import re
 import time
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -50,6 +51,8 @@ from difill.text.pipeline import shown_middles, shown_texts
 from difill.text.rules import with_middles
 
 log = logging.getLogger("difill.server")
+WORD_AT_END = re.compile(r"\w+$")
+WORD_AT_START = re.compile(r"\w*")
 _SAID: set[str] = set()  # why a language got no model text, each logged once
 
 
@@ -99,6 +102,7 @@ class Shown:
     retrieval_ms: float = 0.0  # finding the drafts and the snippets (part of ``ms``)
     declined: str | None = None  # why the model was not asked (``model_declines``), if it was not
     context_block: str = ""  # the snippet block offered to the model (FillOptions.context_block)
+    cacheable: bool = True  # False: made without a list still coming (Retrieval.waiting)
 
     @property
     def text(self) -> str:
@@ -142,9 +146,28 @@ def suggest(
     retrieval_ms = (time.perf_counter() - started) * 1000
     result = model_text(engine, settings, request, drafts, block, should_stop, on_draft)
     texts = shown_texts(result.candidates, request.ctx)
+    if retrieval is not None and retrieval.import_names is not None:
+        texts = listed_names(texts, request.ctx.line_before, retrieval.import_names)
     declined = model_declines(engine, request.ctx.language, request.language_id)
     ms = (time.perf_counter() - started) * 1000
-    return Shown(texts, result, ms, drafts, retrieval_ms, declined, block)
+    waiting = retrieval is not None and retrieval.waiting
+    return Shown(texts, result, ms, drafts, retrieval_ms, declined, block, cacheable=not waiting)
+
+
+def listed_names(texts: list[str], line_before: str, names: frozenset[str]) -> list[str]:
+    """The texts that, on an import line, complete the word at the cursor to one of ``names``
+    (Retrieval.import_names): never a module that neither the workspace nor the environment has.
+    A text that starts no word (`` import x`` after a whole module name) is kept."""
+    typed = WORD_AT_END.search(line_before)
+    partial = typed.group() if typed else ""
+    # After ``from `` or ``import x, ``: a word must come, and be listed (`` import y`` is no module).
+    expected = not partial and line_before[-1:] in (" ", "\t", ",")
+    out = []
+    for text in texts:
+        word = partial + WORD_AT_START.match(text).group()
+        if (word == partial and not expected) or word in names:
+            out.append(text)
+    return out
 
 
 def ranked_by_model(

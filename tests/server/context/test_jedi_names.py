@@ -159,3 +159,32 @@ def test_a_package_of_10000_modules_and_a_symlink_loop(tmp_path, patient):
 
     assert sum(len(cached) for cached in parser_cache.values()) <= jedi_names.MAX_PARSED_MODULES
     lookup.close()
+
+
+def test_an_import_line_lists_the_modules_and_names_that_exist(src_layout, patient):
+    """Issue 52, item 3: on an import line, the names that may stand at the word being typed."""
+    with indexed(src_layout) as index:
+
+        def listed(text: str) -> frozenset[str] | None:
+            retrieval = index.retrieve((src_layout / "app.py").as_uri(), text, len(text), "python")
+            assert not retrieval.waiting
+            return retrieval.import_names
+
+        assert {"shapes", "os", "json"} <= listed("from ")  # the workspace's and the environment's
+        assert "torchvision_not_here" not in listed("import torchv")
+        assert {"Widget", "make_widget"} <= listed("from shapes.core.widgets import ")
+        assert "wait_response" not in listed("from shapes.core.widgets import wait_r")
+        assert listed("x = 1") is None  # not an import line: no constraint
+
+
+def test_listed_names_drops_a_module_that_does_not_exist():
+    from difill.server.served import listed_names
+
+    names = frozenset({"os", "json", "wait_fixed", "wait_random"})
+    texts = ["torch import n", "os", " import path"]  # after "from ", a name must come
+    assert listed_names(texts, "from ", names) == ["os"]
+    assert listed_names(["esponse as toror", "andom"], "from m import wait_r", names) == ["andom"]
+    assert listed_names([" import path", ".path import join"], "from os", names) == [
+        " import path",
+        ".path import join",
+    ]

@@ -29,3 +29,11 @@ class Retrieval:
     # Drafts only the index can make, before the finder's (draft_policy.drafts_at): an import line
     # completed with the document's free names (imports.py).
     drafts: list[Draft] = field(default_factory=list)
+    # On a Python import line, the names that may stand at the word being typed (modules of the
+    # workspace and the environment after ``from``/``import``, a module's names after ``from m
+    # import``), as jedi lists them; None elsewhere, and empty when jedi gave none in time.  The
+    # model's text is shown there only when it writes one of them (served.listed_names).
+    import_names: frozenset[str] | None = None
+    # jedi had not answered in time for ``import_names``: an answer made without its list is shown
+    # (or not) but never cached, so the next keystroke asks again.
+    waiting: bool = False

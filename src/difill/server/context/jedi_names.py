@@ -100,8 +100,9 @@ class JediNames:
                 import jedi
             except ImportError:
                 return None
-            from jedi.inference.names import SubModuleName
+            from jedi.inference.names import ImportName, SubModuleName
 
+            MODULE_NAMES = (ImportName, SubModuleName)
             guard_reads(self.denies)
             script = jedi.Script(text, path=path, project=self._project(path))
             refused: dict[str, bool] = {}  # per defining file: a module's names share one
@@ -118,10 +119,11 @@ class JediNames:
             for c in script.complete(line, column):
                 if len(found) == MAX_NAMES:
                     break
-                # A submodule's name is a file name: nothing of it is read, and asking its
-                # ``type`` or ``module_path`` imports it (50 ms each in a package of 10,000
-                # modules, which then took two minutes).  The second private name borrowed.
-                if isinstance(c._name, SubModuleName) or (not keyword.iskeyword(c.name) and allowed(c.module_path)):
+                # A module's name is a file name: nothing of it is read, and asking its ``type``
+                # or ``module_path`` imports it (50 ms each in a package of 10,000 modules,
+                # which then took two minutes; after ``import `` its path is a guess in a zip
+                # file).  The second private name borrowed.
+                if isinstance(c._name, MODULE_NAMES) or (not keyword.iskeyword(c.name) and allowed(c.module_path)):
                     found.append(c.name)
         except Exception as err:  # noqa: BLE001 - jedi on hostile code must never reach the request
             log.debug("jedi failed at %s:%d:%d: %s", path, line, column, err)

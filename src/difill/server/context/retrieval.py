@@ -167,7 +167,10 @@ class Retriever:
         # at the start of a line, a full-length match whose draft repeated the line below.
         sources = [(o.uri, o.text) for o in open_sources[:MAX_OPEN_SOURCES]]
         sources += [(record.path, record.text) for record in files_sources[:MAX_WORKSPACE_SOURCES]]
-        return Retrieval(sources, snippets, drafts)
+        names, waiting = (
+            self._symbols.import_line_names(text, offset, current_path) if language_id == "python" else (None, False)
+        )
+        return Retrieval(sources, snippets, drafts, names, waiting)
 
     def _import_drafts(self, text: str, offset: int, current_path: str | None) -> list[Draft]:
         """The cursor's ``from`` line (or a new line among the imports) completed with the names

@@ -31,6 +31,7 @@ from difill.text.languages import family_of
 
 CACHED_MODULES = 256
 IMPORT_LINE = re.compile(r"[ \t]*(?:from|import)[ \t]")
+WORD_END = re.compile(r"\w+$")
 MAX_PACKAGE_FILES = 64  # a Go package's files read for its names
 
 
@@ -151,6 +152,20 @@ class SymbolLookup:
             query, names, texts, text[:offset], None, enclosing_call(ahead), echoed_word(ahead)
         )
         return symbol_drafts(ranking, query.partial, "jedi")
+
+    def import_line_names(
+        self, text: str, offset: int, current_path: str | None
+    ) -> tuple[frozenset[str] | None, bool]:
+        """On an import line, the names jedi lists where the word at the cursor starts: modules
+        of the workspace and the environment, or a module's names after ``import``; None off an
+        import line or without jedi.  Empty, and True (waiting), when jedi gave none in time
+        (issue 52: ``from `` offered ``torch import n``, ``from m import wait_r`` ``esponse``)."""
+        line_start = text.rfind("\n", 0, offset) + 1
+        if self.jedi is None or not IMPORT_LINE.match(text[line_start:offset]):
+            return None, False
+        word = WORD_END.search(text, line_start, offset)
+        names = self.jedi.names(text, word.start() if word else offset, current_path)
+        return frozenset(names or ()), names is None
 
     def close(self, wait_s: float = 0.0) -> None:
         if self.jedi is not None:

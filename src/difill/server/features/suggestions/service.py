@@ -190,7 +190,8 @@ class SuggestionService(OneJobPerDocument):
             if self.running.get(fill.uri) is fill:
                 del self.running[fill.uri]
         # Keyed on what it read when it started: a change beyond the window meanwhile misses it.
-        self.cache.store(fill.asked, fill.ctx.prefix, fill.ctx.suffix, shown.texts, fill.far)
+        if shown.cacheable:
+            self.cache.store(fill.asked, fill.ctx.prefix, fill.ctx.suffix, shown.texts, fill.far)
         return shown.texts
 
     async def _wait(self, fill: RunningFill) -> list[str]:
