@@ -28,6 +28,7 @@ FILTERS = {
     "tidy_end": filters.tidy_end,
     "stay_inside_string": filters.stay_inside_string,
     "no_doubled_space": filters.no_doubled_space,
+    "after_block_next_line": filters.after_block_next_line,
     "pipeline": lambda text, ctx: (shown_texts([Candidate(text, 0, 0.0, True)], ctx) or [""])[0],
 }
 UPDATE = os.environ.get("DIFILL_UPDATE_GOLDEN") == "1"

@@ -16,6 +16,7 @@ from math import gcd
 
 from difill.text import characters
 from difill.text.context import FillContext
+from difill.text.languages import BlockStyle, spec_of
 from difill.text.rules import (
     OPENERS,
     closers_fit,
@@ -66,6 +67,25 @@ def no_doubled_space(text: str, ctx: FillContext) -> str:
     if ctx.line_before.strip() and ctx.line_before.endswith((" ", "\t")) and ctx.string_quote is None:
         return text.lstrip(" \t")
     return text
+
+
+BLOCK_FOLLOWERS = ("else", "catch", "finally", "while")  # words that go on after ``}`` on its line
+
+
+def after_block_next_line(text: str, ctx: FillContext) -> str:
+    """After a block's closing ``}`` at the end of a line, the next statement starts on the next
+    line at the ``}``'s indentation: in Go, ``}`` then ``return (*stringValue)(p)`` was offered on
+    the same line (issue 52).  ``} else {``, ``} catch``, ``});``, ``},`` stay on it."""
+    spec = spec_of(ctx.language)
+    if spec is None or spec.block_style is not BlockStyle.BRACES or ctx.line_after.strip():
+        return text
+    if not ctx.line_before.rstrip().endswith("}") or text.startswith(("\n", "\r")):
+        return text
+    first = text.lstrip(" \t")
+    word = first.split(None, 1)[0] if first.strip() else ""
+    if not first[:1].isalpha() and first[:1] != "_" or word.startswith(BLOCK_FOLLOWERS):
+        return text
+    return "\n" + _indent_text(ctx.line_before) + first
 
 
 def stay_inside_string(text: str, ctx: FillContext) -> str:
@@ -270,6 +290,7 @@ PIPELINE: list[Filter] = [
     middle_to_lf,
     drop_control_characters,
     no_doubled_space,
+    after_block_next_line,
     stay_inside_string,
     limit_to_scope,
     drop_repetition,
