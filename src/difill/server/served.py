@@ -145,7 +145,7 @@ def suggest(
     drafts = drafts_for(request, settings, retrieval)
     retrieval_ms = (time.perf_counter() - started) * 1000
     result = model_text(engine, settings, request, drafts, block, should_stop, on_draft)
-    texts = shown_texts(result.candidates, request.ctx)
+    texts = shown_texts(result.candidates, request.ctx, request.invoked)
     if retrieval is not None and retrieval.import_names is not None:
         texts = listed_names(texts, request.ctx.line_before, retrieval.import_names)
     declined = model_declines(engine, request.ctx.language, request.language_id)
@@ -225,7 +225,7 @@ def drafts_without_model(
         else None
     )
     sure = [d for d in drafts_for(request, settings, retrieval) if is_sure(d)]
-    return shown_texts(drafts_result(sure).candidates, request.ctx) if sure else []
+    return shown_texts(drafts_result(sure).candidates, request.ctx, request.invoked) if sure else []
 
 
 def model_text(
@@ -390,7 +390,7 @@ class ServedModel:
         whatever ``contextDrafts`` says (the eval's "model" row turns drafts off)."""
         request = self.request(text, offset, uri)
         drafts = drafts_for(request, replace(self.settings, context_drafts="show"), retrieval)
-        shown = shown_texts(drafts_result(drafts).candidates, request.ctx)
+        shown = shown_texts(drafts_result(drafts).candidates, request.ctx, request.invoked)
         return shown[0] if shown else ""
 
     def fill_holes(

@@ -32,14 +32,28 @@ PARSE_WINDOW_CHARS = 2000  # context around a fill that the parser sees when ran
 MAX_CANDIDATES = 16
 
 
-def shown_texts(candidates: Sequence[Candidate], ctx: FillContext) -> list[str]:
+def shown_texts(candidates: Sequence[Candidate], ctx: FillContext, invoked: bool = True) -> list[str]:
     """The candidates as the editor shows them: filtered, best first, distinct, non-empty.
-    Only the first ``MAX_CANDIDATES`` are looked at."""
+    Only the first ``MAX_CANDIDATES`` are looked at.  Ghost text while typing (not ``invoked``)
+    also stops where a blank line begins (``to_blank_line``)."""
     filtered = [(apply_filters(c.text, ctx, PIPELINE), c) for c in candidates[:MAX_CANDIDATES]]
+    if not invoked:
+        filtered = [(to_blank_line(text), c) for text, c in filtered]
     kept = [(text, c) for text, c in filtered if text]
     if len(kept) > 1:  # typing asks for one candidate: no parse to rank it against nothing
         kept.sort(key=lambda tc: (not tc[1].complete, errors_around(ctx, tc[0]) or 0, -tc[1].score))
     return distinct(keep_line_endings(text, ctx) for text, _ in kept)
+
+
+def to_blank_line(text: str) -> str:
+    """``text`` up to its first blank line after a line with code: a suggestion that runs on past
+    a blank line is the next paragraph (a copy of the next class, issue 52), which a typist did
+    not ask for.  Asked for explicitly, the whole text is shown."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if i > 0 and not line.strip() and any(earlier.strip() for earlier in lines[:i]):
+            return "\n".join(lines[:i])
+    return text
 
 
 def shown_rewrite(text: str, ctx: FillContext) -> str:
