@@ -128,3 +128,19 @@ async def test_a_failure_inside_a_running_server_block_is_reported_not_hung(tiny
                 server = client._server
                 raise AssertionError("a failed check")
     assert server is not None and server.returncode is not None
+
+
+async def test_the_same_settings_problem_is_shown_once(tiny_model_dir):
+    """Issue 52: Neovim sends its settings as initializationOptions and again as
+    didChangeConfiguration; an unknown key was reported twice.  Once now, and again only when
+    the problems change."""
+    async with running_server(tiny_model_dir, init_options={"maxToken": 5}) as client:
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"difill": {"maxToken": 5}})
+        )
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"difill": {"maxToken": 5, "stepz": 2}})
+        )
+        await wait_for(lambda: any("stepz" in m.message for m in client.messages), 10, "the new problem")
+        told = [m.message for m in client.messages if "maxToken" in m.message]
+        assert len(told) == 2 and "did you mean" in told[0] and "stepz" in told[1]

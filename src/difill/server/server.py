@@ -100,6 +100,7 @@ class DifillServer(LanguageServer):
         self.log_handler: LogMessageHandler | None = None
         self.command_tasks: dict[Any, asyncio.Task] = {}  # request id -> the task running the command
         self._pending_problems: list[str] = []
+        self._shown_problems: list[str] = []  # the last settings problems shown (show_problems)
         self._last_error_shown: str | None = None  # the last error popup, until the status is ready
         self._tasks: set[asyncio.Task] = set()
 
@@ -194,6 +195,11 @@ class DifillServer(LanguageServer):
         super().window_show_message(params)
 
     def show_problems(self, problems: list[str], what: str) -> None:
+        """Warn about ``problems``, once: a client that sends the same settings as
+        initializationOptions and again as didChangeConfiguration (Neovim's does) is told once."""
+        if problems == self._shown_problems:
+            return
+        self._shown_problems = list(problems)
         if problems:
             text = f"difill: invalid {what}: " + "; ".join(problems)
             log.warning("%s", text)
