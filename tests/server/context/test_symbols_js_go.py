@@ -169,3 +169,39 @@ async def test_typescript_and_go_candidates_are_ghost_text_through_the_server(ti
                     break
             shown[uri] = [item.insert_text for item in result.items][:1]
         assert shown == {ts_uri: ["uare"], go_uri: ["xRetries"]}
+
+
+def test_reexports_and_tsconfig_paths_are_followed(tmp_path):
+    """Issue 46: ``export * from`` (an index that gathers a folder), ``export * as x from``, and a
+    bare specifier that tsconfig.json's ``paths`` maps (``@/shapes``) name the same module."""
+    root = tmp_path / "ws"
+    write(root / "src/shapes.ts", SHAPES_TS)
+    write(root / "src/extra.ts", "export function hexagon() {}\n")
+    write(root / "src/index.ts", "export * from './shapes';\nexport * from './extra';\nexport * as more from './extra';\n")
+    write(root / "src/loop.ts", "export * from './loop2';\nexport const A = 1;\n")
+    write(root / "src/loop2.ts", "export * from './loop';\nexport const B = 2;\n")
+    write(root / "tsconfig.json", '{\n  // aliases\n  "compilerOptions": {"baseUrl": ".", "paths": {"@/*": ["src/*"],},},\n}\n')
+    with indexed(root) as index:
+        head = "import * as all from './index';\n\n"
+        found = drafts(index, root, "src/app.ts", head + "all.", "typescript")
+        assert len(found) >= 2 and set(found) <= {"circle", "Shape", "UNIT", "Square", "revealed", "hexagon", "more"}
+        assert drafts(index, root, "src/app.ts", head + "all.hex", "typescript") == ["agon"]
+        assert drafts(index, root, "src/app.ts", head + "all.mo", "typescript") == ["re"]
+        aliased = "import * as shapes from '@/shapes';\n\nshapes.Squ"
+        assert drafts(index, root, "lib/app.ts", aliased, "typescript") == ["are"]
+        cycle = "import * as l from './loop';\n\nl."
+        assert set(drafts(index, root, "src/app.ts", cycle, "typescript")) == {"A", "B"}
+
+
+def test_a_nested_go_module_resolves_by_its_own_go_mod(tmp_path):
+    """Issue 46: a module inside another (tools/go.mod) owns its import paths."""
+    root = tmp_path / "ws"
+    write(root / "go.mod", "module example.com/app\n\ngo 1.22\n")
+    write(root / "util/util.go", UTIL_GO)
+    write(root / "tools/go.mod", "module example.com/devtools\n\ngo 1.22\n")
+    write(root / "tools/gen/gen.go", "package gen\n\nfunc Generate() {}\n\nconst Version = 1\n")
+    with indexed(root) as index:
+        head = 'package main\n\nimport "example.com/devtools/gen"\n\nfunc run() {\n'
+        assert drafts(index, root, "cmd/run.go", head + "\tgen.Gen", "go") == ["erate"]
+        outer = 'package main\n\nimport "example.com/app/tools/gen"\n\nfunc run() {\n'
+        assert drafts(index, root, "cmd/run.go", outer + "\tgen.Gen", "go") == []  # not the outer module's

@@ -33,6 +33,7 @@ CACHED_MODULES = 256
 IMPORT_LINE = re.compile(r"[ \t]*(?:from|import)[ \t]")
 WORD_END = re.compile(r"\w+$")
 MAX_PACKAGE_FILES = 64  # a Go package's files read for its names
+MAX_TSCONFIG_CHARS = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,7 @@ class SymbolLookup:
         self._files: dict[str, Files] = {}  # family -> its snapshot
         self._names: OrderedDict[tuple, list[str]] = OrderedDict()  # a module file's names
         self._usage: OrderedDict[tuple, Usage] = OrderedDict()  # (module file, generation) -> usage
+        self._aliases: OrderedDict[tuple, tuple[str, list[tuple[str, list[str]]]]] = OrderedDict()
 
     def drafts(
         self, text: str, offset: int, current_path: str | None, language: str | None, source_texts: list[str]
@@ -121,7 +123,7 @@ class SymbolLookup:
             found = self.module_files(module, current_path, rules) if module else []
             if not found:
                 return self._jedi_drafts(text, offset, current_path, query, texts, rules, ahead)
-            names = list(dict.fromkeys(n for record in found for n in self._names_of(record, rules)))
+            names = list(dict.fromkeys(n for record in found for n in self._module_names(record, rules)))
             usage = self.usage(found, rules, names).without(current_path)
             ranking = symbols.rank(
                 query, names, texts, text[:offset], usage, enclosing_call(ahead), echoed_word(ahead)
@@ -225,9 +227,11 @@ class SymbolLookup:
             return sorted(found, key=lambda r: r.relative)[:MAX_PACKAGE_FILES]
         # Python and JS: the one file a module is, its paths in the language's order of trial:
         # a path from the folder (relative imports, "/..."), else a tail anywhere in the folders.
-        tails = (symbols.module_paths if rules.family == "python" else symbols_js.module_paths)(
-            module, current
-        )
+        if rules.family == "python":
+            tails = symbols.module_paths(module, current)
+        else:  # a bare specifier that tsconfig.json maps is a relative one from the folder
+            specs = [module, *symbols_js.aliased_specifiers(module, *self._path_aliases(folder))]
+            tails = [t for spec in specs for t in symbols_js.module_paths(spec, current if spec == module else "")]
         for tail in tails:
             if tail.startswith("/"):
                 found = snapshot.by_relative.get((folder or "", tail[1:]))
@@ -279,6 +283,45 @@ class SymbolLookup:
             while len(self._usage) > CACHED_MODULES:
                 self._usage.popitem(last=False)
         return usage
+
+    def _path_aliases(self, folder: str | None) -> tuple[str, list[tuple[str, list[str]]]]:
+        """The workspace folder's tsconfig.json (or jsconfig.json) ``baseUrl`` and ``paths``,
+        read again when the file changes; none without one."""
+        for name in ("tsconfig.json", "jsconfig.json"):
+            path = os.path.join(folder or "", name)
+            try:
+                stat = os.stat(path)
+            except OSError:
+                continue
+            key = (path, stat.st_mtime_ns, stat.st_size)
+            with self._cache_lock:
+                if key in self._aliases:
+                    return self._aliases[key]
+            try:
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    found = symbols_js.path_aliases(f.read(MAX_TSCONFIG_CHARS))
+            except OSError:
+                found = (".", [])
+            with self._cache_lock:
+                self._aliases[key] = found
+                while len(self._aliases) > CACHED_MODULES:
+                    self._aliases.popitem(last=False)
+            return found
+        return ".", []
+
+    def _module_names(self, record: IndexedFile, rules: ModuleRules, depth: int = 0) -> list[str]:
+        """The names a module defines, and for JS/TS those it re-exports with ``export * from``
+        (an ``index.ts`` that gathers a folder), followed ``MAX_REEXPORT_DEPTH`` deep."""
+        names = self._names_of(record, rules)
+        if rules.family != "javascript" or depth >= symbols_js.MAX_REEXPORT_DEPTH:
+            return names
+        whole, _ = symbols_js.star_exports(record.text[: symbols.IMPORT_SCAN_CHARS * 4])
+        snapshot = self._snapshot(rules)
+        for spec in whole[:16]:
+            for target in self._resolve(spec, record.relative, record.folder, rules, snapshot)[:1]:
+                if target.path != record.path:
+                    names = [*names, *self._module_names(target, rules, depth + 1)]
+        return list(dict.fromkeys(names))[: symbols.MAX_SCANNED_NAMES]
 
     def _names_of(self, record: IndexedFile, rules: ModuleRules) -> list[str]:
         key = (record.path, len(record.text), hash(record.text[:4096]))

@@ -65,16 +65,26 @@ def module_path(go_mod: str) -> str | None:
 def package_directory(import_path: str, go_mods: list[tuple[str, str]]) -> str | None:
     """The folder-relative directory of ``import_path`` given the workspace's ``go.mod`` files as
     (relative path, module path): the longest module path it starts with; None when none does."""
+    roots = [posixpath.dirname(relative) for relative, _ in go_mods]
     best: tuple[int, str] | None = None
     for relative, module in go_mods:
         if import_path == module or import_path.startswith(module + "/"):
             rest = import_path[len(module) :].strip("/")
-            directory = posixpath.normpath(posixpath.join(posixpath.dirname(relative), rest))
+            root = posixpath.dirname(relative)
+            directory = posixpath.normpath(posixpath.join(root, rest))
             if directory.startswith("../") or directory == "..":
                 continue
+            directory = "" if directory == "." else directory
+            if any(_below(directory, other) and _below(other, root) and other != root for other in roots):
+                continue  # a nested module's folder: its own go.mod names it, not this one
             if best is None or len(module) > best[0]:
-                best = (len(module), "" if directory == "." else directory)
+                best = (len(module), directory)
     return best[1] if best else None
+
+
+def _below(path: str, folder: str) -> bool:
+    """``path`` is ``folder`` or inside it (folder-relative, "" the folder itself)."""
+    return folder == "" or path == folder or path.startswith(folder + "/")
 
 
 def exported_names(text: str) -> list[str]:

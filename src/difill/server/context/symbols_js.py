@@ -4,8 +4,10 @@ module exports (issue 36, part 2; symbols.py has the Python rules and the rankin
 ``import * as b from './b'`` (and ``const b = require('./b')``) binds ``b`` to a module: after
 ``b.`` the candidates are the names ``./b`` exports.  ``import {x, y as z} from './b'`` binds
 names: at a typed word they are the document's imported names.  Only relative specifiers
-(``./``, ``../``) name a workspace file; a package (``react``) or an absolute path names none, and
-neither does a relative one that climbs above the workspace folder.
+(``./``, ``../``) name a workspace file, and bare ones that the workspace folder's tsconfig.json
+maps (``paths``, ``baseUrl``); a package (``react``) or an absolute path names none, and neither
+does a relative one that climbs above the workspace folder.  ``export * from './b'`` gives the
+names of ``./b`` too (symbol_lookup.py follows it, ``MAX_REEXPORT_DEPTH`` deep).
 
 Bounds as in symbols.py: imports are read in the first ``IMPORT_SCAN_CHARS`` of the document and
 a module gives at most ``MAX_SCANNED_NAMES`` names.
@@ -13,6 +15,7 @@ a module gives at most ``MAX_SCANNED_NAMES`` names.
 
 from __future__ import annotations
 
+import json
 import posixpath
 import re
 
@@ -38,6 +41,9 @@ EXPORT_DECLARATION = re.compile(
 )
 EXPORT_LIST = re.compile(r"^[ \t]*export[ \t]*(?:type[ \t]*)?\{([^}]{0,4096})\}", re.M)
 COMMONJS_EXPORT = re.compile(rf"^[ \t]*(?:module\.)?exports\.({IDENTIFIER})[ \t]*=", re.M)
+# ``export * from './b'`` (the names of ./b), ``export * as b from './b'`` (the name b).
+EXPORT_STAR = re.compile(rf"^[ \t]*export[ \t]*\*[ \t]*(?:as[ \t]+({IDENTIFIER})[ \t]*)?from[ \t]*{SPECIFIER}", re.M)
+MAX_REEXPORT_DEPTH = 4  # ``index.ts`` -> ``./shapes/index.ts`` -> ``./circle.ts``: followed this deep
 EXTENSIONS = (".ts", ".tsx", ".d.ts", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
 
 
@@ -104,6 +110,78 @@ def module_paths(spec: str, current: str | None) -> list[str]:
     return ["/" + p for p in dict.fromkeys(paths) if p != "."]
 
 
+def star_exports(text: str) -> tuple[list[str], list[str]]:
+    """(the specifiers ``export * from`` re-exports whole, the names ``export * as x from``
+    binds) of a module."""
+    whole, named = [], []
+    for match in EXPORT_STAR.finditer(text):
+        if match.group(1):
+            named.append(match.group(1))
+        else:
+            whole.append(match.group(3))
+    return whole, named
+
+
+def path_aliases(tsconfig: str) -> tuple[str, list[tuple[str, list[str]]]]:
+    """``compilerOptions.baseUrl`` and ``paths`` of a tsconfig.json (JSON with comments and
+    trailing commas, as TypeScript reads it): (baseUrl or ".", [(pattern, [targets])]).  Garbage
+    reads as no aliases."""
+    try:
+        options = json.loads(_plain_json(tsconfig)).get("compilerOptions") or {}
+    except (ValueError, AttributeError):
+        return ".", []
+    base = options.get("baseUrl") if isinstance(options.get("baseUrl"), str) else "."
+    paths = options.get("paths") if isinstance(options.get("paths"), dict) else {}
+    return base, [
+        (pattern, [t for t in targets if isinstance(t, str)])
+        for pattern, targets in list(paths.items())[:64]
+        if isinstance(pattern, str) and isinstance(targets, list)
+    ]
+
+
+def aliased_specifiers(spec: str, base: str, aliases: list[tuple[str, list[str]]]) -> list[str]:
+    """``spec`` (a bare specifier: ``@/components/x``) as the folder-relative paths tsconfig's
+    ``paths`` (then ``baseUrl``) map it to, each starting with "./"; [] for a relative one."""
+    if spec.startswith((".", "/")):
+        return []
+    found = []
+    for pattern, targets in aliases:
+        head, star, tail = pattern.partition("*")
+        if star and spec.startswith(head) and spec.endswith(tail) and len(spec) >= len(head) + len(tail):
+            middle = spec[len(head) : len(spec) - len(tail)]
+            found += [t.replace("*", middle, 1) for t in targets]
+        elif not star and spec == pattern:
+            found += targets
+    if base != ".":
+        found.append(posixpath.join(base, spec))
+    return ["./" + posixpath.normpath(posixpath.join(base, t)).lstrip("/") for t in found if t]
+
+
+def _plain_json(text: str) -> str:
+    """JSON with ``//`` and ``/* */`` comments and trailing commas made plain (strings kept)."""
+    out, i, n = [], 0, min(len(text), 256 * 1024)
+    while i < n:
+        char = text[i]
+        if char == '"':
+            end = i + 1
+            while end < n and text[end] != '"':
+                end += 2 if text[end] == "\\" else 1
+            out.append(text[i : end + 1])
+            i = end + 1
+        elif text.startswith("//", i):
+            i = text.find("\n", i) if text.find("\n", i) >= 0 else n
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+        else:
+            out.append(char)
+            i += 1
+    return TRAILING_COMMA.sub(r"\1", "".join(out))
+
+
+TRAILING_COMMA = re.compile(r",(\s*[}\]])")
+
+
 def exported_names(text: str) -> list[str]:
     """The names a module exports, in its order: declarations, ``export {a, b as c}`` lists and
     CommonJS ``exports.x =``; at most ``MAX_SCANNED_NAMES``."""
@@ -115,5 +193,6 @@ def exported_names(text: str) -> list[str]:
             if name and name != "default" and re.fullmatch(IDENTIFIER, name):
                 found.append((match.start(), name))
     found += [(m.start(), m.group(1)) for m in COMMONJS_EXPORT.finditer(text)]
+    found += [(m.start(), m.group(1)) for m in EXPORT_STAR.finditer(text) if m.group(1)]
     names = dict.fromkeys(name for _, name in sorted(found, key=lambda f: f[0]))
     return list(names)[:MAX_SCANNED_NAMES]
