@@ -282,6 +282,11 @@ class Settings:
     # "*.tfvars").  In such a file difill suggests nothing.  Changing it rebuilds the index.
     context_exclude: tuple[str, ...] = setting("contextExclude", Globs(), ())
 
+    # The project's Python interpreter: jedi names the standard library and the installed
+    # packages of this one after ``x.`` and on import lines (server/context/jedi_names.py).
+    # None: the server's own.
+    project_python: str | None = setting("projectPython", FilePath(), None)
+
     # Next-edit suggestions (textDocument/copilotInlineEdit): "drafts" offers the last edit again
     # at the other places it applies (a rename, an inserted argument; no model), "on" adds the
     # model's edits of the lines around the cursor (the drafts seeded on its canvas), "model" the

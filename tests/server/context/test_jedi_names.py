@@ -188,3 +188,28 @@ def test_listed_names_drops_a_module_that_does_not_exist():
         " import path",
         ".path import join",
     ]
+
+
+def test_the_projects_interpreter_names_its_own_packages(tmp_path, patient):
+    """Issue 46: ``projectPython`` names another interpreter; its packages are the candidates,
+    and one that cannot be used leaves the server's own (logged)."""
+    import subprocess
+    import sys
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next((venv / "lib").glob("python*/site-packages"))
+    write(site / "onlyhere_pkg/__init__.py", "MAGIC = 1\n")
+    text = "import onlyhere_pkg\nonlyhere_pkg."
+    project = tmp_path / "proj"
+    project.mkdir()
+    own = JediNames(lambda path: False, lambda: [str(project)])
+    theirs = JediNames(lambda path: False, lambda: [str(project)], str(venv / "bin" / "python"))
+    assert "MAGIC" not in (own.names(text, len(text), str(project / "a.py")) or [])
+    assert "MAGIC" in theirs.names(text, len(text), str(project / "a.py"))
+    assert theirs.environment_module(str(site / "onlyhere_pkg/__init__.py"))
+    broken = JediNames(lambda path: False, lambda: [str(project)], str(tmp_path / "no-python"))
+    text = "import json\njson.dum"
+    assert "dumps" in broken.names(text, len(text), str(project / "a.py"))
+    for lookup in (own, theirs, broken):
+        lookup.close()

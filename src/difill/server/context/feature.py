@@ -34,6 +34,7 @@ log = logging.getLogger("difill.server")
 WATCHER_ID = "difill-workspace-index"
 INDEX_FIELDS = (
     "workspace_index", "index_max_files", "index_max_bytes", "index_max_file_bytes", "context_exclude",
+    "project_python",
 )  # fmt: skip
 
 
@@ -207,7 +208,9 @@ class ContextFeature(Feature):
         progress = None
         if getattr(self._server, "client_has_progress", False):
             progress = LoopProgress(self._server, asyncio.get_running_loop())
-        self.index = WorkspaceIndex(limits_of(settings), progress, self.model_busy, self.policy)
+        self.index = WorkspaceIndex(
+            limits_of(settings), progress, self.model_busy, self.policy, settings.project_python
+        )
         self.index.start()
         for uri, document in self.documents.snapshot().items():
             self.index.set_open(uri, document.language_id, document.text)

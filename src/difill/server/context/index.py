@@ -119,6 +119,7 @@ class WorkspaceIndex:
         progress: IndexProgress | None = None,
         yield_to: Callable[[], bool] | None = None,
         policy: ContextPolicy | None = None,
+        project_python: str | None = None,
     ) -> None:
         self.limits = limits or IndexLimits()
         self.policy = policy or ContextPolicy()
@@ -139,7 +140,7 @@ class WorkspaceIndex:
         self._idle = threading.Event()
         self._idle.set()
         self._thread: threading.Thread | None = None
-        self._retriever = Retriever(self._lock, self._store, self._shared, self.policy)
+        self._retriever = Retriever(self._lock, self._store, self._shared, self.policy, project_python)
 
     # ---- called from the event loop: cheap, never touch the disk ----
 

@@ -7,6 +7,9 @@ installed packages (this server's environment), and the attributes of classes an
 symbol_lookup.py asks it after ``x.`` where its own rules find no workspace module, and ranks its
 names as it ranks the workspace's; the model then orders the names no evidence tells apart.
 
+* **The project's interpreter.**  ``projectPython`` names it (a virtual environment's
+  ``bin/python``): its standard library and packages are the ones named.  Unset, or unusable
+  (logged once), this server's own.
 * **Never on the event loop, never long.**  Completion runs on one thread of its own and is
   waited for ``DEADLINE_S``; past it the caller keeps today's rules, and the answer, when it
   comes, is cached for the next keystroke.  jedi's first completion in a process loads its stubs
@@ -56,9 +59,14 @@ class JediNames:
     """Completions at a cursor of a Python document, within a deadline; None when jedi is not
     installed, did not answer in time, or failed (the caller keeps its own rules)."""
 
-    def __init__(self, denies: Callable[[str], bool], folders: Callable[[], list[str]]) -> None:
+    def __init__(
+        self, denies: Callable[[str], bool], folders: Callable[[], list[str]], python: str | None = None
+    ) -> None:
         self.denies = denies  # path -> whether the secrets policy denies it
         self.folders = folders
+        self.python = python  # the project's interpreter (``projectPython``); None: this server's
+        self._environment: object | None = None  # jedi's environment of ``python``, made on jedi's thread
+        self._roots: tuple[str, ...] | None = None  # the folders that environment imports from
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="difill-jedi")
         self._lock = threading.Lock()
         self._cache: OrderedDict[tuple, list[str]] = OrderedDict()
@@ -104,7 +112,7 @@ class JediNames:
 
             MODULE_NAMES = (ImportName, SubModuleName)
             guard_reads(self.denies)
-            script = jedi.Script(text, path=path, project=self._project(path))
+            script = jedi.Script(text, path=path, project=self._project(path), environment=self._environment_of())
             refused: dict[str, bool] = {}  # per defining file: a module's names share one
 
             def allowed(module_path) -> bool:
@@ -138,6 +146,35 @@ class JediNames:
                 while len(self._cache) > CACHE_ENTRIES:
                     self._cache.popitem(last=False)
         return found
+
+    def _environment_of(self):
+        """jedi's environment of ``projectPython`` (made once, on jedi's thread: it starts the
+        interpreter); None for this server's own, or when that one cannot be used (logged once,
+        and this server's environment is used instead)."""
+        if self.python is None or self._environment is False:
+            return None
+        if self._environment is None:
+            import jedi
+
+            try:
+                environment = jedi.create_environment(self.python, safe=False)
+                roots = {os.path.realpath(p) for p in environment.get_sys_path() if p and os.path.isdir(p)}
+            except Exception as err:  # noqa: BLE001 - not a Python, a broken one: the server's own stands
+                log.warning("projectPython %s cannot be used (%s): names come from the server's own Python", self.python, err)
+                self._environment = False
+                return None
+            self._roots = tuple(sorted(roots))
+            self._environment = environment
+        return self._environment
+
+    def environment_module(self, path: str) -> bool:
+        """Whether ``path`` is a module of the environment names come from (``projectPython``'s
+        once it is in use, else this server's; jedi's stubs included)."""
+        real = os.path.realpath(path)
+        import jedi  # its bundled typeshed stubs are read for the standard library
+
+        roots = (*(self._roots or _environment_roots()), os.path.dirname(os.path.realpath(jedi.__file__)))
+        return any(real.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
 
     def _project(self, path: str | None):
         """jedi's project of the workspace folder holding ``path``, with its ``src/`` on the path
@@ -174,15 +211,6 @@ def _environment_roots() -> tuple[str, ...]:
     the working directory: jedi completes from them as the server's environment."""
     roots = {os.path.realpath(p) for p in sys.path if p and os.path.isabs(p) and os.path.isdir(p)}
     return tuple(sorted(roots - {os.path.realpath(os.getcwd())}))
-
-
-def environment_module(path: str) -> bool:
-    """Whether ``path`` is a module of this interpreter's environment (its stubs included)."""
-    real = os.path.realpath(path)
-    import jedi  # its bundled typeshed stubs are read for the standard library
-
-    roots = (*_environment_roots(), os.path.dirname(os.path.realpath(jedi.__file__)))
-    return any(real.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
 
 
 def bound_parsed_modules(limit: int) -> None:

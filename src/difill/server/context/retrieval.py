@@ -26,7 +26,7 @@ from difill.server.context.imports import (
     import_targets,
     typed_import,
 )
-from difill.server.context.jedi_names import JediNames, environment_module
+from difill.server.context.jedi_names import JediNames
 from difill.server.context.policy import ContextPolicy
 from difill.server.context.similarity import identifiers, jaccard, query_text, window_around
 from difill.server.context.store import IndexedFile, Store
@@ -77,7 +77,10 @@ class Shared:
 class Retriever:
     """Lookups over the index's store and shared state, under its lock."""
 
-    def __init__(self, lock: threading.Lock, store: Store, shared: Shared, policy: ContextPolicy) -> None:
+    def __init__(
+        self, lock: threading.Lock, store: Store, shared: Shared, policy: ContextPolicy,
+        project_python: str | None = None,
+    ) -> None:  # fmt: skip
         self.lock = lock
         self.store = store
         self.shared = shared
@@ -91,10 +94,10 @@ class Retriever:
         # and the environment's modules, and no file the secrets policy denies.
         def unreadable(path: str) -> bool:
             return policy.denies_path(path, folders()) or not (
-                any(files.inside(path, folder) for folder in folders()) or environment_module(path)
+                any(files.inside(path, folder) for folder in folders()) or jedi.environment_module(path)
             )
 
-        jedi = JediNames(unreadable, folders)
+        jedi = JediNames(unreadable, folders, project_python)
         self._symbols = SymbolLookup(lock, store, folders, jedi)
 
     def close(self, wait_s: float = 0.0) -> None:
