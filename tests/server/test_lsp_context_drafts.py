@@ -3,6 +3,8 @@ the same tokens is what a typist is shown (``contextDrafts`` "show"), or it seed
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from lsp_helpers import inline_params, open_document, running_server
 from lsprotocol import types
@@ -21,12 +23,13 @@ async def test_a_workspace_file_drafts_the_ghost_text(tiny_model_dir, tmp_path):
     async with running_server(tiny_model_dir, init_options=options, root_uri=tmp_path.as_uri()) as client:
         uri = (tmp_path / "main.py").as_uri()
         open_document(client, uri, "from util import compute_total\n\nvalue = compute_")
-        for _ in range(100):  # the index builds in the background; the server answers meanwhile
+        for _ in range(600):  # the index builds in the background; the server answers meanwhile
             result = await client.text_document_inline_completion_async(
                 inline_params(uri, 2, 16, invoked=False)
             )
             if result.items:
                 break
+            await asyncio.sleep(0.1)  # the index and jedi (on import lines) answer in the background
         assert [item.insert_text for item in result.items] == ["total(items, tax)"]
         cursor = types.Position(line=2, character=16)
         assert result.items[0].range == types.Range(start=cursor, end=cursor)
@@ -49,12 +52,13 @@ async def test_an_import_line_is_completed_with_the_names_the_file_lacks(tiny_mo
     async with running_server(tiny_model_dir, init_options=options, root_uri=tmp_path.as_uri()) as client:
         uri = (tmp_path / "pkg" / "main.py").as_uri()
         open_document(client, uri, "from pkg.u\n\nvalue = compute_total([1, 2], 0.2)\n")
-        for _ in range(100):  # the index builds in the background
+        for _ in range(600):  # the index builds in the background
             result = await client.text_document_inline_completion_async(
                 inline_params(uri, 0, 10, invoked=False)
             )
             if result.items:
                 break
+            await asyncio.sleep(0.1)  # the index and jedi (on import lines) answer in the background
         assert [item.insert_text for item in result.items] == ["til import compute_total"]
 
 
@@ -89,12 +93,13 @@ async def test_a_change_beyond_the_cache_window_or_in_another_file_changes_the_a
         open_document(client, uri, text)
 
         async def ask() -> list[str]:
-            for _ in range(100):  # the index builds in the background
+            for _ in range(600):  # the index builds in the background
                 result = await client.text_document_inline_completion_async(
                     inline_params(uri, 0, 10, invoked=False)
                 )
                 if result.items:
                     break
+                await asyncio.sleep(0.1)
             return [item.insert_text for item in result.items]
 
         assert await ask() == ["til import compute_total"]
@@ -120,10 +125,11 @@ async def test_an_import_line_never_shows_a_module_that_does_not_exist(tiny_mode
     async with running_server(tiny_model_dir, init_options=options, root_uri=tmp_path.as_uri()) as client:
         uri = (tmp_path / "pkg" / "main.py").as_uri()
         open_document(client, uri, "from pkg.u\nfrom nowhere_pkg.wait import \nx = 1 + \ny = compute_total([1], 0)\n")
-        for _ in range(100):  # the index builds, and jedi loads, in the background
+        for _ in range(600):  # the index builds, and jedi loads, in the background
             result = await client.text_document_inline_completion_async(inline_params(uri, 0, 10, invoked=False))
             if result.items:
                 break
+            await asyncio.sleep(0.1)  # the index and jedi (on import lines) answer in the background
         assert [item.insert_text for item in result.items] == ["til import compute_total"]
         for _ in range(3):
             nowhere = await client.text_document_inline_completion_async(inline_params(uri, 1, 29, invoked=True))
