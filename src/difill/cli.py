@@ -11,6 +11,7 @@ import os
 import sys
 
 from difill import __version__
+from difill.engine.names import ENGINES  # a leaf: the registry, nothing else loaded
 
 # Never reach for the hub: difill only reads local files.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -18,8 +19,6 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 
-# engine/backends' ENGINES (not imported: it loads the remote client)
-ENGINES = ("auto", "torch", "llamacpp", "mlx")
 
 
 # Each command's handler imports its work when the command runs, not when `difill` starts (so

@@ -23,6 +23,8 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from difill.engine.names import CANVAS_MODES, ENGINES
+
 if TYPE_CHECKING:
     from difill.engine.backends import BackendSpec
 
@@ -198,7 +200,7 @@ class Settings:
     # How fills reach a vLLM `remote`: "seeded" sends difill's own canvas (vLLM pull request
     # #57250: the code after the cursor clamped), "plain" the chat/suffix prompt, "auto" tries
     # seeded first and falls back, remembered, when the server refuses it.  Changing it reloads.
-    remote_canvas: str = setting("remoteCanvas", Choice(("auto", "seeded", "plain")), "auto")
+    remote_canvas: str = setting("remoteCanvas", Choice(CANVAS_MODES), "auto")
 
     # "auto" (CUDA when available, else CPU), "cpu", "cuda", "cuda:N" or "mps".  Changing it reloads.
     device: str = setting("device", Device(), "auto")
@@ -207,7 +209,7 @@ class Settings:
     # docs/llamacpp.md; `difill build-native` first), "mlx" (mlx-vlm on a Mac, docs/mlx.md;
     # `pip install "difill[mlx]"`) or "auto" (llama.cpp where `ggufPath` names a GGUF, else torch).
     # Changing it reloads.
-    engine: str = setting("engine", Choice(("auto", "torch", "llamacpp", "mlx")), "auto")
+    engine: str = setting("engine", Choice(ENGINES), "auto")
 
     # The GGUF of `modelPath` for the llama.cpp engine (the shipped model's is exported on first
     # use).  Changing it reloads.

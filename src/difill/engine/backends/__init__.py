@@ -16,13 +16,12 @@ from dataclasses import dataclass, replace
 from difill.engine.api import BackendError, InfillBackend
 from difill.engine.backends.connect import connect
 from difill.engine.backends.remote import API_KEY_ENV, RemoteBackend, RemoteConfig
-from difill.engine.backends.vllm import CANVAS_MODES
+from difill.engine.names import CANVAS_MODES, ENGINES
 
 __all__ = [
     "API_KEY_ENV", "BackendError", "BackendSpec", "EngineChoice", "InfillBackend", "RemoteBackend",
     "RemoteConfig", "connect", "local_backend", "make_backend",
 ]  # fmt: skip
-ENGINES = ("auto", "torch", "llamacpp", "mlx")
 ENGINE_ENV = "DIFILL_ENGINE"  # replaces "auto" where it is set
 log = logging.getLogger(__name__)
 

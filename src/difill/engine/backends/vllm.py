@@ -61,10 +61,10 @@ from difill.engine.api import (
 )
 from difill.engine.backends.transport import HttpStatusError, NotJson
 from difill.engine.backends.vllm_tokens import ContractRefused, Post, TokenCache
+from difill.engine.names import CANVAS_MODES
 from difill.text.instruction import with_instruction_comment
 from difill.text.rules import with_middles
 
-CANVAS_MODES = ("auto", "seeded", "plain")
 CANVAS_SIZES = (32, 64, 128, 256)  # a request's canvas is rounded up to one of these (few shapes to compile)
 MAX_SAMPLES = 32  # difill's own bound on a request's n (the release allows far more)
 CHARS_PER_TOKEN_BOUND = 8  # a suffix window this many characters per wanted token holds enough tokens
