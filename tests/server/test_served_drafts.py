@@ -90,14 +90,15 @@ def test_show_puts_the_draft_first_when_the_user_asks_then_the_model():
 
 
 def test_auto_shows_drafts_for_difill_trained_checkpoints_and_seeds_for_others():
-    class Config:
+    from difill.engine.api import About
+    from difill.engine.model import checkpoint_drafts
+
+    class Config:  # a checkpoint difill trained that names no drafts mode
         difill = {"min_token_prob": 0.25}
 
-    class Loaded:  # the shape of LoadedModel: the checkpoint's config, with or without torch weights
-        config = Config()
-
+    assert checkpoint_drafts(Config()) == "show" and checkpoint_drafts(object()) == "seed"
     trained = RecordingEngine()
-    trained.loaded = Loaded()
+    trained.about = lambda: About("torch", "trained", drafts=checkpoint_drafts(Config()))  # as InfillEngine says
     assert ServedModel(trained).suggest(SEEN, len(SEEN)).text == "items, tax)"
     assert trained.options == []
     other = RecordingEngine()  # a real checkpoint or a remote: no difill record

@@ -155,24 +155,50 @@ class NameScorer(Protocol):
     ) -> list[float]: ...
 
 
+@dataclass(frozen=True)
+class About:
+    """What a backend is, as the backend says it (``InfillBackend.about``): the server reads its
+    status line, the draft mode, the languages and how it may schedule fills from here, and
+    never probes a backend's attributes for them (issue 48)."""
+
+    engine: str  # "torch", "llamacpp", "mlx", "ar" (the autoregressive baseline), "remote"
+    where: str  # the checkpoint's path, or the remote's URL without credentials (and its protocol)
+    # The languages the model was trained on (the checkpoint's ``difill.languages``); (): every one.
+    languages: tuple[str, ...] = ()
+    # What ``contextDrafts: auto`` means for this model: the checkpoint's ``difill.drafts`` ("show"
+    # for a checkpoint difill trained that names none), "seed" for any other model.
+    drafts: str = "seed"
+    # Its runtime holds one fill's state across steps (the llama.cpp worker's prompt K,V store and
+    # self-conditioning): no other fill may run between two of its steps.
+    one_fill_state: bool = False
+    scores_names: bool = False  # ``score_names`` may be asked (NameScorer) now
+
+
+UNKNOWN = About("unknown", "a backend that does not say")
+
+
+def about(engine: object) -> About:
+    """``engine.about()``; ``UNKNOWN`` for an object that is no full backend (a test's stand-in)."""
+    said = getattr(engine, "about", None)
+    return said() if callable(said) else UNKNOWN
+
+
 def backend_languages(engine: object) -> tuple[str, ...]:
-    """The languages a backend's model was trained on; () when it names none (every language).
-    The in-process backends read the checkpoint's config (``difill.languages``); a remote model
-    names none."""
-    loaded = getattr(engine, "loaded", None)
-    return tuple(getattr(loaded, "languages", ()) or ())
+    """The languages a backend's model was trained on; () when it names none (every language)."""
+    return about(engine).languages
 
 
 def runs_jobs_between_steps(engine: object) -> bool:
     """Whether another fill may run between two denoising steps of a fill on ``engine`` (the
-    server runs ghost text inside a long edit that way).  Not on a backend that declares
-    ``one_fill_state = True``: its runtime holds one fill's state across steps (the llama.cpp
-    worker's prompt K,V store and self-conditioning), which a fill run in between would overwrite."""
-    return not getattr(engine, "one_fill_state", False)
+    server runs ghost text inside a long edit that way): not on one whose runtime holds one
+    fill's state across steps (``About.one_fill_state``)."""
+    return not about(engine).one_fill_state
 
 
 @runtime_checkable
 class InfillBackend(Protocol):
+    def about(self) -> About: ...
+
     def fill(
         self,
         prefix: str,

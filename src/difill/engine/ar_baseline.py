@@ -15,7 +15,7 @@ import torch
 from transformers import AutoTokenizer, LlamaForCausalLM
 from transformers.utils import logging as hf_logging
 
-from difill.engine.api import Cancelled, Candidate, FillOptions, FillResult, FillStats
+from difill.engine.api import About, Cancelled, Candidate, FillOptions, FillResult, FillStats
 from difill.engine.hf_compat import cache_kwargs, output_cache
 from difill.engine.model import (
     MODEL_LOAD,
@@ -94,6 +94,10 @@ class ARBackend:
 
     def __init__(self, path: str | Path) -> None:
         self.baseline = ARBaseline(path)
+        self.path = str(path)
+
+    def about(self) -> About:
+        return About("ar", self.path)
 
     def fill(self, prefix, suffix, options=None, should_stop=None, on_draft=None):
         options = options or FillOptions()

@@ -32,10 +32,10 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from difill.engine.api import DEFAULT_HOLE_MARKER, FillResult, HolesResult
+from difill.engine.api import DEFAULT_HOLE_MARKER, About, FillResult, HolesResult
 from difill.engine.decoder import CanvasDecoder, attention_mask, conditioned_inputs, decoder_layers
 from difill.engine.infill import InfillEngine
-from difill.engine.model import LoadedModel
+from difill.engine.model import LoadedModel, checkpoint_drafts
 from difill.engine.prefix_cache import expand_cache
 
 
@@ -312,6 +312,11 @@ class BatchingBackend:
         self._slots = threading.BoundedSemaphore(max_concurrent)
         self._idle: list[_PooledEngine] = []  # most recently used last: its prefix cache is warmest
         self._idle_lock = threading.Lock()
+
+    def about(self) -> About:
+        loaded = self.loaded
+        drafts = checkpoint_drafts(loaded.config)
+        return About("torch", str(loaded.path), tuple(loaded.languages), drafts, scores_names=True)
 
     @property
     def stats(self) -> BatcherStats:

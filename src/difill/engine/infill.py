@@ -21,6 +21,7 @@ from difill.engine.api import (
     DEFAULT_HOLE_MARKER,
     HOLE_TOKENS,
     MAX_CANVAS_TOKENS,
+    About,
     Cancelled,
     Candidate,
     DraftCallback,
@@ -34,7 +35,7 @@ from difill.engine.api import (
 )
 from difill.engine.canvas import Canvas, Segment, build_canvas, hole_tokens, seeded_canvas, used_length
 from difill.engine.decoder import CanvasDecoder
-from difill.engine.model import LoadedModel
+from difill.engine.model import LoadedModel, checkpoint_drafts
 from difill.engine.name_scores import (
     MAX_NAME_TOKENS,
     name_scores,
@@ -59,6 +60,15 @@ StepCallback = Callable[[int, torch.Tensor], None]  # (step, current best canvas
 
 
 class InfillEngine:
+    engine = "torch"  # About.engine: the subclasses that run the passes elsewhere say theirs
+    one_fill_state = False  # About.one_fill_state
+
+    def about(self) -> About:
+        return About(
+            self.engine, str(self.loaded.path), tuple(self.loaded.languages),
+            checkpoint_drafts(self.loaded.config), self.one_fill_state, scores_names=True,
+        )  # fmt: skip
+
     def __init__(self, loaded: LoadedModel) -> None:
         self.loaded = loaded
         self.model = loaded.model

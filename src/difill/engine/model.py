@@ -74,6 +74,16 @@ def difill_meta(config) -> dict:
     return getattr(config, "difill", None) or {}
 
 
+def checkpoint_drafts(config) -> str:
+    """What ``contextDrafts: auto`` means for a checkpoint: its ``difill.drafts``; "show" for one
+    difill trained that names none (measured on the shipped weights, docs/drafts.md: retrieval
+    alone was right far more often than the model); "seed" for any other checkpoint."""
+    meta = difill_meta(config)
+    if isinstance(meta, dict) and meta:
+        return meta["drafts"] if meta.get("drafts") in ("show", "seed", "off") else "show"
+    return "seed"
+
+
 def checkpoint_min_token_prob(config) -> float:
     """The ghost-text cut chosen for a checkpoint's weights (``difill.min_token_prob``); 0: none."""
     return float(difill_meta(config).get("min_token_prob", 0.0))

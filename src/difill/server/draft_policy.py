@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from difill.engine.api import Candidate, FillResult, FillStats
+from difill.engine.api import Candidate, FillResult, FillStats, about
 from difill.server.config import Settings
 from difill.server.context.drafts import Draft, find_drafts
 from difill.server.context.symbols import MAX_SYMBOL_DRAFTS
@@ -158,12 +158,7 @@ def draft_mode(engine: object, settings: Settings) -> str:
     """
     if settings.context_drafts != "auto":
         return settings.context_drafts
-    # The checkpoint's config, which the llama.cpp engine has too, without torch weights.
-    config = getattr(getattr(engine, "loaded", None), "config", None)
-    meta = getattr(config, "difill", None)
-    if isinstance(meta, dict) and meta:
-        return meta["drafts"] if meta.get("drafts") in ("show", "seed", "off") else "show"
-    return "seed"
+    return about(engine).drafts  # the checkpoint's own (engine/model.py checkpoint_drafts)
 
 
 def drafts_result(drafts: Sequence[Draft]) -> FillResult:

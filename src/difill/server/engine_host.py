@@ -33,9 +33,13 @@ from difill.engine.api import (
     InfillBackend,
     ModelLoadError,
     ShouldStop,
+    about,
     runs_jobs_between_steps,
 )
 from difill.server.lifecycle import Feature
+
+# How the status names each in-process engine (About.engine).
+ENGINE_NAMES = {"torch": "torch", "llamacpp": "llama.cpp", "mlx": "MLX", "ar": "the AR baseline"}
 
 if TYPE_CHECKING:
     from difill.engine.backends import BackendSpec
@@ -239,19 +243,11 @@ class EngineHost(Feature):
         elapsed = (time.perf_counter() - started) * 1000
         self.engine, self.state, self.model_path = engine, ModelState.READY, model_path
         self._ready_event().set()
-        loaded = getattr(engine, "loaded", None)  # None for the remote and AR backends
-        if remote:  # a URL may hold credentials (http://user:password@host): show the backend's
-            # own URL, which leaves them out, in the status and the log (not the URL as given)
-            remote = getattr(getattr(engine, "transport", None), "shown_url", None) or "the remote server"
-            describe = getattr(engine, "describe_path", None)  # found by the warm-up fill
-            remote += f" ({describe()})" if describe else ""
-        where = remote or (loaded.path if loaded else model_path)
-        if getattr(engine, "worker", None) is not None:  # engine/native/engine.py
-            where = f"{where} (llama.cpp)"
-        elif getattr(engine, "mlx_model", None) is not None:  # engine/mlx/engine.py
-            where = f"{where} (MLX)"
-        elif not remote:  # named too, so that :DifillStatus says which engine runs the model
-            where = f"{where} (torch)"
+        # The backend says where it runs: a remote's URL without credentials (never the URL as
+        # given) and the path its warm-up fill found; a local engine's checkpoint and its name,
+        # so that :DifillStatus says which engine runs the model.
+        said = about(engine)
+        where = said.where if said.engine == "remote" else f"{said.where} ({ENGINE_NAMES.get(said.engine, said.engine)})"
         progress.end(f"ready ({elapsed / 1000:.1f} s)")
         log.info("model ready at %s in %.0f ms", where, elapsed)
         # The load time goes in the message: `latencyMs` is a suggestion's latency, which clients

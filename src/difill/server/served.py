@@ -36,6 +36,7 @@ from difill.engine.api import (
     InfillBackend,
     NameScorer,
     ShouldStop,
+    about,
     backend_languages,
 )
 from difill.server.config import Settings
@@ -186,7 +187,7 @@ def ranked_by_model(
     model (docs/drafts.md "The model's score"): used-at-all counts order these names worse."""
     if retrieval is None or not isinstance(engine, NameScorer) or draft_mode(engine, settings) == "off":
         return retrieval
-    if not getattr(engine, "scores_names", True):  # a remote whose server has no such read (yet)
+    if not about(engine).scores_names:  # a remote whose server has no such read (yet)
         return retrieval
     undecided = [d for d in retrieval.drafts if d.kind == "symbol" and d.undecided]
     if len(undecided) < 2 or model_declines(engine, request.ctx.language, request.language_id) is not None:

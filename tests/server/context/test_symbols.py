@@ -295,6 +295,11 @@ class WithoutNameScores:
     def __init__(self, engine) -> None:
         self.engine, self.loaded = engine, engine.loaded
 
+    def about(self):
+        from dataclasses import replace
+
+        return replace(self.engine.about(), scores_names=False)
+
     def fill(self, *args, **kwargs):
         return self.engine.fill(*args, **kwargs)
 

@@ -30,9 +30,9 @@ from typing import Any, ClassVar
 import httpx2 as httpx
 
 from difill.engine import secrets
-from difill.engine.api import BackendError, ShouldStop
+from difill.engine.api import About, BackendError, ShouldStop
 from difill.engine.backends.transport import HttpTransport
-from difill.engine.backends.vllm import CANVAS_MODES
+from difill.engine.names import CANVAS_MODES
 
 API_KEY_ENV = "DIFILL_API_KEY"
 PROTOCOLS = ("auto", "difill", "openai")
@@ -108,8 +108,18 @@ class RemoteBackend:
         self.config = config
         self.transport = transport if transport is not None else open_transport(config)
 
+    scores_names = False  # a vLLM whose seeded path can score names says so (openai_remote.py)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.transport.shown_url!r}, protocol={self.protocol!r})"
+
+    def about(self) -> About:
+        """The server's URL without credentials, and the path found to it (the protocol, the
+        canvas): a remote model names no languages, and its drafts seed the canvas."""
+        return About("remote", f"{self.transport.shown_url} ({self.describe_path()})", scores_names=self.scores_names)
+
+    def describe_path(self) -> str:
+        raise NotImplementedError  # each protocol's class says what it found
 
     def close(self) -> None:
         self.transport.close()

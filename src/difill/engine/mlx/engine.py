@@ -157,6 +157,8 @@ class MlxCanvasPass:
 class MlxEngine(InfillEngine):
     """An InfillBackend whose forwards run in MLX; one fill at a time, like InfillEngine."""
 
+    engine = "mlx"
+
     def __init__(self, loaded: LoadedModel, mlx_model: Any) -> None:
         super().__init__(loaded)  # tokenizer, ids, lock, ban list; its prefix cache is replaced below
         self.mlx_model = mlx_model

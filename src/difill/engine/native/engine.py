@@ -128,6 +128,7 @@ class LlamaCppEngine(InfillEngine):
     # steps of another (the server's urgent ghost text inside an edit) would leave the other's next
     # step on its prompt, so none is (api.runs_jobs_between_steps).
     one_fill_state = True
+    engine = "llamacpp"
 
     def __init__(self, loaded: LoadedModel, worker: LlamaWorker, top_k: int = 0) -> None:
         super().__init__(loaded)  # tokenizer, ids, lock, ban list; its prefix cache is replaced below
