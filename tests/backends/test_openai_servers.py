@@ -1,5 +1,5 @@
 """The remote backend against OpenAI-compatible servers shaped like vLLM serving DiffusionGemma
-(the seeded canvas of vLLM #57250: test_vllm_canvas.py)."""
+(the seeded canvas of vLLM 0.32 or later, released: test_vllm_canvas.py)."""
 
 from __future__ import annotations
 
