@@ -166,8 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--steps", type=int, default=12, help="denoising step cap")
     p.add_argument("--remote", metavar="URL", help="fill on a difill serve-http or OpenAI-compatible server")
     p.add_argument("--remote-canvas", choices=("auto", "seeded", "plain"), default="auto",
-                   help="a vLLM remote: seeded canvas (vLLM #57250), plain chat path, or auto (seeded, "
-                        "else plain)")  # fmt: skip
+                   help="a vLLM remote: seeded canvas (vLLM 0.32 or later, released; difill is tested "
+                        "against 0.33.0's rules), plain chat path, or auto (seeded, else plain)")  # fmt: skip
     p.set_defaults(func=run_fill)
 
     p = sub.add_parser("serve-http", help="serve the model over HTTP (/v1/completions, /v1/fill, /health)")

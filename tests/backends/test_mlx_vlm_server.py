@@ -9,6 +9,7 @@ experts' ``gather_mm`` in float32 only.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -48,12 +49,23 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def mlx_vlm_server(float32_model, tmp_path_factory) -> Iterator[str]:
+def another_model(float32_model, tmp_path_factory) -> Path:
+    """A second model folder that sorts before the served one ("cached0" < "mlx0"): mlx-vlm's
+    /v1/models lists it too (``MLX_VLM_MODEL_PATHS``), as it lists a user's Hugging Face cache."""
+    out = tmp_path_factory.mktemp("cached") / "another-model"
+    shutil.copytree(float32_model, out, copy_function=os.link)  # hard links: a path of its own
+    assert str(out) < str(float32_model)
+    return out
+
+
+@pytest.fixture(scope="module")
+def mlx_vlm_server(float32_model, another_model, tmp_path_factory) -> Iterator[str]:
     port = free_port()
     log = (tmp_path_factory.mktemp("mlx-log") / "server.log").open("w")
     command = [sys.executable, "-m", "mlx_vlm", "server", "--model", str(float32_model),
                "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
-    proc = subprocess.Popen(command, env=ENV, stdout=log, stderr=subprocess.STDOUT)
+    env = {**ENV, "MLX_VLM_MODEL_PATHS": str(another_model)}
+    proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + START_DEADLINE_S
@@ -84,16 +96,21 @@ def assert_no_markers(text: str) -> None:
         assert marker not in text
 
 
-def test_remote_fills_through_mlx_vlms_chat_endpoint(mlx_vlm_server):
+def test_remote_fills_through_mlx_vlms_chat_endpoint(mlx_vlm_server, another_model):
     remote = connect(RemoteConfig(mlx_vlm_server, timeout_s=120.0))
     options = FillOptions(seed=7, max_hole_tokens=8)
     first = remote.fill("def add(a, b):\n    return ", "\n\nprint(add(1, 2))\n", options)
     assert remote.protocol == "openai"  # its /health is not difill's
     assert remote.chosen.fim == "chat"  # /v1/completions answered 404: chat from now on
     assert "HTTP 404" in remote.describe_path()  # no /tokenize: no seeded canvas
+    # The model it serves, not the first one /v1/models lists (another-model): asking for that
+    # one made the server load it in place of the served one.
     assert remote.chosen.model == str(remote.chosen.model) and remote.chosen.model.endswith(
         "difill-default-f32"
     )
+    listed = httpx.get(mlx_vlm_server + "/v1/models", timeout=10.0).json()["data"]
+    assert [m["id"] for m in listed][0] == str(another_model)
+    assert [m["id"] for m in listed if m["loaded"]] == [remote.chosen.model]
     assert first.candidates and first.stats.hole_tokens <= 8
     assert_no_markers(first.text)
     # Its sampler takes `seed`: the same request gives the same answer.

@@ -1,5 +1,5 @@
 """The remote backend against OpenAI-compatible servers shaped like vLLM serving DiffusionGemma
-(the seeded canvas of vLLM #57250: test_vllm_canvas.py)."""
+(the seeded canvas of vLLM 0.32 or later, released: test_vllm_canvas.py)."""
 
 from __future__ import annotations
 
@@ -162,3 +162,113 @@ def test_chat_answers_lose_the_models_special_tokens(answer, text):
     from difill.engine.backends.openai import chat_text
 
     assert chat_text(answer) == text
+
+
+# ---------------------------------------------------------------------------- mlx-vlm 0.7.10
+
+# Every field of mlx-vlm 0.7.10's ChatRequest (mlx_vlm/server/schemas.py: ChatRequest, with what it
+# inherits from GenerationRequest, VLMRequest and ImageProcessingRequest).  The release accepts
+# any other key and ignores it (FlexibleBaseModel, extra="allow"); this fake records it instead.
+MLX_VLM_CHAT_FIELDS = frozenset(
+    "min_pixels max_pixels resize_shape model adapter_path max_tokens max_denoising_steps block_length "
+    "num_to_transfer max_transfer_per_step editing_threshold max_post_steps stability_steps "
+    "diffusion_full_canvas diffusion_min_canvas_length diffusion_max_canvas_length diffusion_sampler "
+    "threshold min_threshold temperature top_p top_k min_p top_n_sigma p_less typical_p seed "
+    "repetition_penalty repetition_context_size presence_penalty presence_context_size frequency_penalty "
+    "frequency_context_size logit_bias enable_thinking reasoning reasoning_effort thinking_budget "
+    "thinking_start_token thinking_end_token logprobs top_logprobs response_format stream messages "
+    "context_management stream_options tools tool_choice tool_parser".split()
+)
+SERVED = "/Users/me/models/diffusiongemma-26B-mlx-4bit"
+
+
+def mlx_vlm_like(requests: list[tuple[str, dict]], listed: list[dict], ignored: list[str]):
+    """A handler shaped like ``python -m mlx_vlm server`` 0.7.10 (mlx_vlm/server/app.py, openai.py):
+
+    * ``/health`` answers JSON that is not difill's (``status``, ``loaded_model``, ...);
+    * ``/v1/models`` (``models_endpoint``) lists the loaded model *and* every model it could load
+      (the Hugging Face cache, ``MLX_VLM_MODEL_PATHS``), sorted by id, each with ``loaded``;
+    * no ``/v1/completions``, ``/tokenize`` or ``/version``: 404 ``{"detail": "Not Found"}``;
+    * ``/v1/chat/completions`` needs ``model`` and ``messages``, and loads the model it names
+      (``get_cached_model``): here, asking for one that is not loaded is recorded in ``requests``.
+    """
+    loaded = [m["id"] for m in listed if m["loaded"]]
+
+    def handle(request):
+        body = json.loads(read_body(request) or b"null")
+        requests.append((request.path, body))
+        if request.path == "/health":
+            send(
+                request,
+                200,
+                json.dumps({"status": "healthy", "loaded_model": (loaded or [None])[0]}).encode(),
+            )
+        elif request.path in ("/v1/models", "/models"):
+            send(request, 200, json.dumps({"object": "list", "data": listed}).encode())
+        elif request.path == "/v1/chat/completions":
+            ignored.extend(sorted(set(body) - MLX_VLM_CHAT_FIELDS))
+            if "model" not in body or "messages" not in body:
+                send(request, 422, b'{"detail": [{"type": "missing", "loc": ["body", "model"]}]}')
+                return
+            message = {"role": "assistant", "content": "a + b<|fill|><|fill|>"}
+            choice = {"index": 0, "finish_reason": "stop", "message": message}
+            usage = {"prompt_tokens": 9, "completion_tokens": 3, "total_tokens": 12}
+            answer = {"id": "chatcmpl-1", "object": "chat.completion", "model": body["model"],
+                      "choices": [choice], "usage": usage}  # fmt: skip
+            send(request, 200, json.dumps(answer).encode())
+        else:
+            send(request, 404, b'{"detail": "Not Found"}')
+
+    return handle
+
+
+def cached(model_id: str) -> dict:
+    return {"id": model_id, "object": "model", "created": 1764000000, "loaded": False}
+
+
+def test_mlx_vlms_server_is_asked_for_the_model_it_has_loaded_not_the_first_it_lists(fake_server):
+    """mlx-vlm's /v1/models sorts the Hugging Face cache in with the served model; asking for the
+    first entry would make the server load that model instead."""
+    requests, ignored = [], []
+    listed = [cached("/Users/me/models/a-gemma-3"), cached("google/gemma-3-4b-it"),
+              {**cached(SERVED), "loaded": True}, cached("mlx-community/Qwen3-8B-4bit")]  # fmt: skip
+    remote = connect(RemoteConfig(fake_server(mlx_vlm_like(requests, listed, ignored))))
+    result = remote.fill("print(add(", ")\n", FillOptions(seed=5, max_hole_tokens=8))
+    assert result.text == "a + b"
+    assert remote.chosen.model == SERVED
+    chats = [body for path, body in requests if path == "/v1/chat/completions"]
+    assert [body["model"] for body in chats] == [SERVED]
+    # Only fields the release's ChatRequest has; no diffusion field is sent.
+    assert ignored == []
+    assert set(chats[0]) == {"model", "messages", "max_tokens", "temperature", "seed", "stream"}
+    remote.close()
+
+
+def test_a_long_model_list_from_mlx_vlm_is_read(fake_server):
+    """A Hugging Face cache of 40 models: the listing is not taken for a flood of candidates."""
+    requests, ignored = [], []
+    listed = [cached(f"org/model-{i:02d}") for i in range(40)] + [{**cached(SERVED), "loaded": True}]
+    remote = connect(RemoteConfig(fake_server(mlx_vlm_like(requests, listed, ignored))))
+    assert remote.fill("x = ", "\n", FillOptions(max_hole_tokens=8)).text == "a + b"
+    assert remote.chosen.model == SERVED
+    remote.close()
+
+
+def test_mlx_vlm_with_no_model_loaded_is_an_error_that_says_so(fake_server):
+    """Started without --model it lists only what it could load: difill names none of them (the
+    server would load it), and no chat request is sent."""
+    requests, ignored = [], []
+    listed = [cached("google/gemma-3-4b-it"), cached("mlx-community/Qwen3-8B-4bit")]
+    remote = connect(RemoteConfig(fake_server(mlx_vlm_like(requests, listed, ignored))))
+    with pytest.raises(BackendError, match="none loaded"):
+        remote.fill("x = ", "\n", FillOptions(max_hole_tokens=8))
+    assert "/v1/chat/completions" not in [path for path, _ in requests]
+    remote.close()
+    # With the model given, /v1/models is not read.
+    requests.clear()
+    remote = connect(
+        RemoteConfig(fake_server(mlx_vlm_like(requests, listed, ignored)), model="google/gemma-3-4b-it")
+    )
+    remote.fill("x = ", "\n", FillOptions(max_hole_tokens=8))
+    assert "/v1/models" not in [path for path, _ in requests]
+    remote.close()

@@ -204,7 +204,7 @@ def test_a_vllm_older_than_0_32_gets_the_chat_path_without_a_seed_and_the_status
 
 
 def test_remote_canvas_seeded_on_an_old_vllm_tries_and_fails_with_what_to_run(vllm):
-    """seeded: the user asked for the canvas (a backported build says an older version), so it is
+    """seeded: the user asked for the canvas (a /version may be wrong: a build of its own), so it is
     sent; the answer shows it was not kept, and the error names the version needed and the one seen."""
     fake, url = vllm(contract=False)
     remote = backend(url, canvas="seeded")

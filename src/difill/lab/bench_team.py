@@ -5,8 +5,9 @@ keystroke asks for ghost text through the server's own suggestion path (``Served
 ``RemoteBackend``, against three servers on loopback:
 
 * ``serve-http``: ``difill serve-http``'s app on the model (``--model``, default the shipped one);
-* ``vllm-seeded``: the fake vLLM with pull request #57250 (lab/fake_vllm.py): the seeded canvas;
-* ``vllm-plain``: the fake released vLLM, which refuses the seed: the chat prompt.
+* ``vllm-seeded``: the fake vLLM 0.33.0 (lab/fake_vllm.py, the release's rules): the seeded canvas,
+  as vLLM 0.32 or later (released) serves it;
+* ``vllm-plain``: the fake vLLM from before 0.32, which ignores the seed: the chat prompt.
 
 It counts the round trips and the JSON bytes each keystroke sends and receives (bodies only: HTTP
 headers add about 200 bytes a request), and the first fill's setup separately (protocol, model

@@ -197,9 +197,10 @@ class Settings:
     # process.  The API key comes from the DIFILL_API_KEY environment variable.  Changing it reloads.
     remote: str | None = setting("remote", HttpUrl(), None)
 
-    # How fills reach a vLLM `remote`: "seeded" sends difill's own canvas (vLLM pull request
-    # #57250: the code after the cursor clamped), "plain" the chat/suffix prompt, "auto" tries
-    # seeded first and falls back, remembered, when the server refuses it.  Changing it reloads.
+    # How fills reach a vLLM `remote`: "seeded" sends difill's own canvas (vLLM 0.32 or later,
+    # released; difill is tested against 0.33.0's rules: the code after the cursor clamped),
+    # "plain" the chat/suffix prompt, "auto" tries seeded first and falls back, remembered, when
+    # the server refuses it.  Changing it reloads.
     remote_canvas: str = setting("remoteCanvas", Choice(CANVAS_MODES), "auto")
 
     # "auto" (CUDA when available, else CPU), "cpu", "cuda", "cuda:N" or "mps".  Changing it reloads.

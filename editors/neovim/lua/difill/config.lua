@@ -7,7 +7,7 @@
 ---@field modelPath? string        model directory (default: the model shipped with difill)
 ---@field remote? string           URL of a difill serve-http / OpenAI-compatible server to use instead
 ---@field contextDrafts? "auto"|"show"|"seed"|"off"  drafts from the context: shown as ghost text, seeded into the canvas, or not used
----@field remoteCanvas? "auto"|"seeded"|"plain"  how fills reach a vLLM remote: seeded canvas (vLLM #57250), chat prompt, or auto
+---@field remoteCanvas? "auto"|"seeded"|"plain"  how fills reach a vLLM remote: seeded canvas (vLLM 0.32 or later, released; tested against 0.33.0's rules), chat prompt, or auto
 ---@field device? "auto"|"cpu"|"cuda"
 ---@field engine? "auto"|"torch"|"llamacpp"|"mlx"  the engine that runs the model (llamacpp: `difill build-native` first; mlx: `pip install "difill[mlx]"`)
 ---@field ggufPath? string         the model's GGUF for the llama.cpp engine (default: the shipped model's)

@@ -32,6 +32,8 @@ MAX_DEPTH = 32  # difill's and OpenAI's answers nest 4 deep
 MAX_TEXT_CHARS = 1 << 20
 MAX_CHARS_PER_TOKEN = 16  # a generous bound: code averages about 4 characters a token
 MAX_TOKEN_IDS = 65_536  # a /tokenize answer: the suffix's tokens
+# A /v1/models answer: mlx-vlm's lists every model in the Hugging Face cache too (model_id)
+MAX_MODELS = 4096
 
 
 class BadAnswer(ValueError):
@@ -102,11 +104,26 @@ def token_ids(raw: Any) -> list[int]:
 
 
 def model_id(raw: Any) -> str:
-    """The first model a ``/v1/models`` answer lists."""
-    models = _list(_object(raw, "the answer").get("data"), "data")
+    """The served model of a ``/v1/models`` answer: the first one it lists, or, where entries say
+    ``loaded`` (mlx-vlm's server), the first loaded one.
+
+    mlx-vlm 0.7.10 (mlx_vlm/server/app.py ``models_endpoint``) lists the models it has loaded and
+    also every model it could load (the Hugging Face cache, ``MLX_VLM_MODEL_PATHS``), all sorted by
+    id, with ``loaded`` true or false; a chat request loads whichever model it names.  The first
+    entry may be one that is not served, and asking for it would swap the server's model."""
+    listed = _list(_object(raw, "the answer").get("data"), "data", MAX_MODELS)
+    models = [_object(m, "a model") for m in listed]
     if not models:
         raise BadAnswer("the server lists no model")
-    return text_of(_object(models[0], "a model").get("id"), "a model's id")
+    if any("loaded" in m for m in models):
+        loaded = [m for m in models if m.get("loaded") is True]
+        if not loaded:
+            raise BadAnswer(
+                "the server lists models but has none loaded (mlx-vlm: start it with --model, "
+                "or set difill's remote model)"
+            )
+        models = loaded
+    return text_of(models[0].get("id"), "a model's id")
 
 
 def stats(raw: Any) -> FillStats:

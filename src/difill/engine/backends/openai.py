@@ -2,8 +2,9 @@
 
 Three ways to ask for a middle, from best to most widely supported:
 
-* canvas seeding: difill's own canvas, for vLLM builds with pull request #57250; it lives in
-  engine/backends/vllm.py, and the two ways below are the fallback;
+* canvas seeding: difill's own canvas, for vLLM 0.32 or later (released; difill is tested
+  against 0.33.0's rules); it lives in engine/backends/vllm.py, and the two ways below are the
+  fallback;
 * ``suffix``: ``/v1/completions`` with ``prompt`` = prefix and ``suffix`` = suffix, the OpenAI
   insert API.  difill serve-http accepts it; plain vLLM refuses it with HTTP 400, mlx-vlm's server
   has no ``/v1/completions`` at all (HTTP 404);

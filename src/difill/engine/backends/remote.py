@@ -6,9 +6,10 @@ One class per wire protocol, each an ``InfillBackend`` on this module's ``Remote
   every feature (candidates, holes, rewrite with strength) and the same text as the local engine
   for the same seed;
 * ``"openai"`` - engine/backends/openai_remote.py: an OpenAI-compatible server such as vLLM
-  serving DiffusionGemma: difill's own seeded canvas where the server keeps vLLM #57250's contract
-  (engine/backends/vllm.py, chosen by ``canvas``: ``auto`` tries it first), else
-  engine/backends/openai.py's ``suffix`` or chat prompt (``fim``);
+  serving DiffusionGemma: difill's own seeded canvas where the server is vLLM 0.32 or later
+  (released; difill is tested against 0.33.0's rules; engine/backends/vllm.py, chosen by
+  ``canvas``: ``auto`` tries it first), else engine/backends/openai.py's ``suffix`` or chat
+  prompt (``fim``);
 * ``"auto"`` (default) - engine/backends/connect.py: ``GET /health`` on the first fill (difill
   answers ``{"server": "difill"}``), then one of the two above for good.
 
@@ -49,7 +50,7 @@ class RemoteConfig:
     api_key: str | None = field(default=None, repr=False)  # None: DIFILL_API_KEY
     model: str | None = None  # an OpenAI server's model name; None: the first /v1/models lists
     fim: str = "auto"  # an OpenAI server's prompt for a middle: FIM_MODES (openai.py)
-    canvas: str = "auto"  # vLLM #57250's seeded canvas: CANVAS_MODES (vllm.py; the remoteCanvas setting)
+    canvas: str = "auto"  # vLLM 0.32+'s seeded canvas: CANVAS_MODES (vllm.py; the remoteCanvas setting)
     canvas_length: int = 256  # the server's canvas (vLLM --diffusion-config canvas_length)
     vocab_size: int = 262_144  # bounds the seeded canvas's noise ids (DiffusionGemma's vocabulary)
     timeout_s: float = 30.0  # one deadline for a request and all its retries

@@ -234,8 +234,8 @@ class SeededCanvasClient:
 
     def check_version(self, should_stop) -> None:
         """``GET /version``, once.  A server older than 0.32 is refused in ``auto``; in ``seeded``
-        the user asked for the canvas, so it is still tried (a build with the pull request
-        backported says an older version) and the answer's checks decide.  No version (a 404, not
+        the user asked for the canvas, so it is still tried (a server's ``/version`` may be missing
+        or wrong, a build of its own say) and the answer's checks decide.  No version (a 404, not
         JSON, garbage): the first fill probes.  A failure to connect is the fill's, and is retried."""
         if self.version_checked:
             return
