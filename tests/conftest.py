@@ -20,7 +20,7 @@ from tiers import UNIT_MARK
 TINY_CORPUS_MODULES = ("textwrap", "string", "json.encoder", "shlex")
 
 # torch is the reference engine of the tests (engine/backends: DIFILL_ENGINE replaces "auto"), so a
-# built llama.cpp worker does not change what they run; tests/engine/test_llamacpp.py picks llama.cpp
+# built llama.cpp worker does not change what they run; tests/engine/native/test_llamacpp.py picks llama.cpp
 # itself, and the servers the tests start inherit this.
 os.environ.setdefault("DIFILL_ENGINE", "torch")
 

@@ -154,13 +154,16 @@ def test_text_imports_no_torch_no_lsp_and_only_the_engines_boundary():
             assert not wrong, f"{name} imports {sorted(wrong)}"
 
 
-def test_there_are_no_import_circles():
-    assert cycles(graph(with_type_checking=False)) == []
-
-
-def test_there_are_no_import_circles_even_at_type_checking_time():
-    # Transport modules take pygls' LanguageServer or a Protocol of their own, not DifillServer.
-    assert cycles(graph(with_type_checking=True)) == []
+@pytest.mark.parametrize(
+    "with_type_checking",
+    [
+        pytest.param(False, id="at_run_time"),
+        # Transport modules take pygls' LanguageServer or a Protocol of their own, not DifillServer.
+        pytest.param(True, id="even_at_type_checking_time"),
+    ],
+)
+def test_there_are_no_import_circles(with_type_checking):
+    assert cycles(graph(with_type_checking=with_type_checking)) == []
 
 
 def test_no_feature_imports_the_server_module_even_for_a_type():

@@ -22,6 +22,20 @@ def assert_same_fill(torch_engine, other, prefix: str, suffix: str) -> None:
     assert theirs.stats.steps == ours.stats.steps
 
 
+def assert_same_contract(torch_engine, other) -> None:
+    """The backend contract on the tiny model: fills, holes, a rewrite with an instruction, draft rows."""
+    for prefix, suffix in FILLS[:2]:
+        ours, theirs = torch_engine.fill(prefix, suffix), other.fill(prefix, suffix)
+        assert [c.text for c in theirs.candidates] == [c.text for c in ours.candidates]
+    text = "a = <|hole|>\nb = <|hole|>\n"
+    holes = other.fill_holes(text)
+    assert len(holes.middles) == 2 and holes.middles == torch_engine.fill_holes(text).middles
+    request = RewriteRequest("x = 1\n", "y = x + 2\n", "print(y)\n", strength=1.0, instruction="double it")
+    assert other.rewrite(request).text == torch_engine.rewrite(request).text
+    drafted = other.fill("x = ", "\n", FillOptions(drafts=("foo(1)",)))
+    assert drafted.stats.draft_rows == 1
+
+
 def assert_same_holes_rewrite_and_draft_rows(torch_engine, other) -> None:
     text = "def area(w, h):\n    return <|hole|>\n\n\ndef perimeter(w, h):\n    return <|hole|>\n"
     assert other.fill_holes(text).middles == torch_engine.fill_holes(text).middles

@@ -16,7 +16,7 @@
 The engine-level versions are tests/engine/test_security.py (no connection while loading and
 filling, trust_remote_code=False in both from_pretrained calls, no torch.load),
 tests/engine/test_model_loading.py (a directory of pickle weights is refused) and
-tests/backends/test_http_server.py (serve-http refuses a public address without a key, and 401s).
+tests/engine/backends/test_http_server.py (serve-http refuses a public address without a key, and 401s).
 """
 
 from __future__ import annotations

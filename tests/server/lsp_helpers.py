@@ -73,7 +73,7 @@ async def running_server(
 ):
     if init_options is None or (isinstance(init_options, dict) and "workspaceIndex" not in init_options):
         # The root is /tmp by default: these servers do not index it (the workspace index has its
-        # own tests, test_context_*.py, which turn it on over a folder of their own).
+        # own tests, tests/server/context/, which turn it on over a folder of their own).
         init_options = {"workspaceIndex": False, **(init_options or {})}
     config = ClientServerConfig(
         server_command=server_command(model_dir, *extra_args),

@@ -48,7 +48,7 @@ async def test_a_worker_that_died_between_requests_is_replaced_before_the_next(l
     (first,) = worker_pids(server_pid)
     os.kill(first, signal.SIGKILL)
     # The next request finds it dead before sending it anything and starts a new one (a worker
-    # that dies mid-fill fails that fill: tests/engine/test_llamacpp.py).  A new text each time:
+    # that dies mid-fill fails that fill: tests/engine/native/test_llamacpp.py).  A new text each time:
     # the suggestion cache would answer a repeated request itself.
     for name in ("dies", "replaced"):
         uri = f"file:///tmp/llama/{name}.py"

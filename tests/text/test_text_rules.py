@@ -15,17 +15,17 @@ pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/
 MARKER = "<|hole|>"
 
 
-def test_closing_bracket_the_suffix_already_has_is_dropped():
-    assert trim_suffix_overlap("foo(x))", ")\n") == "foo(x)"
-
-
-def test_balanced_closing_bracket_is_kept():
-    # `f(g(x)` + `)`: the middle closes its own bracket; the suffix closes f's.
-    assert trim_suffix_overlap("g(x)", ")") == "g(x)"
-
-
-def test_several_duplicated_closers_are_dropped():
-    assert trim_suffix_overlap("a])", "])") == "a"
+@pytest.mark.parametrize(
+    "middle,suffix,shown",
+    [
+        pytest.param("foo(x))", ")\n", "foo(x)", id="closing_bracket_the_suffix_already_has_is_dropped"),
+        # `f(g(x)` + `)`: the middle closes its own bracket; the suffix closes f's.
+        pytest.param("g(x)", ")", "g(x)", id="balanced_closing_bracket_is_kept"),
+        pytest.param("a])", "])", "a", id="several_duplicated_closers_are_dropped"),
+    ],
+)
+def test_closers_are_dropped_only_where_the_suffix_already_has_them(middle, suffix, shown):
+    assert trim_suffix_overlap(middle, suffix) == shown
 
 
 def test_lines_repeating_the_suffix_start_are_dropped():

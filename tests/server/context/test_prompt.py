@@ -15,7 +15,7 @@ from difill.server.context.prompt import approximate_tokens, snippet_block
 pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/conftest.py)
 
 SHIPPED_TOKENIZER = (
-    Path(__file__).parents[2] / "src" / "difill" / "engine" / "default_model" / "tokenizer.json"
+    Path(__file__).parents[3] / "src" / "difill" / "engine" / "default_model" / "tokenizer.json"
 )
 
 UTIL = '''def load_config(path):

@@ -19,12 +19,13 @@ import pytest
 import torch
 from engine_parity import (
     FILLS,
+    assert_same_contract,
     assert_same_fill,
     assert_same_holes_rewrite_and_draft_rows,
     assert_same_name_scores,
 )
 
-from difill.engine.api import Cancelled, FillOptions, InfillBackend, ModelLoadError, RewriteRequest
+from difill.engine.api import Cancelled, FillOptions, InfillBackend, ModelLoadError
 from difill.engine.backends import EngineChoice, local_backend
 from difill.engine.decoder import CanvasDecoder
 from difill.engine.infill import InfillEngine
@@ -133,7 +134,7 @@ def test_the_same_name_scores_from_both_engines(shipped):
 def test_difill_fill_engine_mlx_prints_the_torch_engines_text(capsys):
     from difill.cli import main
 
-    demo = f"{Path(__file__).parents[2] / 'examples' / 'demo.py'}:21:21"
+    demo = f"{Path(__file__).parents[3] / 'examples' / 'demo.py'}:21:21"
     shown = {}
     for engine in ("torch", "mlx"):
         assert main(["fill", demo, "--engine", engine, "--device", "cpu", "--json"]) == 0
@@ -154,16 +155,7 @@ def test_it_is_an_infill_backend_with_the_checkpoints_settings(tiny):
 
 def test_contract_fills_holes_rewrites_and_drafts_like_torch(tiny):
     torch_engine, mlx_engine = tiny
-    for prefix, suffix in FILLS[:2]:
-        ours, theirs = torch_engine.fill(prefix, suffix), mlx_engine.fill(prefix, suffix)
-        assert [c.text for c in theirs.candidates] == [c.text for c in ours.candidates]
-    text = "a = <|hole|>\nb = <|hole|>\n"
-    holes = mlx_engine.fill_holes(text)
-    assert len(holes.middles) == 2 and holes.middles == torch_engine.fill_holes(text).middles
-    request = RewriteRequest("x = 1\n", "y = x + 2\n", "print(y)\n", strength=1.0, instruction="double it")
-    assert mlx_engine.rewrite(request).text == torch_engine.rewrite(request).text
-    drafted = mlx_engine.fill("x = ", "\n", FillOptions(drafts=("foo(1)",)))
-    assert drafted.stats.draft_rows == 1
+    assert_same_contract(torch_engine, mlx_engine)
 
 
 def test_a_fill_is_cancelled_between_passes(tiny):

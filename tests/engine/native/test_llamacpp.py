@@ -17,12 +17,13 @@ import pytest
 import torch
 from engine_parity import (
     FILLS,
+    assert_same_contract,
     assert_same_fill,
     assert_same_holes_rewrite_and_draft_rows,
     assert_same_name_scores,
 )
 
-from difill.engine.api import Cancelled, FillOptions, InfillBackend, ModelLoadError, RewriteRequest
+from difill.engine.api import Cancelled, FillOptions, InfillBackend, ModelLoadError
 from difill.engine.backends import EngineChoice, local_backend
 from difill.engine.decoder import CanvasDecoder
 from difill.engine.infill import InfillEngine
@@ -153,16 +154,7 @@ def test_it_is_an_infill_backend_with_the_checkpoints_settings(tiny, tiny_model_
 
 def test_contract_fills_holes_rewrites_and_drafts_like_torch(tiny):
     torch_engine, llama_engine, _ = tiny
-    for prefix, suffix in FILLS[:2]:
-        ours, theirs = torch_engine.fill(prefix, suffix), llama_engine.fill(prefix, suffix)
-        assert [c.text for c in theirs.candidates] == [c.text for c in ours.candidates]
-    text = "a = <|hole|>\nb = <|hole|>\n"
-    holes = llama_engine.fill_holes(text)
-    assert len(holes.middles) == 2 and holes.middles == torch_engine.fill_holes(text).middles
-    request = RewriteRequest("x = 1\n", "y = x + 2\n", "print(y)\n", strength=1.0, instruction="double it")
-    assert llama_engine.rewrite(request).text == torch_engine.rewrite(request).text
-    drafted = llama_engine.fill("x = ", "\n", FillOptions(drafts=("foo(1)",)))
-    assert drafted.stats.draft_rows == 1
+    assert_same_contract(torch_engine, llama_engine)
 
 
 def test_a_fill_is_cancelled_between_passes(tiny):

@@ -2,7 +2,7 @@
 
 Prints p50/p95 latency and the decoder passes the server ran against the passes the same requests
 need one by one (each fill reports its own; batching shares them).  Reproduce the figures in
-docs/remote.md with:  .venv/bin/pytest tests/backends/test_load.py -s -q
+docs/remote.md with:  .venv/bin/pytest tests/engine/backends/test_load.py -s -q
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """End to end: code actions on a selection, codeAction/resolve, the difill.* commands with
-workspace/applyEdit, version checks, and live drafts (issue 5).  Shares the servers of conftest.py."""
+workspace/applyEdit, version checks, and live drafts (issue 5).  Shares the servers of
+tests/server/conftest.py."""
 
 from __future__ import annotations
 
