@@ -28,7 +28,7 @@ async def test_an_urgent_job_runs_between_the_steps_of_a_long_one():
     def long_work(job: Job):
         def work(engine):
             for step in range(400):  # a long edit: 400 steps of 5 ms
-                job.should_stop()
+                job.before_step()
                 if urgent_done.is_set():
                     steps_after.append(step)
                 threading.Event().wait(0.005)
@@ -94,7 +94,7 @@ async def test_a_fill_queued_during_a_rewrite_gives_both_the_results_they_give_a
 
     def slow_rewrite(engine):
         started.set()
-        result = engine.rewrite(rewrite, rewrite_options, long_job.should_stop)
+        result = engine.rewrite(rewrite, rewrite_options, long_job.before_step)
         rewrite_done.set()
         return result
 
@@ -104,17 +104,17 @@ async def test_a_fill_queued_during_a_rewrite_gives_both_the_results_they_give_a
 
     # Hold the third step until the fill is queued, so it must run inside the rewrite, after the
     # rewrite's prompt and two of its steps are in the engine's state.
-    original = long_job.should_stop
+    original = long_job.before_step
     queued = threading.Event()
     checks = [0]
 
-    def should_stop() -> bool:
+    def before_step() -> bool:
         checks[0] += 1
         if checks[0] == 3:
             queued.wait(10)
         return original()
 
-    long_job.should_stop = should_stop  # type: ignore[method-assign]
+    long_job.before_step = before_step  # type: ignore[method-assign]
     edit = asyncio.ensure_future(host.run(long_job, slow_rewrite))
     await asyncio.get_running_loop().run_in_executor(None, started.wait, 10)
     ghost = asyncio.ensure_future(host.run(Job("file:///other.py"), ghost_fill, urgent=True))

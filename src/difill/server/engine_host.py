@@ -68,8 +68,8 @@ class JobCancelled(Exception):
 class Job:
     uri: str | None
     stop: threading.Event = field(default_factory=threading.Event)
-    checks: int = 0  # times the engine asked should_stop(): once before each denoising step
-    # Run by should_stop() on the worker, between two steps: the host serves urgent jobs there.
+    checks: int = 0  # times the engine reached a step (``before_step``): once before each
+    # Run by ``before_step`` on the worker, between two steps: the host serves urgent jobs there.
     between_steps: Callable[[], None] | None = None
 
     def cancel(self) -> None:
@@ -80,10 +80,17 @@ class Job:
         return self.stop.is_set()
 
     def should_stop(self) -> bool:
-        self.checks += 1
-        if self.between_steps is not None and not self.stop.is_set():
-            self.between_steps()
+        """Whether the job was cancelled: a question, nothing else."""
         return self.stop.is_set()
+
+    def before_step(self) -> bool:
+        """The engine's hook before each denoising step (it is handed this as its ``should_stop``):
+        count the step, serve the urgent jobs waiting for the worker (``between_steps``), then
+        say whether to stop."""
+        self.checks += 1
+        if self.between_steps is not None and not self.should_stop():
+            self.between_steps()
+        return self.should_stop()
 
     @property
     def steps_done(self) -> int:
@@ -309,6 +316,20 @@ class EngineHost(Feature):
                 self._active -= 1
                 if self._active == 0 and self.state is ModelState.READY and not failed:
                     self.on_status("ready", None, (time.perf_counter() - started) * 1000)
+
+    async def run_for(self, jobs: Jobs, uri: str, work: Callable[[Job], Callable[[InfillBackend], T]]) -> T:
+        """The one way a feature runs model work for a document: a job that replaces the
+        document's job in flight, the work ``work(job)`` makes (handing the engine
+        ``job.before_step``) run on the worker, the job finished however it ends.  JobCancelled
+        (a newer change or request took it), BackendError and TooLarge reach the caller, which
+        answers each as its LSP method must (an error for an edit the user asked for, no edits
+        for a next edit nobody asked for).  Ghost text keeps its job across requests (a fill in
+        flight serves the next keystroke: inflight.py) and runs ``run`` itself."""
+        job = jobs.start(uri)
+        try:
+            return await self.run(job, work(job))
+        finally:
+            jobs.finish(job)
 
     async def _run_urgent(self, item: _Urgent):
         with self._urgent_lock:

@@ -122,27 +122,29 @@ class EditService(OneJobPerDocument):
             raise JsonRpcException(
                 message=f"the model is not available ({self.host.state.value})", code=REQUEST_FAILED
             )
-        job = self.jobs.start(request.uri)
         where = None
         if proposal_id is not None:
             rng = document.range_of(request.start, request.end, self.encoding())
             where = {"id": proposal_id, "uri": request.uri, "range": range_json(rng)}
         wanted = settings.drafts or proposal_id is not None
-        drafts = Drafts(self.notify, job, draft_token or proposal_id, where) if wanted else None
-        on_draft = drafts.from_worker if drafts else None
+        sent: list[Drafts] = []  # the partly denoised text sent while the job runs, when wanted
+
+        def work(job: Job):
+            drafts = Drafts(self.notify, job, draft_token or proposal_id, where) if wanted else None
+            sent.extend([drafts] if drafts else [])
+            on_draft = drafts.from_worker if drafts else None
+            return engine_work(request, document, settings, self.trees, job.before_step, on_draft)
+
         cancelled = True
         try:
-            result = await self.host.run(
-                job, engine_work(request, document, settings, self.trees, job.should_stop, on_draft)
-            )
+            result = await self.host.run_for(self.jobs, request.uri, work)
             cancelled = False
         except JobCancelled:
             raise JsonRpcContentModified("the edit was cancelled by a newer change to the document") from None
         except (TooLarge, BackendError) as err:  # refused by the engine, or by a remote one: say why
             raise JsonRpcException(message=str(err), code=REQUEST_FAILED) from None
         finally:
-            self.jobs.finish(job)
-            if drafts:
+            for drafts in sent:
                 drafts.close(cancelled)
         document = self.unchanged(document)
         try:

@@ -138,9 +138,8 @@ class NextEditService(OneJobPerDocument):
         )
         if planned is None:
             return []
-        job = self.jobs.start(document.uri)
         try:
-            result = await self.host.run(job, planned.work(job.should_stop))
+            result = await self.host.run_for(self.jobs, document.uri, lambda job: planned.work(job.before_step))
         except JobCancelled:
             if self._moved_on(document):
                 raise JsonRpcContentModified("the document changed while the model ran") from None
@@ -148,8 +147,6 @@ class NextEditService(OneJobPerDocument):
         except (TooLarge, BackendError) as err:
             log.info("next edit: no model edit (%s)", err)
             return []
-        finally:
-            self.jobs.finish(job)
         if self._moved_on(document):  # never an answer computed for another version
             raise JsonRpcContentModified("the document changed while the model ran")
         if result is None:

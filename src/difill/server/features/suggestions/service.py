@@ -179,7 +179,7 @@ class SuggestionService(OneJobPerDocument):
                 settings,
                 fill.request,
                 self.workspace,
-                fill.job.should_stop,
+                fill.job.before_step,
                 fill.on_draft,
                 # Speculation runs as a long job: an urgent (real) fill runs between its steps.
                 urgent=not fill.speculative,
