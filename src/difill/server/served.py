@@ -8,6 +8,7 @@ model's worker thread; ``ServedModel`` runs it for ``difill fill``, ``difill eva
     suggest(engine, settings, request, workspace)
       workspace.retrieve(...)      draft sources, index drafts, snippets (server/context)
       snippet_block(...)           the snippets as the prompt reads them (server/context/prompt.py)
+      plan_for(...)                the request's decisions, once: the model declines? draft mode?
       ranked_by_model(...)         the model orders names the workspace cannot tell apart
       fitting_drafts(...)          the drafts that fit the cursor (server/draft_policy.py)
       model_text(...)              drafts shown / seeded / off, then engine.fill (engine/api.py)
@@ -67,6 +68,23 @@ class SuggestionRequest:
     language_id: str  # as the editor names it ("python", "typescriptreact", ...)
     ctx: FillContext  # the windows and shape at the cursor (``context_for``)
     invoked: bool = False  # the user asked (a completion list) rather than typed (ghost text)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A suggestion's decisions, made once (``plan_for``) and read by every later step (issue 48:
+    the model's refusal and the draft mode were each decided two or three times a request)."""
+
+    declined: str | None  # why the model is not asked for this language (``model_declines``), or None
+    draft_mode: str  # how drafts reach the answer: "show", "seed" or "off" (draft_policy.draft_mode)
+    scores_names: bool  # the model orders the names the workspace cannot tell apart (ranked_by_model)
+
+
+def plan_for(engine: InfillBackend, settings: Settings, request: SuggestionRequest) -> Plan:
+    declined = model_declines(engine, request.ctx.language, request.language_id)
+    mode = draft_mode(engine, settings)
+    scores = isinstance(engine, NameScorer) and about(engine).scores_names and mode != "off" and declined is None
+    return Plan(declined, mode, scores)
 
 
 class Workspace(Protocol):
@@ -142,17 +160,21 @@ def suggest(
     block = (
         snippet_block(retrieval.snippets, request.language_id, settings.snippet_tokens) if retrieval else ""
     )
-    retrieval = ranked_by_model(engine, settings, request, retrieval, block)
+    plan = plan_for(engine, settings, request)
+    retrieval = ranked_by_model(engine, settings, request, retrieval, block, plan)
     drafts = drafts_for(request, settings, retrieval)
     retrieval_ms = (time.perf_counter() - started) * 1000
-    result = model_text(engine, settings, request, drafts, block, should_stop, on_draft)
+    result, fallback = model_text(engine, settings, request, drafts, block, plan, should_stop, on_draft)
     texts = shown_texts(result.candidates, request.ctx, request.invoked)
+    if not texts and fallback:  # the model's text did not survive the filters: the weak drafts do
+        result.candidates = result.candidates + drafts_result(fallback).candidates
+        result.text = result.candidates[0].text
+        texts = shown_texts(result.candidates, request.ctx, request.invoked)
     if retrieval is not None and retrieval.import_names is not None:
         texts = listed_names(texts, request.ctx.line_before, retrieval.import_names)
-    declined = model_declines(engine, request.ctx.language, request.language_id)
     ms = (time.perf_counter() - started) * 1000
     waiting = retrieval is not None and retrieval.waiting
-    return Shown(texts, result, ms, drafts, retrieval_ms, declined, block, cacheable=not waiting)
+    return Shown(texts, result, ms, drafts, retrieval_ms, plan.declined, block, cacheable=not waiting)
 
 
 def listed_names(texts: list[str], line_before: str, names: frozenset[str]) -> list[str]:
@@ -177,6 +199,7 @@ def ranked_by_model(
     request: SuggestionRequest,
     retrieval: Retrieval | None,
     context_block: str,
+    plan: Plan,
 ) -> Retrieval | None:
     """``retrieval`` with its undecided symbol candidates (``Draft.undecided``: the workspace's
     evidence cannot tell them apart) in the order of the model's score of each at the cursor
@@ -185,12 +208,10 @@ def ranked_by_model(
     the model declines the language, or when drafts are off; when scoring fails (a ValueError:
     the remote's answer could not be read, or came too late) the reason is logged.  Measured on the shipped
     model (docs/drafts.md "The model's score"): used-at-all counts order these names worse."""
-    if retrieval is None or not isinstance(engine, NameScorer) or draft_mode(engine, settings) == "off":
-        return retrieval
-    if not about(engine).scores_names:  # a remote whose server has no such read (yet)
+    if retrieval is None or not plan.scores_names:
         return retrieval
     undecided = [d for d in retrieval.drafts if d.kind == "symbol" and d.undecided]
-    if len(undecided) < 2 or model_declines(engine, request.ctx.language, request.language_id) is not None:
+    if len(undecided) < 2:
         return retrieval
     ctx = request.ctx
     options = suggestion_options(ctx, settings, request.invoked, [], context_block)
@@ -235,45 +256,43 @@ def model_text(
     request: SuggestionRequest,
     drafts: list[Draft],
     context_block: str,
+    plan: Plan,
     should_stop: ShouldStop = lambda: False,
     on_draft: DraftCallback | None = None,
-) -> FillResult:
-    """The candidates of a suggestion, before the pipeline: the drafts as ``draft_mode`` says,
-    then the model, which reads ``context_block`` (snippets from other files) before the prefix.
+) -> tuple[FillResult, list[Draft]]:
+    """The candidates of a suggestion, before the pipeline, and the drafts to fall back on if the
+    model's own text does not survive it: the drafts as ``plan.draft_mode`` says, then the model,
+    which reads ``context_block`` (snippets from other files) before the prefix.
 
     * "show": ghost text is the best draft as it stands when there is one, with no model run; an
-      explicit request gets it first, then the model's middles;
+      explicit request gets it first, then the model's middles; a draft on a shorter match only
+      where the filters leave the model's text empty (the fallback; docs/drafts.md, SHOW_MIN_MATCH);
     * "seed": the drafts seed canvas rows beside the noise-seeded ones (engine/sampler.py);
     * "off": the model alone.
 
-    Where the model declines the language (``model_declines``), only drafts are shown, or nothing.
+    Where the model declines the language (``plan.declined``), only drafts are shown, or nothing.
     """
     ctx, invoked = request.ctx, request.invoked
-    mode = draft_mode(engine, settings)
-    usable = drafts if mode != "off" else []
-    declined = model_declines(engine, ctx.language, request.language_id)
-    if declined is not None:
-        if declined not in _SAID:
-            _SAID.add(declined)
-            log.info("no model text in %s: %s (workspace drafts only)", request.language_id, declined)
-        return drafts_result(usable)
-    # "show": a draft on a long match is the ghost text; one on a shorter match only where the
-    # filters leave the model's text empty (measured: docs/drafts.md, SHOW_MIN_MATCH).
-    sure = [d for d in usable if is_sure(d)] if mode == "show" else []
-    weak = [d for d in usable if not is_sure(d)] if mode == "show" else []
+    usable = drafts if plan.draft_mode != "off" else []
+    if plan.declined is not None:
+        if plan.declined not in _SAID:
+            _SAID.add(plan.declined)
+            log.info("no model text in %s: %s (workspace drafts only)", request.language_id, plan.declined)
+        return drafts_result(usable), []
+    sure = [d for d in usable if is_sure(d)] if plan.draft_mode == "show" else []
+    weak = [d for d in usable if not is_sure(d)] if plan.draft_mode == "show" else []
     if sure and not invoked:
-        return drafts_result(sure + weak)
-    seeds = [d.text for d in usable] if mode == "seed" else []
+        return drafts_result(sure + weak), []
+    seeds = [d.text for d in usable] if plan.draft_mode == "seed" else []
     options = suggestion_options(ctx, settings, invoked, seeds, context_block)
     result = engine.fill(ctx.prefix, ctx.suffix, options, should_stop=should_stop, on_draft=on_draft)
-    if weak and not invoked and shown_texts(result.candidates, ctx):
-        weak = []  # the model's own text is shown
-    if sure or weak:
+    shown_last = weak if invoked else []  # asked for: every candidate, the weak drafts last
+    if sure or shown_last:
         result.candidates = (
-            drafts_result(sure).candidates + result.candidates + drafts_result(weak).candidates
+            drafts_result(sure).candidates + result.candidates + drafts_result(shown_last).candidates
         )
         result.text = result.candidates[0].text
-    return result
+    return result, ([] if invoked else weak)
 
 
 def suggestion_options(
