@@ -33,6 +33,12 @@ def test_every_manifest_names_the_one_list(key):
     assert all(f"`{value}`" in readme_row for value in values)
 
 
+def test_every_engine_has_a_label_for_the_status():
+    from difill.engine.names import ENGINE_LABELS
+
+    assert set(ENGINES) - {"auto"} <= set(ENGINE_LABELS)
+
+
 def test_the_command_line_offers_the_engines():
     parser = build_parser()
     serve = parser._subparsers._group_actions[0].choices["serve"]  # argparse keeps them here

@@ -36,10 +36,8 @@ from difill.engine.api import (
     about,
     runs_jobs_between_steps,
 )
+from difill.engine.names import ENGINE_LABELS
 from difill.server.lifecycle import Feature
-
-# How the status names each in-process engine (About.engine).
-ENGINE_NAMES = {"torch": "torch", "llamacpp": "llama.cpp", "mlx": "MLX", "ar": "the AR baseline"}
 
 if TYPE_CHECKING:
     from difill.engine.backends import BackendSpec
@@ -254,7 +252,7 @@ class EngineHost(Feature):
         # given) and the path its warm-up fill found; a local engine's checkpoint and its name,
         # so that :DifillStatus says which engine runs the model.
         said = about(engine)
-        where = said.where if said.engine == "remote" else f"{said.where} ({ENGINE_NAMES.get(said.engine, said.engine)})"
+        where = said.where if said.engine == "remote" else f"{said.where} ({ENGINE_LABELS.get(said.engine, said.engine)})"
         progress.end(f"ready ({elapsed / 1000:.1f} s)")
         log.info("model ready at %s in %.0f ms", where, elapsed)
         # The load time goes in the message: `latencyMs` is a suggestion's latency, which clients
