@@ -5,6 +5,7 @@ tests skip rather than reach for the network."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from difill.server import config
@@ -18,6 +19,13 @@ CLIENT_ONLY = {"difill.server.command", "difill.server.pythonPath", "difill.serv
 def test_contributed_settings_are_exactly_the_servers():
     server_keys = {f"difill.{key}" for key in config.KEYS}
     assert set(PROPERTIES) - CLIENT_ONLY == server_keys
+
+
+def test_the_extension_sends_every_server_setting():
+    """settings.ts lists the keys it sends: a setting missing there never reaches the server
+    (projectPython was, when first added)."""
+    listed = (EXT / "src" / "settings.ts").read_text().split("SERVER_SETTING_KEYS = [", 1)[1].split("]", 1)[0]
+    assert set(re.findall(r'"(\w+)"', listed)) == set(config.KEYS)
 
 
 def test_contributed_defaults_match_the_servers():

@@ -103,7 +103,7 @@ def test_healing_is_skipped_after_punctuation(engine):
 def test_drafts_arrive_once_per_step_in_order(engine):
     drafts: list[tuple[str, int]] = []
     result = engine.fill(
-        PREFIX, SUFFIX, FillOptions(max_steps=4), on_draft=lambda text, step: drafts.append((text, step))
+        PREFIX, SUFFIX, FillOptions(max_steps=4), on_preview=lambda text, step: drafts.append((text, step))
     )
     assert [step for _, step in drafts] == list(range(result.stats.steps))
 
@@ -112,7 +112,7 @@ def test_cancel_from_another_thread_returns_within_a_step(engine):
     stop = threading.Event()
     started = threading.Event()
 
-    def on_draft(text, step):
+    def on_preview(text, step):
         started.set()
         time.sleep(0.05)
 
@@ -121,7 +121,7 @@ def test_cancel_from_another_thread_returns_within_a_step(engine):
     def work():
         try:
             engine.fill(PREFIX, SUFFIX, FillOptions(max_steps=40, entropy_bound=1e-9, max_hole_tokens=32),
-                        should_stop=stop.is_set, on_draft=on_draft)  # fmt: skip
+                        should_stop=stop.is_set, on_preview=on_preview)  # fmt: skip
         except Cancelled as err:
             errors.append(err)
 

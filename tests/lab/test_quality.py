@@ -24,7 +24,7 @@ class ScriptedEngine:
         self.answer = answer
         self.options = []
 
-    def fill(self, prefix, suffix, options=None, should_stop=None, on_draft=None):
+    def fill(self, prefix, suffix, options=None, should_stop=None, on_preview=None):
         self.options.append(options)
         text = self.answer(prefix, suffix)
         stats = FillStats(steps=1, decoder_forwards=1, hole_tokens=1, tokens_per_forward=1.0)

@@ -85,7 +85,7 @@ class TruthEngine:
     def __init__(self, documents: list[str]) -> None:
         self.documents = documents
 
-    def fill(self, prefix, suffix, options=None, should_stop=None, on_draft=None):
+    def fill(self, prefix, suffix, options=None, should_stop=None, on_preview=None):
         document = next(d for d in self.documents if d.startswith(prefix) and d.endswith(suffix))
         middle = document[len(prefix) : len(document) - len(suffix)]
         text = middle.split("\n")[0] if options.single_line else middle

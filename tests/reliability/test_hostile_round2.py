@@ -95,7 +95,7 @@ def statuses(server) -> list[dict]:
 
 def everything_shown(server, log_file) -> str:
     """Every status, popup and log line the server wrote: where a secret must never be."""
-    sent = json.dumps([m for m in server.notifications if m["method"] != "difill/draft"])
+    sent = json.dumps([m for m in server.notifications if m["method"] != "difill/preview"])
     return sent + server.stderr_text() + (log_file.read_text() if log_file.exists() else "")
 
 

@@ -31,16 +31,16 @@ def make_client() -> LanguageClient:
     """pytest-lsp's client, also recording difill's own notifications and applyEdit requests."""
     client = make_test_lsp_client()
     client.statuses: list[dict] = []  # type: ignore[attr-defined]
-    client.drafts: list[dict] = []  # type: ignore[attr-defined]
+    client.previews: list[dict] = []  # type: ignore[attr-defined]
     client.applied_edits: list[types.ApplyWorkspaceEditParams] = []  # type: ignore[attr-defined]
 
     @client.feature("difill/status")
     def on_status(ls: LanguageClient, params: Any) -> None:
         ls.statuses.append(_plain(params))
 
-    @client.feature("difill/draft")
-    def on_draft(ls: LanguageClient, params: Any) -> None:
-        ls.drafts.append(_plain(params))
+    @client.feature("difill/preview")
+    def on_preview(ls: LanguageClient, params: Any) -> None:
+        ls.previews.append(_plain(params))
 
     @client.feature(types.WORKSPACE_APPLY_EDIT)
     def on_apply_edit(ls: LanguageClient, params: types.ApplyWorkspaceEditParams):

@@ -12,14 +12,14 @@ pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/
 def test_valid_settings_are_taken():
     settings, problems = parse_settings(
         {"modelPath": "/m", "device": "cpu", "maxTokens": 48, "steps": 8, "candidates": 2,
-         "languages": ["python"], "contextTokens": 512, "drafts": True, "holeMarker": "??", "debounceMs": 30,
+         "languages": ["python"], "contextTokens": 512, "previews": True, "holeMarker": "??", "debounceMs": 30,
          "minTokenProb": 0.25},
         Settings(),
     )  # fmt: skip
     assert problems == []
     assert settings == Settings(
         model_path="/m", device="cpu", max_tokens=48, steps=8, candidates=2, languages=("python",),
-        context_tokens=512, drafts=True, hole_marker="??", debounce_ms=30, min_token_prob=0.25,
+        context_tokens=512, previews=True, hole_marker="??", debounce_ms=30, min_token_prob=0.25,
     )  # fmt: skip
 
 
@@ -229,3 +229,12 @@ def test_an_unknown_setting_names_the_nearest_known_ones():
     assert problems[0] == "unknown setting 'maxToken': did you mean maxTokens or minTokenProb?"
     assert problems[1] == "unknown setting 'nextedit': did you mean nextEdit?"
     assert "maxTokens" not in problems[2] and "README" in problems[2]
+
+
+def test_a_renamed_setting_is_still_read_and_the_new_name_wins():
+    """Issue 48: ``drafts`` (the partly denoised text of an edit) is now ``previews``; users'
+    configs that say ``drafts`` keep working."""
+    old, problems = parse_settings({"drafts": True}, Settings())
+    assert old.previews and problems == []
+    both, _ = parse_settings({"drafts": True, "previews": False}, Settings())
+    assert not both.previews

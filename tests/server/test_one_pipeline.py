@@ -31,7 +31,7 @@ class FixedMiddle:
         self.requests: list[tuple[str, str]] = []
         self.options: list = []
 
-    def fill(self, prefix, suffix, options=None, should_stop=None, on_draft=None) -> FillResult:
+    def fill(self, prefix, suffix, options=None, should_stop=None, on_preview=None) -> FillResult:
         self.requests.append((prefix, suffix))
         self.options.append(options)
         return FillResult(MIDDLE, [Candidate(MIDDLE, 16, -0.2, True)], FillStats(decoder_forwards=1))

@@ -21,7 +21,7 @@ class RecordingEngine:
     def __init__(self) -> None:
         self.options = []
 
-    def fill(self, prefix, suffix, options=None, should_stop=None, on_draft=None):
+    def fill(self, prefix, suffix, options=None, should_stop=None, on_preview=None):
         self.options.append(options)
         return FillResult("", [], FillStats())
 
@@ -77,7 +77,7 @@ def test_show_makes_the_best_draft_the_ghost_text_without_a_model_run():
 
 def test_show_puts_the_draft_first_when_the_user_asks_then_the_model():
     class Answering(RecordingEngine):
-        def fill(self, prefix, suffix, options=None, should_stop=None, on_draft=None):
+        def fill(self, prefix, suffix, options=None, should_stop=None, on_preview=None):
             self.options.append(options)
             return FillResult(
                 "x", [Candidate("mean_of(items)", 8, -0.5, True)], FillStats(decoder_forwards=3)
@@ -114,7 +114,7 @@ def test_no_draft_found_falls_back_to_the_model():
 
 def test_a_verified_draft_is_shown_like_any_candidate():
     class DraftEngine(RecordingEngine):
-        def fill(self, prefix, suffix, options=None, should_stop=None, on_draft=None):
+        def fill(self, prefix, suffix, options=None, should_stop=None, on_preview=None):
             self.options.append(options)
             text = options.drafts[0]
             return FillResult(
@@ -132,7 +132,7 @@ class Answering(RecordingEngine):
         super().__init__()
         self.text = text
 
-    def fill(self, prefix, suffix, options=None, should_stop=None, on_draft=None):
+    def fill(self, prefix, suffix, options=None, should_stop=None, on_preview=None):
         self.options.append(options)
         candidates = [Candidate(self.text, 8, -0.5, True)] if self.text else []
         return FillResult(self.text, candidates, FillStats(decoder_forwards=3))

@@ -25,9 +25,9 @@ import {
   workspaceOverride,
 } from "./settings";
 import { Pacer } from "./pacing";
-import { becameReady, draftText, StatusParams, statusLogLine, statusView } from "./status";
+import { becameReady, previewText, StatusParams, statusLogLine, statusView } from "./status";
 import { Proposals, proposalsCapability } from "./proposals";
-import { Draft, proposalOf } from "./proposalView";
+import { Preview, proposalOf } from "./proposalView";
 import { NextEdits } from "./nextEdits";
 
 let client: LanguageClient | undefined;
@@ -186,10 +186,10 @@ async function start(): Promise<void> {
   output.info(`difill: the server's log is ${logFile()} (difill: Open Server Log)`);
   // Registered before start so the first "loading" is not missed.
   client.onNotification("difill/status", (params: StatusParams) => showStatus(params));
-  client.onNotification("difill/draft", (params: Draft) => {
-    // The last draft (done) comes after the server's "ready": it must not hide it.
-    if (!params.done) statusItem.text = draftText(params);
-    proposals.onDraft(params);
+  client.onNotification("difill/preview", (params: Preview) => {
+    // The last preview (done) comes after the server's "ready": it must not hide it.
+    if (!params.done) statusItem.text = previewText(params);
+    proposals.onPreview(params);
   });
   try {
     await client.start();

@@ -19,8 +19,8 @@ export interface Proposal {
   replaces?: string[]; // proposals for the same range that the server dropped for this one
 }
 
-/** A difill/draft notification: the canvas at one denoising step (or the last one, `done`). */
-export interface Draft {
+/** A difill/preview notification: the canvas at one denoising step (or the last one, `done`). */
+export interface Preview {
   token?: string;
   id?: string;
   uri?: string;

@@ -6,7 +6,7 @@ import * as vscode from "vscode";
 import type { LanguageClient, StaticFeature } from "vscode-languageclient/node";
 import { ExecuteCommandRequest } from "vscode-languageclient/node";
 import type { Range } from "./actions";
-import { diffView, Draft, Overlay, overlays, Proposal, ProposalBook } from "./proposalView";
+import { diffView, Preview, Overlay, overlays, Proposal, ProposalBook } from "./proposalView";
 
 /** Tells the server at initialize that this client reviews edits. */
 export const proposalsCapability: StaticFeature = {
@@ -48,7 +48,7 @@ export const asRange = (r: Range) => new vscode.Range(r.start.line, r.start.char
 
 export class Proposals implements vscode.CodeLensProvider, vscode.Disposable {
   private book = new ProposalBook();
-  private drafts = new Map<string, Draft>(); // running edits by id: their latest canvas
+  private previews = new Map<string, Preview>(); // running edits by id: their latest canvas
   private lensChanged = new vscode.EventEmitter<void>();
   readonly onDidChangeCodeLenses = this.lensChanged.event;
   private subscriptions: vscode.Disposable[] = [];
@@ -73,11 +73,11 @@ export class Proposals implements vscode.CodeLensProvider, vscode.Disposable {
     this.lensChanged.dispose();
   }
 
-  /** difill/draft: the canvas of a running edit, or its end. */
-  onDraft(draft: Draft): void {
-    if (!draft.id || !draft.uri || !draft.range) return; // a client without proposals' draft
-    if (draft.done) this.drafts.delete(draft.id);
-    else this.drafts.set(draft.id, draft);
+  /** difill/preview: the canvas of a running edit, or its end. */
+  onPreview(preview: Preview): void {
+    if (!preview.id || !preview.uri || !preview.range) return; // a client without proposals' preview
+    if (preview.done) this.previews.delete(preview.id);
+    else this.previews.set(preview.id, preview);
     void this.setContext();
     this.redraw();
   }
@@ -86,7 +86,7 @@ export class Proposals implements vscode.CodeLensProvider, vscode.Disposable {
   show(proposal: Proposal): void {
     const { id, uri, version, range, newText } = proposal;
     this.log(`proposal ${JSON.stringify({ id, uri, version, range, newText })}`);
-    this.drafts.delete(proposal.id);
+    this.previews.delete(proposal.id);
     this.book.add(proposal);
     void this.setContext();
     this.redraw();
@@ -115,11 +115,11 @@ export class Proposals implements vscode.CodeLensProvider, vscode.Disposable {
   private async settle(how: "accept" | "reject", id?: string): Promise<void> {
     const editor = vscode.window.activeTextEditor;
     const uri = editor?.document.uri.toString();
-    if (!id && how === "reject" && uri) id = [...this.drafts.values()].find((d) => d.uri === uri)?.id;
+    if (!id && how === "reject" && uri) id = [...this.previews.values()].find((d) => d.uri === uri)?.id;
     if (!id && editor && uri) id = this.book.at(uri, editor.selection.active.line)?.id;
     if (!id) return;
     this.book.remove(id);
-    this.drafts.delete(id);
+    this.previews.delete(id);
     this.redraw();
     this.lensChanged.fire();
     void this.setContext();
@@ -158,7 +158,7 @@ export class Proposals implements vscode.CodeLensProvider, vscode.Disposable {
 
   private forget(uri: string): void {
     this.book.dropUri(uri);
-    for (const [id, d] of this.drafts) if (d.uri === uri) this.drafts.delete(id);
+    for (const [id, d] of this.previews) if (d.uri === uri) this.previews.delete(id);
     void this.setContext();
     this.lensChanged.fire();
   }
@@ -169,7 +169,7 @@ export class Proposals implements vscode.CodeLensProvider, vscode.Disposable {
       const lineLength = (n: number) => (n < editor.document.lineCount ? editor.document.lineAt(n).text.length : 0);
       const canvas: vscode.Range[] = [];
       const canvasText: vscode.DecorationOptions[] = [];
-      for (const d of this.drafts.values()) {
+      for (const d of this.previews.values()) {
         if (d.uri !== uri || !d.range) continue;
         canvas.push(asRange(d.range));
         canvasText.push(...overlays(d.range, d.text ?? "", lineLength).map((o) => afterText(o, "editorGhostText.foreground", true)));
@@ -191,7 +191,7 @@ export class Proposals implements vscode.CodeLensProvider, vscode.Disposable {
   private async setContext(): Promise<void> {
     const uri = vscode.window.activeTextEditor?.document.uri.toString();
     const pending = uri !== undefined && this.book.forUri(uri).length > 0;
-    const running = uri !== undefined && [...this.drafts.values()].some((d) => d.uri === uri);
+    const running = uri !== undefined && [...this.previews.values()].some((d) => d.uri === uri);
     await vscode.commands.executeCommand("setContext", "difill.proposalPending", pending);
     await vscode.commands.executeCommand("setContext", "difill.editRunning", running);
   }

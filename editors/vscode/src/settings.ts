@@ -19,7 +19,7 @@ export const SERVER_SETTING_KEYS = [
   "candidates",
   "languages",
   "contextTokens",
-  "drafts",
+  "previews",
   "holeMarker",
   "debounceMs",
   "loadWaitMs",
@@ -30,6 +30,7 @@ export const SERVER_SETTING_KEYS = [
   "indexMaxFileBytes",
   "snippetTokens",
   "contextExclude",
+  "projectPython",
   "nextEdit",
 ] as const;
 
@@ -37,7 +38,7 @@ export type ServerSettingKey = (typeof SERVER_SETTING_KEYS)[number];
 export type ServerSettings = Partial<Record<ServerSettingKey, unknown>>;
 
 /** Paths and URLs whose empty value means the server's default. */
-const PATH_KEYS: readonly string[] = ["modelPath", "remote", "ggufPath", "llamacppWorker", "logFile"];
+const PATH_KEYS: readonly string[] = ["modelPath", "remote", "ggufPath", "llamacppWorker", "logFile", "projectPython"];
 
 /** Reads one `difill.*` key; `vscode.WorkspaceConfiguration.get` fits. */
 export type ConfigGetter = (key: string) => unknown;

@@ -39,8 +39,8 @@ export function statusView(params: StatusParams, lastLatencyMs?: number): Status
   return { text, tooltip: lines.join("\n"), error: state === "error" };
 }
 
-/** A draft from difill/draft, shortened for the status bar. */
-export function draftText(params: { text?: string; step?: number }, width = 40): string {
+/** A preview from difill/preview, shortened for the status bar. */
+export function previewText(params: { text?: string; step?: number }, width = 40): string {
   const oneLine = (params.text ?? "").replace(/\s+/g, " ").trim();
   const cut = oneLine.length > width ? `${oneLine.slice(0, width - 1)}…` : oneLine;
   return `$(sync~spin) difill step ${params.step ?? "?"}: ${cut}`;

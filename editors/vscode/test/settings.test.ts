@@ -37,8 +37,8 @@ test("a workspace cannot pick the GGUF or the llama.cpp worker behind the user's
 });
 
 test("client-only settings never reach the server", () => {
-  const s = serverSettings(getter({ "server.command": "x", "server.args": ["--y"], drafts: true }));
-  assert.deepEqual(s, { difill: { drafts: true } });
+  const s = serverSettings(getter({ "server.command": "x", "server.args": ["--y"], previews: true }));
+  assert.deepEqual(s, { difill: { previews: true } });
 });
 
 test("every server setting is forwarded", () => {

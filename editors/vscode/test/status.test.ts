@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { becameReady, draftText, statusLogLine, statusView } from "../src/status";
+import { becameReady, previewText, statusLogLine, statusView } from "../src/status";
 
 test("ready shows the latency", () => {
   const v = statusView({ state: "ready", latencyMs: 123.4 });
@@ -26,8 +26,8 @@ test("error is flagged for the error background and explains itself", () => {
   assert.match(v.tooltip, /no model at \/x/);
 });
 
-test("a draft is one shortened line with its step", () => {
-  const t = draftText({ text: "def f(x):\n    return " + "x".repeat(100), step: 3 }, 20);
+test("a preview is one shortened line with its step", () => {
+  const t = previewText({ text: "def f(x):\n    return " + "x".repeat(100), step: 3 }, 20);
   assert.equal(t, "$(sync~spin) difill step 3: def f(x): return xx…");
 });
 

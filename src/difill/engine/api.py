@@ -17,7 +17,7 @@ DEFAULT_HOLE_MARKER = "<|hole|>"
 HOLE_TOKENS = 16  # the longest middle one marked hole gets (`difill fill --holes`, the fill-holes edit)
 
 ShouldStop = Callable[[], bool]
-DraftCallback = Callable[[str, int], None]  # (current best text of the hole, step)
+PreviewCallback = Callable[[str, int], None]  # (current best text of the hole, step)
 
 
 class Cancelled(Exception):
@@ -205,7 +205,7 @@ class InfillBackend(Protocol):
         suffix: str,
         options: FillOptions | None = None,
         should_stop: ShouldStop | None = None,
-        on_draft: DraftCallback | None = None,
+        on_preview: PreviewCallback | None = None,
     ) -> FillResult: ...
 
     def fill_holes(
@@ -221,5 +221,5 @@ class InfillBackend(Protocol):
         request: RewriteRequest,
         options: FillOptions | None = None,
         should_stop: ShouldStop | None = None,
-        on_draft: DraftCallback | None = None,
+        on_preview: PreviewCallback | None = None,
     ) -> FillResult: ...

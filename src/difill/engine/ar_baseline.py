@@ -99,7 +99,7 @@ class ARBackend:
     def about(self) -> About:
         return About("ar", self.path)
 
-    def fill(self, prefix, suffix, options=None, should_stop=None, on_draft=None):
+    def fill(self, prefix, suffix, options=None, should_stop=None, on_preview=None):
         options = options or FillOptions()
         if should_stop is not None and should_stop():
             raise Cancelled()
@@ -115,7 +115,7 @@ class ARBackend:
     def fill_holes(self, text, marker="<|hole|>", options=None, should_stop=None):
         raise NotImplementedError("the autoregressive baseline fills one hole at a time")
 
-    def rewrite(self, request, options=None, should_stop=None, on_draft=None):
+    def rewrite(self, request, options=None, should_stop=None, on_preview=None):
         raise NotImplementedError("the autoregressive baseline cannot rewrite a selection")
 
 

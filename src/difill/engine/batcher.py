@@ -334,17 +334,17 @@ class BatchingBackend:
                 with self._idle_lock:
                     self._idle.append(engine)
 
-    def fill(self, prefix, suffix, options=None, should_stop=None, on_draft=None) -> FillResult:
+    def fill(self, prefix, suffix, options=None, should_stop=None, on_preview=None) -> FillResult:
         with self._engine() as engine:
-            return engine.fill(prefix, suffix, options, should_stop, on_draft)
+            return engine.fill(prefix, suffix, options, should_stop, on_preview)
 
     def fill_holes(self, text, marker=DEFAULT_HOLE_MARKER, options=None, should_stop=None) -> HolesResult:
         with self._engine() as engine:
             return engine.fill_holes(text, marker, options, should_stop)
 
-    def rewrite(self, request, options=None, should_stop=None, on_draft=None) -> FillResult:
+    def rewrite(self, request, options=None, should_stop=None, on_preview=None) -> FillResult:
         with self._engine() as engine:
-            return engine.rewrite(request, options, should_stop, on_draft)
+            return engine.rewrite(request, options, should_stop, on_preview)
 
     def score_names(self, prefix, suffix, names, options=None) -> list[float]:
         with self._engine() as engine:

@@ -24,7 +24,7 @@ from difill.engine.api import (
     About,
     Cancelled,
     Candidate,
-    DraftCallback,
+    PreviewCallback,
     FillOptions,
     FillResult,
     FillStats,
@@ -90,7 +90,7 @@ class InfillEngine:
         suffix: str,
         options: FillOptions | None = None,
         should_stop: ShouldStop | None = None,
-        on_draft: DraftCallback | None = None,
+        on_preview: PreviewCallback | None = None,
     ) -> FillResult:
         """The middle between ``prefix`` and ``suffix``; raises Cancelled if ``should_stop()`` turns true.
 
@@ -98,7 +98,7 @@ class InfillEngine:
         """
         options = options or FillOptions()
         try:
-            return self._fill(prefix, suffix, options, should_stop, on_draft)
+            return self._fill(prefix, suffix, options, should_stop, on_preview)
         except torch.OutOfMemoryError:
             self.prefix_cache.clear()
             if torch.cuda.is_available():
@@ -108,9 +108,9 @@ class InfillEngine:
                 hole_candidates=(max(1, max(options.candidate_lengths()) // 2),),
                 suffix_tokens=max(1, options.suffix_tokens // 2),
             )
-            return self._fill(prefix, suffix, smaller, should_stop, on_draft)
+            return self._fill(prefix, suffix, smaller, should_stop, on_preview)
 
-    def _fill(self, prefix, suffix, options: FillOptions, should_stop, on_draft) -> FillResult:
+    def _fill(self, prefix, suffix, options: FillOptions, should_stop, on_preview) -> FillResult:
         started = time.perf_counter()
         budget = self._prefix_budget(options)
         block = block_tokens(self.tokenizer, options.context_block, budget)  # tokenized once per fill
@@ -156,7 +156,7 @@ class InfillEngine:
             cut_below=math.log(min_prob) if min_prob > 0 and not options.revise else None,
             seeded=seeded.to(self.loaded.device) if seeds else None,
         )
-        on_step = self._draft_reporter(on_draft, canvases[-1].holes[0], heal_text, len(lengths) - 1)
+        on_step = self._draft_reporter(on_preview, canvases[-1].holes[0], heal_text, len(lengths) - 1)
         result, stats = self._encode_and_denoise(prefix_ids, request, options, should_stop, on_step)
 
         candidates = []
@@ -225,7 +225,7 @@ class InfillEngine:
         request: RewriteRequest,
         options: FillOptions | None = None,
         should_stop: ShouldStop | None = None,
-        on_draft: DraftCallback | None = None,
+        on_preview: PreviewCallback | None = None,
     ) -> FillResult:
         """Re-denoise ``request.selection`` with its context clamped, starting from its own tokens.
 
@@ -266,7 +266,7 @@ class InfillEngine:
             options = replace(options, revise=True)
         kept = keep.unsqueeze(0).expand(len(canvases), -1).clone()  # (B, L): the same slots in every row
         denoise_request = replace(self._request(canvases), initially_committed=kept.to(self.loaded.device))
-        on_step = self._draft_reporter(on_draft, base.holes[0], "", 0)
+        on_step = self._draft_reporter(on_preview, base.holes[0], "", 0)
         result, stats = self._encode_and_denoise(prefix_ids, denoise_request, options, should_stop, on_step)
         renoised_slots = ~keep[:hole]
         candidates, lengths = [], {}
@@ -421,14 +421,14 @@ class InfillEngine:
         return CanvasDecoder(self.model, expand_cache(cache, request.canvas.shape[0]))
 
     def _draft_reporter(
-        self, on_draft: DraftCallback | None, span: tuple[int, int], heal_text: str, row: int
+        self, on_preview: PreviewCallback | None, span: tuple[int, int], heal_text: str, row: int
     ) -> StepCallback | None:
-        if on_draft is None:
+        if on_preview is None:
             return None
 
         def report(step: int, best: torch.Tensor) -> None:
             text = self._decode(hole_tokens(best[row], span, self.ids.filler))
-            on_draft(text[len(heal_text) :] if text.startswith(heal_text) else text, step)
+            on_preview(text[len(heal_text) :] if text.startswith(heal_text) else text, step)
 
         return report
 

@@ -68,9 +68,9 @@ class WithOptions:
         self.engine = engine
         self.overrides = overrides
 
-    def fill(self, prefix, suffix, options=None, should_stop=None, on_draft=None) -> FillResult:
+    def fill(self, prefix, suffix, options=None, should_stop=None, on_preview=None) -> FillResult:
         options = replace(options or FillOptions(), **self.overrides)
-        return self.engine.fill(prefix, suffix, options, should_stop=should_stop, on_draft=on_draft)
+        return self.engine.fill(prefix, suffix, options, should_stop=should_stop, on_preview=on_preview)
 
     def __getattr__(self, name: str):  # the checkpoint's facts (loaded, languages), the edits
         return getattr(self.engine, name)

@@ -257,8 +257,9 @@ class Settings:
     # "off", or "auto": the checkpoint's own choice ("show" for difill's shipped model, "seed" else).
     context_drafts: str = setting("contextDrafts", Choice(("auto", "show", "seed", "off")), "auto")
 
-    # Send `difill/draft` notifications while an edit (code action, command) is denoised.
-    drafts: bool = setting("drafts", Flag(), False)
+    # Send `difill/preview` notifications (the partly denoised text) while an edit (code action,
+    # command) is denoised.  Called `drafts` until issue 48 (still read: RENAMED).
+    previews: bool = setting("previews", Flag(), False)
 
     # The text that marks a hole for "Fill holes in selection" and `difill.fillHoles`.
     hole_marker: str = setting("holeMarker", OneLine(), "<|hole|>")
@@ -305,6 +306,9 @@ class Settings:
 
 
 KEYS: dict[str, dataclasses.Field] = {f.metadata["key"]: f for f in fields(Settings)}
+# Old keys still read as their new ones, so that users' configs keep working ("draft" is text
+# retrieved from the context; the partly denoised text of a running edit is a "preview").
+RENAMED = {"drafts": "previews"}
 
 
 def backend_spec(settings: Settings) -> BackendSpec:
@@ -378,7 +382,9 @@ def parse_settings(raw: Any, base: Settings) -> tuple[Settings, list[str]]:
     updates: dict[str, Any] = {}
     problems: list[str] = []
     for key, value in raw.items():
-        spec = KEYS.get(key)
+        if key in RENAMED and RENAMED[key] in raw:
+            continue  # both given: the new key wins
+        spec = KEYS.get(RENAMED.get(key, key))
         if spec is None:
             problems.append(unknown_setting(str(key)))
             continue

@@ -30,7 +30,7 @@ from tree_sitter import Tree
 from difill.engine.api import (
     HOLE_TOKENS,
     BackendError,
-    DraftCallback,
+    PreviewCallback,
     FillOptions,
     FillResult,
     HolesResult,
@@ -143,13 +143,13 @@ def suggest(
     request: SuggestionRequest,
     workspace: Workspace | None = None,
     should_stop: ShouldStop = lambda: False,
-    on_draft: DraftCallback | None = None,
+    on_preview: PreviewCallback | None = None,
 ) -> Shown:
     """What the editor shows for ``request``: the one path from a cursor to suggestions.
 
     Runs on the model's worker thread in the server (the workspace's sources may be megabytes:
     the draft finder bounds its work).  ``should_stop`` ends the denoising early (the request was
-    cancelled or superseded); ``on_draft`` gets the hole's best text after each step (the service
+    cancelled or superseded); ``on_preview`` gets the hole's best text after each step (the service
     compares it with what the user types meanwhile)."""
     started = time.perf_counter()
     retrieval = (
@@ -164,7 +164,7 @@ def suggest(
     retrieval = ranked_by_model(engine, settings, request, retrieval, block, plan)
     drafts = drafts_for(request, settings, retrieval)
     retrieval_ms = (time.perf_counter() - started) * 1000
-    result, fallback = model_text(engine, settings, request, drafts, block, plan, should_stop, on_draft)
+    result, fallback = model_text(engine, settings, request, drafts, block, plan, should_stop, on_preview)
     texts = shown_texts(result.candidates, request.ctx, request.invoked)
     if not texts and fallback:  # the model's text did not survive the filters: the weak drafts do
         result.candidates = result.candidates + drafts_result(fallback).candidates
@@ -258,7 +258,7 @@ def model_text(
     context_block: str,
     plan: Plan,
     should_stop: ShouldStop = lambda: False,
-    on_draft: DraftCallback | None = None,
+    on_preview: PreviewCallback | None = None,
 ) -> tuple[FillResult, list[Draft]]:
     """The candidates of a suggestion, before the pipeline, and the drafts to fall back on if the
     model's own text does not survive it: the drafts as ``plan.draft_mode`` says, then the model,
@@ -285,7 +285,7 @@ def model_text(
         return drafts_result(sure + weak), []
     seeds = [d.text for d in usable] if plan.draft_mode == "seed" else []
     options = suggestion_options(ctx, settings, invoked, seeds, context_block)
-    result = engine.fill(ctx.prefix, ctx.suffix, options, should_stop=should_stop, on_draft=on_draft)
+    result = engine.fill(ctx.prefix, ctx.suffix, options, should_stop=should_stop, on_preview=on_preview)
     shown_last = weak if invoked else []  # asked for: every candidate, the weak drafts last
     if sure or shown_last:
         result.candidates = (

@@ -207,11 +207,11 @@ S[#S + 1] = { name = "proposal_label", fn = function(r)
   open("label.py", { "x = 1" })
   local proposals = require("difill.proposals")
   local range = { start = { line = 0, character = 0 }, ["end"] = { line = 0, character = 5 } }
-  proposals.on_draft(nil, { id = "d1", uri = vim.uri_from_bufnr(0), range = range, text = "y", step = 1 },
+  proposals.on_preview(nil, { id = "d1", uri = vim.uri_from_bufnr(0), range = range, text = "y", step = 1 },
     { client_id = vim.lsp.get_clients({ bufnr = 0, name = "difill" })[1].id })
   r.draft_label = proposals.shown.d1 and vim.api.nvim_buf_get_extmark_by_id(0, proposals.ns, proposals.shown.d1.lines_mark,
     { details = true })[3].virt_lines[1][1][1]
-  proposals.on_draft(nil, { id = "d1", uri = vim.uri_from_bufnr(0), range = range, done = true },
+  proposals.on_preview(nil, { id = "d1", uri = vim.uri_from_bufnr(0), range = range, done = true },
     { client_id = vim.lsp.get_clients({ bufnr = 0, name = "difill" })[1].id })
   r.draft_dropped = proposals.shown.d1 == nil
   local done = false

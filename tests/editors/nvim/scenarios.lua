@@ -312,7 +312,7 @@ end }
 --- mode after the menu's message and paused ~4 s before drawing anything (issue 40).
 S[#S + 1] = { name = "code_action_menu_to_first_draft", fn = function(r)
   local proposals = require("difill.proposals")
-  local select, on_draft = vim.ui.select, proposals.on_draft
+  local select, on_preview = vim.ui.select, proposals.on_preview
   local chosen_at, drawn_at
   vim.ui.select = function(items, opts, on_choice)
     r.titles = vim.tbl_map(opts.format_item or tostring, items)
@@ -322,8 +322,8 @@ S[#S + 1] = { name = "code_action_menu_to_first_draft", fn = function(r)
       return on_choice(item, idx)
     end)
   end
-  proposals.on_draft = function(err, params, ctx)
-    on_draft(err, params, ctx)
+  proposals.on_preview = function(err, params, ctx)
+    on_preview(err, params, ctx)
     local drawn = #vim.api.nvim_buf_get_extmarks(0, proposals.ns, 0, -1, {}) > 0
     if chosen_at and not drawn_at and drawn then
       drawn_at = vim.uv.hrtime()
@@ -344,7 +344,7 @@ S[#S + 1] = { name = "code_action_menu_to_first_draft", fn = function(r)
       vim.cmd("DifillReject")
     end
   end)
-  vim.ui.select, proposals.on_draft = select, on_draft
+  vim.ui.select, proposals.on_preview = select, on_preview
   r.chosen = chosen_at ~= nil
   assert(ok, err)
 end }
@@ -433,9 +433,9 @@ end
 --- drawn meanwhile. Returns the shown proposal.
 local function propose(r, name)
   local seen_drafts = {}
-  local on_draft = proposals.on_draft
-  proposals.on_draft = function(err, params, ctx)
-    on_draft(err, params, ctx)
+  local on_preview = proposals.on_preview
+  proposals.on_preview = function(err, params, ctx)
+    on_preview(err, params, ctx)
     if not params.done then
       seen_drafts[#seen_drafts + 1] = { marks = proposal_marks(), text = buffer_text(), params = params }
     end
@@ -465,7 +465,7 @@ local function propose(r, name)
     end
     error("no variant got a proposal: " .. vim.inspect(r.attempts), 0)
   end)
-  proposals.on_draft = on_draft
+  proposals.on_preview = on_preview
   assert(ok, err)
   return proposals.at_cursor(0, false)
 end

@@ -23,7 +23,7 @@ class ScriptedBackend:
         self.calls: list[tuple] = []
         self.stopped = threading.Event()
 
-    def fill(self, prefix, suffix, options=None, should_stop=None, on_draft=None):
+    def fill(self, prefix, suffix, options=None, should_stop=None, on_preview=None):
         self.calls.append((prefix, suffix, options))
         if self.mode == "fail":
             raise RuntimeError("the GPU fell over")
@@ -143,11 +143,11 @@ def test_a_client_that_disconnects_cancels_its_fill(serve):
 class EncodingBackend(ScriptedBackend):
     """Encodes its text to UTF-8 as a tokenizer does: a lone surrogate raises there."""
 
-    def fill(self, prefix, suffix, options=None, should_stop=None, on_draft=None):
+    def fill(self, prefix, suffix, options=None, should_stop=None, on_preview=None):
         (prefix + suffix).encode("utf-8")
-        return super().fill(prefix, suffix, options, should_stop, on_draft)
+        return super().fill(prefix, suffix, options, should_stop, on_preview)
 
-    def rewrite(self, request, options=None, should_stop=None, on_draft=None):
+    def rewrite(self, request, options=None, should_stop=None, on_preview=None):
         (request.prefix + request.selection + (request.instruction or "")).encode("utf-8")
         return super().fill(request.prefix, request.suffix, options, should_stop)
 

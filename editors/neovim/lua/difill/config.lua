@@ -20,7 +20,7 @@
 ---@field candidates? integer      candidates for an invoked completion
 ---@field languages? string[]      language ids the server completes in
 ---@field contextTokens? integer   prefix/suffix context budget
----@field drafts? boolean          stream difill/draft notifications while denoising
+---@field previews? boolean        stream difill/preview notifications (the partly denoised text) while an edit denoises (was `drafts`)
 ---@field holeMarker? string       marker that :DifillFill fills (default "<|hole|>")
 ---@field debounceMs? integer      server-side wait before running the model (client debounces too)
 ---@field loadWaitMs? integer      how long a request waits for a loading model

@@ -608,8 +608,8 @@ function M.setup(opts)
         api.nvim_exec_autocmds("User", { pattern = "DifillStatus", modeline = false, data = params })
       end,
       -- The denoiser's canvas while an edit runs: drawn in place when edits are reviewed.
-      ["difill/draft"] = function(...)
-        return proposals.on_draft(...)
+      ["difill/preview"] = function(...)
+        return proposals.on_preview(...)
       end,
     },
     on_exit = function(code, signal)

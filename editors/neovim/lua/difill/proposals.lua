@@ -109,8 +109,8 @@ local function watch(bufnr)
   })
 end
 
---- difill/draft from a client that reviews edits: {id, uri, range, text, step} or {done}.
-function M.on_draft(_, params, ctx)
+--- difill/preview from a client that reviews edits: {id, uri, range, text, step} or {done}.
+function M.on_preview(_, params, ctx)
   if type(params) ~= "table" or not params.id or not params.uri or not params.range then
     return
   end

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from difill.engine.api import (
     DEFAULT_HOLE_MARKER,
-    DraftCallback,
+    PreviewCallback,
     FillOptions,
     FillResult,
     HolesResult,
@@ -62,9 +62,9 @@ class AutoRemote(RemoteBackend):
         suffix: str,
         options: FillOptions | None = None,
         should_stop: ShouldStop | None = None,
-        on_draft: DraftCallback | None = None,
+        on_preview: PreviewCallback | None = None,
     ) -> FillResult:
-        return self._choose(should_stop).fill(prefix, suffix, options, should_stop, on_draft)
+        return self._choose(should_stop).fill(prefix, suffix, options, should_stop, on_preview)
 
     def fill_holes(
         self,
@@ -80,9 +80,9 @@ class AutoRemote(RemoteBackend):
         request: RewriteRequest,
         options: FillOptions | None = None,
         should_stop: ShouldStop | None = None,
-        on_draft: DraftCallback | None = None,
+        on_preview: PreviewCallback | None = None,
     ) -> FillResult:
-        return self._choose(should_stop).rewrite(request, options, should_stop, on_draft)
+        return self._choose(should_stop).rewrite(request, options, should_stop, on_preview)
 
     @property
     def scores_names(self) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from difill.engine.api import (
     DEFAULT_HOLE_MARKER,
     HOLE_TOKENS,
-    DraftCallback,
+    PreviewCallback,
     FillOptions,
     FillResult,
     HolesResult,
@@ -35,7 +35,7 @@ class DifillRemote(RemoteBackend):
         suffix: str,
         options: FillOptions | None = None,
         should_stop: ShouldStop | None = None,
-        on_draft: DraftCallback | None = None,  # noqa: ARG002 - remote fills send no drafts
+        on_preview: PreviewCallback | None = None,  # noqa: ARG002 - remote fills send no drafts
     ) -> FillResult:
         body = {"prefix": prefix, "suffix": suffix, "options": options_to_json(options)}
         tokens = (options or FillOptions()).max_hole_tokens
@@ -60,7 +60,7 @@ class DifillRemote(RemoteBackend):
         request: RewriteRequest,
         options: FillOptions | None = None,
         should_stop: ShouldStop | None = None,
-        on_draft: DraftCallback | None = None,  # noqa: ARG002
+        on_preview: PreviewCallback | None = None,  # noqa: ARG002
     ) -> FillResult:
         body = {
             "prefix": request.prefix, "selection": request.selection, "suffix": request.suffix,

@@ -16,7 +16,7 @@ from typing import Any
 from difill.engine.api import (
     DEFAULT_HOLE_MARKER,
     HOLE_TOKENS,
-    DraftCallback,
+    PreviewCallback,
     FillOptions,
     FillResult,
     HolesResult,
@@ -69,7 +69,7 @@ class OpenAIRemote(RemoteBackend):
         suffix: str,
         options: FillOptions | None = None,
         should_stop: ShouldStop | None = None,
-        on_draft: DraftCallback | None = None,  # noqa: ARG002 - remote fills send no drafts
+        on_preview: PreviewCallback | None = None,  # noqa: ARG002 - remote fills send no drafts
     ) -> FillResult:
         options = options or FillOptions()
         # An OpenAI-style or vLLM server reads one prompt: the context block goes before the prefix.
@@ -104,7 +104,7 @@ class OpenAIRemote(RemoteBackend):
         request: RewriteRequest,
         options: FillOptions | None = None,
         should_stop: ShouldStop | None = None,
-        on_draft: DraftCallback | None = None,  # noqa: ARG002
+        on_preview: PreviewCallback | None = None,  # noqa: ARG002
     ) -> FillResult:
         prefix, selection, suffix = request.prefix, request.selection, request.suffix
         options = options or FillOptions()

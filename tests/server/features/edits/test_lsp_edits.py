@@ -168,13 +168,13 @@ async def test_drafts_arrive_in_order_and_stop_on_cancel(client):
     text = "def chain(value_0, offset):\n" + body + "    return value_39\n"
     open_document(client, uri, text, version=1)
     rng = selection(1, 0, 40, 0)
-    async with changed_settings(client, {"drafts": True, "steps": 1024}):
+    async with changed_settings(client, {"previews": True, "steps": 1024}):
         # A complete edit: drafts in step order, then done.
         short = selection(1, 4, 1, 40)
         await client.workspace_execute_command_async(
             command("difill.editSelection", uri, short, 1, token="whole")
         )
-        drafts = [d for d in client.drafts if d["token"] == "whole"]
+        drafts = [d for d in client.previews if d["token"] == "whole"]
         steps = [d["step"] for d in drafts if not d.get("done")]
         assert steps and steps == sorted(set(steps))
         assert drafts[-1].get("done") and not drafts[-1]["cancelled"]
@@ -188,17 +188,17 @@ async def test_drafts_arrive_in_order_and_stop_on_cancel(client):
                 msg_id=f"drafts-{client.profile}",
             )
         )
-        await wait_for(lambda: any(d["token"] == "cut" for d in client.drafts), 30, "a first draft")
+        await wait_for(lambda: any(d["token"] == "cut" for d in client.previews), 30, "a first draft")
         client.cancel_request(types.CancelParams(id=f"drafts-{client.profile}"))
         with pytest.raises(JsonRpcRequestCancelled):
             await asyncio.wait_for(pending, 10)
         await wait_for(
-            lambda: any(d["token"] == "cut" and d.get("done") for d in client.drafts), 5, "the last draft"
+            lambda: any(d["token"] == "cut" and d.get("done") for d in client.previews), 5, "the last draft"
         )
-        seen = len(client.drafts)
+        seen = len(client.previews)
         await asyncio.sleep(0.5)
-    cut = [d for d in client.drafts if d["token"] == "cut"]
-    assert len(client.drafts) == seen, "drafts kept coming after the cancel"
+    cut = [d for d in client.previews if d["token"] == "cut"]
+    assert len(client.previews) == seen, "drafts kept coming after the cancel"
     assert cut[-1]["done"] and cut[-1]["cancelled"]
     steps = [d["step"] for d in cut[:-1]]
     assert steps == sorted(set(steps))

@@ -61,10 +61,10 @@ def as_edits(client, proposal: dict) -> list[types.TextEdit]:
     return [client.protocol._converter.structure(e, types.TextEdit) for e in proposal["edits"]]
 
 
-async def test_an_edit_is_a_proposal_with_drafts_and_nothing_is_applied(reviewer):
+async def test_an_edit_is_a_proposal_with_previews_and_nothing_is_applied(reviewer):
     uri = uri_for(reviewer, "propose")
     open_document(reviewer, uri, FUNCTION, version=5)
-    before, drafts_before = len(reviewer.applied_edits), len(reviewer.drafts)
+    before, drafts_before = len(reviewer.applied_edits), len(reviewer.previews)
     rng = selection(1, 4, 2, 31)
     proposal = await propose(reviewer, uri, rng, 5)
 
@@ -79,7 +79,7 @@ async def test_an_edit_is_a_proposal_with_drafts_and_nothing_is_applied(reviewer
     await asyncio.sleep(0.2)
     assert len(reviewer.applied_edits) == before  # only Accept changes the document
 
-    drafts = [d for d in reviewer.drafts[drafts_before:] if d.get("id") == proposal["id"]]
+    drafts = [d for d in reviewer.previews[drafts_before:] if d.get("id") == proposal["id"]]
     assert drafts and drafts[-1]["done"] and not drafts[-1]["cancelled"]
     shown = [d for d in drafts if not d.get("done")]
     assert shown, "no draft before the proposal"
@@ -220,23 +220,23 @@ async def test_reject_while_denoising_stops_it(reviewer):
     body = "".join(f"    value_{i} = compute(value_{i - 1}, {i}) + offset\n" for i in range(1, 40))
     text = "def chain(value_0, offset):\n" + body + "    return value_39\n"
     open_document(reviewer, uri, text, version=1)
-    before = len(reviewer.drafts)
+    before = len(reviewer.previews)
     async with changed_settings(reviewer, {"steps": 1024}):
         pending = asyncio.ensure_future(
             reviewer.workspace_execute_command_async(
                 command("difill.editSelection", uri, selection(1, 0, 40, 0), 1, strength=1.0)
             )
         )
-        await wait_for(lambda: any("id" in d for d in reviewer.drafts[before:]), 30, "a first draft")
-        proposal_id = next(d["id"] for d in reviewer.drafts[before:] if "id" in d)
+        await wait_for(lambda: any("id" in d for d in reviewer.previews[before:]), 30, "a first draft")
+        proposal_id = next(d["id"] for d in reviewer.previews[before:] if "id" in d)
         assert await run(reviewer, "difill.rejectEdit", {"id": proposal_id}) == {"rejected": True}
         with pytest.raises(JsonRpcRequestCancelled):
             await asyncio.wait_for(pending, 10)
-        await wait_for(lambda: any(d.get("done") for d in reviewer.drafts[before:]), 5, "the last draft")
-        seen = len(reviewer.drafts)
+        await wait_for(lambda: any(d.get("done") for d in reviewer.previews[before:]), 5, "the last draft")
+        seen = len(reviewer.previews)
         await asyncio.sleep(0.5)
-    assert len(reviewer.drafts) == seen, "drafts kept coming after the reject"
-    mine = [d for d in reviewer.drafts[before:] if d.get("id") == proposal_id]
+    assert len(reviewer.previews) == seen, "drafts kept coming after the reject"
+    mine = [d for d in reviewer.previews[before:] if d.get("id") == proposal_id]
     assert mine[-1]["done"] and mine[-1]["cancelled"]
 
 

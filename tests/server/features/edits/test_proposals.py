@@ -1,5 +1,5 @@
 """Edit proposals without LSP: where a change lands, which proposals it expires, and the 50 ms
-spacing of drafts (issue 24)."""
+spacing of previews (issue 24)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from lsprotocol import types
 from difill.server.documents import Documents
 from difill.server.engine_host import Job
 from difill.server.features.edits.proposals import Proposal, Proposals, changed_span
-from difill.server.features.edits.service import DRAFT_INTERVAL_S, Drafts
+from difill.server.features.edits.service import PREVIEW_INTERVAL_S, Previews
 
 pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/conftest.py)
 
@@ -111,18 +111,18 @@ def test_close_expires_and_the_count_includes_running_edits():
     assert proposals.count(URI) == 0 and proposals.take("p1") is None
 
 
-async def test_drafts_are_at_least_50_ms_apart_and_the_newest_wins():
+async def test_previews_are_at_least_50_ms_apart_and_the_newest_wins():
     sent: list[tuple[float, dict]] = []
     loop = asyncio.get_running_loop()
-    drafts = Drafts(lambda _method, params: sent.append((loop.time(), params)), Job(URI), "t", {"id": "p1"})
+    drafts = Previews(lambda _method, params: sent.append((loop.time(), params)), Job(URI), "t", {"id": "p1"})
     for step in range(20):  # steps close together and ones just past the interval, mixed
         drafts._offer(f"text {step}", step)
-        await asyncio.sleep(0.005 if step % 3 else DRAFT_INTERVAL_S)
-    await asyncio.sleep(DRAFT_INTERVAL_S * 2)
+        await asyncio.sleep(0.005 if step % 3 else PREVIEW_INTERVAL_S)
+    await asyncio.sleep(PREVIEW_INTERVAL_S * 2)
     drafts.close(cancelled=False)
     times = [t for t, p in sent if not p.get("done")]
     assert len(times) < 20
-    assert all(b - a >= DRAFT_INTERVAL_S * 0.99 for a, b in zip(times, times[1:], strict=False))
+    assert all(b - a >= PREVIEW_INTERVAL_S * 0.99 for a, b in zip(times, times[1:], strict=False))
     shown = [p for _, p in sent if not p.get("done")]
     assert [p["step"] for p in shown] == sorted({p["step"] for p in shown})  # in order, no repeats
     assert shown[0]["step"] == 0 and shown[-1]["step"] == 19  # the last step is not lost
@@ -131,10 +131,10 @@ async def test_drafts_are_at_least_50_ms_apart_and_the_newest_wins():
 
 async def test_a_draft_due_before_the_waiting_one_is_sent_does_not_overtake_it():
     sent: list[int] = []
-    drafts = Drafts(lambda _method, params: sent.append(params["step"]), Job(URI), "t")
+    drafts = Previews(lambda _method, params: sent.append(params["step"]), Job(URI), "t")
     drafts._offer("a", 0)  # sent at once
     drafts._offer("b", 1)  # held back: the timer will send it
     drafts.last_sent -= 1.0  # the interval is over, but the timer has not run yet
     drafts._offer("c", 2)
-    await asyncio.sleep(DRAFT_INTERVAL_S * 2)
+    await asyncio.sleep(PREVIEW_INTERVAL_S * 2)
     assert sent == [0, 2]  # the newest replaced the waiting one; nothing out of order

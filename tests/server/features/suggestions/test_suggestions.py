@@ -46,7 +46,7 @@ class FakeEngine:
         self.calls = 0
         self.prefixes: list[str] = []
 
-    def fill(self, prefix, suffix, options, should_stop=None, on_draft=None):
+    def fill(self, prefix, suffix, options, should_stop=None, on_preview=None):
         self.calls += 1
         self.prefixes.append(prefix)
         self.last_options = options
@@ -194,7 +194,7 @@ async def start_ghost_request(svc, documents):
     request = asyncio.ensure_future(svc.suggest(documents.get(URI), OFFSET, invoked=False))
     await svc.host.started.wait()
     fill = svc.running[URI]
-    fill.on_draft("compute(1)", 1)  # what the worker reports after its first denoising step
+    fill.on_preview("compute(1)", 1)  # what the worker reports after its first denoising step
     return request, fill
 
 
@@ -285,7 +285,7 @@ class SteppingEngine:
         self.text, self.steps = text, steps
         self.speculating = threading.Event()
 
-    def fill(self, prefix, suffix, options, should_stop=None, on_draft=None):
+    def fill(self, prefix, suffix, options, should_stop=None, on_preview=None):
         long = self.text in prefix  # after the suggestion: the speculative fill
         if long:
             self.speculating.set()

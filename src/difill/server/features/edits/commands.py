@@ -46,7 +46,7 @@ async def run_edit_command(server: RequestContext, kind: str, arguments: tuple[A
     token = str(token) if token is not None else None
     if server.client_reviews_edits:
         return await propose(server, request, token)
-    computed = await server.edits.compute(request, draft_token=token)
+    computed = await server.edits.compute(request, preview_token=token)
     if not computed.edits:
         return {"applied": False, "edits": 0}
     label = _label(kind, request.instruction)
@@ -64,7 +64,7 @@ async def propose(server: RequestContext, request: EditRequest, token: str | Non
     assert task is not None  # commands run as tasks
     proposals.running[proposal_id] = (request.uri, task)
     try:
-        computed = await server.edits.compute(request, draft_token=token, proposal_id=proposal_id)
+        computed = await server.edits.compute(request, preview_token=token, proposal_id=proposal_id)
     except asyncio.CancelledError:
         if proposal_id not in proposals.stopped:
             raise  # $/cancelRequest: pygls answers RequestCancelled

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from difill.engine.api import (
     HOLE_TOKENS,
     BackendError,
-    DraftCallback,
+    PreviewCallback,
     FillOptions,
     FillResult,
     HolesResult,
@@ -129,13 +129,13 @@ def engine_work(
     settings: Settings,
     trees: SyntaxTrees,
     should_stop: ShouldStop,
-    on_draft: DraftCallback | None,
+    on_preview: PreviewCallback | None,
 ) -> EngineWork:
     """What the model thread runs for ``request``: ``work(engine) -> engine result``; in a
     language the model was not trained on it raises BackendError with why (``model_declines``)."""
     language = language_of(document.language_id, document.uri)
     options = edit_options(settings, language)
-    work = _engine_work(request, document, settings, trees, should_stop, on_draft, options)
+    work = _engine_work(request, document, settings, trees, should_stop, on_preview, options)
 
     def checked(engine: InfillBackend) -> FillResult | HolesResult:
         declined = model_declines(engine, language, document.language_id)
@@ -152,7 +152,7 @@ def _engine_work(
     settings: Settings,
     trees: SyntaxTrees,
     should_stop: ShouldStop,
-    on_draft: DraftCallback | None,
+    on_preview: PreviewCallback | None,
     options: FillOptions,
 ) -> EngineWork:
     text, start, end = document.text, request.start, request.end
@@ -163,14 +163,14 @@ def _engine_work(
         rewrite = RewriteRequest(
             prefix, to_lf(text[start:end]), suffix, request.strength, request.instruction
         )
-        return lambda engine: engine.rewrite(rewrite, options, should_stop, on_draft)
+        return lambda engine: engine.rewrite(rewrite, options, should_stop, on_preview)
     if request.kind == FILL_HOLES:
         canvas = to_lf(holes_canvas(document, request, settings))
         return lambda engine: engine.fill_holes(canvas, settings.hole_marker, options, should_stop)
     if request.kind == COMPLETE_BLOCK:
         ctx = _without_selection(document, request, settings, trees)
         options.max_hole_tokens = ctx.shape.max_tokens
-        return lambda engine: engine.fill(ctx.prefix, ctx.suffix, options, should_stop, on_draft)
+        return lambda engine: engine.fill(ctx.prefix, ctx.suffix, options, should_stop, on_preview)
     raise EditError(f"unknown edit {request.kind!r}")
 
 

@@ -1,4 +1,4 @@
-"""Computing a selection edit: version checks, the model run, drafts, the smallest edits.
+"""Computing a selection edit: version checks, the model run, previews, the smallest edits.
 
 Shared by ``codeAction/resolve`` and the ``difill.*`` commands.  A request names the document
 version its selection belongs to; if the document is at another version (before or after the
@@ -30,8 +30,8 @@ from difill.server.trees import SyntaxTrees
 
 log = logging.getLogger("difill.server.edits")
 REQUEST_FAILED = -32803  # LSP's RequestFailed: a valid request that could not be carried out
-DRAFT = "difill/draft"
-DRAFT_INTERVAL_S = 0.05  # at most one draft per 50 ms reaches the client: editors redraw each one
+PREVIEW = "difill/preview"
+PREVIEW_INTERVAL_S = 0.05  # at most one preview per 50 ms reaches the client: editors redraw each one
 
 # (method, params) -> None; sends a notification (called on the event loop)
 Notify = Callable[[str, Any], None]
@@ -99,11 +99,11 @@ class EditService(OneJobPerDocument):
         return document
 
     async def compute(
-        self, request: EditRequest, draft_token: str | None = None, proposal_id: str | None = None
+        self, request: EditRequest, preview_token: str | None = None, proposal_id: str | None = None
     ) -> Computed:
         """The document (at ``request.version``) and the edits that make the selection new.
 
-        With ``proposal_id`` (a reviewing client) drafts are always sent, and carry that id, the
+        With ``proposal_id`` (a reviewing client) previews are always sent, and carry that id, the
         document and the range they will replace."""
         settings = self.settings()
         document = self.current(request.uri, request.version)
@@ -126,14 +126,14 @@ class EditService(OneJobPerDocument):
         if proposal_id is not None:
             rng = document.range_of(request.start, request.end, self.encoding())
             where = {"id": proposal_id, "uri": request.uri, "range": range_json(rng)}
-        wanted = settings.drafts or proposal_id is not None
-        sent: list[Drafts] = []  # the partly denoised text sent while the job runs, when wanted
+        wanted = settings.previews or proposal_id is not None
+        sent: list[Previews] = []  # the partly denoised text sent while the job runs, when wanted
 
         def work(job: Job):
-            drafts = Drafts(self.notify, job, draft_token or proposal_id, where) if wanted else None
-            sent.extend([drafts] if drafts else [])
-            on_draft = drafts.from_worker if drafts else None
-            return engine_work(request, document, settings, self.trees, job.before_step, on_draft)
+            previews = Previews(self.notify, job, preview_token or proposal_id, where) if wanted else None
+            sent.extend([previews] if previews else [])
+            on_preview = previews.from_worker if previews else None
+            return engine_work(request, document, settings, self.trees, job.before_step, on_preview)
 
         cancelled = True
         try:
@@ -144,8 +144,8 @@ class EditService(OneJobPerDocument):
         except (TooLarge, BackendError) as err:  # refused by the engine, or by a remote one: say why
             raise JsonRpcException(message=str(err), code=REQUEST_FAILED) from None
         finally:
-            for drafts in sent:
-                drafts.close(cancelled)
+            for previews in sent:
+                previews.close(cancelled)
         document = self.unchanged(document)
         try:
             new = new_selection(request, document, result, settings, self.trees)
@@ -171,9 +171,9 @@ def range_json(rng: types.Range) -> dict[str, Any]:
     }
 
 
-class Drafts:
-    """``difill/draft`` notifications for one edit: in step order, at most one per
-    ``DRAFT_INTERVAL_S`` (a newer draft replaces one still waiting), none once it is over, and a
+class Previews:
+    """``difill/preview`` notifications for one edit: in step order, at most one per
+    ``PREVIEW_INTERVAL_S`` (a newer preview replaces one still waiting), none once it is over, and a
     last one with ``done: true`` (and ``cancelled``) when it ends.  ``where`` (``{id, uri, range}``
     of a proposal) is added to each."""
 
@@ -186,13 +186,13 @@ class Drafts:
         self.where = where or {}
         self.loop = asyncio.get_running_loop()
         self.last_step = -1
-        self.last_sent = -DRAFT_INTERVAL_S  # loop time of the last draft sent
+        self.last_sent = -PREVIEW_INTERVAL_S  # loop time of the last preview sent
         self.waiting: tuple[str, int] | None = None  # (text, step) held back by the interval
         self.timer: asyncio.TimerHandle | None = None
         self.closed = False
 
     def from_worker(self, text: str, step: int) -> None:
-        """The engine's on_draft, on the model thread: hand the draft to the event loop."""
+        """The engine's on_preview, on the model thread: hand the preview to the event loop."""
         if not self.job.cancelled:
             self.loop.call_soon_threadsafe(self._offer, text, step)
 
@@ -200,7 +200,7 @@ class Drafts:
         if self.closed or self.job.cancelled or step <= self.last_step:
             return
         self.last_step = step
-        wait = self.last_sent + DRAFT_INTERVAL_S - self.loop.time()
+        wait = self.last_sent + PREVIEW_INTERVAL_S - self.loop.time()
         if wait <= 0 and self.timer is None:
             self._send(text, step)
             return
@@ -216,11 +216,11 @@ class Drafts:
 
     def _send(self, text: str, step: int) -> None:
         self.last_sent = self.loop.time()
-        self.notify(DRAFT, {"token": self.token, **self.where, "text": text, "step": step})
+        self.notify(PREVIEW, {"token": self.token, **self.where, "text": text, "step": step})
 
     def close(self, cancelled: bool) -> None:
         self.closed = True
         if self.timer is not None:
             self.timer.cancel()
         last = {"text": "", "step": self.last_step, "done": True, "cancelled": cancelled}
-        self.notify(DRAFT, {"token": self.token, **self.where, **last})
+        self.notify(PREVIEW, {"token": self.token, **self.where, **last})

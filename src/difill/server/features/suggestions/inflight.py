@@ -3,7 +3,7 @@
 A typist sends a change and a new request on every key.  Cancelling the fill in flight each time
 means that at 6 characters a second no fill ever finishes.  A fill is kept instead while the
 document differs from the one it was computed for only by characters typed at its cursor (a
-*typed run*) and those characters agree with what the fill is writing (its latest draft); its
+*typed run*) and those characters agree with what the fill is writing (its latest preview); its
 answer then lands in the typed-ahead cache, which serves the rest of the suggestion.
 """
 
@@ -41,7 +41,7 @@ class RunningFill:
     task: asyncio.Future[list[str]] | None = None  # the shown texts; also stored in the cache
     # The hole's best text so far (LF line endings): written by the worker after each denoising
     # step, read on the event loop.  A str assignment is atomic, so no lock is needed.
-    draft: str = ""
+    preview: str = ""
     waiting: int = 0  # requests awaiting this fill; 0 once $/cancelRequest took them all
     speculative: bool = False  # computed before anyone asked (see service.py)
     # Speculative only: what the user would type from where ghost text was shown to reach this
@@ -65,8 +65,8 @@ class RunningFill:
     def ctx(self) -> FillContext:
         return self.request.ctx
 
-    def on_draft(self, text: str, step: int) -> None:  # noqa: ARG002 - the engine's DraftCallback
-        self.draft = text
+    def on_preview(self, text: str, step: int) -> None:  # noqa: ARG002 - the engine's PreviewCallback
+        self.preview = text
 
     def typed_since(self, text: str) -> str | None:
         """What was typed at the fill's cursor since it started, if that is the only change."""
@@ -75,10 +75,10 @@ class RunningFill:
     def agrees(self, typed: str) -> bool:
         """Whether the typed characters can still be the start of this fill's answer.
 
-        Judged by the latest draft: before the first step there is nothing to judge, so the fill is
-        kept; a draft shorter than what was typed cannot serve it."""
-        draft = self.draft
-        return not draft or draft.startswith(to_lf(typed))
+        Judged by the latest preview: before the first step there is nothing to judge, so the fill
+        is kept; a preview shorter than what was typed cannot serve it."""
+        preview = self.preview
+        return not preview or preview.startswith(to_lf(typed))
 
     def serves(self, text: str, offset: int, asked: Asked, settings: Settings) -> bool:
         """Whether a request at ``offset`` in ``text``, asking ``asked`` with ``settings``, should

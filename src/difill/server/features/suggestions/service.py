@@ -180,7 +180,7 @@ class SuggestionService(OneJobPerDocument):
                 fill.request,
                 self.workspace,
                 fill.job.before_step,
-                fill.on_draft,
+                fill.on_preview,
                 # Speculation runs as a long job: an urgent (real) fill runs between its steps.
                 urgent=not fill.speculative,
                 background=fill.speculative,
