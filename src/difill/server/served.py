@@ -78,13 +78,14 @@ class Plan:
     declined: str | None  # why the model is not asked for this language (``model_declines``), or None
     draft_mode: str  # how drafts reach the answer: "show", "seed" or "off" (draft_policy.draft_mode)
     scores_names: bool  # the model orders the names the workspace cannot tell apart (ranked_by_model)
+    context_block: str = ""  # the snippets the model reads before the prefix (context/prompt.py)
 
 
-def plan_for(engine: InfillBackend, settings: Settings, request: SuggestionRequest) -> Plan:
+def plan_for(engine: InfillBackend, settings: Settings, request: SuggestionRequest, context_block: str = "") -> Plan:
     declined = model_declines(engine, request.ctx.language, request.language_id)
     mode = draft_mode(engine, settings)
     scores = isinstance(engine, NameScorer) and about(engine).scores_names and mode != "off" and declined is None
-    return Plan(declined, mode, scores)
+    return Plan(declined, mode, scores, context_block)
 
 
 class Workspace(Protocol):
@@ -160,11 +161,11 @@ def suggest(
     block = (
         snippet_block(retrieval.snippets, request.language_id, settings.snippet_tokens) if retrieval else ""
     )
-    plan = plan_for(engine, settings, request)
-    retrieval = ranked_by_model(engine, settings, request, retrieval, block, plan)
+    plan = plan_for(engine, settings, request, block)
+    retrieval = ranked_by_model(engine, settings, request, retrieval, plan)
     drafts = drafts_for(request, settings, retrieval)
     retrieval_ms = (time.perf_counter() - started) * 1000
-    result, fallback = model_text(engine, settings, request, drafts, block, plan, should_stop, on_preview)
+    result, fallback = model_text(engine, settings, request, drafts, plan, should_stop, on_preview)
     texts = shown_texts(result.candidates, request.ctx, request.invoked)
     if not texts and fallback:  # the model's text did not survive the filters: the weak drafts do
         result.candidates = result.candidates + drafts_result(fallback).candidates
@@ -198,7 +199,6 @@ def ranked_by_model(
     settings: Settings,
     request: SuggestionRequest,
     retrieval: Retrieval | None,
-    context_block: str,
     plan: Plan,
 ) -> Retrieval | None:
     """``retrieval`` with its undecided symbol candidates (``Draft.undecided``: the workspace's
@@ -214,7 +214,7 @@ def ranked_by_model(
     if len(undecided) < 2:
         return retrieval
     ctx = request.ctx
-    options = suggestion_options(ctx, settings, request.invoked, [], context_block)
+    options = suggestion_options(ctx, settings, request.invoked, [], plan.context_block)
     try:
         scores = engine.score_names(ctx.prefix, ctx.suffix, [d.text for d in undecided], options)
     except (RuntimeError, ValueError) as err:  # a ranking aid: the workspace's order stands
@@ -255,14 +255,13 @@ def model_text(
     settings: Settings,
     request: SuggestionRequest,
     drafts: list[Draft],
-    context_block: str,
     plan: Plan,
     should_stop: ShouldStop = lambda: False,
     on_preview: PreviewCallback | None = None,
 ) -> tuple[FillResult, list[Draft]]:
     """The candidates of a suggestion, before the pipeline, and the drafts to fall back on if the
     model's own text does not survive it: the drafts as ``plan.draft_mode`` says, then the model,
-    which reads ``context_block`` (snippets from other files) before the prefix.
+    which reads ``plan.context_block`` (snippets from other files) before the prefix.
 
     * "show": ghost text is the best draft as it stands when there is one, with no model run; an
       explicit request gets it first, then the model's middles; a draft on a shorter match only
@@ -284,7 +283,7 @@ def model_text(
     if sure and not invoked:
         return drafts_result(sure + weak), []
     seeds = [d.text for d in usable] if plan.draft_mode == "seed" else []
-    options = suggestion_options(ctx, settings, invoked, seeds, context_block)
+    options = suggestion_options(ctx, settings, invoked, seeds, plan.context_block)
     result = engine.fill(ctx.prefix, ctx.suffix, options, should_stop=should_stop, on_preview=on_preview)
     shown_last = weak if invoked else []  # asked for: every candidate, the weak drafts last
     if sure or shown_last:
