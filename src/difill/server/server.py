@@ -292,10 +292,9 @@ def create_server(base: Settings | None = None) -> DifillServer:
     def did_open(ls: DifillServer, params: types.DidOpenTextDocumentParams) -> None:
         doc = params.text_document
         ls.documents.open(doc.uri, doc.language_id, doc.version, doc.text)
-        ls.context.document_opened(doc.uri)
         # A second didOpen of an open document (no didClose) replaces its text, maybe at the same
-        # version: a change like any other, so work computed for the old text is cancelled.
-        ls.lifecycle.document_changed(doc.uri)
+        # version: a change like any other (Feature.document_opened), so work for the old text stops.
+        ls.lifecycle.document_opened(doc.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: DifillServer, params: types.DidChangeTextDocumentParams) -> None:
@@ -306,11 +305,10 @@ def create_server(base: Settings | None = None) -> DifillServer:
         if after is None:
             log.warning("didChange for a document that is not open; ignored")
             return
-        ls.next_edits.text_changed(before, after)
         why = ls.documents.unsynced_reason(uri)
         if why is not None and not was_unsynced:
             ls.lost_sync([uri], why)
-        ls.context.note_edits(uri, params.content_changes)
+        ls.lifecycle.text_changed(before, after, params.content_changes)
         ls.lifecycle.document_changed(uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)

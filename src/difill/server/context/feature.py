@@ -23,7 +23,7 @@ from difill.server.context import files
 from difill.server.context.found import Retrieval
 from difill.server.context.index import IndexLimits, WorkspaceIndex
 from difill.server.context.policy import ContextPolicy
-from difill.server.documents import Documents
+from difill.server.documents import Document, Documents
 from difill.server.lifecycle import Feature
 
 if TYPE_CHECKING:  # pygls' server type: server.py imports this module, so DifillServer would be a circle
@@ -135,9 +135,6 @@ class ContextFeature(Feature):
             else:
                 self.index.file_changed(path)
 
-    def document_opened(self, uri: str) -> None:
-        self.document_changed(uri)
-
     def document_changed(self, uri: str) -> None:
         document = self.documents.get(uri)
         if document is None:
@@ -159,12 +156,15 @@ class ContextFeature(Feature):
             self._git_ignored[uri] = bool(folder and path and files.git_ignored(folder, path))
         return self._git_ignored[uri]
 
-    def note_edits(self, uri: str, changes: list[types.TextDocumentContentChangeEvent]) -> None:
+    def text_changed(
+        self, before: Document | None, after: Document, changes: list[types.TextDocumentContentChangeEvent]
+    ) -> None:
+        """The lines edited, most recent first: the index reads the code around them."""
         if self.index is None:
             return
         for change in changes:
             if isinstance(change, types.TextDocumentContentChangePartial):
-                self.index.note_edit(uri, change.range.start.line)
+                self.index.note_edit(after.uri, change.range.start.line)
 
     def document_closed(self, uri: str) -> None:
         self._git_ignored.pop(uri, None)

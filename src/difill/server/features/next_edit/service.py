@@ -81,9 +81,9 @@ class NextEditService(OneJobPerDocument):
 
     # ---- events ----
 
-    def text_changed(self, before: Document | None, after: Document | None) -> None:
+    def text_changed(self, before: Document | None, after: Document, changes: list[Any]) -> None:
         """After a didChange: the edit it makes (coalesced with the keystrokes before it)."""
-        if before is not None and after is not None and after.uri == before.uri:
+        if before is not None and after.uri == before.uri:
             self.history.changed(after.uri, before.text, after.text, after.version)
 
     def document_closed(self, uri: str) -> None:
