@@ -28,6 +28,7 @@ def test_vsix_in_code_server_shows_ghost_text_reviews_edits_and_accepts_next_edi
     )
     for line in (
         "ghost text shown",
+        "Ctrl+Right accepted the next word",
         "Tab accepted",
         "the diff is shown",
         "Esc rejected the proposal: the document is unchanged",
