@@ -376,6 +376,27 @@ def _byte_symbols():
 
 # ------------------------------------------------------------------ measuring
 
+HBM_BYTES_PER_S = {"H100": 3.35e12, "H200": 4.8e12, "A100": 2.0e12, "L40S": 0.864e12, "L4": 0.3e12}
+
+
+def step_bytes(config: BigConfig, plan: list[TensorSpec], canvas: int) -> int:
+    """Weight bytes one canvas pass of ``canvas`` slots must read: every tensor but the experts
+    whole (the tied embedding once, as the LM head), and of each layer's experts the share a canvas
+    routes to when routing is uniform, as random weights' is (1 - (1 - k/E)^C): the roofline."""
+    share = 1 - (1 - config.top_k / config.experts) ** canvas
+    return int(sum(spec.nbytes * (share if "_exps." in spec.name else 1) for spec in plan))
+
+
+def read_bandwidth(size: int = 1 << 30, repeats: int = 3) -> float:
+    """Bytes a second this process reads from memory (one core, numpy sum over a fresh array)."""
+    data = np.ones(size // 8, dtype=np.float64)
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        data.sum()
+        best = min(best, time.perf_counter() - started)
+    return size / best
+
 
 def proc_memory(pid: int) -> dict[str, float]:
     """VmRSS, VmHWM (and RssAnon / RssFile) of a process, GiB."""
@@ -398,7 +419,8 @@ def evict(path: Path) -> None:
 
 def measure(
     gguf: Path, binary: Path | None = None, threads: int = 2, prompt: int = 128, steps: int = 12,
-    canvases: tuple[int, ...] = (16, 32), repeats: int = 3, cold: bool = True, log=print,
+    canvases: tuple[int, ...] = (16, 32), repeats: int = 3, cold: bool = True, gpu_layers: int = 0,
+    flash_attn: bool = False, bandwidth: float | None = None, config: BigConfig = FULL, log=print,
 ) -> dict:  # fmt: skip
     """Load ``gguf`` in the worker and time it with token ids: load, prefill, one step per canvas
     (all slots open, self-conditioned after the first), and a fill of ``steps`` passes at the
@@ -410,8 +432,21 @@ def measure(
         binary = built_worker()
     if cold:
         evict(gguf)
-    worker = LlamaWorker(WorkerSettings(Path(binary), Path(gguf), threads=threads, timeout_s=1800.0))
-    result: dict = {"gguf": str(gguf), "gguf_bytes": gguf.stat().st_size, "threads": threads, "cold": cold}
+    settings = WorkerSettings(
+        Path(binary), Path(gguf), threads=threads, gpu_layers=gpu_layers, flash_attn=flash_attn,
+        timeout_s=1800.0,
+    )  # fmt: skip
+    worker = LlamaWorker(settings)
+    result: dict = {
+        "gguf": str(gguf),
+        "gguf_bytes": gguf.stat().st_size,
+        "command": settings.command(),
+        "cold": cold,
+    }
+    plan = tensor_plan(config)
+    if bandwidth is None and not gpu_layers:
+        bandwidth = read_bandwidth()
+    result["bandwidth_bytes_per_s"] = bandwidth
     rng = np.random.default_rng(0)
     try:
         started = time.perf_counter()
@@ -439,6 +474,9 @@ def measure(
                     worker.step(canvas, flags, use_sc, 1.0, top_k=256)
                     runs.append(time.perf_counter() - started)
                 times["sc" if use_sc else "no_sc"] = {"median_s": statistics.median(runs), "runs_s": runs}
+            if bandwidth:
+                times["roofline_s"] = step_bytes(config, plan, length) / bandwidth
+                times["step_bytes"] = step_bytes(config, plan, length)
             result["steps"][length] = times
             log(f"C={length}: {times}; memory {proc_memory(worker.pid)}")
         # A ghost-text fill: a fresh FILL of the same prompt (its K,V reused), then `steps`
@@ -460,6 +498,19 @@ def measure(
     return result
 
 
+def gpu_bandwidth() -> float | None:
+    """The HBM bandwidth of the first GPU nvidia-smi names, from the table; None if unknown."""
+    import subprocess
+
+    try:
+        name = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True
+        ).stdout.splitlines()[0]
+    except (OSError, IndexError):
+        return None
+    return next((bw for key, bw in HBM_BYTES_PER_S.items() if key in name), None)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m difill.lab.big_gguf", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -479,6 +530,10 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--repeats", type=int, default=3)
     run.add_argument("--warm", action="store_true", help="keep the file in the page cache")
     run.add_argument("--json", type=Path, help="also write the figures here")
+    run.add_argument("--gpu-layers", type=int, default=0)
+    run.add_argument("--flash-attn", action="store_true")
+    run.add_argument("--hbm-gbps", type=float, help="memory bandwidth for the roofline (GPU: by name)")
+    run.add_argument("--small", action="store_true", help="the file is the tiny config (roofline)")
     args = parser.parse_args(argv)
     if args.command == "write":
         config = SMALL if args.small else FULL
@@ -493,9 +548,14 @@ def main(argv: list[str] | None = None) -> int:
         seconds = time.monotonic() - started
         print(f"wrote {args.out} ({args.out.stat().st_size / GIB:.2f} GiB) in {seconds:.0f} s")
         return 0
+    bandwidth = args.hbm_gbps * 1e9 if args.hbm_gbps else None
+    if args.gpu_layers and bandwidth is None:
+        bandwidth = gpu_bandwidth()
     result = measure(
         args.gguf, threads=args.threads, prompt=args.prompt, steps=args.steps,
         canvases=tuple(args.canvas), repeats=args.repeats, cold=not args.warm,
+        gpu_layers=args.gpu_layers, flash_attn=args.flash_attn, bandwidth=bandwidth,
+        config=SMALL if args.small else FULL,
     )  # fmt: skip
     text = json.dumps(result, indent=1, default=str)
     print(text)
