@@ -387,13 +387,24 @@ def step_bytes(config: BigConfig, plan: list[TensorSpec], canvas: int) -> int:
     return int(sum(spec.nbytes * (share if "_exps." in spec.name else 1) for spec in plan))
 
 
-def read_bandwidth(size: int = 1 << 30, repeats: int = 3) -> float:
-    """Bytes a second this process reads from memory (one core, numpy sum over a fresh array)."""
+def step_flops(config: BigConfig, plan: list[TensorSpec], canvas: int) -> int:
+    """Multiply-adds x 2 of one pass over ``canvas`` slots: every matrix but the experts per slot
+    (the tied embedding as the LM head, every slot open), and top_k of the E experts."""
+    per_slot = sum(
+        spec.elements * (config.top_k / config.experts if "_exps." in spec.name else 1)
+        for spec in plan
+        if len(spec.ne) > 1
+    )
+    return int(2 * per_slot * canvas)
+
+
+def read_bandwidth(size: int = 1 << 30, repeats: int = 5) -> float:
+    """Bytes a second one core reads from memory (numpy's max over 1 GiB, best of 5)."""
     data = np.ones(size // 8, dtype=np.float64)
     best = float("inf")
     for _ in range(repeats):
         started = time.perf_counter()
-        data.sum()
+        data.max()
         best = min(best, time.perf_counter() - started)
     return size / best
 
@@ -474,9 +485,11 @@ def measure(
                     worker.step(canvas, flags, use_sc, 1.0, top_k=256)
                     runs.append(time.perf_counter() - started)
                 times["sc" if use_sc else "no_sc"] = {"median_s": statistics.median(runs), "runs_s": runs}
+            times["step_bytes"] = step_bytes(config, plan, length)
+            times["step_flops"] = step_flops(config, plan, length)
+            times["gflops_no_sc"] = times["step_flops"] / times["no_sc"]["median_s"] / 1e9
             if bandwidth:
-                times["roofline_s"] = step_bytes(config, plan, length) / bandwidth
-                times["step_bytes"] = step_bytes(config, plan, length)
+                times["roofline_s"] = times["step_bytes"] / bandwidth
             result["steps"][length] = times
             log(f"C={length}: {times}; memory {proc_memory(worker.pid)}")
         # A ghost-text fill: a fresh FILL of the same prompt (its K,V reused), then `steps`
