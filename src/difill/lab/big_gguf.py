@@ -419,6 +419,26 @@ def proc_memory(pid: int) -> dict[str, float]:
     return values
 
 
+def referenced(pid: int) -> dict[str, float]:
+    """GiB of pages ``pid`` touched since its referenced bits were last cleared (``clear_refs``,
+    /proc/PID/smaps "Referenced"): anonymous memory and the GGUF's mapped pages, so the working
+    set, which VmRSS overstates with mapped pages no longer read."""
+    totals = {"anon": 0, "gguf": 0, "other_files": 0}
+    mapping = ""
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        parts = line.split()
+        if parts and "-" in parts[0] and not parts[0].endswith(":"):
+            mapping = parts[5] if len(parts) > 5 else ""
+        elif parts and parts[0] == "Referenced:":
+            key = (
+                "gguf" if mapping.endswith(".gguf") else "other_files" if mapping.startswith("/") else "anon"
+            )
+            totals[key] += int(parts[1])
+    result = {key: kib / (1 << 20) for key, kib in totals.items()}
+    result["total"] = sum(result.values())
+    return result
+
+
 def evict(path: Path) -> None:
     """Drop this one file's pages from the page cache (a cold load), nothing else's."""
     fd = os.open(path, os.O_RDONLY)
@@ -497,6 +517,7 @@ def measure(
         length = canvases[0]
         canvas = np.full((1, length), 4, dtype=np.int64)  # the mask token everywhere
         flags = np.full((1, length), OPEN, dtype=np.uint8)
+        Path(f"/proc/{worker.pid}/clear_refs").write_text("1")  # the working set: from here
         started = time.perf_counter()
         worker.fill(ids, FillRules(vocab))
         for n in range(steps):
@@ -504,6 +525,8 @@ def measure(
             canvas = out.ids[:, 0].reshape(1, length).astype(np.int64)
         result["fill"] = {"canvas": length, "steps": steps, "seconds": time.perf_counter() - started}
         log(f"fill: {result['fill']}")
+        result["working_set"] = referenced(worker.pid)
+        log(f"pages the fill touched (GiB): {result['working_set']}")
         result["end"] = proc_memory(worker.pid)
         log(f"memory at the end: {result['end']}")
     finally:
