@@ -30,12 +30,12 @@ from tree_sitter import Tree
 from difill.engine.api import (
     HOLE_TOKENS,
     BackendError,
-    PreviewCallback,
     FillOptions,
     FillResult,
     HolesResult,
     InfillBackend,
     NameScorer,
+    PreviewCallback,
     ShouldStop,
     about,
     backend_languages,

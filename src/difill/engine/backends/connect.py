@@ -14,10 +14,10 @@ from collections.abc import Sequence
 
 from difill.engine.api import (
     DEFAULT_HOLE_MARKER,
-    PreviewCallback,
     FillOptions,
     FillResult,
     HolesResult,
+    PreviewCallback,
     RewriteRequest,
     ShouldStop,
 )

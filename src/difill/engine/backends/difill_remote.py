@@ -10,10 +10,10 @@ from __future__ import annotations
 from difill.engine.api import (
     DEFAULT_HOLE_MARKER,
     HOLE_TOKENS,
-    PreviewCallback,
     FillOptions,
     FillResult,
     HolesResult,
+    PreviewCallback,
     RewriteRequest,
     ShouldStop,
 )

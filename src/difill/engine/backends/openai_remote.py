@@ -16,10 +16,10 @@ from typing import Any
 from difill.engine.api import (
     DEFAULT_HOLE_MARKER,
     HOLE_TOKENS,
-    PreviewCallback,
     FillOptions,
     FillResult,
     HolesResult,
+    PreviewCallback,
     RewriteRequest,
     ShouldStop,
 )

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from difill.engine.api import (
     HOLE_TOKENS,
     BackendError,
-    PreviewCallback,
     FillOptions,
     FillResult,
     HolesResult,
     InfillBackend,
+    PreviewCallback,
     RewriteRequest,
     ShouldStop,
 )
