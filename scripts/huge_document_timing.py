@@ -12,7 +12,7 @@ from lsprotocol import types
 
 from difill.server.config import Settings
 from difill.server.documents import UTF16, Documents
-from difill.server.served import context_for
+from difill.server.suggestion_path import context_for
 from difill.server.trees import SyntaxTrees
 
 

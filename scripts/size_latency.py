@@ -51,8 +51,8 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             params = build_random(Path(tmp), hidden, layers)
             served = load_served(tmp)
-            served.suggest("def area(w, h):\n    return w", len("def area(w, h):\n    return w"))  # warm-up
-            shown = [served.suggest(ex.prefix + ex.suffix, len(ex.prefix)) for ex in cases]
+            suggestion_path.suggest("def area(w, h):\n    return w", len("def area(w, h):\n    return w"))  # warm-up
+            shown = [suggestion_path.suggest(ex.prefix + ex.suffix, len(ex.prefix)) for ex in cases]
         ms = sorted(s.ms for s in shown)
         p95 = ms[int(0.95 * (len(ms) - 1))]
         forwards = statistics.fmean(s.forwards for s in shown)

@@ -2,7 +2,7 @@
 (lab/training/tuning_packages.txt), never on the eval's.
 
 With ``contextDrafts`` "show", a draft that matched fewer than ``SHOW_MIN_MATCH`` tokens is shown
-only where the filters leave the model's text empty (server/served.py ``model_text``: the
+only where the filters leave the model's text empty (server/suggestion_path.py ``model_text``: the
 shipped rule, ``empty``).  The alternatives, each shown over the model's text when:
 
 * ``agree``: the model's text is a proper prefix of the draft (the draft goes on where it stops);
@@ -31,7 +31,7 @@ import sys
 from pathlib import Path
 
 import difill.server.draft_policy as draft_policy
-import difill.server.served as served
+import difill.server.suggestion_path as served
 from difill.lab.quality import load_served
 from difill.lab.training.corpus_sources import TUNING_PACKAGE_LIST, read_pins
 from difill.lab.workspace_eval import (
@@ -44,7 +44,7 @@ from difill.lab.workspace_eval import (
 from difill.server.config import Settings
 from difill.text.pipeline import shown_texts
 
-SHIPPED = served.model_text
+SHIPPED = suggestion_path.model_text
 WORD_BEFORE = re.compile(r"\w+$")
 WORD_START = re.compile(r"\w+")
 
@@ -107,7 +107,7 @@ def main() -> None:
     model = load_served(None, settings=Settings(context_drafts="show"))
     models = {"served": row_models(model)["served"]}
     for rule in args.rules.split(","):
-        served.model_text = SHIPPED if rule == "empty" else with_rule(rule)
+        suggestion_path.model_text = SHIPPED if rule == "empty" else with_rule(rule)
         try:
             print(f"== {rule}", flush=True)
             sys.argv = [
@@ -126,7 +126,7 @@ def main() -> None:
             names = ", ".join(f"{shape} {score['names']:.1%}" for shape, score in report.items())
             print(f"{rule} repository-level names: {names}", flush=True)
         finally:
-            served.model_text = SHIPPED
+            suggestion_path.model_text = SHIPPED
 
 
 if __name__ == "__main__":

@@ -99,7 +99,7 @@ def test_importing_the_cli_and_a_remote_fill_loads_neither_torch_nor_the_lsp_typ
     """``difill fill --remote`` must start fast: torch, transformers and lsprotocol take seconds."""
     code = (
         "import sys\n"
-        "import difill.cli, difill.server.served\n"
+        "import difill.cli, difill.server.suggestion_path\n"
         "from difill.engine.backends import BackendSpec, make_backend\n"
         "make_backend(BackendSpec(remote='http://127.0.0.1:9'))\n"
         "print(sorted(m for m in ('torch', 'transformers', 'lsprotocol', 'pygls') if m in sys.modules))\n"

@@ -9,7 +9,7 @@ from difill.engine.api import Candidate, FillOptions, FillResult, FillStats
 from difill.lab.quality import EVAL_URI, EvalPlan, evaluate_served, load_served, typing_replay
 from difill.lab.training.evaluate import eval_cases
 from difill.server.config import Settings
-from difill.server.served import ServedModel
+from difill.server.suggestion_path import ServedModel
 
 FILE = "".join(f"def f{i}(x):\n    y = x * {i}\n    return y + {i}\n\n\n" for i in range(20))
 

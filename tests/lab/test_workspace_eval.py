@@ -30,7 +30,7 @@ from difill.lab.workspace_eval import (
     typing_replay_inside,
     workspace_cases,
 )
-from difill.server.served import ServedModel
+from difill.server.suggestion_path import ServedModel
 
 UTIL = "".join(f"def helper_{i}(x):\n    return x + {i}\n\n\n" for i in range(6)) + "RATE = 3\n"
 MAIN = "from pkg.util import helper_1, helper_2\n\n\n" + "".join(

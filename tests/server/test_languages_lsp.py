@@ -97,7 +97,7 @@ async def test_a_fill_goes_through_its_languages_shape(client, language):
 )
 def test_the_shipped_model_shows_no_text_outside_python(language_id, marked, shipped_model):
     """The shipped model names Python only (config difill.languages): in Go and TypeScript the
-    server's suggestion path (server/served.py, as the LSP features and `difill fill` use it)
+    server's suggestion path (server/suggestion_path.py, as the LSP features and `difill fill` use it)
     shows nothing (no workspace drafts exist yet) and says why; Python still reaches the model."""
     text, line, column = _position(marked)
     offset = len("".join(text.splitlines(keepends=True)[:line])) + column
@@ -114,7 +114,7 @@ def test_the_shipped_model_shows_no_text_outside_python(language_id, marked, shi
 def shipped_model():
     from difill.engine.infill import InfillEngine
     from difill.engine.model import DEFAULT_MODEL_DIR, load_model
-    from difill.server.served import ServedModel
+    from difill.server.suggestion_path import ServedModel
 
     return ServedModel(InfillEngine(load_model(DEFAULT_MODEL_DIR, device="cpu")))
 

@@ -16,7 +16,7 @@ from lsp_helpers import inline_params, open_document, running_server
 
 from difill.engine.api import Candidate, FillResult, FillStats
 from difill.server.serve_http import FillService, build_app, serve_in_thread
-from difill.server.served import ServedModel
+from difill.server.suggestion_path import ServedModel
 
 DOCUMENT = "def area(w, h):\r\n    \r\n\r\nprint(area(2, 3))\r\n"
 CURSOR = (1, 4)  # line 2, after the indentation

@@ -3,7 +3,7 @@
 Generation from a small model is unreliable where scoring is not: asked for the name after
 ``defaults.``, it may spell a name no module defines, yet among the names the module does define
 it can still tell which one its context makes likely.  The workspace knows the candidates
-(server/context/symbols.py); the model only orders them (server/served.py ``ranked_by_model``).
+(server/context/symbols.py); the model only orders them (server/suggestion_path.py ``ranked_by_model``).
 
 The canvas is the one the sampler's first pass reads: the prefix in the KV cache, a hole of
 noise, the suffix clamped after it.  That pass gives every hole slot a distribution, and a name

@@ -1,6 +1,6 @@
 """Names scored on a vLLM remote, per ghost-text request (issue 50's target): what scoring the
 workspace's undecided symbol candidates adds, in round trips and in latency, through the server's
-own suggestion path (``served.suggest`` on a ``RemoteBackend``) against the fake vLLM 0.33.0
+own suggestion path (``suggestion_path.suggest`` on a ``RemoteBackend``) against the fake vLLM 0.33.0
 (lab/fake_vllm.py) on loopback.
 
     python -m difill.lab.bench_remote_names [--requests 200]
@@ -24,7 +24,7 @@ from difill.lab.fake_vllm import VOCAB, FakeVllm, serve_in_thread
 from difill.server.config import Settings
 from difill.server.context.drafts import Draft
 from difill.server.context.found import Retrieval
-from difill.server.served import Retrieved, SuggestionRequest, suggest
+from difill.server.suggestion_path import Retrieved, SuggestionRequest, suggest
 from difill.text.context import build_context
 
 TEXT = "import logging\n\nlevel = levels.\nprint(level)\n"

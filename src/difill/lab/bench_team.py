@@ -29,7 +29,7 @@ import httpx2 as httpx
 
 from difill.engine.backends import RemoteBackend, RemoteConfig, connect
 from difill.lab.fake_vllm import FakeVllm, serve_in_thread
-from difill.server.served import ServedModel
+from difill.server.suggestion_path import ServedModel
 
 RTT_MS = 20.0  # a laptop to a team GPU box over a VPN
 MBIT_S = 20.0  # the slower direction of that link

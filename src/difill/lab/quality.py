@@ -1,6 +1,6 @@
 """`difill eval`: held-out quality of what the editor shows, for the diffusion model and the AR baseline.
 
-Every case goes through the language server's own suggestion path (server/served.py ``suggest``):
+Every case goes through the language server's own suggestion path (server/suggestion_path.py ``suggest``):
 the document and cursor make a ``FillContext`` (``build_context``: the prefix/suffix windows, the
 tree-sitter shape and its token budget), the model is asked with the server's default ``Settings``
 (maxTokens, steps, contextTokens; one hole length, as while typing), and ``shown_texts`` runs the
@@ -30,7 +30,7 @@ from difill.lab.training.evaluate import (
     format_table,
 )
 from difill.server.config import Settings
-from difill.server.served import ServedModel
+from difill.server.suggestion_path import ServedModel
 
 EVAL_URI = "file:///heldout/case.py"
 

@@ -41,7 +41,7 @@ from pathlib import Path
 from difill.lab.workspace_eval import PackageIndexes, Packages, fetch_packages
 from difill.server.context import symbols
 from difill.server.context.drafts import in_prose
-from difill.server.served import ServedModel
+from difill.server.suggestion_path import ServedModel
 
 KINDS = ("module", "imported", "imported, 2 typed", "environment")
 USE = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*){0,4})\.([A-Za-z_]\w*)")

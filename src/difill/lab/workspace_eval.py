@@ -12,7 +12,7 @@ files written to a temporary folder), and every request gets its context as the 
 the draft sources (the document, then the most similar workspace files) and the snippets read
 before the prefix (``snippetTokens``; the case's own file is never a source).
 
-Each case is scored four ways through the server's path and filters (server/served.py):
+Each case is scored four ways through the server's path and filters (server/suggestion_path.py):
 ``retrieval`` is the best draft alone (the draft finder, no model), ``model`` the model without
 drafts, ``seeded`` the model with draft-seeded canvas rows beside the noise-seeded ones, and
 ``served`` what the editor shows by default (``contextDrafts`` auto: the checkpoint's own mode).
@@ -42,7 +42,7 @@ from difill.lab.training.evaluate import ShapeScore, TypingReplay
 from difill.lab.training.examples import EVAL_SHAPES, InfillExample, sample_eval_example
 from difill.server.context.found import Retrieval
 from difill.server.context.index import WorkspaceIndex
-from difill.server.served import ServedModel, Shown
+from difill.server.suggestion_path import ServedModel, Shown
 from difill.text.syntax import parses
 
 ROWS = ("retrieval", "model", "seeded", "served")

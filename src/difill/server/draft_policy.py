@@ -5,7 +5,7 @@ server/context/retrieval.py) that continues the cursor.  This module is the one 
 decides what a suggestion does with them: the order they are taken in (``drafts_at``), their
 cut to the request's shape and the syntax check (``fitting_drafts``), which of them "show" makes
 the ghost text with no model run (``is_sure``), and the mode a backend gets (``draft_mode``).
-The suggestion path (server/served.py) applies it.  No torch and no LSP types.
+The suggestion path (server/suggestion_path.py) applies it.  No torch and no LSP types.
 """
 
 from __future__ import annotations

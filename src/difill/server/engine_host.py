@@ -288,7 +288,7 @@ class EngineHost(Feature):
         engine = self.engine
         if engine is None:  # unloaded by a reload since the caller waited for it
             raise JobCancelled()
-        if args:  # the caller names the function it runs (served.suggest, ...) and its arguments
+        if args:  # the caller names the function it runs (suggestion_path.suggest, ...) and its arguments
             work = _with_arguments(work, args)
         counted = not background
         if counted:

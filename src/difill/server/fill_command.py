@@ -1,6 +1,6 @@
 """``difill fill``: the suggestion an editor would show at a position in a file when asked for one
 (``--typing``: as ghost text while typing), or every marked hole filled, through the server's own
-path (server/served.py) on a local or remote model."""
+path (server/suggestion_path.py) on a local or remote model."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def main(args: argparse.Namespace) -> int:
     from difill.engine.api import BackendError, ModelLoadError
     from difill.engine.backends import make_backend
     from difill.server.config import Settings, backend_spec, command_line_settings
-    from difill.server.served import ServedModel
+    from difill.server.suggestion_path import ServedModel
     from difill.text.languages import language_for_path
 
     path, line, col = parse_location(args.location)

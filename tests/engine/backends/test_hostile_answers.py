@@ -13,7 +13,7 @@ from difill.engine import secrets
 from difill.engine.api import BackendError, FillOptions, RewriteRequest
 from difill.engine.backends import RemoteBackend, RemoteConfig, answers, connect
 from difill.engine.backends.transport import HttpStatusError
-from difill.server.served import ServedModel
+from difill.server.suggestion_path import ServedModel
 
 PREFIX, SUFFIX = "def add(a, b):\n    return", "\n\nprint(add(1, 2))\n"
 

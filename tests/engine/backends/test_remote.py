@@ -18,7 +18,7 @@ from backend_helpers import SERVER_KEY, read_body, send
 from difill import cli
 from difill.engine.api import Cancelled, FillOptions, RewriteRequest
 from difill.engine.backends import BackendError, RemoteConfig, connect
-from difill.server.served import ServedModel
+from difill.server.suggestion_path import ServedModel
 
 PREFIX = "def add(a, b):\n    return"
 SUFFIX = "\n\n\nprint(add(1, 2))\n"

@@ -17,7 +17,7 @@ from difill.lab.fake_vllm import COMPLETION_FIELDS, RELEASE_XARGS, VOCAB, FakeVl
 from difill.server.config import Settings
 from difill.server.context.drafts import Draft
 from difill.server.context.found import Retrieval
-from difill.server.served import SuggestionRequest, plan_for, ranked_by_model
+from difill.server.suggestion_path import SuggestionRequest, plan_for, ranked_by_model
 from difill.text.context import build_context
 
 PREFIX = "x = "

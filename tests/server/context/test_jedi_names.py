@@ -178,7 +178,7 @@ def test_an_import_line_lists_the_modules_and_names_that_exist(src_layout, patie
 
 
 def test_listed_names_drops_a_module_that_does_not_exist():
-    from difill.server.served import listed_names
+    from difill.server.suggestion_path import listed_names
 
     names = frozenset({"os", "json", "wait_fixed", "wait_random"})
     texts = ["torch import n", "os", " import path"]  # after "from ", a name must come

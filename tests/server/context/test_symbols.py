@@ -317,7 +317,7 @@ def test_the_model_orders_the_names_the_workspace_cannot_tell_apart(tmp_path):
     from difill.engine.api import NameScorer
     from difill.engine.infill import InfillEngine
     from difill.engine.model import DEFAULT_MODEL_DIR, load_model
-    from difill.server.served import ServedModel
+    from difill.server.suggestion_path import ServedModel
 
     root = tmp_path / "ws"
     write(root / "pkg/__init__.py", "")

@@ -50,7 +50,7 @@ class OpenAIRemote(RemoteBackend):
     @property
     def scores_names(self) -> bool:
         """Whether ``score_names`` can be asked: the seeded path on vLLM 0.32 or later (or one that
-        has answered a seeded canvas).  server/served.py asks no other remote, so no log line a
+        has answered a seeded canvas).  server/suggestion_path.py asks no other remote, so no log line a
         keystroke says what was never possible."""
         seeded = self.seeded
         return seeded.active and (seeded.is_release or seeded.used)

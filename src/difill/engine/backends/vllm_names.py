@@ -20,7 +20,7 @@ token the request can ask): it keeps the group's score, and the workspace's orde
 
 Any answer that cannot be read as that - no logprobs, a position missing, a value that is NaN or
 infinite, an id that was not asked for - fails the scoring (``NameScoringFailed``, a ValueError:
-server/served.py keeps the workspace's order and logs the reason).  The whole scoring has a
+server/suggestion_path.py keeps the workspace's order and logs the reason).  The whole scoring has a
 deadline (``SCORE_DEADLINE_S``): it runs before the ghost text's own request, and a late order is
 worth less than the workspace's.
 """

@@ -42,7 +42,7 @@ class Draft:
     # (imports.py).
     kind: str = field(default="lookup", compare=False)
     # A "symbol" the workspace's evidence cannot tell from the first one (symbols.Ranking): the
-    # model's score may put it first (served.ranked_by_model).
+    # model's score may put it first (suggestion_path.ranked_by_model).
     undecided: bool = field(default=False, compare=False)
 
 

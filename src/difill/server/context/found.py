@@ -1,7 +1,7 @@
 """What the workspace context finds for a cursor: draft sources, index drafts, prompt snippets.
 
 Its own module, free of the index and of any LSP library, so that the suggestion path
-(server/served.py) and a remote ``difill fill`` can name it without importing pygls.
+(server/suggestion_path.py) and a remote ``difill fill`` can name it without importing pygls.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ class Retrieval:
     # On a Python import line, the names that may stand at the word being typed (modules of the
     # workspace and the environment after ``from``/``import``, a module's names after ``from m
     # import``), as jedi lists them; None elsewhere, and empty when jedi gave none in time.  The
-    # model's text is shown there only when it writes one of them (served.listed_names).
+    # model's text is shown there only when it writes one of them (suggestion_path.listed_names).
     import_names: frozenset[str] | None = None
     # jedi had not answered in time for ``import_names``: an answer made without its list is shown
     # (or not) but never cached, so the next keystroke asks again.

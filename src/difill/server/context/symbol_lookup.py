@@ -58,7 +58,7 @@ RULES = {
 def symbol_drafts(ranking: symbols.Ranking, partial: str, source: str) -> list[Draft]:
     """The ranking's best names as "symbol" drafts (the rest of each name after ``partial``): the
     first ``MAX_SYMBOL_DRAFTS``, or the undecided ones when more (up to ``MAX_UNDECIDED``), for the
-    model to order (served.ranked_by_model); draft_policy.drafts_at keeps ``MAX_SYMBOL_DRAFTS``."""
+    model to order (suggestion_path.ranked_by_model); draft_policy.drafts_at keeps ``MAX_SYMBOL_DRAFTS``."""
     undecided = min(ranking.undecided, symbols.MAX_UNDECIDED) if ranking.undecided > 1 else 0
     best = ranking.names[: max(symbols.MAX_SYMBOL_DRAFTS, undecided)]
     return [

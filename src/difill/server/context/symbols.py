@@ -12,7 +12,7 @@ and the draft sources use the candidates right after the same token (``raise err
 workspace's other files that import the module use them inside the same call and after the same
 token (symbol_usage.py); use at all; public before private; the module's own order.  The first
 names that none of this evidence tells apart, up to the use counts, are ``undecided``: where the
-backend can score names, the model's score orders them (server/served.py ``ranked_by_model``).  This module
+backend can score names, the model's score orders them (server/suggestion_path.py ``ranked_by_model``).  This module
 holds Python's rules; symbols_js.py and symbols_go.py hold JavaScript/TypeScript's and Go's, and
 symbol_lookup.py runs them all through the index.
 

@@ -15,7 +15,7 @@ from difill.server.context.found import Retrieval, Snippet
 from difill.server.documents import UTF16, Documents
 from difill.server.engine_host import EngineHost, Job, JobCancelled, ModelState
 from difill.server.features.suggestions.service import SuggestionService
-from difill.server.served import Retrieved
+from difill.server.suggestion_path import Retrieved
 
 URI = "file:///a.py"
 TEXT = "def f(x):\n    return x + \n"

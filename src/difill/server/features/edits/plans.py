@@ -30,7 +30,7 @@ from difill.engine.api import (
 )
 from difill.server.config import Settings
 from difill.server.documents import Document
-from difill.server.served import context_for, edit_options, model_declines
+from difill.server.suggestion_path import context_for, edit_options, model_declines
 from difill.server.trees import SyntaxTrees
 from difill.text.characters import line_start, without_unsafe
 from difill.text.context import FillContext, prefix_window, suffix_window, to_lf

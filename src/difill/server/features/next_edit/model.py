@@ -30,7 +30,7 @@ from difill.server.context.policy import to_model
 from difill.server.features.edits.plans import keep_edges
 from difill.server.features.edits.proposals import changed_span
 from difill.server.features.next_edit.history import Edit
-from difill.server.served import edit_options, model_declines
+from difill.server.suggestion_path import edit_options, model_declines
 from difill.text.characters import without_unsafe
 from difill.text.context import prefix_window, suffix_window
 from difill.text.languages import line_comment

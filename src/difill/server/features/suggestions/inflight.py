@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from difill.server.config import Settings
 from difill.server.engine_host import Job
 from difill.server.features.suggestions.cache import MAX_TYPED_AHEAD, NOTHING_BEYOND, Asked, Beyond
-from difill.server.served import SuggestionRequest
+from difill.server.suggestion_path import SuggestionRequest
 from difill.text.context import FillContext, to_lf
 
 

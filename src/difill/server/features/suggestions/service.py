@@ -29,7 +29,13 @@ from difill.server.documents import Document, Documents
 from difill.server.engine_host import EngineHost, JobCancelled, Jobs, ModelState, OneJobPerDocument
 from difill.server.features.suggestions.cache import Asked, Beyond, SuggestionCache, beyond
 from difill.server.features.suggestions.inflight import KeptWork, RunningFill
-from difill.server.served import SuggestionRequest, Workspace, context_for, drafts_without_model, suggest
+from difill.server.suggestion_path import (
+    SuggestionRequest,
+    Workspace,
+    context_for,
+    drafts_without_model,
+    suggest,
+)
 from difill.server.trees import SyntaxTrees
 from difill.text.context import FillContext
 from difill.text.filters import keep_line_endings
@@ -169,7 +175,7 @@ class SuggestionService(OneJobPerDocument):
         return fill
 
     async def _run(self, fill: RunningFill, settings: Settings) -> list[str]:
-        """The fill on the worker: the one suggestion path (server/served.py ``suggest``).  Its
+        """The fill on the worker: the one suggestion path (server/suggestion_path.py ``suggest``).  Its
         shown texts go to the cache for the text it was computed for (the cache is keyed on that
         text, so this holds even if the document moved on)."""
         try:

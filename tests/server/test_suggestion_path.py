@@ -8,7 +8,7 @@ import difill.server.draft_policy as draft_policy
 from difill.engine.api import Candidate, FillResult, FillStats
 from difill.server.config import Settings
 from difill.server.context.found import Retrieval
-from difill.server.served import ServedModel
+from difill.server.suggestion_path import ServedModel
 
 DOC = "total = compute_total(items, tax)\nprint(total)\n\nother = compute_"
 # "x = 1\ntotal = compute_total(" again: a match of 7 tokens, long enough to show its draft as it stands.
