@@ -34,8 +34,8 @@ import torch.nn.functional as F
 
 from difill.engine.api import DEFAULT_HOLE_MARKER, About, FillResult, HolesResult
 from difill.engine.decoder import CanvasDecoder, attention_mask, conditioned_inputs, decoder_layers
-from difill.engine.infill import InfillEngine
-from difill.engine.model import LoadedModel, checkpoint_drafts
+from difill.engine.infill import InfillEngine, about_checkpoint
+from difill.engine.model import LoadedModel
 from difill.engine.prefix_cache import expand_cache
 
 
@@ -314,9 +314,7 @@ class BatchingBackend:
         self._idle_lock = threading.Lock()
 
     def about(self) -> About:
-        loaded = self.loaded
-        drafts = checkpoint_drafts(loaded.config)
-        return About("torch", str(loaded.path), tuple(loaded.languages), drafts, scores_names=True)
+        return about_checkpoint("torch", self.loaded)
 
     @property
     def stats(self) -> BatcherStats:

@@ -59,15 +59,21 @@ WORD_END = re.compile(r"[A-Za-z0-9_]$")
 StepCallback = Callable[[int, torch.Tensor], None]  # (step, current best canvas): sampler.denoise's on_step
 
 
+def about_checkpoint(engine: str, loaded: LoadedModel, one_fill_state: bool = False) -> About:
+    """What an in-process engine on ``loaded`` is (InfillBackend.about): it scores names, and
+    its checkpoint says where it is, its languages and its drafts mode."""
+    return About(
+        engine, str(loaded.path), tuple(loaded.languages), checkpoint_drafts(loaded.config),
+        one_fill_state, scores_names=True,
+    )  # fmt: skip
+
+
 class InfillEngine:
     engine = "torch"  # About.engine: the subclasses that run the passes elsewhere say theirs
     one_fill_state = False  # About.one_fill_state
 
     def about(self) -> About:
-        return About(
-            self.engine, str(self.loaded.path), tuple(self.loaded.languages),
-            checkpoint_drafts(self.loaded.config), self.one_fill_state, scores_names=True,
-        )  # fmt: skip
+        return about_checkpoint(self.engine, self.loaded, self.one_fill_state)
 
     def __init__(self, loaded: LoadedModel) -> None:
         self.loaded = loaded

@@ -37,7 +37,7 @@ from pygls.lsp.client import LanguageClient
 
 from difill.lab.bench_server import position_of
 from difill.lab.bench_timing import percentile
-from difill.lab.next_edit_mining import Case, read_cases
+from difill.lab.next_edit_mining import TOKEN, Case, read_cases
 
 METHOD = "textDocument/copilotInlineEdit"
 DEFAULT_CASES = Path(__file__).resolve().parents[3] / "benchmarks" / "next_edit" / "cases.jsonl"
@@ -221,8 +221,6 @@ def copy_rule(case: Case) -> tuple[str, list[dict[str, Any]]]:
             return text, [{"range": rng, "text": replacement}]
     return text, []
 
-
-TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
 def _offset_position(text: str, offset: int) -> dict[str, int]:

@@ -84,7 +84,7 @@ TWO_FUNCTIONS = "def grow(size):\n    return scale(size, 2)\n\ndef shrink(size):
 async def test_typed_edits_are_right_or_silent(tiny_model_dir):
     """Issue 46, through the server as an editor types: ranged didChanges a word or a symbol at a
     time.  A half-made edit is offered nowhere; the finished one is; a rename walks its own
-    function only; an undo of it offers nothing back."""
+    function only; taking it back offers nothing."""
     async with running_server(tiny_model_dir) as client:
         uri = "file:///tmp/next_edit/typed.py"
         open_document(client, uri, TWO_FUNCTIONS)
@@ -101,5 +101,7 @@ async def test_typed_edits_are_right_or_silent(tiny_model_dir):
         change_text(client, uri, 5, 0, 9, 9, "n")
         answer = await ask(client, params(uri, 5, 0, 10), "typed-4")
         assert [e["range"]["start"]["line"] for e in answer["edits"]] == [1]  # never shrink()'s `size`
-        change_text(client, uri, 6, 0, 9, 10, "size")  # undo: the rename taken back in one change
+        # Taken back in one change right away (coalesced with the rename: the document is as it
+        # was, so no edit is left); an undo after a pause is tests/server/next_edit/test_patterns.py's.
+        change_text(client, uri, 6, 0, 9, 10, "size")
         assert await ask(client, params(uri, 6, 0, 13), "typed-5") == {"edits": []}

@@ -109,6 +109,16 @@ def in_prose(line: str, spec: LanguageSpec | None) -> bool:
     """Whether the end of ``line`` (the text of a line up to a point) is inside a string or a line
     comment of the language (``spec``; a ``#`` or ``//`` comment and both quotes when unknown).
     One line only: a block comment or a docstring that began on an earlier line is not seen."""
+    return _prose_kind(line, spec) != ""
+
+
+def in_comment(line: str, spec: LanguageSpec | None) -> bool:
+    """Whether the end of ``line`` is inside a line comment (not a string), as ``in_prose`` reads it."""
+    return _prose_kind(line, spec) == "comment"
+
+
+def _prose_kind(line: str, spec: LanguageSpec | None) -> str:
+    """The kind of text the end of ``line`` is in: "comment", "string" or "" (code)."""
     comments = spec.line_comment if spec is not None else ("#", "//")
     quotes = spec.quotes + ("`" if spec is not None and spec.backquote_strings else "") if spec else "\"'`"
     quote = ""
@@ -123,9 +133,9 @@ def in_prose(line: str, spec: LanguageSpec | None) -> bool:
         elif char in quotes and not (spec is not None and spec.lifetimes and char == "'"):
             quote = char
         elif any(line.startswith(marker, i) for marker in comments):
-            return True
+            return "comment"
         i += 1
-    return bool(quote)
+    return "string" if quote else ""
 
 
 def _longest_match(

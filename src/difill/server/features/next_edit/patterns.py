@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from difill.server.context.drafts import in_prose
+from difill.server.context.drafts import in_comment, in_prose
 from difill.server.features.edits.proposals import changed_span
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
@@ -214,19 +214,7 @@ def _in_comment(text: str, at: int, changed: str) -> bool:
     """An edit in a comment, or of one, is no pattern: the same words elsewhere are other prose.
     (Strings are kept: a version bumped in ``version=`` and ``download_url=`` is a repeat, and
     on the tuning cases they were 5 repeats against 2 noisy single edits.)"""
-    line = text[text.rfind("\n", 0, at) + 1 : at]
-    quote, i = "", 0
-    while i < len(line):
-        char = line[i]
-        if quote:
-            i += char == "\\"
-            quote = "" if char == quote else quote
-        elif char in "\"'`":
-            quote = char
-        elif line.startswith(("#", "//"), i):
-            return True
-        i += 1
-    return "#" in changed or "//" in changed
+    return in_comment(text[text.rfind("\n", 0, at) + 1 : at], None) or "#" in changed or "//" in changed
 
 
 def _overlaps_edit(place: Place, pattern: Pattern) -> bool:
