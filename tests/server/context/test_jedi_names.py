@@ -124,12 +124,26 @@ def test_a_completions_private_name_tells_a_submodule():
     assert any(isinstance(c._name, SubModuleName) and c.name == "decoder" for c in completions)
 
 
-def test_parsos_file_read_is_what_the_guard_wraps():
+def test_parsos_file_read_is_what_the_guard_wraps(tmp_path):
     # jedi_names.guard_reads wraps this private method: a parso release that renames it fails here.
     assert callable(parso.file_io.FileIO.read)
+    write(tmp_path / "denied.py", "TOKEN = 'x'\n")
+    write(tmp_path / "fine.py", "A = 1\n")
     jedi_names.guard_reads(lambda path: path.endswith("denied.py"))
     assert getattr(parso.file_io.FileIO.read, "difill_guarded", False)
-    assert parso.file_io.FileIO("/nonexistent/denied.py").read() == b""
+    with pytest.raises(FileNotFoundError):  # read as a missing file, not as an empty module
+        parso.file_io.FileIO(str(tmp_path / "denied.py")).read()
+    assert parso.file_io.FileIO(str(tmp_path / "fine.py")).read() == b"A = 1\n"
+
+
+def test_the_standard_library_names_come_from_typeshed_behind_the_guard(src_layout, patient):
+    """The guard once read the standard library's zip (not a folder of the environment, so
+    'denied') as empty files: an empty ``decimal-stubs`` hid typeshed's stub, and ``from decimal
+    import `` listed only ``__version__``."""
+    with indexed(src_layout) as index:
+        text = "from decimal import "
+        listed = index.retrieve((src_layout / "app.py").as_uri(), text, len(text), "python").import_names
+        assert {"Decimal", "localcontext", "ROUND_HALF_UP"} <= listed
 
 
 def test_a_package_of_10000_modules_and_a_symlink_loop(tmp_path, patient):
@@ -177,6 +191,10 @@ def test_an_import_line_lists_the_modules_and_names_that_exist(src_layout, patie
         assert {"Widget", "make_widget"} <= listed("from shapes.core.widgets import ")
         assert "wait_response" not in listed("from shapes.core.widgets import wait_r")
         assert listed("x = 1") is None  # not an import line: no constraint
+        # After ``from module `` the word to write is the keyword jedi lists and drops as no name.
+        assert listed("from shapes.core ") == {"import"}
+        assert listed("from shapes.core imp") == {"import"}
+        assert "import" not in listed("from shapes.core import ")
 
 
 def test_listed_names_drops_a_module_that_does_not_exist():
@@ -215,3 +233,20 @@ def test_the_projects_interpreter_names_its_own_packages(tmp_path, patient):
     assert "dumps" in broken.names(text, len(text), str(project / "a.py"))
     for lookup in (own, theirs, broken):
         lookup.close()
+
+
+def test_the_first_python_document_opened_loads_jedi_once(src_layout, monkeypatch):
+    """jedi's first completion in a process takes about a second: it is loaded in the background
+    when a Python document opens (not at the first ``x.``), once, and not for another language."""
+    loads = []
+    monkeypatch.setattr(JediNames, "_warm_up", lambda self: loads.append(self))
+    with indexed(src_layout) as index:
+        jedi = index._retriever._symbols.jedi
+        index.set_open((src_layout / "notes.md").as_uri(), "markdown", "# notes\n")
+        jedi._executor.submit(lambda: None).result(timeout=30)  # jedi's thread: anything submitted ran
+        assert loads == []
+        for version in range(3):
+            index.set_open((src_layout / "app.py").as_uri(), "python", f"x = {version}\n")
+        index.set_open((src_layout / "app.py").as_uri(), "python", None)
+        jedi._executor.submit(lambda: None).result(timeout=30)
+        assert len(loads) == 1 and loads[0] is jedi

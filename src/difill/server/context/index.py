@@ -200,6 +200,8 @@ class WorkspaceIndex:
             else:
                 shared.open[uri] = OpenDocument(uri, path, language_id, lf(text))
                 shared.stale.add(uri)
+        if text is not None:
+            self._retriever.warm(language_id)  # jedi's first load, before the first x. typed
 
     def note_edit(self, uri: str, line: int) -> None:
         """An edit at ``line`` of ``uri``: its surroundings become a snippet candidate."""

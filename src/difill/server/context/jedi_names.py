@@ -13,7 +13,8 @@ names as it ranks the workspace's; the model then orders the names no evidence t
 * **Never on the event loop, never long.**  Completion runs on one thread of its own and is
   waited for ``DEADLINE_S``; past it the caller keeps today's rules, and the answer, when it
   comes, is cached for the next keystroke.  jedi's first completion in a process loads its stubs
-  (about a second): it is started in the background by the first request.
+  (about a second): ``warm`` starts it in the background when the first Python document opens,
+  so that the first ``x.`` or import line typed finds it loaded.
 * **Cached** per document text, cursor and project; parso's own cache of parsed modules is held
   to ``MAX_PARSED_MODULES`` (a 10,000-module package does not grow it without bound).
 * **No code runs**: jedi parses modules, it never imports a Python file (kept so: ``Script``,
@@ -52,6 +53,7 @@ CACHE_ENTRIES = 64
 # minutes once it holds 600: a star-import chain through a 10,000-module package would keep them
 # all.  After each completion the least recently used go, down to this many.
 MAX_PARSED_MODULES = 400
+WARM_UP = "import os\nos."  # a completion that reads the standard library's stubs
 MAX_TEXT_CHARS = 1024 * 1024  # as the syntax trees' cap (server/trees.py): no completion above it
 
 
@@ -73,6 +75,7 @@ class JediNames:
         self._running: dict[tuple, Future] = {}
         self._latest: tuple | None = None
         self._projects: dict[str, object] = {}
+        self._warmed = False
 
     def names(self, text: str, offset: int, path: str | None) -> list[str] | None:
         if len(text) > MAX_TEXT_CHARS or (path is not None and self.denies(path)):
@@ -98,6 +101,23 @@ class JediNames:
             return future.result(timeout=DEADLINE_S)  # read at each call: tests wait longer
         except FutureTimeout:
             return None  # it finishes on its thread and is cached for the next keystroke
+
+    def warm(self) -> None:
+        """Load jedi and its standard-library stubs on its thread, once, answering no one: the
+        first completion in a process takes about a second, the later ones milliseconds."""
+        with self._lock:
+            if self._warmed:
+                return
+            self._warmed = True
+        self._executor.submit(self._warm_up)
+
+    def _warm_up(self) -> None:
+        try:
+            import jedi
+
+            jedi.Script(WARM_UP, environment=self._environment_of()).complete(2, 3)
+        except Exception as err:  # noqa: BLE001 - no jedi, a broken environment: the first request pays
+            log.debug("jedi warm-up failed: %s", err)
 
     def _complete(self, key: tuple, text: str, line: int, column: int, path: str | None) -> list[str] | None:
         try:
@@ -233,7 +253,7 @@ _guard: list[Callable[[str], bool]] = []  # the policy the wrapped read asks (th
 
 def guard_reads(denies: Callable[[str], bool]) -> None:
     """Make every file jedi reads pass the secrets policy: parso's ``FileIO.read`` (which jedi's
-    module loading goes through) returns nothing for a denied path.  Wrapped once per process."""
+    module loading goes through) reads a denied path as a missing file.  Wrapped once per process."""
     import parso.file_io
 
     _guard[:] = [denies]
@@ -244,8 +264,10 @@ def guard_reads(denies: Callable[[str], bool]) -> None:
     def guarded(self) -> bytes:
         path = os.fspath(self.path)
         if _guard and _guard[0](path):
+            # Read as a missing file: an empty text would be an empty module, and an empty
+            # ``decimal-stubs`` in the standard library's zip would hide typeshed's stub.
             log.debug("jedi: %s is denied by the secrets policy, not read", path)
-            return b""
+            raise FileNotFoundError(path)
         return read(self)
 
     guarded.difill_guarded = True  # type: ignore[attr-defined]

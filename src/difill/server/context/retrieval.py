@@ -100,6 +100,11 @@ class Retriever:
         jedi = JediNames(unreadable, folders, project_python)
         self._symbols = SymbolLookup(lock, store, folders, jedi)
 
+    def warm(self, language_id: str) -> None:
+        """A document of ``language_id`` opened: what its first lookup would load, loaded now."""
+        if language_id == "python":
+            self._symbols.warm()
+
     def close(self, wait_s: float = 0.0) -> None:
         self._symbols.close(wait_s)
 

@@ -32,6 +32,8 @@ from difill.text.languages import family_of
 CACHED_MODULES = 256
 IMPORT_LINE = re.compile(r"[ \t]*(?:from|import)[ \t]")
 WORD_END = re.compile(r"\w+$")
+# ``from module `` with the word after it to write: the keyword jedi lists there is no name.
+FROM_MODULE = re.compile(r"[ \t]*+from[ \t]++[\w.]++[ \t]++$")
 MAX_PACKAGE_FILES = 64  # a Go package's files read for its names
 MAX_TSCONFIG_CHARS = 256 * 1024
 
@@ -166,8 +168,16 @@ class SymbolLookup:
         if self.jedi is None or not IMPORT_LINE.match(text[line_start:offset]):
             return None, False
         word = WORD_END.search(text, line_start, offset)
-        names = self.jedi.names(text, word.start() if word else offset, current_path)
+        start = word.start() if word else offset
+        names = self.jedi.names(text, start, current_path)
+        if names is not None and FROM_MODULE.match(text[line_start:start]):
+            names = [*names, "import"]
         return frozenset(names or ()), names is None
+
+    def warm(self) -> None:
+        """A Python document opened: jedi loads in the background (JediNames.warm)."""
+        if self.jedi is not None:
+            self.jedi.warm()
 
     def close(self, wait_s: float = 0.0) -> None:
         if self.jedi is not None:
