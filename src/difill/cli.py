@@ -376,6 +376,12 @@ def build_parser() -> argparse.ArgumentParser:
         "characters a second with editor-like cancellation, and with every answer waited for",
     )
     p.add_argument(
+        "--typing-repos",
+        metavar="NAME=GIT_DIR@COMMIT,...",
+        help="with --typing: type into these projects' Python files (read from git at the commit, "
+        "as `python -m difill.lab.fresh_cursor` reads them) instead of the held-out corpus",
+    )
+    p.add_argument(
         "--server-python",
         help="the Python that runs `difill serve` for --typing (default: this one): another "
         "checkout's venv gives a before/after",

@@ -57,6 +57,10 @@ async def test_a_fast_exact_server_is_accepted_wherever_it_suggests():
     summary = out.summary()
     assert summary["net_saved"] == round((out.accepted_chars - 2) / len(CASE.target), 4)
     assert summary["new_line_answers"] == 1
+    # The keys with nothing on screen: after "ef f(a):" was accepted its line was done (empty
+    # answer), and after the Enter's accept the target was done (empty too).
+    assert summary["misses"] == {"empty": 2, "empty_new_line": 0, "late": 0, "late_new_line": 0}
+    assert out.on_screen + out.empty + out.late == out.keystrokes
 
 
 async def test_answers_slower_than_the_typist_are_cancelled_and_never_on_screen():
@@ -66,6 +70,7 @@ async def test_answers_slower_than_the_typist_are_cancelled_and_never_on_screen(
     assert out.accepts == 0 and out.on_screen == 0 and out.keystrokes == len(CASE.target)
     # each key cancels the request before it, and the end the last one
     assert len(server.cancelled) == len(CASE.target)
+    assert out.late == out.keystrokes and out.late_new_line == 1 and out.empty == 0  # one Enter
 
 
 def test_cases_are_three_lines_cut_out_of_the_file():

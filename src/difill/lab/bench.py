@@ -127,6 +127,7 @@ def typing_section(args: argparse.Namespace) -> int:
         args.typing,
         python=getattr(args, "server_python", None),
         engine=getattr(args, "engine", None),
+        repos=getattr(args, "typing_repos", None),
     )
     if args.json:
         print(json.dumps(report, indent=1))

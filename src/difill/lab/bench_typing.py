@@ -51,6 +51,13 @@ class Replay:
     accepted_chars: int = 0
     on_screen: int = 0  # keystrokes whose answer arrived, non-empty, before the next key
     answered: int = 0  # keystrokes whose answer (empty or not) arrived before the next key
+    # Keystrokes with no suggestion on screen, by why (issue 49, item 4): the answer came in time
+    # and was empty, or it came after the next key (or never: cancelled); each also counted when
+    # the key was Enter (the first request on a new line).
+    empty: int = 0
+    empty_new_line: int = 0
+    late: int = 0
+    late_new_line: int = 0
     latencies: list[float] = field(default_factory=list)  # ms, answers that arrived
     new_line: list[float] = field(default_factory=list)  # ms, of those: the first on a new line
 
@@ -64,6 +71,12 @@ class Replay:
             "answered_in_time": self.answered,
             "p50_ms": round(percentile(self.latencies, 50), 1),
             "p95_ms": round(percentile(self.latencies, 95), 1),
+            "misses": {
+                "empty": self.empty,
+                "empty_new_line": self.empty_new_line,
+                "late": self.late,
+                "late_new_line": self.late_new_line,
+            },
             "new_line_answers": len(self.new_line),
             "new_line_p50_ms": round(percentile(self.new_line, 50), 1),
             "new_line_p95_ms": round(percentile(self.new_line, 95), 1),
@@ -83,6 +96,21 @@ def typing_sources(heldout: Path = HELDOUT) -> tuple[str, list[dict]]:
         for p in sorted(package.rglob("*.py"))
     ]
     return f"{package} (no {heldout})", rows
+
+
+def repos_sources(spec: str) -> tuple[str, list[dict]]:
+    """The Python files of projects read from git (``NAME=GIT_DIR@COMMIT,...``, as the fresh-cursor
+    eval reads them: no tests, docs or examples), for typing into real files nobody here wrote."""
+    import tempfile
+
+    from difill.lab.fresh_cursor import export, parse_repos
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="difill-typing-") as tmp:
+        for name, git_dir, commit in parse_repos(spec):
+            project = export(name, git_dir, commit, Path(tmp))
+            rows += [{"path": f"{name}/{path}", "text": text} for path, text in project.files.items()]
+    return spec, rows
 
 
 def typing_cases(rows: list[dict], files: int, seed: int = 7) -> list[TypingCase]:
@@ -193,8 +221,14 @@ async def replay_case(bench: TypingClient, case: TypingCase, rate: float | None,
                 if asked.answer:
                     out.on_screen += 1
                     shown = asked.answer
-            elif waiter is not None:
-                bench.cancel(asked.msg_id)  # the editor drops the request a key made stale
+                else:
+                    out.empty += 1
+                    out.empty_new_line += asked.new_line
+            else:
+                out.late += 1
+                out.late_new_line += asked.new_line
+                if waiter is not None:
+                    bench.cancel(asked.msg_id)  # the editor drops the request a key made stale
         if done >= len(case.target):
             break
         rest = case.target[done:]
@@ -243,9 +277,9 @@ async def _bench_typing(
 
 def bench_typing(
     model_dir: str | None, files: int, rates: tuple[float, ...] = RATES, python: str | None = None,
-    engine: str | None = None,
+    engine: str | None = None, repos: str | None = None,
 ) -> dict:  # fmt: skip
-    source, rows = typing_sources()
+    source, rows = repos_sources(repos) if repos else typing_sources()
     cases = typing_cases(rows, files)
     if not cases:
         raise SystemExit(f"no Python files with 40+ lines in {source}")
@@ -258,8 +292,8 @@ def format_typing(report: dict) -> str:
     rows = [
         f"typing replay: 3 lines inside each of {report['files']} files ({report['source']}), through `difill serve`",
         "| typing | net keystrokes saved | suggestion on screen before the next key | answers in time | p50 ms | p95 ms "
-        "| first on a new line: p50 / p95 ms (answers) |",
-        "|---|---|---|---|---|---|---|",
+        "| first on a new line: p50 / p95 ms (answers) | no suggestion: empty in time / late (of them on a new line) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for key, label in [("waited", "every request waited for")] + [
         (k, f"{k.split('_')[0]} chars/s") for k in report if k.endswith("_chars_per_s")
@@ -268,9 +302,16 @@ def format_typing(report: dict) -> str:
         on_screen = "-" if key == "waited" else f"{s['on_screen_share']:.0%}"
         rows.append(
             f"| {label} | {s['net_saved']:.1%} | {on_screen} | {s['answered_in_time']} of {s['keystrokes']} | "
-            f"{s['p50_ms']} | {s['p95_ms']} | {s['new_line_p50_ms']} / {s['new_line_p95_ms']} ({s['new_line_answers']}) |"
+            f"{s['p50_ms']} | {s['p95_ms']} | {s['new_line_p50_ms']} / {s['new_line_p95_ms']} ({s['new_line_answers']}) | "
+            f"{_misses(s['misses'])} |"
         )
     return "\n".join(rows)
+
+
+def _misses(misses: dict) -> str:
+    return (
+        f"{misses['empty']} ({misses['empty_new_line']}) / {misses['late']} ({misses['late_new_line']})"
+    )
 
 
 async def _new_line_latency(
