@@ -106,7 +106,7 @@ def test_the_served_row_asks_the_server_with_the_file_off_the_disk(tmp_path, tin
     assert [o.case for o in outcomes] == cases and all(o.ms is not None for o in outcomes)
     for o in outcomes:
         assert o.exact == fc.is_exact(o.case, o.line)  # the shown line is what was scored
-    for case, seen in zip(cases, on_disk):
+    for case, seen in zip(cases, on_disk, strict=True):
         assert case.path not in seen and len(seen) == 3  # only its own file is off the disk
     assert (project.root / "pkg/app.py").read_text() == APP  # each file is back afterwards
     rows = fc.report(outcomes + fc.copy_outcomes(cases))
