@@ -13,7 +13,7 @@ Passes: for each fill the passes its loop ran, and the first pass whose best can
 the final middle ("settled"), by the final middle's length in tokens.
 
 Through the server (lab/bench_profile_server.py) and one pass at C=16 (lab/bench_step.py) are
-their own sections.  ``--quick``: 2 cases per shape.
+their own sections.  10 cases per shape; ``--quick``: 2.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ import functools
 import json
 import statistics
 import time
-from pathlib import Path
 from typing import Any
 
 from difill.lab.bench_timing import SHAPE_GROUPS, percentile
@@ -243,12 +242,12 @@ def format_profile(report: dict) -> str:
     return "\n".join(rows)
 
 
-def main(args: argparse.Namespace) -> int:
-    from difill.lab.bench import load_cases
-
-    per_shape = 2 if args.quick else 10
-    cases = load_cases(Path("data/corpus"), per_shape, seed=99)
-    report = {"cases_per_shape": per_shape, "in_process": profile_in_process(args.model, cases)}
+def main(args: argparse.Namespace, cases: dict[str, list[InfillExample]]) -> int:
+    """``cases``: lab/bench.py's held-out cases (it loads them: this module never imports it)."""
+    report = {
+        "cases_per_shape": len(cases["whole_line"]),
+        "in_process": profile_in_process(args.model, cases),
+    }
     records = report["in_process"].pop("_untimed")
     if not getattr(args, "no_server", False):
         from difill.lab.bench_profile_server import profile_server
