@@ -406,6 +406,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--gguf", help="with --engines: the GGUF of the llama.cpp passes (default: the shipped F32)"
     )
+    p.add_argument("--profile", action="store_true",
+                   help="where a fill's and a keystroke's time goes, part by part (in process and through "
+                        "the server), passes needed by middle length, and one step at C=16")  # fmt: skip
     p.add_argument("--team", action="store_true",
                    help="the team path alone: round trips and bytes per keystroke through serve-http "
                         "and a fake vLLM (seeded canvas and plain), and a network latency model")  # fmt: skip

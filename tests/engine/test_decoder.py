@@ -52,3 +52,39 @@ def test_decoder_leaves_the_prefix_cache_unchanged(loaded):
     with torch.inference_mode():
         CanvasDecoder(model, cache).hidden(torch.tensor([[1, 2, 3]]), None)
     assert cache.get_seq_length() == 4
+
+
+def test_positions_kept_across_passes_give_the_stock_hidden_states_bit_for_bit(loaded):
+    from difill.engine.decoder import conditioned_inputs, decoder_layers
+
+    model, ids = loaded.model, loaded.ids
+    cache = PrefixCache(model).encode([ids.bos, 50, 60, 70]).cache
+    decoder = CanvasDecoder(model, cache)
+    generator = torch.Generator().manual_seed(0)
+    with torch.inference_mode():
+        for length in (6, 6, 9, 6):  # kept for the second pass; a new length makes them anew
+            canvas = torch.randint(0, ids.vocab_size, (1, length), generator=generator)
+            ours = decoder.hidden(canvas, None)
+            positions = torch.arange(4, 4 + length)[None]  # (1, L) after the 4 cached tokens
+            stock = decoder_layers(decoder.decoder, conditioned_inputs(decoder.decoder, canvas, None),
+                                   positions, None, cache)  # fmt: skip
+            assert torch.equal(ours, stock)
+
+
+def test_a_fill_is_the_same_with_positions_made_anew_each_pass(loaded, monkeypatch):
+    from difill.engine.api import FillOptions
+    from difill.engine.infill import InfillEngine
+
+    prefix, suffix = "def add(a, b):\n    return ", "\n\nprint(add(1, 2))\n"
+    options = FillOptions(hole_candidates=(6, 10), seed=3)
+    kept = InfillEngine(loaded).fill(prefix, suffix, options)
+    original = CanvasDecoder.positions
+
+    def anew(self, hidden):
+        self._positions = None
+        return original(self, hidden)
+
+    monkeypatch.setattr(CanvasDecoder, "positions", anew)
+    made_anew = InfillEngine(loaded).fill(prefix, suffix, options)
+    assert [(c.text, c.score) for c in kept.candidates] == [(c.text, c.score) for c in made_anew.candidates]
+    assert kept.stats.decoder_forwards == made_anew.stats.decoder_forwards

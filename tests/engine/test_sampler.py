@@ -222,3 +222,12 @@ def test_a_cut_fill_stops_early_and_shows_the_same_text(engine, monkeypatch):
             assert early.stats.steps <= full.stats.steps
             fewer += early.stats.steps < full.stats.steps
     assert fewer > 0, "no fill stopped early: the test's probabilities miss the random model's"
+
+
+def test_entropy_from_the_steps_log_probs_is_the_entropy_of_its_logits_bit_for_bit():
+    from difill.engine.slot_rules import entropy_of, entropy_of_logp
+
+    logits = torch.randn(5, 300, generator=torch.Generator().manual_seed(0)) * 4  # (N, V)
+    logits[:, :7] = -torch.inf  # banned tokens, as the sampler masks them
+    logits[2, 10:] = -torch.inf  # a slot with few tokens allowed (token healing)
+    assert torch.equal(entropy_of_logp(torch.log_softmax(logits, dim=-1)), entropy_of(logits))

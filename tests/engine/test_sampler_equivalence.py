@@ -27,13 +27,13 @@ from difill.engine.sampler import (
     DenoiseResult,
     SamplerConfig,
     denoise,
-    entropy_of,
     filler_constraints,
     shown_part_decided,
     shows_text,
     temperature_at,
     verified_rows,
 )
+from difill.engine.slot_rules import entropy_of  # the reference computes it from the logits
 from difill.engine.tokens import encode
 
 PREFIX = "def area(width, height):\n    return "

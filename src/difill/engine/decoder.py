@@ -36,21 +36,29 @@ def conditioned_inputs(
     return decoder.self_conditioning(inputs, soft_embeddings)  # (B, L, D)
 
 
+def rotary_embeddings(decoder: Any, hidden: torch.Tensor, positions: torch.Tensor) -> dict[str, Any]:
+    """Each layer type's rotary (cos, sin) at positions (1 or B, L), in ``hidden``'s dtype."""
+    return {kind: decoder.rotary_emb(hidden, positions, kind) for kind in decoder.unique_layer_types}
+
+
 def decoder_layers(
     decoder: Any,
     hidden: torch.Tensor,
     positions: torch.Tensor,
     masks: dict[str, torch.Tensor] | None,
     cache: Any,
+    rotary: dict[str, Any] | None = None,
 ) -> torch.Tensor:
     """hidden (B, L, D) at positions (1 or B, L) -> normed hidden states (B, L, D).
 
     ``masks`` maps each layer type to its attention mask over [cached keys | canvas], None when
-    every slot may see everything.  Rotary positions, layers and the final norm as the stock
+    every slot may see everything; ``rotary``: ``rotary_embeddings`` at ``positions``, when the
+    caller keeps them across passes.  Rotary positions, layers and the final norm as the stock
     decoder runs them.
     """
     config = decoder.text_config
-    rotary = {kind: decoder.rotary_emb(hidden, positions, kind) for kind in decoder.unique_layer_types}
+    if rotary is None:
+        rotary = rotary_embeddings(decoder, hidden, positions)
     for i, layer in enumerate(decoder.layers[: config.num_hidden_layers]):
         kind = config.layer_types[i]
         hidden = layer(
@@ -78,16 +86,28 @@ class CanvasDecoder:
         self.cache = cache
         self.prefix_length = cache.get_seq_length()
         self.embed_scale = self.decoder.embed_tokens.embed_scale
+        self._positions: tuple[tuple, torch.Tensor, dict[str, Any]] | None = None  # see ``positions``
+
+    def positions(self, hidden: torch.Tensor) -> tuple[torch.Tensor, dict[str, Any]]:
+        """The canvas's positions (1, L), after the cached prefix, and their rotary embeddings.
+
+        Every pass of a fill has the same canvas length, so they are computed once and kept (keyed
+        on what they depend on: the length, dtype, device, and the grad mode they were made in)."""
+        length = hidden.shape[1]
+        modes = (torch.is_inference_mode_enabled(), torch.is_grad_enabled())
+        key = (length, hidden.dtype, hidden.device, modes)
+        if self._positions is None or self._positions[0] != key:
+            start = self.prefix_length
+            positions = torch.arange(start, start + length, device=hidden.device)[None]  # (1, L)
+            self._positions = (key, positions, rotary_embeddings(self.decoder, hidden, positions))
+        return self._positions[1], self._positions[2]
 
     def hidden(self, canvas: torch.Tensor, soft_embeddings: torch.Tensor | None) -> torch.Tensor:
         """canvas (B, L) ids, soft_embeddings (B, L, D) or None -> hidden states (B, L, D)."""
         hidden = conditioned_inputs(self.decoder, canvas, soft_embeddings)  # (B, L, D)
-        length = canvas.shape[1]
-        positions = torch.arange(self.prefix_length, self.prefix_length + length, device=canvas.device)[
-            None
-        ]  # (1, L)
+        positions, rotary = self.positions(hidden)
         # No mask: no padding, every slot sees the whole prefix and canvas.
-        return decoder_layers(self.decoder, hidden, positions, None, self.cache)  # (B, L, D)
+        return decoder_layers(self.decoder, hidden, positions, None, self.cache, rotary)  # (B, L, D)
 
     def open_logits(
         self,

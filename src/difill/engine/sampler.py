@@ -54,7 +54,7 @@ from difill.engine.api import Cancelled
 from difill.engine.decoder import CanvasDecoder
 from difill.engine.slot_rules import (
     choose_accepted,
-    entropy_of,
+    entropy_of_logp,
     filler_constraints,
     less_than,
     shown_part_decided,
@@ -324,7 +324,7 @@ def propose(
         picked = argmax
     else:
         picked = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(-1)  # (N,)
-    open_entropy = entropy_of(logits)  # (N,)
+    open_entropy = entropy_of_logp(logp)  # (N,): the same log-softmax, not a second one
     entropy = torch.full(open_mask.shape, torch.inf, device=open_mask.device)  # (B, L)
     entropy.index_put_(open_slots, open_entropy)
     return Proposal(

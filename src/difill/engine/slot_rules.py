@@ -9,7 +9,12 @@ import torch
 
 
 def entropy_of(logits: torch.Tensor) -> torch.Tensor:
-    logp = torch.log_softmax(logits, dim=-1)  # (B, L, V)
+    return entropy_of_logp(torch.log_softmax(logits, dim=-1))  # (B, L)
+
+
+def entropy_of_logp(logp: torch.Tensor) -> torch.Tensor:
+    """Entropy from log-probs (B, L, V) -> (B, L): for a caller that has the log-softmax already
+    (the sampler's step), so it is not computed twice over the vocabulary."""
     p = logp.exp()
     return -(p * torch.where(p > 0, logp, torch.zeros_like(logp))).sum(-1)  # (B, L)
 

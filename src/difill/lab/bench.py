@@ -141,6 +141,10 @@ def typing_section(args: argparse.Namespace) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
+    if getattr(args, "profile", False):  # each part of a fill and a keystroke (lab/bench_profile.py)
+        from difill.lab.bench_profile import main as profile_main
+
+        return profile_main(args, load_cases(Path("data/corpus"), 2 if args.quick else 10, seed=99))
     if getattr(args, "team", False):  # the team path's wire costs alone (lab/bench_team.py)
         from difill.lab.bench_team import main as team_main
 
