@@ -74,6 +74,9 @@ class SamplerConfig:
     stock_schedule: bool = False  # the stock t_min + (t_max - t_min) * remaining / steps; else ends at t_min
     revise: bool = False  # re-decide committed hole slots every step, as the stock sampler
     confidence_threshold: float = 0.005  # revise: stop when the hole's argmax is stable and this confident
+    # monotone: stop once the best canvas (committed tokens, the argmax elsewhere) came out the same
+    # this many passes in a row, though slots are still open: its text is settled (0: never)
+    settled_passes: int = 0
 
     @classmethod
     def from_checkpoint(cls, generation_config, difill_trained: bool) -> SamplerConfig:
@@ -224,6 +227,10 @@ class StepOutcome:
     # (2,) bool: [the loop is finished, a seeded row is verified]; read together, once per step
     stop: torch.Tensor
     decided: torch.Tensor | None = None  # (B,) monotone: rows whose shown middle is final
+    # monotone: ``shown``'s tempered log-probs and confidences (committed slots' own, the pass's
+    # at the open ones): the result when the loop ends on a settled canvas
+    shown_logprob: torch.Tensor | None = None  # (B, L)
+    shown_confidence: torch.Tensor | None = None  # (B, L)
 
 
 def denoise(
@@ -244,6 +251,7 @@ def denoise(
     state = initial_state(request, slots, generator)
     hole_slots = slots.hole.nonzero(as_tuple=True) if config.revise else None  # host read, once
     steps = 0
+    settled = Settled(config.settled_passes, slots, request.filler_id)
     for step in range(config.max_steps):
         open_mask = slots.hole if config.revise else ~state.committed  # (B, L)
         # A host read (the open slots' count sizes the LM head's batch), except with revise.
@@ -265,7 +273,7 @@ def denoise(
         if on_step is not None:
             on_step(step, outcome.shown)
         # The step's one read of its stop tests: the host decides whether another forward runs.
-        finished, verified = outcome.stop.tolist()
+        finished, verified, same = settled.tests(outcome).tolist()
         if config.revise and (finished or step == config.max_steps - 1):
             return DenoiseResult(outcome.shown, state.token_logprob, steps, state.token_confidence)
         if finished:
@@ -274,8 +282,49 @@ def denoise(
             return DenoiseResult(
                 state.current, state.token_logprob, steps, state.token_confidence, outcome.decided
             )
+        if settled.ended(same):
+            return DenoiseResult(outcome.shown, outcome.shown_logprob, steps, outcome.shown_confidence)
         state = renoised(state, request.vocab_size, generator)
     return DenoiseResult(state.current, state.token_logprob, steps, state.token_confidence)
+
+
+class Settled:
+    """The settled stop (``SamplerConfig.settled_passes``): counts the passes in a row whose shown
+    text was the pass before's, in every row.  A row's shown text is its best canvas's hole slots
+    up to the first one the ghost-text cut ends at (less sure than ``cut_below``) or the filler
+    that ends the middle: slots past it are renoised every pass and change what is shown only if
+    the text before them changes.  Its test rides on the step's one host read."""
+
+    def __init__(self, passes: int, slots: Slots, filler_id: int | None) -> None:
+        self.passes = passes
+        self.slots = slots
+        self.filler_id = filler_id
+        self.previous: tuple[torch.Tensor, torch.Tensor] | None = None  # the last pass's (canvas, shown)
+        self.in_a_row = 0
+
+    def tests(self, outcome: StepOutcome) -> torch.Tensor:
+        """(3,) bool: the step's stop tests, then whether its shown text is the last pass's."""
+        if self.passes <= 0 or outcome.shown_confidence is None:
+            return torch.cat([outcome.stop, torch.zeros(1, dtype=torch.bool, device=outcome.stop.device)])
+        canvas, hole = outcome.shown, self.slots.hole
+        ends = hole & (outcome.shown_confidence < self.slots.cut_below)  # (B, L)
+        if self.filler_id is not None:
+            ends |= hole & (canvas == self.filler_id)
+        length = canvas.shape[-1]
+        position = torch.arange(length, device=canvas.device).expand_as(canvas)  # (B, L)
+        first_end = torch.where(ends, position, length).min(-1, keepdim=True).values  # (B, 1)
+        shown = hole & (position <= first_end)  # (B, L) the text and the slot that ends it
+        if self.previous is None:
+            same = torch.zeros((), dtype=torch.bool, device=canvas.device)
+        else:
+            last_canvas, last_shown = self.previous
+            same = (shown == last_shown).all() & ((canvas == last_canvas) | ~shown).all()
+        self.previous = (canvas, shown)
+        return torch.cat([outcome.stop, same.reshape(1)])
+
+    def ended(self, same: bool) -> bool:
+        self.in_a_row = self.in_a_row + 1 if same else 0
+        return self.passes > 0 and self.in_a_row >= self.passes
 
 
 def initial_state(request: DenoiseRequest, slots: Slots, generator: torch.Generator) -> DenoiseState:
@@ -371,7 +420,9 @@ def monotone_step(
         verified &= shows_text(current, committed, hole, token_confidence, cut, request.filler_id)
     stop = torch.stack([decided.all(), verified.any()])  # (2,)
     new_state = DenoiseState(current, committed, token_logprob, token_confidence, proposal.soft)
-    return StepOutcome(new_state, shown, stop, decided)
+    shown_logprob = torch.where(committed, token_logprob, picked_logprob)  # (B, L)
+    shown_confidence = torch.where(committed, token_confidence, picked_confidence)  # (B, L)
+    return StepOutcome(new_state, shown, stop, decided, shown_logprob, shown_confidence)
 
 
 def revise_step(state: DenoiseState, proposal: Proposal, slots: Slots, config: SamplerConfig) -> StepOutcome:
