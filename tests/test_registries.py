@@ -45,3 +45,20 @@ def test_the_command_line_offers_the_engines():
     engine = next(a for a in serve._actions if "--engine" in a.option_strings)
     assert tuple(engine.choices) == ENGINES
     assert Settings().engine in ENGINES
+
+
+def test_every_local_engine_names_a_loader_that_is_there():
+    # A loader is imported only when its engine is chosen (engine/backends local_backend): check
+    # on the source, without importing torch, MLX or llama.cpp, that each names a function there.
+    import ast
+
+    from difill.engine.names import LOCAL_ENGINES
+
+    for name, engine in LOCAL_ENGINES.items():
+        module, function = engine.loader.split(":")
+        path = ROOT / "src" / Path(*module.split("."))
+        path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        defined = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+        assert function in defined, f"{name}: {engine.loader} is not defined"
+        assert len(defined[function].args.args) == 3, f"{name}: {engine.loader} takes (model, device, choice)"

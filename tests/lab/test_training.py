@@ -84,7 +84,7 @@ def test_eval_shapes_rebuild_the_document():
 def test_batch_canvas_is_middle_then_filler_then_clamped_suffix(loaded):
     tok, ids = loaded.tokenizer, loaded.ids
     rng = random.Random(3)
-    batch = diffusion_batch([SOURCE], tok, ids, batch_size=8, prefix_length=32, canvas_length=32, rng=rng)
+    batch = diffusion_batch([SOURCE], tok, ids, batch_size=8, layout=(32, 32), rng=rng)
     assert batch.canvas.shape == (8, 32) and batch.prefix.shape[0] == 8
     for row in range(8):
         holes = (~batch.clamp_mask[row]).nonzero().flatten().tolist()
@@ -114,7 +114,7 @@ def test_a_training_step_lowers_the_loss_on_a_repeated_batch(tiny_model_dir, loa
     model.config._experts_implementation = "eager"
     model.train()
     rng = random.Random(5)
-    batch = diffusion_batch([SOURCE], loaded.tokenizer, loaded.ids, 4, 32, 32, rng)
+    batch = diffusion_batch([SOURCE], loaded.tokenizer, loaded.ids, 4, (32, 32), rng)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
     cfg = TrainConfig(self_conditioning_rate=0.0)
     losses = []
@@ -139,7 +139,7 @@ def test_the_canvas_loss_equals_the_full_logits_loss_it_shortcuts(
     model = DiffusionGemmaForBlockDiffusion.from_pretrained(tiny_model_dir)
     model.config._experts_implementation = "eager"
     ids, vocab = loaded.ids, model.config.text_config.vocab_size
-    batch = diffusion_batch([SOURCE], loaded.tokenizer, ids, 4, 32, 32, random.Random(3))
+    batch = diffusion_batch([SOURCE], loaded.tokenizer, ids, 4, (32, 32), random.Random(3))
     cfg = TrainConfig(self_conditioning_rate=self_conditioning_rate)
     with torch.no_grad():
         _, info = diffusion_loss(model, batch, ids, cfg, torch.Generator().manual_seed(7))
@@ -179,7 +179,7 @@ def test_heldout_canvas_loss_is_fixed_and_falls_when_the_canvas_objective_is_lea
     cfg = TrainConfig(self_conditioning_rate=0.0)
     rng, gen = random.Random(1), torch.Generator().manual_seed(1)
     for _ in range(10):
-        batch = diffusion_batch(held, loaded.tokenizer, loaded.ids, 4, 32, 32, rng)
+        batch = diffusion_batch(held, loaded.tokenizer, loaded.ids, 4, (32, 32), rng)
         loss, _ = diffusion_loss(model, batch, loaded.ids, cfg, gen)
         opt.zero_grad()
         loss.backward()
@@ -290,7 +290,7 @@ def test_draft_seeded_rows_start_from_the_draft_and_target_the_true_middle(loade
         return draft
 
     monkeypatch.setattr(batches, "training_draft", fixed_draft)
-    batch = diffusion_batch([SOURCE], tok, ids, 8, 32, 32, random.Random(7), draft_share=1.0)
+    batch = diffusion_batch([SOURCE], tok, ids, 8, (32, 32), random.Random(7), draft_share=1.0)
     seeded_rows = batch.seeded.any(-1).nonzero().flatten().tolist()
     assert len(seeded_rows) == len(drafts) > 0
     for row, (ex, draft) in zip(seeded_rows, drafts, strict=True):
@@ -306,7 +306,7 @@ def test_draft_seeded_rows_start_from_the_draft_and_target_the_true_middle(loade
 
 def test_draft_seeded_batches_mix_exact_retrieved_and_spoiled_drafts(loaded):
     tok, ids = loaded.tokenizer, loaded.ids
-    batch = diffusion_batch([SOURCE], tok, ids, 64, 64, 48, random.Random(8), draft_share=1.0)
+    batch = diffusion_batch([SOURCE], tok, ids, 64, (64, 48), random.Random(8), draft_share=1.0)
     rows = batch.seeded.any(-1)
     assert rows.float().mean() > 0.5  # every one-hole example (most shapes) is seeded
     same = [
@@ -343,7 +343,7 @@ def test_the_loss_of_a_draft_seeded_row_covers_every_hole_slot(tiny_model_dir, l
     model = DiffusionGemmaForBlockDiffusion.from_pretrained(tiny_model_dir)
     model.config._experts_implementation = "eager"
     batch = diffusion_batch(
-        [SOURCE], loaded.tokenizer, loaded.ids, 8, 32, 32, random.Random(10), draft_share=1.0
+        [SOURCE], loaded.tokenizer, loaded.ids, 8, (32, 32), random.Random(10), draft_share=1.0
     )
     cfg = TrainConfig(self_conditioning_rate=0.0)
     plain = batch.seeded.any(-1).logical_not()

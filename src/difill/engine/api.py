@@ -183,11 +183,6 @@ def about(engine: object) -> About:
     return said() if callable(said) else UNKNOWN
 
 
-def backend_languages(engine: object) -> tuple[str, ...]:
-    """The languages a backend's model was trained on; () when it names none (every language)."""
-    return about(engine).languages
-
-
 def runs_jobs_between_steps(engine: object) -> bool:
     """Whether another fill may run between two denoising steps of a fill on ``engine`` (the
     server runs ghost text inside a long edit that way): not on one whose runtime holds one

@@ -261,7 +261,7 @@ def denoise(
         if should_stop is not None and should_stop():
             raise Cancelled()
         temperature = temperature_at(step, config)
-        proposal = propose(decoder, request, state, open_mask, open_slots, temperature, config, generator)
+        proposal = propose(decoder, request, state, (open_mask, open_slots), temperature, config, generator)
         steps += 1
         if config.revise:
             outcome = revise_step(state, proposal, slots, config)
@@ -340,13 +340,15 @@ def propose(
     decoder: CanvasDecoder,
     request: DenoiseRequest,
     state: DenoiseState,
-    open_mask: torch.Tensor,
-    open_slots: tuple[torch.Tensor, torch.Tensor],
+    opened: tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]],
     temperature: float,
     config: SamplerConfig,
     generator: torch.Generator,
 ) -> Proposal:
-    """One forward, then a token and its entropy for every open slot, under the hole's rules."""
+    """One forward, then a token and its entropy for every open slot, under the hole's rules.
+    ``opened`` is the open slots as a mask (B, L) and as its (rows, columns) (N,), (N,): the
+    caller has both (the indices cost a host read, made once a step)."""
+    open_mask, open_slots = opened
     before_text = None  # (B, L) slots the filler may not take (it would end a middle before its text)
     if request.filler_id is not None:
         _, before_text = filler_constraints(

@@ -45,6 +45,7 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 MODEL = "RedHatAI/diffusiongemma-26B-A4B-it-NVFP4"
@@ -95,34 +96,30 @@ class Refused(Exception):
     """A request the release refuses: HTTP 400 with the release's message."""
 
 
+@dataclass(eq=False)
 class FakeVllm:
-    def __init__(
-        self,
-        contract: bool = True,
-        canvas_length: int = 64,
-        middles: tuple[str, ...] = ("a + b",),
-        chat_answer: str = "chat(a, b)",
-        fault: str | None = None,
-        hang_s: float = 3.0,
-        numbered: bool = False,
-        version: str | None = "",
-        version_body: bytes | None = None,
-        logits: dict[Any, float] | None = None,
-    ) -> None:
-        self.contract = contract  # keeps the seeded canvas (vLLM >= 0.32)
-        self.canvas_length = canvas_length  # --diffusion-config canvas_length
-        self.middles = middles
-        self.chat_answer = chat_answer
-        self.fault = fault
-        self.hang_s = hang_s
-        self.numbered = numbered
-        self.version = (RELEASE if contract else OLD_RELEASE) if version == "" else version
-        self.version_body = version_body
-        self.logits = logits or {}
-        self.requests: list[tuple[str, Any]] = []
-        self.ignored: list[str] = []  # keys the release would have ignored without a word
-        self.completions = 0
-        self._lock = threading.Lock()
+    """The release's rules and what it answers, each a field (``FakeVllm(canvas_length=32)``)."""
+
+    contract: bool = True  # keeps the seeded canvas (vLLM >= 0.32)
+    canvas_length: int = 64  # --diffusion-config canvas_length
+    middles: tuple[str, ...] = ("a + b",)
+    chat_answer: str = "chat(a, b)"
+    fault: str | None = None
+    hang_s: float = 3.0
+    numbered: bool = False
+    version: str | None = ""  # "": the release the contract stands for (RELEASE or OLD_RELEASE)
+    version_body: bytes | None = None
+    logits: dict[Any, float] | None = None
+    requests: list[tuple[str, Any]] = field(default_factory=list, init=False)
+    # Keys the release would have ignored without a word.
+    ignored: list[str] = field(default_factory=list, init=False)
+    completions: int = field(default=0, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.version == "":
+            self.version = RELEASE if self.contract else OLD_RELEASE
+        self.logits = self.logits or {}
 
     def paths(self, since: int = 0) -> list[str]:
         return [path for path, _ in self.requests[since:]]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from difill.engine.api import Candidate, FillResult, FillStats, about
+from difill.engine.api import About, Candidate, FillResult, FillStats
 from difill.server.config import Settings
 from difill.server.context.drafts import Draft, find_drafts
 from difill.server.context.symbols import MAX_SYMBOL_DRAFTS
@@ -147,8 +147,8 @@ def is_sure(draft: Draft) -> bool:
     return draft.kind in ("import", "new-import", "symbol") or draft.matched >= SHOW_MIN_MATCH
 
 
-def draft_mode(engine: object, settings: Settings) -> str:
-    """How drafts reach a suggestion with this backend: "show", "seed" or "off".
+def draft_mode(said: About, settings: Settings) -> str:
+    """How drafts reach a suggestion with the backend that ``said`` so: "show", "seed" or "off".
 
     The ``contextDrafts`` setting decides; with "auto" the checkpoint does (config
     ``difill.drafts``).  A checkpoint difill trained that names no mode gets "show": measured on
@@ -158,7 +158,7 @@ def draft_mode(engine: object, settings: Settings) -> str:
     """
     if settings.context_drafts != "auto":
         return settings.context_drafts
-    return about(engine).drafts  # the checkpoint's own (engine/model.py checkpoint_drafts)
+    return said.drafts  # the checkpoint's own (engine/model.py checkpoint_drafts)
 
 
 def drafts_result(drafts: Sequence[Draft]) -> FillResult:

@@ -43,7 +43,7 @@ def split_at(text: str, line: int, col: int) -> tuple[str, str]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from difill.engine.api import BackendError, ModelLoadError
+    from difill.engine.api import BackendError, ModelLoadError, about
     from difill.engine.backends import make_backend
     from difill.server.config import Settings, backend_spec, command_line_settings
     from difill.server.suggestion_path import ServedModel
@@ -107,20 +107,20 @@ def main(args: argparse.Namespace) -> int:
         print(shown.text)
     else:
         where = args.location if col else f"{args.location}:1"
-        about = f"{model_label(args)}, {shown.result.stats.steps} steps, {shown.ms:.0f} ms"
-        print(terminal_view(text, len(prefix), shown.text, where, about, shown.declined))
+        said = f"{model_label(args, about(engine).engine)}, {shown.result.stats.steps} steps, {shown.ms:.0f} ms"
+        print(terminal_view(text, len(prefix), shown.text, where, said, shown.declined))
     return 0
 
 
-def model_label(args: argparse.Namespace) -> str:
+def model_label(args: argparse.Namespace, engine: str) -> str:
     """Which model wrote the fill, as a newcomer reads it: the shipped one, a path, or a server
-    (its host only: a URL may carry a password)."""
+    (its host only: a URL may carry a password).  ``engine`` is the backend's own word for what
+    ran it (``About.engine``): what "auto" chose is decided once, where the engine is made."""
     if args.remote:
         from urllib.parse import urlsplit
 
         parts = urlsplit(args.remote)
         return f"the server at {parts.hostname or args.remote}{f':{parts.port}' if parts.port else ''}"
-    engine = args.engine if args.engine != "auto" else ("llamacpp" if args.gguf else "torch")
     model = args.model or "the model shipped with difill (4M parameters)"
     return f"{model} on {engine}"
 

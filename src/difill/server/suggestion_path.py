@@ -29,6 +29,7 @@ from tree_sitter import Tree
 
 from difill.engine.api import (
     HOLE_TOKENS,
+    About,
     BackendError,
     FillOptions,
     FillResult,
@@ -38,7 +39,6 @@ from difill.engine.api import (
     PreviewCallback,
     ShouldStop,
     about,
-    backend_languages,
 )
 from difill.server.config import Settings
 from difill.server.context.drafts import Draft
@@ -82,9 +82,10 @@ class Plan:
 
 
 def plan_for(engine: InfillBackend, settings: Settings, request: SuggestionRequest, context_block: str = "") -> Plan:
-    declined = model_declines(engine, request.ctx.language, request.language_id)
-    mode = draft_mode(engine, settings)
-    scores = isinstance(engine, NameScorer) and about(engine).scores_names and mode != "off" and declined is None
+    said = about(engine)  # the backend is asked what it is once a request; each decision reads that
+    declined = model_declines(said, request.ctx.language, request.language_id)
+    mode = draft_mode(said, settings)
+    scores = isinstance(engine, NameScorer) and said.scores_names and mode != "off" and declined is None
     return Plan(declined, mode, scores, context_block)
 
 
@@ -326,8 +327,8 @@ def context_for(
     return build_context(text, offset, language, settings.context_tokens, settings.max_tokens, tree)
 
 
-def model_declines(engine: object, language: str | None, language_id: str) -> str | None:
-    """Why ``engine``'s model must show nothing in a document of ``language`` (as
+def model_declines(said: About, language: str | None, language_id: str) -> str | None:
+    """Why the model of the backend that ``said`` so (``about(engine)``) must show nothing in a document of ``language`` (as
     text/languages.py names it; ``language_id`` as the editor does); None when it serves it.
 
     A checkpoint names the languages it was trained on (config ``difill.languages``; the shipped
@@ -335,7 +336,7 @@ def model_declines(engine: object, language: str | None, language_id: str) -> st
     its text there; one that names no language serves all.  Every model call for an editor
     (``model_text``, the edits) asks this first.
     """
-    languages = backend_languages(engine)
+    languages = said.languages
     if not languages or language in languages:
         return None
     return (
@@ -417,7 +418,7 @@ class ServedModel:
     ) -> ShownHoles:
         """Every ``marker`` in ``text`` filled in one canvas, each middle fitted where it sits.
         Raises BackendError in a language the model declines (``model_declines``)."""
-        declined = model_declines(self.engine, language, language or "")
+        declined = model_declines(about(self.engine), language, language or "")
         if declined is not None:
             raise BackendError(declined)
         started = time.perf_counter()

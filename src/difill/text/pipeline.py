@@ -13,8 +13,8 @@ functions, so what is scored is what is shown.  Pure text and tree-sitter: no to
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Protocol
 
-from difill.engine.api import Candidate
 from difill.text.context import FillContext, build_context
 from difill.text.filters import (
     HOLE_PIPELINE,
@@ -32,7 +32,21 @@ PARSE_WINDOW_CHARS = 2000  # context around a fill that the parser sees when ran
 MAX_CANDIDATES = 16
 
 
-def shown_texts(candidates: Sequence[Candidate], ctx: FillContext, invoked: bool = True) -> list[str]:
+class Middle(Protocol):
+    """What the pipeline reads of a model's middle.  engine/api.py ``Candidate`` is one; text/ sits
+    below the engine, so it names the fields it reads rather than importing the engine's type."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def complete(self) -> bool: ...  # the model ended the middle before the hole ran out
+
+    @property
+    def score(self) -> float: ...  # mean log-prob of the middle's tokens
+
+
+def shown_texts(candidates: Sequence[Middle], ctx: FillContext, invoked: bool = True) -> list[str]:
     """The candidates as the editor shows them: filtered, best first, distinct, non-empty.
     Only the first ``MAX_CANDIDATES`` are looked at.  Ghost text while typing (not ``invoked``)
     also stops where a blank line begins (``to_blank_line``)."""

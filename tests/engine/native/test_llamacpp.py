@@ -23,7 +23,7 @@ from engine_parity import (
     assert_same_name_scores,
 )
 
-from difill.engine.api import Cancelled, FillOptions, InfillBackend, ModelLoadError
+from difill.engine.api import Cancelled, FillOptions, InfillBackend, ModelLoadError, about
 from difill.engine.backends import EngineChoice, local_backend
 from difill.engine.decoder import CanvasDecoder
 from difill.engine.infill import InfillEngine
@@ -406,4 +406,4 @@ def test_the_server_treats_drafts_as_the_checkpoint_says_on_either_engine(shippe
     from difill.server.draft_policy import draft_mode
 
     torch_engine, llama_engine = shipped
-    assert draft_mode(llama_engine, Settings()) == draft_mode(torch_engine, Settings()) == "show"
+    assert draft_mode(about(llama_engine), Settings()) == draft_mode(about(torch_engine), Settings()) == "show"

@@ -12,15 +12,16 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, replace
+from importlib import import_module
 
 from difill.engine.api import BackendError, InfillBackend
 from difill.engine.backends.connect import connect
 from difill.engine.backends.remote import API_KEY_ENV, RemoteBackend, RemoteConfig
-from difill.engine.names import CANVAS_MODES, ENGINES
+from difill.engine.names import CANVAS_MODES, ENGINES, LOCAL_ENGINES
 
 __all__ = [
     "API_KEY_ENV", "BackendError", "BackendSpec", "EngineChoice", "InfillBackend", "RemoteBackend",
-    "RemoteConfig", "connect", "local_backend", "make_backend",
+    "RemoteConfig", "connect", "load_torch_engine", "local_backend", "make_backend",
 ]  # fmt: skip
 ENGINE_ENV = "DIFILL_ENGINE"  # replaces "auto" where it is set
 log = logging.getLogger(__name__)
@@ -73,6 +74,8 @@ def local_backend(
     """The in-process engine; raises ModelLoadError (with how to fix it) if the model cannot load.
 
     A Llama checkpoint is the autoregressive baseline (difill bench runs it through the server).
+    Every other engine is made by its loader in engine/names.py ``LOCAL_ENGINES``: the one place
+    that names engines (a new engine touches no branch here).
     """
     from difill.engine.ar_baseline import ARBackend, is_ar_checkpoint
 
@@ -83,32 +86,30 @@ def local_backend(
         raise ValueError(f"unknown engine {engine.name!r}; use one of {', '.join(ENGINES)}")
     if model and is_ar_checkpoint(model):
         return ARBackend(model)
+    if engine.name != "auto":
+        return _load(engine.name, model, device, engine)
     # auto: llama.cpp where a GGUF is named (only it reads one).  The shipped model stays on torch:
     # side by side on a 2-core CPU at the same thread count llama.cpp is no faster (docs/llamacpp.md).
-    if engine.name == "llamacpp" or (engine.name == "auto" and engine.gguf is not None):
+    if engine.gguf is not None:
         try:
-            return _llamacpp_backend(model, engine)
+            return _load("llamacpp", model, device, engine)
         except BackendError as err:
-            if engine.name == "llamacpp":
-                raise
             log.warning("the llama.cpp engine did not start (%s); using torch", err)
-    if engine.name == "mlx":  # MLX picks its own device: Metal on a Mac, else the CPU
-        from difill.engine.mlx.engine import load_mlx_engine
+    return _load("torch", model, device, engine)
 
-        return load_mlx_engine(model)
+
+def _load(name: str, model: str | None, device: str, engine: EngineChoice) -> InfillBackend:
+    """The engine ``name`` made by its loader (engine/names.py), imported only now."""
+    module, function = LOCAL_ENGINES[name].loader.split(":")
+    return getattr(import_module(module), function)(model, device, engine)
+
+
+def load_torch_engine(model: str | None, device: str, engine: EngineChoice) -> InfillBackend:
+    """The reference engine (``LOCAL_ENGINES["torch"]``): the checkpoint's weights in torch."""
     from difill.engine.infill import InfillEngine
     from difill.engine.model import load_model
 
     return InfillEngine(load_model(model, device))
-
-
-def _llamacpp_backend(model: str | None, engine: EngineChoice) -> InfillBackend:
-    """llama.cpp picks its own device: the CPU, or a GPU for ``gpu_layers`` (``device`` is torch's)."""
-    from difill.engine.native.engine import load_llamacpp_engine
-
-    return load_llamacpp_engine(
-        model, engine.gguf, engine.worker, threads=engine.threads, gpu_layers=engine.gpu_layers
-    )
 
 
 def make_backend(spec: BackendSpec) -> InfillBackend:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -30,6 +30,9 @@ from difill.engine.mlx.runtime import load_mlx_model, require_mlx
 from difill.engine.model import LoadedModel, load_checkpoint_meta
 from difill.engine.prefix_cache import common_prefix
 from difill.engine.sampler import DenoiseRequest, SamplerConfig
+
+if TYPE_CHECKING:
+    from difill.engine.backends import EngineChoice
 
 
 @dataclass(frozen=True)
@@ -178,3 +181,9 @@ def load_mlx_engine(model_path: str | os.PathLike | None = None, dtype: str = "a
     require_mlx()
     loaded = load_checkpoint_meta(model_path)
     return MlxEngine(loaded, load_mlx_model(Path(loaded.path), dtype))
+
+
+def load_engine(model: str | None, device: str, choice: EngineChoice) -> MlxEngine:
+    """``LOCAL_ENGINES["mlx"]`` (engine/names.py): MLX picks its own device, Metal on a Mac, else
+    the CPU; it has no options of its own."""
+    return load_mlx_engine(model)

@@ -20,6 +20,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -30,6 +31,9 @@ from difill.engine.model import DEFAULT_MODEL_DIR, LoadedModel, load_checkpoint_
 from difill.engine.native.build import cache_dir
 from difill.engine.native.worker import NO_FILLER, OPEN, FillRules, LlamaWorker, WorkerSettings
 from difill.engine.sampler import DenoiseRequest, SamplerConfig, temperature_at
+
+if TYPE_CHECKING:
+    from difill.engine.backends import EngineChoice
 
 FULL_ROWS_UP_TO = 65536  # vocabularies whose open-slot rows cross the pipe whole
 TOP_K = 256  # ids per open slot otherwise: the rest of the row gets no probability
@@ -176,9 +180,7 @@ def load_llamacpp_engine(
     gguf: str | os.PathLike | None = None,
     binary: str | os.PathLike | None = None,
     threads: int | None = None,
-    context: int = 2304,
     gpu_layers: int = 0,
-    flash_attn: bool = False,
     top_k: int | None = None,
 ) -> LlamaCppEngine:
     """The llama.cpp engine for a checkpoint directory (tokenizer and settings) and its GGUF.
@@ -201,10 +203,16 @@ def load_llamacpp_engine(
         binary=Path(binary) if binary else built_worker(),
         gguf=Path(gguf).expanduser(),
         threads=threads or max(1, (os.cpu_count() or 2) // 2),  # as torch: the editor keeps the rest
-        context=context,
         gpu_layers=gpu_layers,
-        flash_attn=flash_attn,
     )
     if top_k is None:  # full rows for a small vocabulary (exact); the 26B's 262k-wide rows stay home
         top_k = 0 if loaded.ids.vocab_size <= FULL_ROWS_UP_TO else TOP_K
     return LlamaCppEngine(loaded, LlamaWorker(settings), top_k)
+
+
+def load_engine(model: str | None, device: str, choice: EngineChoice) -> LlamaCppEngine:
+    """``LOCAL_ENGINES["llamacpp"]`` (engine/names.py): llama.cpp picks its own device, the CPU or
+    a GPU for ``gpu_layers`` (``device`` is torch's)."""
+    return load_llamacpp_engine(
+        model, choice.gguf, choice.worker, threads=choice.threads, gpu_layers=choice.gpu_layers
+    )

@@ -86,14 +86,14 @@ def diffusion_batch(
     tok: PreTrainedTokenizerBase,
     ids: TokenIds,
     batch_size: int,
-    prefix_length: int,
-    canvas_length: int,
+    layout: tuple[int, int],
     rng: random.Random,
     draft_share: float = 0.0,
 ) -> DiffusionBatch:
-    """``batch_size`` canvas examples; a ``draft_share`` of the one-hole ones are draft-seeded:
-    their hole starts from a draft (``drafts.training_draft``) exactly as the engine's seeded rows
-    do, and their targets are the true middle as everywhere."""
+    """``batch_size`` canvas examples of ``layout`` (prefix tokens, canvas slots); a ``draft_share``
+    of the one-hole ones are draft-seeded: their hole starts from a draft (``drafts.training_draft``)
+    exactly as the engine's seeded rows do, and their targets are the true middle as everywhere."""
+    prefix_length, canvas_length = layout
     prefixes, canvases, clamps, seeds, seeded_masks = [], [], [], [], []
     target_tokens = 0
     while len(canvases) < batch_size:

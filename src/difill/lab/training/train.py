@@ -235,8 +235,8 @@ def _heldout_canvas(model, texts, tok, ids, rows, seed, draft_share) -> dict[str
     gen = torch.Generator(device=device).manual_seed(seed)
     cfg = TrainConfig(self_conditioning_rate=0.0)
     seen: dict[str, list[float]] = {}
-    for prefix_length, canvas_length in HELDOUT_CANVAS_LAYOUTS:
-        batch = diffusion_batch(texts, tok, ids, rows, prefix_length, canvas_length, rng, draft_share)
+    for layout in HELDOUT_CANVAS_LAYOUTS:
+        batch = diffusion_batch(texts, tok, ids, rows, layout, rng, draft_share)
         _, info = diffusion_loss(model, batch.to(device), ids, cfg, gen)
         for key, value in info.items():
             seen.setdefault(key, []).append(value)
@@ -389,8 +389,10 @@ def train(cfg: TrainConfig) -> TrainState:
                 info = {"packed_lm_loss": loss.item(), "supervised": windows.numel() - cfg.batch_size}
                 tokens = windows.numel()
             elif cfg.arch == "diffusion":
-                batch = diffusion_batch(texts, tok, ids, cfg.batch_size, prefix_length, canvas_length, rng,
-                                        draft_share=cfg.draft_share)  # fmt: skip
+                layout = (prefix_length, canvas_length)
+                batch = diffusion_batch(
+                    texts, tok, ids, cfg.batch_size, layout, rng, draft_share=cfg.draft_share
+                )
                 loss, info = diffusion_loss(model, batch.to(device), ids, cfg, gen)
                 tokens = batch.prefix.numel() + batch.canvas.numel()
             else:
@@ -429,19 +431,23 @@ def train(cfg: TrainConfig) -> TrainState:
                 f.write(json.dumps(record) + "\n")
             window = {"supervised": 0, "tokens": 0, "time": time.time(), "lm_steps": 0, "steps": 0}
         if time.time() - last_save > cfg.save_every_minutes * 60:
-            _log_heldout(model, ema, heldout_stream, heldout_texts, tok, ids, state, cpu_start, log_path)
-            _save(model, ema, opt, state, tok, out, cpu_start, last_save)
+            _log_heldout(model, ema, (heldout_stream, heldout_texts), (tok, ids), state, cpu_start, log_path)
+            _spend(model, state, cpu_start, last_save)
+            _save(model, ema, opt, state, tok, out)
             cpu_start = _cpu_seconds()
             last_save = time.time()
-    _log_heldout(model, ema, heldout_stream, heldout_texts, tok, ids, state, cpu_start, log_path)
-    _save(model, ema, opt, state, tok, out, cpu_start, last_save)
+    _log_heldout(model, ema, (heldout_stream, heldout_texts), (tok, ids), state, cpu_start, log_path)
+    _spend(model, state, cpu_start, last_save)
+    _save(model, ema, opt, state, tok, out)
     return state
 
 
 def _log_heldout(
-    model, ema, heldout_stream, heldout_texts, tok, ids, state: TrainState, cpu_start: float, log_path: Path
+    model, ema, heldout: tuple, vocab: tuple, state: TrainState, cpu_start: float, log_path: Path
 ) -> None:
-    """Held-out LM and canvas losses of the EMA weights (what ships), against cumulative CPU-hours."""
+    """Held-out LM and canvas losses of the EMA weights (what ships), against cumulative CPU-hours.
+    ``heldout`` is the split as (token stream or None, texts); ``vocab`` is (tokenizer, TokenIds)."""
+    (heldout_stream, heldout_texts), (tok, ids) = heldout, vocab
     if heldout_stream is None:
         return
     live = {k: v.detach().clone() for k, v in model.state_dict().items()}
@@ -465,12 +471,16 @@ def _cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _save(model, ema, opt, state: TrainState, tok, out: Path, cpu_start: float, wall_start: float) -> None:
-    """Add the time since the last save to the state's budget, then save to ``out/latest`` atomically."""
+def _spend(model, state: TrainState, cpu_start: float, wall_start: float) -> None:
+    """Add the time since the last save to the state's budget (before ``_save`` writes it)."""
     if next(model.parameters()).is_cuda:  # the process's CPU time is not what a GPU run costs
         state.gpu_hours += (time.time() - wall_start) / 3600
     else:
         state.cpu_hours += (_cpu_seconds() - cpu_start) / 3600
+
+
+def _save(model, ema, opt, state: TrainState, tok, out: Path) -> None:
+    """Save to ``out/latest`` atomically."""
     tmp = out.with_name(out.name + ".tmp")
     save_checkpoint(model, ema, opt, state, tok, tmp / "latest")
     final = out / "latest"

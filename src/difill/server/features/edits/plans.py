@@ -27,6 +27,7 @@ from difill.engine.api import (
     PreviewCallback,
     RewriteRequest,
     ShouldStop,
+    about,
 )
 from difill.server.config import Settings
 from difill.server.documents import Document
@@ -138,7 +139,7 @@ def engine_work(
     work = _engine_work(request, document, settings, trees, should_stop, on_preview, options)
 
     def checked(engine: InfillBackend) -> FillResult | HolesResult:
-        declined = model_declines(engine, language, document.language_id)
+        declined = model_declines(about(engine), language, document.language_id)
         if declined is not None:
             raise BackendError(f"{declined}; the selection is unchanged")
         return work(engine)

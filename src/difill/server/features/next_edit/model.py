@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from difill.engine.api import FillOptions, FillResult, InfillBackend, RewriteRequest, ShouldStop
+from difill.engine.api import FillOptions, FillResult, InfillBackend, RewriteRequest, ShouldStop, about
 from difill.server.config import Settings
 from difill.server.context.policy import to_model
 from difill.server.features.edits.plans import keep_edges
@@ -68,7 +68,7 @@ class ModelPlan:
         """On the model thread; None where the checkpoint does not write the document's language."""
 
         def run(engine: InfillBackend) -> FillResult | None:
-            if model_declines(engine, self.language, self.language_id) is not None:
+            if model_declines(about(engine), self.language, self.language_id) is not None:
                 return None
             return engine.rewrite(self.request, self.options, should_stop)
 

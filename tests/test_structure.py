@@ -1,0 +1,125 @@
+"""Issue 48's size and layering targets, checked on the source (no module is run).
+
+* No module under src/difill exceeds 500 lines (docs/style.md: ~300, split at ~500).
+* No function or method takes more than 7 parameters, ``self``/``cls`` of a method not counted,
+  keyword-only ones, ``*args`` and ``**kwargs`` counted: more is a bundle waiting for a name (a
+  small dataclass, or a pair the callers already hold).
+* No import runs upward through ``cli -> server -> engine -> text``, and only the CLI (which
+  dispatches to the lab's commands) imports ``lab/``; imports under ``if TYPE_CHECKING:`` and in
+  function bodies count too.  tests/test_imports.py holds the finer rules (no pygls in the
+  engine, no torch in text/, no circles, no feature importing server.py).
+
+``EXCEPTIONS`` would name a module or function let off, each with its reason; there is none.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+from test_imports import SRC, imports, sources
+
+pytestmark = pytest.mark.unit
+
+MAX_LINES = 500
+MAX_PARAMETERS = 7
+# "module" or "module:function" -> why it is let off (keep this empty: fix the code instead).
+EXCEPTIONS: dict[str, str] = {}
+# The layers, bottom up: a module may import its own layer and those below.  The lab sits beside
+# them; only the CLI and the lab itself import it.
+LAYERS = ("difill.text", "difill.engine", "difill.server", "difill.cli")
+
+
+def layer(module: str) -> int | None:
+    """The rank of ``module`` in ``LAYERS``; None for the lab, the package root and __main__."""
+    for rank, prefix in enumerate(LAYERS):
+        if module == prefix or module.startswith(prefix + "."):
+            return rank
+    return None
+
+
+def parameter_counts(source: str) -> list[tuple[str, int, int]]:
+    """(qualified name, line, parameters) of every function in ``source`` (methods lose their
+    first parameter, ``self`` or ``cls``, unless they are static methods)."""
+    found: list[tuple[str, int, int]] = []
+
+    def visit(node: ast.AST, owner: str, in_class: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                args = child.args
+                count = len(args.posonlyargs) + len(args.args) + len(args.kwonlyargs)
+                count += (args.vararg is not None) + (args.kwarg is not None)
+                static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in child.decorator_list)
+                if in_class and not static and (args.posonlyargs or args.args):
+                    count -= 1  # self or cls
+                name = f"{owner}{child.name}"
+                found.append((name, child.lineno, count))
+                visit(child, name + ".", in_class=False)
+            elif isinstance(child, ast.ClassDef):
+                visit(child, f"{owner}{child.name}.", in_class=True)
+            else:
+                visit(child, owner, in_class)
+
+    visit(ast.parse(source), "", in_class=False)
+    return found
+
+
+def test_no_module_exceeds_500_lines():
+    long = {
+        name: lines
+        for name, path in sources().items()
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+        and name not in EXCEPTIONS
+    }
+    assert not long, f"split these modules (lines): {long}"
+
+
+def test_no_function_takes_more_than_7_parameters():
+    wide = [
+        f"{name}:{function} (line {line}): {count}"
+        for name, path in sources().items()
+        for function, line, count in parameter_counts(path.read_text(encoding="utf-8"))
+        if count > MAX_PARAMETERS and f"{name}:{function}" not in EXCEPTIONS
+    ]
+    assert not wide, "bundle the parameters of: " + "; ".join(wide)
+
+
+def test_no_import_runs_upward_and_only_the_cli_imports_the_lab():
+    known = frozenset(sources())
+    wrong = []
+    for name, path in sources().items():
+        rank = layer(name)
+        if rank is None:
+            continue  # the lab imports what it measures; difill/__main__.py runs the CLI
+        for target in imports(path, with_type_checking=True, known=known) & known:
+            target_rank = layer(target)
+            if target.startswith("difill.lab"):
+                if name != "difill.cli":
+                    wrong.append(f"{name} -> {target} (only the CLI imports the lab)")
+            elif target_rank is not None and target_rank > rank:
+                wrong.append(f"{name} -> {target} (upward)")
+    assert not wrong, "; ".join(sorted(wrong))
+
+
+def test_every_exception_still_names_something():
+    # A let-off that outlived its reason would hide the next one.
+    for key in EXCEPTIONS:
+        module = key.split(":")[0]
+        assert module in sources(), key
+
+
+def test_the_checks_find_what_they_look_for():
+    # The checks pass on empty answers: each must see a violation when there is one.
+    source = (
+        "def wide(a, b, c, d, e, f, g, *, h): ...\n"
+        "class K:\n"
+        "    def method(self, a, b, c, d, e, f, g): ...\n"
+        "    @staticmethod\n"
+        "    def static(a, b, c, d, e, f, g, h): ...\n"
+        "    def star(self, *args, **kwargs): ...\n"
+    )
+    counts = {name: count for name, _, count in parameter_counts(source)}
+    assert counts == {"wide": 8, "K.method": 7, "K.static": 8, "K.star": 2}
+    assert (layer("difill.text.pipeline"), layer("difill.engine.api"), layer("difill.cli")) == (0, 1, 3)
+    assert layer("difill.lab.bench") is None and layer("difill.textual") is None
+    assert (SRC / "difill" / "engine" / "sampler.py").is_file()  # the sources are where we look
