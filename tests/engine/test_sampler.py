@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -231,3 +232,67 @@ def test_entropy_from_the_steps_log_probs_is_the_entropy_of_its_logits_bit_for_b
     logits[:, :7] = -torch.inf  # banned tokens, as the sampler masks them
     logits[2, 10:] = -torch.inf  # a slot with few tokens allowed (token healing)
     assert torch.equal(entropy_of_logp(torch.log_softmax(logits, dim=-1)), entropy_of(logits))
+
+
+class ScriptedDecoder:
+    """Logits per pass and slot: ``script(pass_number, column)`` -> (token, margin): that token
+    over every other by ``margin`` (30: certain, 1: a guess the entropy bound leaves open)."""
+
+    open_logits = CanvasDecoder.open_logits
+
+    def __init__(self, script, vocab):
+        self.script, self.vocab, self.passes = script, vocab, 0
+
+    def hidden(self, canvas, soft):
+        self.passes += 1
+        return torch.arange(canvas.shape[1], dtype=torch.float32).expand(*canvas.shape).unsqueeze(-1)
+
+    def logits(self, hidden):
+        out = torch.zeros(hidden.shape[0], self.vocab)
+        for row, column in enumerate(hidden[:, 0].long().tolist()):
+            token, margin = self.script(self.passes, column)
+            out[row, token] = margin
+        return out
+
+    def soft_embeddings(self, canvas, open_mask, open_logits):
+        return torch.zeros(*canvas.shape, 1)
+
+
+def settled_run(script, passes, cut_below=None, slots=8, max_steps=12):
+    canvas = torch.zeros(1, slots + 1, dtype=torch.long)
+    clamp = torch.zeros(1, slots + 1, dtype=torch.bool)
+    clamp[0, -1] = True  # the suffix
+    request = DenoiseRequest(canvas, clamp, torch.tensor([], dtype=torch.long), 16, cut_below=cut_below)
+    decoder = ScriptedDecoder(script, vocab=16)
+    config = SamplerConfig(max_steps=max_steps, settled_passes=passes)
+    return denoise(decoder, request, config, torch.Generator().manual_seed(0))
+
+
+def test_a_settled_text_ends_the_loop_with_the_text_every_pass_would_give():
+    """Every slot is a guess (left open by the entropy bound, one a pass committed to make
+    progress) with the same argmax each pass: from the third pass the text is settled."""
+    script = lambda p, column: (1 + column % 5, 3.0)  # noqa: E731
+    settled, every = settled_run(script, passes=2), settled_run(script, passes=0)
+    assert settled.steps == 3 and every.steps > settled.steps
+    assert settled.canvas[0, :8].tolist() == every.canvas[0, :8].tolist() == [1 + c % 5 for c in range(8)]
+    # Slots still open return the pass's own log-probs, not the zeros of an uncommitted slot.
+    assert bool((settled.token_confidence[0, :8] < 0).all())
+
+
+def test_slots_past_the_ghost_text_cut_may_change_without_unsettling_it():
+    """Slot 0 is sure; slot 1, a guess under the cut, is where the ghost text ends; the slots
+    after it are surer guesses (committed first, one a pass) whose open ones flip every pass:
+    what is shown is settled all the same.  A flip inside the shown text is not."""
+    cut = math.log(0.25)
+
+    def past_the_cut(p, column):
+        return [(3, 30.0), (4, 0.5)][column] if column < 2 else (5 + p % 2, 1.0)
+
+    early = settled_run(past_the_cut, passes=2, cut_below=cut)
+    assert early.steps == 3 and early.canvas[0, :2].tolist() == [3, 4]
+
+    def inside(p, column):
+        return [(3, 30.0), (5 + p % 2, 0.5)][column] if column < 2 else (7, 1.0)  # slot 1 flips
+
+    assert settled_run(inside, passes=2, cut_below=cut).steps > 3
+    assert settled_run(past_the_cut, passes=0, cut_below=cut).steps > 3  # off: the usual stop

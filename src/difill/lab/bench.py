@@ -40,14 +40,22 @@ def load_cases(corpus: Path, per_shape: int, seed: int) -> dict[str, list[Infill
     return eval_cases(corpus, per_shape, seed)
 
 
-def bench_in_process(model_dir: str | None, cases: dict[str, list[InfillExample]]) -> dict:
+EVERY_PASS = "diffusion, no settled stop"
+
+
+def bench_in_process(
+    model_dir: str | None, cases: dict[str, list[InfillExample]], settled_passes: int | None = None
+) -> dict:
     """The server's suggestion path in this process (``ServedModel``: shape, settings, pipeline),
-    without the LSP transport: what the model costs, and what the editor would show."""
+    without the LSP transport: what the model costs, and what the editor would show.
+    ``settled_passes``: the sampler's settled stop set so (0: every pass to the usual stop)."""
     from difill.lab.quality import load_served
 
     started = time.perf_counter()
     served = load_served(model_dir)
     load_s = time.perf_counter() - started
+    if settled_passes is not None:
+        served.engine.loaded.sampler.settled_passes = settled_passes
     served.suggest("import os\n\n", len("import os\n"), "file:///warm-up.py")  # first-call allocations
     groups: dict[str, Timing] = {g: Timing() for g in SHAPE_GROUPS}
     for group, shapes in SHAPE_GROUPS.items():
@@ -75,7 +83,7 @@ def format_table(report: dict) -> str:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for path_key, path_name in (("engine", "in process"), ("server", "server")):
-        for model in ("diffusion", "ar"):
+        for model in ("diffusion", EVERY_PASS, "ar"):
             section = report.get(path_key, {}).get(model, {})
             for group in SHAPE_GROUPS:
                 s = section.get(group)
@@ -162,6 +170,8 @@ def main(args: argparse.Namespace) -> int:
     cases = load_cases(Path("data/corpus"), per_shape, seed=99)
     report: dict = {"cases_per_shape": per_shape}
     report["engine"] = {"diffusion": bench_in_process(args.model, cases)}
+    # The sampler's settled stop changes what some fills return: the row without it shows both.
+    report["engine"][EVERY_PASS] = bench_in_process(args.model, cases, settled_passes=0)
     ar_dir = args.ar_model or default_ar_baseline()
     if ar_dir:
         report["engine"]["ar"] = bench_in_process(ar_dir, cases)
