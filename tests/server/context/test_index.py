@@ -69,7 +69,7 @@ def index_factory():
 
     yield make
     for index in made:
-        index.stop()
+        index.stop(wait_s=30)  # and jedi's work (a Python document's warm-up): none outlives the test
 
 
 def relative(index: WorkspaceIndex, root: Path) -> set[str]:

@@ -131,9 +131,10 @@ def test_parsos_file_read_is_what_the_guard_wraps(tmp_path):
     write(tmp_path / "fine.py", "A = 1\n")
     jedi_names.guard_reads(lambda path: path.endswith("denied.py"))
     assert getattr(parso.file_io.FileIO.read, "difill_guarded", False)
-    with pytest.raises(FileNotFoundError):  # read as a missing file, not as an empty module
-        parso.file_io.FileIO(str(tmp_path / "denied.py")).read()
+    assert parso.file_io.FileIO(str(tmp_path / "denied.py")).read() == b""
     assert parso.file_io.FileIO(str(tmp_path / "fine.py")).read() == b"A = 1\n"
+    with pytest.raises(FileNotFoundError):  # no file: missing, as unguarded, not an empty module
+        parso.file_io.FileIO(str(tmp_path / "absent" / "denied.py")).read()
 
 
 def test_the_standard_library_names_come_from_typeshed_behind_the_guard(src_layout, patient):
@@ -250,3 +251,20 @@ def test_the_first_python_document_opened_loads_jedi_once(src_layout, monkeypatc
         index.set_open((src_layout / "app.py").as_uri(), "python", None)
         jedi._executor.submit(lambda: None).result(timeout=30)
         assert len(loads) == 1 and loads[0] is jedi
+
+
+def test_a_closed_indexs_jedi_work_never_runs_beside_a_new_ones(src_layout, patient):
+    """jedi's state is the process's: an index closed without waiting (a settings change
+    restarts it) leaves its warm-up running, and the new index's completion ran beside it and
+    came back empty (jedi_names.JEDI_LOCK)."""
+    for _ in range(3):
+        old = WorkspaceIndex()
+        old.start()
+        old.set_open((src_layout / "app.py").as_uri(), "python", "import os\n")  # jedi warms up
+        old.stop()  # not waited for
+        with indexed(src_layout) as index:
+            assert sorted(names(index, src_layout, "import shapes\n\nw = shapes.")) == [
+                "Widget",
+                "core",
+                "make_widget",
+            ]

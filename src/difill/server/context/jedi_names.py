@@ -49,6 +49,10 @@ log = logging.getLogger("difill.server")
 DEADLINE_S = 0.05  # a keystroke's share: past it, today's rules answer
 MAX_NAMES = 2000  # jedi lists every name of a module; the ranking reads this many (symbols.MAX_MODULE_NAMES)
 CACHE_ENTRIES = 64
+# jedi and parso keep process-wide state (inference caches, parsed modules) that is not made for
+# two threads: a closed index's completion or warm-up may still run beside a new index's.
+JEDI_LOCK = threading.Lock()
+DENIED_ENTRIES = 4096  # paths whose policy answer is remembered (JediNames.denies)
 # parso keeps every module jedi parsed in a process-wide cache, dropping only those unused for 10
 # minutes once it holds 600: a star-import chain through a 10,000-module package would keep them
 # all.  After each completion the least recently used go, down to this many.
@@ -64,7 +68,8 @@ class JediNames:
     def __init__(
         self, denies: Callable[[str], bool], folders: Callable[[], list[str]], python: str | None = None
     ) -> None:
-        self.denies = denies  # path -> whether the secrets policy denies it
+        self._denies = denies  # path -> whether the secrets policy denies it (``denies``)
+        self._denied: dict[tuple[str, tuple[str, ...]], bool] = {}  # its answers, per workspace folders
         self.folders = folders
         self.python = python  # the project's interpreter (``projectPython``); None: this server's
         self._environment: object | None = None  # jedi's environment of ``python``, made on jedi's thread
@@ -102,6 +107,19 @@ class JediNames:
         except FutureTimeout:
             return None  # it finishes on its thread and is cached for the next keystroke
 
+    def denies(self, path: str) -> bool:
+        """The secrets policy's answer for ``path``, remembered while the workspace folders stay
+        the same: jedi's stub search reads the same modules on every completion, and the policy's
+        patterns cost more than the completion itself (a fresh ``JediNames`` comes with a changed
+        ``contextExclude``: the index restarts)."""
+        key = (path, tuple(self.folders()))
+        denied = self._denied.get(key)
+        if denied is None:
+            if len(self._denied) >= DENIED_ENTRIES:
+                self._denied.clear()
+            denied = self._denied[key] = self._denies(path)
+        return denied
+
     def warm(self) -> None:
         """Load jedi and its standard-library stubs on its thread, once, answering no one: the
         first completion in a process takes about a second, the later ones milliseconds."""
@@ -109,62 +127,68 @@ class JediNames:
             if self._warmed:
                 return
             self._warmed = True
-        self._executor.submit(self._warm_up)
+            # Kept with the completions: close() waits for it too (jedi's state is the process's).
+            self._running[WARM_UP] = self._executor.submit(self._warm_up)
 
     def _warm_up(self) -> None:
         try:
             import jedi
 
-            jedi.Script(WARM_UP, environment=self._environment_of()).complete(2, 3)
+            with JEDI_LOCK:
+                jedi.Script(WARM_UP, environment=self._environment_of()).complete(2, 3)
         except Exception as err:  # noqa: BLE001 - no jedi, a broken environment: the first request pays
             log.debug("jedi warm-up failed: %s", err)
+        finally:
+            with self._lock:
+                self._running.pop(WARM_UP, None)
 
     def _complete(self, key: tuple, text: str, line: int, column: int, path: str | None) -> list[str] | None:
         try:
             with self._lock:
                 if key != self._latest and key not in self._cache:
                     return None  # a newer keystroke asked since: skip this one
-            try:
-                import jedi
-            except ImportError:
-                return None
-            from jedi.inference.names import ImportName, SubModuleName
-
-            MODULE_NAMES = (ImportName, SubModuleName)
-            guard_reads(self.denies)
-            script = jedi.Script(text, path=path, project=self._project(path), environment=self._environment_of())
-            refused: dict[str, bool] = {}  # per defining file: a module's names share one
-
-            def allowed(module_path) -> bool:
-                if not module_path:
-                    return True  # a builtin, a keyword's or a compiled module's name
-                where = os.fspath(module_path)
-                if where not in refused:
-                    refused[where] = self.denies(where)
-                return not refused[where]
-
-            found = []
-            for c in script.complete(line, column):
-                if len(found) == MAX_NAMES:
-                    break
-                # A module's name is a file name: nothing of it is read, and asking its ``type``
-                # or ``module_path`` imports it (50 ms each in a package of 10,000 modules,
-                # which then took two minutes; after ``import `` its path is a guess in a zip
-                # file).  The second private name borrowed.
-                if isinstance(c._name, MODULE_NAMES) or (not keyword.iskeyword(c.name) and allowed(c.module_path)):
-                    found.append(c.name)
+            with JEDI_LOCK:
+                found = self._jedi_names(text, line, column, path)
         except Exception as err:  # noqa: BLE001 - jedi on hostile code must never reach the request
             log.debug("jedi failed at %s:%d:%d: %s", path, line, column, err)
             found = None
         finally:
             with self._lock:
                 self._running.pop(key, None)
-            bound_parsed_modules(MAX_PARSED_MODULES)
         if found is not None:
             with self._lock:
                 self._cache[key] = found
                 while len(self._cache) > CACHE_ENTRIES:
                     self._cache.popitem(last=False)
+        return found
+
+    def _jedi_names(self, text: str, line: int, column: int, path: str | None) -> list[str] | None:
+        """jedi's names at (line, column): under ``JEDI_LOCK``."""
+        try:
+            import jedi
+        except ImportError:
+            return None
+        from jedi.inference.names import ImportName, SubModuleName
+
+        MODULE_NAMES = (ImportName, SubModuleName)
+        guard_reads(self.denies)
+        script = jedi.Script(text, path=path, project=self._project(path), environment=self._environment_of())
+        found = []
+        try:
+            for c in script.complete(line, column):
+                if len(found) == MAX_NAMES:
+                    break
+                # A module's name is a file name: nothing of it is read, and asking its ``type``
+                # or ``module_path`` imports it (50 ms each in a package of 10,000 modules,
+                # which then took two minutes; after ``import `` its path is a guess in a zip
+                # file).  The second private name borrowed.  A builtin's, a keyword's or a
+                # compiled module's name has no path.
+                if isinstance(c._name, MODULE_NAMES) or (
+                    not keyword.iskeyword(c.name) and not (c.module_path and self.denies(os.fspath(c.module_path)))
+                ):
+                    found.append(c.name)
+        finally:
+            bound_parsed_modules(MAX_PARSED_MODULES)
         return found
 
     def _environment_of(self):
@@ -253,7 +277,7 @@ _guard: list[Callable[[str], bool]] = []  # the policy the wrapped read asks (th
 
 def guard_reads(denies: Callable[[str], bool]) -> None:
     """Make every file jedi reads pass the secrets policy: parso's ``FileIO.read`` (which jedi's
-    module loading goes through) reads a denied path as a missing file.  Wrapped once per process."""
+    module loading goes through) returns nothing for a denied file.  Wrapped once per process."""
     import parso.file_io
 
     _guard[:] = [denies]
@@ -263,11 +287,12 @@ def guard_reads(denies: Callable[[str], bool]) -> None:
 
     def guarded(self) -> bytes:
         path = os.fspath(self.path)
-        if _guard and _guard[0](path):
-            # Read as a missing file: an empty text would be an empty module, and an empty
-            # ``decimal-stubs`` in the standard library's zip would hide typeshed's stub.
+        # No file, nothing to deny: read as jedi would, failing as a missing file (its stub
+        # search probes many such paths; an empty text there would be an empty module, and an
+        # empty ``decimal-stubs`` in the standard library's zip hid typeshed's stub).
+        if _guard and os.path.isfile(path) and _guard[0](path):
             log.debug("jedi: %s is denied by the secrets policy, not read", path)
-            raise FileNotFoundError(path)
+            return b""
         return read(self)
 
     guarded.difill_guarded = True  # type: ignore[attr-defined]
