@@ -234,6 +234,25 @@ def test_ranking_evidence_echo_and_enclosing_call():
     assert symbol_usage.enclosing_call("x = [1, 2](") == ""
 
 
+def test_a_function_named_after_what_it_calls_picks_that_name():
+    """``def _cmd_upgrade_all(args): return commands.`` - a wrapper named after its callee, the
+    enclosing function read from the lines above (its signature line too), past nested blocks."""
+    query = symbols.SymbolQuery("commands", "", "return")
+    names = ["install", "upgrade", "upgrade_all", "all"]
+    body = "def _cmd_upgrade_all(args):\n    if args.verbose:\n        log(1)\n\n        return commands."
+    assert symbols.rank(query, names, [], before_cursor=body).names[0] == "upgrade_all"
+    assert symbols.rank(query, names, [], before_cursor="return commands.").names[0] == "install"
+    assert symbol_usage.enclosing_function(body) == "_cmd_upgrade_all"
+    assert symbol_usage.enclosing_function("async def fetch_all(\n    x) -> commands.") == "fetch_all"  # its signature
+    assert symbol_usage.enclosing_function("def run() -> Result[commands.") == "run"
+    assert symbol_usage.enclosing_function("def a():\n    pass\n\nx = commands.") == ""  # module level
+    assert symbol_usage.enclosing_function("class A:\n    x = commands.") == ""
+    method = "class A:\n    def upgrade(self):\n        return self."
+    assert symbol_usage.enclosing_function(method) == "upgrade"
+    assert not symbol_usage.named_after("all", "_cmd_upgrade_all")  # too short to tell
+    assert symbol_usage.named_after("UpgradeAll", "_cmd_upgrade_all")
+
+
 def test_the_workspace_use_of_a_module_ranks_its_names(tmp_path):
     """A file that imports the module under another alias and uses one name inside the same call
     ranks it first; the file being edited is left out of that count (its indexed copy is an

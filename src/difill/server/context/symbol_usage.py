@@ -28,6 +28,8 @@ ECHOED = re.compile(rf"({IDENT})[ \t]*(?::[^=\n]{{0,256}})?=[ \t]*$|({IDENT})[ \
 # Characters before a use (or the cursor) looked at for its token, enclosing call and bound name:
 # every function below reads at most this much of the line it is given.
 LINE_WINDOW = 400
+FUNCTION_WINDOW = 8000  # how far back enclosing_function looks for the ``def``
+DEF_LINE = re.compile(rf"[ \t]*+(?:async[ \t]++)?def[ \t]++({IDENT})")
 
 
 @dataclass
@@ -101,6 +103,37 @@ def echoed_word(line: str) -> str:
     ``x = ``, a key in ``key: ``; "" when there is none."""
     found = ECHOED.search(line[-LINE_WINDOW:])
     return (found.group(1) or found.group(2)) if found else ""
+
+
+def enclosing_function(before_cursor: str) -> str:
+    """The name of the function the cursor is in, its signature included (``_cmd_upgrade`` in
+    ``def _cmd_upgrade(args):\n    return commands.``): the nearest ``def`` line above, less
+    indented than the lines between; "" at module level or in a class body.  Reads the last
+    ``FUNCTION_WINDOW`` characters only."""
+    lines = before_cursor[-FUNCTION_WINDOW:].split("\n")
+    found = DEF_LINE.match(lines[-1])
+    if found:
+        return found.group(1)
+    indent = len(lines[-1]) - len(lines[-1].lstrip(" \t"))
+    for line in reversed(lines[:-1]):
+        code = line.lstrip(" \t")
+        level = len(line) - len(code)
+        if not code or code.startswith("#") or level >= indent:
+            continue
+        found = DEF_LINE.match(line)
+        if found:
+            return found.group(1)
+        if code.startswith("class "):
+            return ""
+        indent = level  # a block inside the function (if, for, with): walk on outwards
+    return ""
+
+
+def named_after(name: str, function: str) -> bool:
+    """Does the enclosing ``function``'s name end with ``name`` (``commands.upgrade_all`` in
+    ``def _cmd_upgrade_all``: a wrapper named after what it calls)?  Compared as ``echoes``."""
+    plain_name = name.lower().replace("_", "")
+    return len(plain_name) >= 4 and function.lower().replace("_", "").endswith(plain_name)
 
 
 def echoes(name: str, word: str) -> bool:

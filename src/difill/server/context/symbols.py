@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from difill.server.context.imports import ALL_ENTRY, ALL_LIST
-from difill.server.context.symbol_usage import Usage, echoes, token_before
+from difill.server.context.symbol_usage import Usage, echoes, enclosing_function, named_after, token_before
 
 MAX_MODULE_NAMES = 2000  # candidates ranked for one query: the first that continue what is typed
 MAX_SCANNED_NAMES = 100_000  # names read from one module (the index's file cap bounds it anyway)
@@ -167,6 +167,9 @@ class Ranking:
     undecided: int
 
 
+NAMED_AFTER_FUNCTION = True
+
+
 def rank(
     query: SymbolQuery,
     candidates: Sequence[str],
@@ -204,6 +207,7 @@ def rank(
     order = {name: i for i, name in enumerate(typed)}
     ws = usage or Usage()
     token = query.token_before
+    function = enclosing_function(before_cursor) if NAMED_AFTER_FUNCTION else ""
 
     def evidence(n: str) -> tuple:
         # Chosen on the tuning packages (docs/drafts.md): a name that echoes the word it is bound
@@ -211,7 +215,7 @@ def rank(
         # after the same token here, in the same call and after the same token elsewhere in the
         # workspace.
         return (
-            not (word and echoes(n, word)),
+            not ((word and echoes(n, word)) or (function and named_after(n, function))),
             n != following,
             -in_context[n],
             -ws.in_call[(call, n)] if call else 0,
