@@ -7,7 +7,8 @@ being typed, they are the document's imported names that start with it.  The mod
 to pick one, not spell one (issue 36).
 
 Ranking (``rank``): the typed prefix; a name that echoes the word it is bound to
-(``level=defaults.LOGURU_LEVEL``); the module's order walked on (``successor``); how the document
+(``level=defaults.LOGURU_LEVEL``) or that the enclosing function is named after
+(``def _cmd_install(): return commands.install``); the module's order walked on (``successor``); how the document
 and the draft sources use the candidates right after the same token (``raise errors.``); how the
 workspace's other files that import the module use them inside the same call and after the same
 token (symbol_usage.py); use at all; public before private; the module's own order.  The first
@@ -167,9 +168,6 @@ class Ranking:
     undecided: int
 
 
-NAMED_AFTER_FUNCTION = True
-
-
 def rank(
     query: SymbolQuery,
     candidates: Sequence[str],
@@ -207,11 +205,12 @@ def rank(
     order = {name: i for i, name in enumerate(typed)}
     ws = usage or Usage()
     token = query.token_before
-    function = enclosing_function(before_cursor) if NAMED_AFTER_FUNCTION else ""
+    function = enclosing_function(before_cursor)
 
     def evidence(n: str) -> tuple:
         # Chosen on the tuning packages (docs/drafts.md): a name that echoes the word it is bound
-        # to (``level=defaults.LOGURU_LEVEL``) first, then the module's order walked on, then use
+        # to (``level=defaults.LOGURU_LEVEL``) or that the enclosing function is named after
+        # (``def _cmd_install(): return commands.install``) first, then the module's order walked on, then use
         # after the same token here, in the same call and after the same token elsewhere in the
         # workspace.
         return (
