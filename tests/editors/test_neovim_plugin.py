@@ -437,6 +437,7 @@ def test_the_canvas_is_drawn_in_place_while_the_buffer_stays_as_it_was(nvim_resu
         assert virtual["row"] == 5 and "denoising" in virtual["lines"][0]
         shown = draft["params"]["text"].removesuffix("\n").split("\n")
         assert virtual["lines"][1:] == [_as_drawn(line) for line in shown]
+        assert set(virtual["line_hls"][1:]) == {"DifillPreview"}  # a running fill's word: preview
 
 
 def test_the_proposal_is_shown_as_a_diff_and_accept_applies_exactly_it(nvim_results):

@@ -416,11 +416,12 @@ local function proposal_marks()
   local out = {}
   for _, m in ipairs(vim.api.nvim_buf_get_extmarks(0, proposals.ns, 0, -1, { details = true })) do
     local d = m[4]
-    local lines = {}
+    local lines, line_hls = {}, {}
     for _, l in ipairs(d.virt_lines or {}) do
       lines[#lines + 1] = table.concat(vim.tbl_map(function(c) return c[1] end, l))
+      line_hls[#line_hls + 1] = l[#l] and l[#l][2] or ""  -- the highlight of the line's last chunk
     end
-    out[#out + 1] = { row = m[2], end_row = d.end_row, hl = d.hl_group, lines = lines }
+    out[#out + 1] = { row = m[2], end_row = d.end_row, hl = d.hl_group, lines = lines, line_hls = line_hls }
   end
   return out
 end

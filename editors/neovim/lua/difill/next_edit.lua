@@ -417,7 +417,7 @@ function M.attach(bufnr)
 end
 
 function M.highlights()
-  api.nvim_set_hl(0, "DifillNextEditHint", { link = "DifillDraft", default = true })
+  api.nvim_set_hl(0, "DifillNextEditHint", { link = "DifillPreview", default = true })
 end
 
 return M

@@ -125,7 +125,7 @@ function M.on_preview(_, params, ctx)
     end
     return
   end
-  draw(params.id, bufnr, client, params.range, params.text or "", "DifillDraft",
+  draw(params.id, bufnr, client, params.range, params.text or "", "DifillPreview",
     ("difill: denoising, step %d (%s stops it)"):format(params.step or 0, M.reject_hint))
 end
 
@@ -264,7 +264,11 @@ end
 function M.highlights()
   api.nvim_set_hl(0, "DifillReplaced", { strikethrough = true, fg = "#e06c75", ctermfg = 167, default = true })
   api.nvim_set_hl(0, "DifillAdded", { fg = "#98c379", ctermfg = 114, default = true })
+  -- DifillPreview: a running fill's canvas (the preview).  DifillDraft was its name before "draft"
+  -- came to mean text found in the context only: it keeps the colour, and the preview links to
+  -- it, so a colour a user set for DifillDraft still applies.
   api.nvim_set_hl(0, "DifillDraft", { fg = "#808080", ctermfg = 244, italic = true, default = true })
+  api.nvim_set_hl(0, "DifillPreview", { link = "DifillDraft", default = true })
 end
 
 return M
