@@ -16,7 +16,8 @@ pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/
 # The modules whose patterns run on documents, workspace files and the line at the cursor.
 MODULES = (
     "difill.server.context.symbols", "difill.server.context.symbols_js", "difill.server.context.symbols_go",
-    "difill.server.context.symbol_usage", "difill.server.context.imports", "difill.server.context.drafts",
+    "difill.server.context.symbol_usage", "difill.server.context.symbol_lookup", "difill.server.context.imports",
+    "difill.server.context.drafts",
     "difill.server.context.retrieval", "difill.server.context.definitions", "difill.server.context.similarity",
     "difill.server.context.policy", "difill.text.filters", "difill.text.shape", "difill.text.scope",
     "difill.text.rules",

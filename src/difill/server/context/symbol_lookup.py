@@ -30,10 +30,12 @@ from difill.server.context.symbol_usage import MAX_USAGE_FILES, Usage, echoed_wo
 from difill.text.languages import family_of
 
 CACHED_MODULES = 256
-IMPORT_LINE = re.compile(r"[ \t]*(?:from|import)[ \t]")
-WORD_END = re.compile(r"\w+$")
+# Each starts where a run of its first class does (a lookbehind): a search or a scan over a long
+# run of spaces or a long word is linear, not quadratic (tests/server/context/test_hostile_regexes.py).
+IMPORT_LINE = re.compile(r"(?<![ \t])[ \t]*+(?:from|import)[ \t]")
+WORD_END = re.compile(r"(?<!\w)\w++$")
 # ``from module `` with the word after it to write: the keyword jedi lists there is no name.
-FROM_MODULE = re.compile(r"[ \t]*+from[ \t]++[\w.]++[ \t]++$")
+FROM_MODULE = re.compile(r"(?<![ \t])[ \t]*+from[ \t]++[\w.]++[ \t]++$")
 MAX_PACKAGE_FILES = 64  # a Go package's files read for its names
 MAX_TSCONFIG_CHARS = 256 * 1024
 
