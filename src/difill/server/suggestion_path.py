@@ -53,7 +53,7 @@ from difill.text.pipeline import shown_middles, shown_texts
 from difill.text.rules import with_middles
 
 log = logging.getLogger("difill.server")
-WORD_AT_END = re.compile(r"\w+$")
+WORD_AT_END = re.compile(r"(?<!\w)\w++$")  # starts where the word does: linear on a long line
 WORD_AT_START = re.compile(r"\w*")
 _SAID: set[str] = set()  # why a language got no model text, each logged once
 

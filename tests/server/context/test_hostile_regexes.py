@@ -20,7 +20,7 @@ MODULES = (
     "difill.server.context.drafts",
     "difill.server.context.retrieval", "difill.server.context.definitions", "difill.server.context.similarity",
     "difill.server.context.policy", "difill.text.filters", "difill.text.shape", "difill.text.scope",
-    "difill.text.rules",
+    "difill.text.rules", "difill.server.suggestion_path", "difill.server.features.suggestions.completion",
 )  # fmt: skip
 N = 20_000
 HOSTILE = {

@@ -16,7 +16,7 @@ from lsprotocol import types
 from difill.server.features.suggestions.inline_completion import suggestions_at
 from difill.server.request_context import RequestContext, document_for_request
 
-WORD_BEFORE = re.compile(r"\w*$")
+WORD_BEFORE = re.compile(r"(?<!\w)\w*+$")  # starts where the word does: linear on a long word
 # The typed word is looked for in this many characters before the cursor: "\w*$" tries every
 # start in its text, so over a whole 30 KB line (a hex literal) it took 7 s on the event loop.
 WORD_CHARS = 200
