@@ -77,7 +77,7 @@ def test_an_item_with_a_range_is_applied_before_the_line_is_compared():
     assert fc.is_exact(case, fc.line_after(case, back, offset, "return handle.read().strip()  "))
     assert not fc.is_exact(case, fc.line_after(case, offset, offset, "handle.read()"))
     position = types.Position(line=text.count("\n", 0, offset), character=len(line[:cut]))
-    assert fc._offset_of(text, position) == offset
+    assert fc.offset_of(text, position.line, position.character) == offset
 
 
 def test_the_copy_rule_takes_the_nearest_line_with_the_typed_start():

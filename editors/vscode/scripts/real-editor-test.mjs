@@ -109,18 +109,21 @@ try {
   // accepted: the cursor (the status bar's "Ln, Col") tells whether Tab inserted it.
   const cursor = () =>
     page.evaluate(() => (document.body.innerText.match(/Ln (\d+), Col (\d+)/) ?? []).slice(1).map(Number));
+  // Waits until the cursor has left `from` ([line, column]): a key's effect has landed.
+  const cursorMoved = (from) =>
+    page.waitForFunction(
+      ([l, c]) => {
+        const m = document.body.innerText.match(/Ln (\d+), Col (\d+)/);
+        return m && (Number(m[1]) !== l || Number(m[2]) !== c);
+      },
+      from,
+      { timeout: 10_000 },
+    );
   // Partial accept (issue 52): VS Code's own editor.action.inlineSuggest.acceptNextWord
   // (Ctrl+Right while ghost text shows) takes the first word; the rest stays shown, and Tab takes it.
   const [lineWord, colWord] = await cursor();
   await page.keyboard.press("Control+ArrowRight");
-  await page.waitForFunction(
-    ([l, c]) => {
-      const m = document.body.innerText.match(/Ln (\d+), Col (\d+)/);
-      return m && (Number(m[1]) !== l || Number(m[2]) !== c);
-    },
-    [lineWord, colWord],
-    { timeout: 10_000 },
-  );
+  await cursorMoved([lineWord, colWord]);
   const [, colAfterWord] = await cursor();
   const rest = await page.evaluate(() =>
     [...document.querySelectorAll(".ghost-text-decoration, .ghost-text")].map((e) => e.textContent).join(""),
@@ -132,14 +135,7 @@ try {
   log(`Ctrl+Right accepted the next word (${word} characters); the rest stayed shown: ${JSON.stringify(rest)}`);
   const [lineBefore, colBefore] = await cursor();
   await page.keyboard.press("Tab");
-  await page.waitForFunction(
-    ([l, c]) => {
-      const m = document.body.innerText.match(/Ln (\d+), Col (\d+)/);
-      return m && (Number(m[1]) !== l || Number(m[2]) !== c);
-    },
-    [lineBefore, colBefore],
-    { timeout: 10_000 },
-  );
+  await cursorMoved([lineBefore, colBefore]);
   const accepted = rest.replace(/\u00a0/g, " ");
   const [lineAfter, colAfter] = await cursor();
   // One line of ghost text: the cursor moved past exactly it (a Tab that indented moves by 4).

@@ -14,27 +14,17 @@ The figures go to docs/llamacpp.md by hand, with the command; nothing here is a 
 from __future__ import annotations
 
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from difill.lab.bench_timing import median_ms
+
 CANVASES = (16, 32, 48)
 PROMPTS = (20, 200)  # prompt tokens: a file's start, and the shipped model's usual window (256 at most)
 REPEATS = 50
-
-
-def _median_ms(run, repeats: int = REPEATS) -> float:
-    run()  # warm-up: first-call allocations
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        run()
-        times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times)
 
 
 def step_times(
@@ -74,7 +64,7 @@ def step_times(
                             canvas, slots, logits
                         )  # the next pass's input: part of a step
 
-                    row[n][length] = round(_median_ms(one_pass), 2)
+                    row[n][length] = round(median_ms(one_pass, REPEATS), 2)
         report[f"torch_{threads}"] = row
     torch.set_num_threads(default_threads)
     for threads in thread_counts:
@@ -87,12 +77,12 @@ def step_times(
                 flags = np.full((1, length), OPEN, dtype=np.uint8)
                 worker.step(ids, flags, False, 1.0)
                 row[n][length] = round(
-                    _median_ms(lambda c=ids, f=flags, w=worker: w.step(c, f, True, 1.0)), 2
+                    median_ms(lambda c=ids, f=flags, w=worker: w.step(c, f, True, 1.0), REPEATS), 2
                 )
         # A STEP with no open slot: nothing is forwarded, so this is the protocol's own round trip.
         closed = np.zeros((1, CANVASES[0]), dtype=np.uint8)
         report[f"round_trip_ms_{threads}"] = round(
-            _median_ms(lambda w=worker, f=closed: w.step(canvases[CANVASES[0]], f, False, 1.0)), 3
+            median_ms(lambda w=worker, f=closed: w.step(canvases[CANVASES[0]], f, False, 1.0), REPEATS), 3
         )
         worker.close()
         report[f"llamacpp_{threads}"] = row
@@ -119,7 +109,7 @@ def fill_times(prompt_tokens: int = 200, repeats: int = 10) -> dict:
         ):
             engine.fill(prefix, suffix, options)  # the prefix is cached, as while typing
             report[f"{name}_{label}"] = round(
-                _median_ms(lambda e=engine, o=options: e.fill(prefix, suffix, o), repeats), 1
+                median_ms(lambda e=engine, o=options: e.fill(prefix, suffix, o), repeats), 1
             )
     engines["llamacpp"].close()
     return report

@@ -18,7 +18,8 @@ import json
 import numpy as np
 import torch
 
-from difill.lab.bench_engines import CANVASES, PROMPTS, _median_ms
+from difill.lab.bench_engines import CANVASES, PROMPTS
+from difill.lab.bench_timing import median_ms
 
 
 def passes(torch_engine, mlx_engine, prompt: list[int], rows: int = 1):
@@ -74,7 +75,7 @@ def step_times(torch_engine, mlx_engine, repeats: int) -> dict:
                     def one_pass(decoder=decoder, canvas=canvas, slots=slots, soft=soft):
                         decoder.soft_embeddings(canvas, slots, decoder.open_logits(canvas, soft, slots))
 
-                    report[name][n][length] = round(_median_ms(one_pass, repeats), 2)
+                    report[name][n][length] = round(median_ms(one_pass, repeats), 2)
     return report
 
 
@@ -88,7 +89,7 @@ def fill_times(torch_engine, mlx_engine, repeats: int) -> dict:
     report = {}
     for name, engine in (("torch", torch_engine), ("mlx", mlx_engine)):
         engine.fill(prefix, suffix, FillOptions())  # the prefix is cached, as while typing
-        report[name] = round(_median_ms(lambda e=engine: e.fill(prefix, suffix, FillOptions()), repeats), 1)
+        report[name] = round(median_ms(lambda e=engine: e.fill(prefix, suffix, FillOptions()), repeats), 1)
     return report
 
 

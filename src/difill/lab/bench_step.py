@@ -17,24 +17,15 @@ machine is shared and a busy neighbour only ever adds time.  A third run with th
 from __future__ import annotations
 
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
 
 import torch
 
+from difill.lab.bench_timing import median_ms
+
 PREFIX_TOKENS = 200
-
-
-def _median_ms(run, repeats: int) -> float:
-    run()  # first-call allocations
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        run()
-        times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times)
 
 
 def step_profile(model_dir: str | None, slots: int = 16, repeats: int = 20, rounds: int = 3) -> dict:
@@ -71,8 +62,8 @@ def step_profile(model_dir: str | None, slots: int = 16, repeats: int = 20, roun
         def one_pass() -> None:
             decoder.soft_embeddings(canvas, every, decoder.open_logits(canvas, soft, every))
 
-        pass_ms = min(_median_ms(one_pass, repeats * 2) for _ in range(rounds))
-        fill_ms = min(_median_ms(fill, repeats) for _ in range(rounds))
+        pass_ms = min(median_ms(one_pass, repeats * 2) for _ in range(rounds))
+        fill_ms = min(median_ms(fill, repeats) for _ in range(rounds))
         recorder = Recorder()
         handles = hook_decoder(recorder, loaded.model.model.decoder)
         decoder.logits = recorder.timed("LM head", decoder.logits)

@@ -42,7 +42,7 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
 from difill.lab.bench_server import position_of
-from difill.lab.next_edit_eval import wilson
+from difill.lab.next_edit_eval import offset_of, wilson
 
 LANGUAGES = {".py": "python", ".go": "go", ".ts": "typescript", ".tsx": "typescriptreact"}
 # Folders whose files are not the project's code as a user writes it.
@@ -238,8 +238,8 @@ class FreshClient:
         new = first.insert_text if isinstance(first.insert_text, str) else first.insert_text.value
         start, end = case.offset, case.offset
         if first.range is not None:
-            start = _offset_of(case.text, first.range.start)
-            end = _offset_of(case.text, first.range.end)
+            start = offset_of(case.text, first.range.start.line, first.range.start.character)
+            end = offset_of(case.text, first.range.end.line, first.range.end.character)
         return line_after(case, start, end, new), ms, True
 
     async def warm_up(self, root: Path, language: str) -> None:
@@ -255,17 +255,6 @@ class FreshClient:
         self.client.exit(None)
         await asyncio.sleep(0.2)
         await self.client.stop()
-
-
-def _offset_of(text: str, position: types.Position) -> int:
-    """The character offset of an LSP position (UTF-16 columns)."""
-    start = 0
-    for _ in range(position.line):
-        start = text.index("\n", start) + 1
-    end = text.find("\n", start)
-    line = text[start : len(text) if end < 0 else end]
-    units = line.encode("utf-16-le")[: position.character * 2]
-    return start + len(units.decode("utf-16-le", errors="ignore"))
 
 
 @dataclass
