@@ -13,7 +13,14 @@ user would stand and the rest of its line gone (it is still to be written):
   (``raise █TryAgain``), nothing of it typed;
 * ``imported, 2 typed``: the same with its first two characters typed;
 * ``environment``: right after ``alias.``, where ``alias`` imports a module of the standard
-  library or an installed package, not of the project (``os.path.█join``, ``re.█compile``).
+  library or an installed package, not of the project (``os.path.█join``, ``re.█compile``);
+* ``word, 2 typed``: a bare name an IDE knows at the cursor, its first two characters typed: a
+  local, a parameter, a global or a builtin, used earlier in the file or built in (``return
+  re█sult``), not an imported one (those are ``imported``) and not a keyword argument;
+* ``argument, 2 typed``: a keyword argument's name in a call (``open(path, en█coding=...)``).
+
+The word kinds may start a line (a typed word at a line's start is typing's commonest case); the
+others need code before the cursor on its line.
 
 ``--repos`` reads projects from git trees at a pinned commit instead (their ``.py`` files but
 tests and docs): projects from outside every list, for figures a user can expect.  The case's
@@ -31,6 +38,8 @@ tuning packages, on which any ranking choice is made before the workspace packag
 from __future__ import annotations
 
 import argparse
+import builtins
+import keyword
 import random
 import re
 import statistics
@@ -43,9 +52,13 @@ from difill.server.context import symbols
 from difill.server.context.drafts import in_prose
 from difill.server.suggestion_path import ServedModel
 
-KINDS = ("module", "imported", "imported, 2 typed", "environment")
+KINDS = ("module", "imported", "imported, 2 typed", "environment", "word, 2 typed", "argument, 2 typed")
 USE = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*){0,4})\.([A-Za-z_]\w*)")
 NAME = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\b")
+ARGUMENT = re.compile(r"[(,][ \t]*\Z")  # before a keyword argument's name: ``f(``, ``f(x, ``
+TYPING_RATE = 6.0  # keys a second, as `difill bench --typing` types: a typed kind's pace
+DEF_LINE = re.compile(r"[ \t]*+(?:async[ \t]+)?def[ \t]")
+BUILTINS = frozenset(dir(builtins))
 IMPORT_STATEMENT = re.compile(r"^[ \t]*(?:from|import)[ \t]")
 
 
@@ -57,6 +70,7 @@ class SymbolCase:
     expected: str  # the rest of the line that was removed
     symbol: str  # the part of the symbol still to write
     defining: str = ""  # package/relative path of the file that defines it
+    typed: int = 0  # characters of the symbol typed before the cursor
 
 
 def _inside(path: str) -> str:
@@ -88,9 +102,15 @@ def symbol_cases(packages: Packages, per_kind: int, seed: int) -> dict[str, list
                     case = _case(path, text, match.start(2), match.group(2), 0)
                     if case is not None:
                         found["environment"].append(case)
+            first_use: dict[str, int] = {}
+            for match in NAME.finditer(text):
+                first_use.setdefault(match.group(1), match.start())
             for match in NAME.finditer(text, start):
                 name = match.group(1)
                 if name not in imports.names:
+                    word = _word_case(path, text, match, first_use)
+                    if word is not None:
+                        found[word[0]].append(word[1])
                     continue
                 module, original = imports.names[name]
                 target = _defining(by_relative, module, current)
@@ -101,6 +121,26 @@ def symbol_cases(packages: Packages, per_kind: int, seed: int) -> dict[str, list
                             found[kind].append(replace(case, defining=_package_path(path, target)))
     rng = random.Random(seed)
     return {kind: rng.sample(cases, min(per_kind, len(cases))) for kind, cases in found.items()}
+
+
+def _word_case(path: str, text: str, match: re.Match, first_use: dict[str, int]) -> tuple[str, SymbolCase] | None:
+    """A name not imported, 2 typed: a keyword argument's (``argument, 2 typed``) or one an IDE
+    knows at the cursor (``word, 2 typed``: built in, or used before the cursor's line;
+    ``first_use``: where each name first appears in ``text``)."""
+    name = match.group(1)
+    if len(name) < 4 or keyword.iskeyword(name):
+        return None
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    after = text[match.end() : match.end() + 2]
+    is_def = DEF_LINE.match(text, line_start) is not None  # ``def f(x, timeout=3)``: a default
+    if after[:1] == "=" and after != "==" and not is_def and ARGUMENT.search(text, line_start, match.start()):
+        kind = "argument, 2 typed"
+    elif name in BUILTINS or first_use.get(name, len(text)) < line_start:
+        kind = "word, 2 typed"
+    else:
+        return None
+    case = _case(path, text, match.start(), name, 2, at_line_start=True)
+    return (kind, case) if case is not None else None
 
 
 def _in_environment(module: str, by_relative: dict[str, str]) -> bool:
@@ -162,15 +202,17 @@ def _defining(by_relative: dict[str, str], module: str, current: str) -> str | N
     return None
 
 
-def _case(path: str, text: str, at: int, name: str, typed: int) -> SymbolCase | None:
+def _case(path: str, text: str, at: int, name: str, typed: int, at_line_start: bool = False) -> SymbolCase | None:
     line_start = text.rfind("\n", 0, at) + 1
     line_end = text.find("\n", at)
     line_end = len(text) if line_end < 0 else line_end
     before = text[line_start:at]
-    if IMPORT_STATEMENT.match(text[line_start:line_end]) or in_prose(before, None) or not before.strip():
+    if IMPORT_STATEMENT.match(text[line_start:line_end]) or in_prose(before, None):
+        return None
+    if not (before.strip() or at_line_start):
         return None
     offset = at + typed
-    return SymbolCase(path, text[:offset] + text[line_end:], offset, text[offset:line_end], name[typed:])
+    return SymbolCase(path, text[:offset] + text[line_end:], offset, text[offset:line_end], name[typed:], typed=typed)
 
 
 def score(
@@ -192,11 +234,17 @@ def score(
                 tab = indexes.indexes[case.path.split("/", 1)[0]], indexes.uri(case.defining)
                 source = dict(indexes.packages[case.path.split("/", 1)[0]])[case.defining]
                 tab[0].set_open(tab[1], "python", source)
-            indexes.retrieval(case.path, case.text, case.offset)  # the package's files are on disk
+            if case.typed:  # typed at 6 keys a second: the word's first character asked a key before
+                first = case.offset - case.typed + 1
+                indexes.retrieval(case.path, case.text[:first] + case.text[case.offset :], first)
+            else:
+                indexes.retrieval(case.path, case.text, case.offset)  # the package's files are on disk
             own = indexes.root / case.path
             hidden = own.with_name(own.name + ".eval-hidden")
             own.rename(hidden)  # the case's file, answer and all, is on no disk jedi reads
             try:
+                if case.typed:
+                    time.sleep(1 / TYPING_RATE)
                 started = time.perf_counter()
                 context = indexes.retrieval(case.path, case.text, case.offset)
                 lookup_ms = (time.perf_counter() - started) * 1000
@@ -252,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--kinds",
         default="module,imported,typed",
-        help="the kinds to score: module, imported, typed (2 typed)",
+        help="the kinds to score: module, imported, typed (2 typed), environment, word, argument",
     )
     parser.add_argument(
         "--cache", default="data/archives", help="where the fetched package archives are kept"
@@ -271,6 +319,8 @@ def main(argv: list[str] | None = None) -> int:
         "imported": "imported",
         "typed": "imported, 2 typed",
         "environment": "environment",
+        "word": "word, 2 typed",
+        "argument": "argument, 2 typed",
     }
     kinds = [short[k.strip()] for k in args.kinds.split(",")]
     cases = {k: c for k, c in symbol_cases(packages, args.cases, args.seed).items() if k in kinds}

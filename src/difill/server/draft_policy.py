@@ -28,6 +28,9 @@ DRAFTS_PER_REQUEST = 3  # drafts that seed canvas rows when drafts are on (find_
 # tuning packages the model never saw, not on the eval (docs/drafts.md "When a draft is shown"):
 # 1 (every draft) loses a quarter of the keystrokes typing at the end of a file saves.
 SHOW_MIN_MATCH = 4
+# A lookup carries a symbol's arguments when it matched the token before the name too (``x.``,
+# ``raise Re``), not only the typed word.
+MIN_LOOKUP_MATCH = 2
 AFTER_SYMBOLS = "after-symbols"  # the kind of a lookup that names no symbol candidate (drafts_at)
 
 
@@ -124,16 +127,21 @@ def drafts_at(
     # ``LOGURU_FILTER,`` (comma and all) went before the right bare name in a block of
     # ``level=defaults.LOGURU_LEVEL,`` lines.  Other lookups name no candidate: after them.
     def starts_with(draft: Draft, name: Draft) -> bool:
+        # A name's draft ends where the name does (``Retry`` is not ``RetryError``'s), a keyword
+        # argument's with its ``=`` (``timeout=`` then the value).
         tail = draft.text[len(name.text) : len(name.text) + 1]
-        return draft.text.startswith(name.text) and not tail.isidentifier()
+        whole = (tail != "=") if name.text.endswith("=") else not tail.isidentifier()
+        return draft.text.startswith(name.text) and whole
 
     # jedi's names (the environment's, server/context/jedi_names.py) come in an order that says
     # little: a lookup that starts with any of them carries the evidence, and goes first.
     leading = [d for d in index_drafts if d.kind == "symbol"] if names[0].source == "jedi" else names[:1]
+    # A lookup that matched the typed word alone (``pri`` on a new line, continued as the line
+    # below it goes on) is no evidence for what follows the name: it stays a plain draft.
     with_names = [
         Draft(d.text, d.source, d.matched, kind="symbol")
         for d in found
-        if any(starts_with(d, name) for name in leading)
+        if d.matched >= MIN_LOOKUP_MATCH and any(starts_with(d, name) for name in leading)
     ]
     others = [d for d in index_drafts if d.kind != "symbol"]
     rest = [replace(d, kind=AFTER_SYMBOLS) for d in found if not any(starts_with(d, n) for n in names)]

@@ -268,3 +268,23 @@ def test_a_closed_indexs_jedi_work_never_runs_beside_a_new_ones(src_layout, pati
                 "core",
                 "make_widget",
             ]
+
+
+def test_a_document_outside_the_workspace_gets_its_own_names_and_a_secret_one_none(tmp_path, patient):
+    """A lone file (no folder open, or one outside them): jedi completes its own text, the
+    builtins and the environment, reading nothing around it; a document the secrets policy
+    denies is never completed."""
+    folder = tmp_path / "ws"
+    write(tmp_path / "lone/neighbour.py", "LEAKED = 1\n")
+
+    def unreadable(path: str) -> bool:  # as the server's (retrieval.py): the folder and the environment
+        return not (path.startswith(str(folder) + "/") or lookup.environment_module(path))
+
+    lookup = JediNames(unreadable, lambda: [str(folder)], secret=lambda path: path.endswith(".env.py"))
+    text = "import neighbour\n\ndef main(limit):\n    total = limit\n    return x"
+    found = lookup.names(text, len(text) - 1, str(tmp_path / "lone/app.py"))
+    assert {"limit", "total", "len"} <= set(found)
+    neighbour = "import neighbour\nneighbour."  # the file beside it is not read
+    assert "LEAKED" not in (lookup.names(neighbour, len(neighbour), str(tmp_path / "lone/app.py")) or [])
+    assert lookup.names(text, len(text) - 1, str(tmp_path / "lone/.env.py")) is None
+    lookup.close(wait_s=30)

@@ -66,9 +66,16 @@ class JediNames:
     installed, did not answer in time, or failed (the caller keeps its own rules)."""
 
     def __init__(
-        self, denies: Callable[[str], bool], folders: Callable[[], list[str]], python: str | None = None
+        self,
+        denies: Callable[[str], bool],
+        folders: Callable[[], list[str]],
+        python: str | None = None,
+        secret: Callable[[str], bool] | None = None,
     ) -> None:
-        self._denies = denies  # path -> whether the secrets policy denies it (``denies``)
+        self._denies = denies  # path -> whether jedi may not read it (``denies``)
+        # path -> whether the secrets policy denies a document (its text is never completed); a
+        # document outside every workspace folder that it allows is completed on its own text.
+        self._secret = secret or denies
         self._denied: dict[tuple[str, tuple[str, ...]], bool] = {}  # its answers, per workspace folders
         self.folders = folders
         self.python = python  # the project's interpreter (``projectPython``); None: this server's
@@ -79,12 +86,19 @@ class JediNames:
         self._cache: OrderedDict[tuple, list[str]] = OrderedDict()
         self._running: dict[tuple, Future] = {}
         self._latest: tuple | None = None
-        self._projects: dict[str, object] = {}
+        self._projects: dict[str | None, object] = {}
         self._warmed = False
 
-    def names(self, text: str, offset: int, path: str | None) -> list[str] | None:
-        if len(text) > MAX_TEXT_CHARS or (path is not None and self.denies(path)):
+    def names(self, text: str, offset: int, path: str | None, wait_s: float | None = None) -> list[str] | None:
+        """jedi's names at ``offset``, waited for ``wait_s`` (``DEADLINE_S`` when None; 0 starts
+        the completion and answers only from the cache: a word's first character asks for the
+        list its next keystrokes read)."""
+        if len(text) > MAX_TEXT_CHARS or (path is not None and self._secret(path)):
             return None
+        if path is not None and self.denies(path):
+            # Outside the workspace (a lone file, no folder open): its own names, the builtins and
+            # the environment's, nothing read around it (``_project``: no folder of its own).
+            path = None
         line = text.count("\n", 0, offset) + 1
         column = offset - (text.rfind("\n", 0, offset) + 1)
         key = (
@@ -103,7 +117,8 @@ class JediNames:
                 future = self._executor.submit(self._complete, key, text, line, column, path)
                 self._running[key] = future
         try:
-            return future.result(timeout=DEADLINE_S)  # read at each call: tests wait longer
+            # DEADLINE_S is read at each call: tests wait longer.
+            return future.result(timeout=DEADLINE_S if wait_s is None else wait_s)
         except FutureTimeout:
             return None  # it finishes on its thread and is cached for the next keystroke
 
@@ -228,8 +243,10 @@ class JediNames:
         folder = next(
             (f for f in self.folders() if path and path.startswith(f.rstrip(os.sep) + os.sep)), None
         )
-        if folder is None:
-            return None
+        if folder is None:  # no module of a folder around it on the path (jedi's default adds one)
+            if None not in self._projects:
+                self._projects[None] = jedi.Project(os.getcwd(), smart_sys_path=False)
+            return self._projects[None]
         if folder not in self._projects:
             src = os.path.join(folder, "src")
             added = [src] if os.path.isdir(src) else []

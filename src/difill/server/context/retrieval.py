@@ -97,7 +97,7 @@ class Retriever:
                 any(files.inside(path, folder) for folder in folders()) or jedi.environment_module(path)
             )
 
-        jedi = JediNames(unreadable, folders, project_python)
+        jedi = JediNames(unreadable, folders, project_python, secret=lambda path: policy.denies_path(path, folders()))
         self._symbols = SymbolLookup(lock, store, folders, jedi)
 
     def warm(self, language_id: str) -> None:

@@ -196,9 +196,9 @@ def rank(
     wanted = set(typed)
     used: Counter[str] = Counter()
     in_context: Counter[str] = Counter()
-    for text in texts:
+    for i, text in enumerate(texts):
         text = text[:USAGE_SCAN_CHARS]
-        if after:
+        if query.chain or i == 0:  # a typed word's names: their use in the document (texts[0])
             used.update(m.group(1) for m in uses.finditer(text) if m.group(1) in wanted)
         if same is not None:
             in_context.update(m.group(1) for m in same.finditer(text) if m.group(1) in wanted)
@@ -217,6 +217,10 @@ def rank(
             not ((word and echoes(n, word)) or (function and named_after(n, function))),
             n != following,
             -in_context[n],
+            # A typed word's name that the code here uses at all, or a keyword argument of the
+            # call it is typed in (jedi's ``timeout=``), before one it never does (jedi's list holds
+            # every builtin: ``St`` is ``StrictFileLock`` here, not ``StopIteration``).
+            not query.chain and not (used[n] or n.endswith("=")),
             -ws.in_call[(call, n)] if call else 0,
             -ws.after[(token, n)],
         )
