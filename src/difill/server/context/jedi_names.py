@@ -4,8 +4,9 @@ The workspace index resolves ``module.`` only to the workspace's own files, by p
 the completion library of jedi-language-server and IPython) resolves what an IDE does: re-exports
 and ``__all__``, star imports, absolute imports in a ``src/`` layout, the standard library and
 installed packages (this server's environment), and the attributes of classes and instances.
-symbol_lookup.py asks it after ``x.`` where its own rules find no workspace module, and ranks its
-names as it ranks the workspace's; the model then orders the names no evidence tells apart.
+symbol_lookup.py asks it after ``x.`` where its own rules find no workspace module, and at a
+typed word (once per word, ``names(..., wait_s=0)``), and ranks its names as it ranks the
+workspace's; the model then orders the names no evidence tells apart.
 
 * **The project's interpreter.**  ``projectPython`` names it (a virtual environment's
   ``bin/python``): its standard library and packages are the ones named.  Unset, or unusable
@@ -76,7 +77,7 @@ class JediNames:
         # path -> whether the secrets policy denies a document (its text is never completed); a
         # document outside every workspace folder that it allows is completed on its own text.
         self._secret = secret or denies
-        self._denied: dict[tuple[str, tuple[str, ...]], bool] = {}  # its answers, per workspace folders
+        self._denied: dict[tuple, bool] = {}  # its and ``secret``'s answers, per workspace folders
         self.folders = folders
         self.python = python  # the project's interpreter (``projectPython``); None: this server's
         self._environment: object | None = None  # jedi's environment of ``python``, made on jedi's thread
@@ -93,7 +94,7 @@ class JediNames:
         """jedi's names at ``offset``, waited for ``wait_s`` (``DEADLINE_S`` when None; 0 starts
         the completion and answers only from the cache: a word's first character asks for the
         list its next keystrokes read)."""
-        if len(text) > MAX_TEXT_CHARS or (path is not None and self._secret(path)):
+        if len(text) > MAX_TEXT_CHARS or (path is not None and self._remembered(self._secret, path)):
             return None
         if path is not None and self.denies(path):
             # Outside the workspace (a lone file, no folder open): its own names, the builtins and
@@ -127,13 +128,16 @@ class JediNames:
         the same: jedi's stub search reads the same modules on every completion, and the policy's
         patterns cost more than the completion itself (a fresh ``JediNames`` comes with a changed
         ``contextExclude``: the index restarts)."""
-        key = (path, tuple(self.folders()))
-        denied = self._denied.get(key)
-        if denied is None:
+        return self._remembered(self._denies, path)
+
+    def _remembered(self, asked: Callable[[str], bool], path: str) -> bool:
+        key = (asked, path, tuple(self.folders()))
+        answer = self._denied.get(key)
+        if answer is None:
             if len(self._denied) >= DENIED_ENTRIES:
                 self._denied.clear()
-            denied = self._denied[key] = self._denies(path)
-        return denied
+            answer = self._denied[key] = asked(path)
+        return answer
 
     def warm(self) -> None:
         """Load jedi and its standard-library stubs on its thread, once, answering no one: the

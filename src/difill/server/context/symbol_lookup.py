@@ -11,6 +11,11 @@ One path for every language that has rules for it:
 
 Only indexed files are candidates' modules: a module outside the workspace folders, or a file
 the secrets policy denies (never indexed), gives no candidates.
+
+Python also asks jedi (jedi_names.py): after ``x.`` where these rules find no workspace module,
+and at a typed word, where its names where the word starts (locals, parameters, globals,
+builtins, a call's ``name=``) join the imported ones; that list is asked at the word's first
+character and read, never waited for, at its next ones (``_jedi_words``).
 """
 
 from __future__ import annotations
