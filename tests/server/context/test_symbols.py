@@ -47,6 +47,13 @@ def run(fn):
 """
 
 
+@pytest.fixture(autouse=True)
+def jedi_never_slow(monkeypatch):
+    """Whether jedi is asked at a typed word depends on how long its last completions took
+    (JediNames.slow): on a loaded machine that is anything; here it is asked (a test sets less)."""
+    monkeypatch.setattr(jedi_names, "SLOW_S", 3600.0)
+
+
 @pytest.fixture
 def workspace(tmp_path):
     write(tmp_path / "ws/pkg/__init__.py", "")
@@ -429,3 +436,19 @@ async def test_the_model_orders_undecided_names_through_the_server(tmp_path):
             if result.items and result.items[0].insert_text in ("qzxv_alpha", "debug", "info"):
                 break
         assert result.items[0].insert_text in ("debug", "info")
+
+
+def test_a_document_jedi_is_slow_on_gets_no_jedi_names_at_a_typed_word(workspace, monkeypatch):
+    """jedi's pure-Python work shares the interpreter with the request path: a document whose
+    last two completions each took over SLOW_S (every one, here) is not asked at a typed word;
+    ``x.`` still asks (and so measures again)."""
+    root, index = workspace
+    head = "import os\n\n\ndef main(limit):\n    total = limit\n"
+    assert typed(index, root, head + "    return li")[0] == ("mit", "symbol")  # fast enough: asked
+    monkeypatch.setattr(jedi_names, "SLOW_S", 0.0)
+    monkeypatch.setattr(jedi_names, "DEADLINE_S", 60.0)
+    for attribute in ("    os.pa", "    os.ge"):  # two completions of this document, each "slow"
+        assert drafts(index, root, head + attribute) != []
+    assert typed(index, root, head + "    return li") == []  # not asked: no local, no builtin
+    monkeypatch.setattr(jedi_names, "SLOW_S", 60.0)
+    assert typed(index, root, head + "    return li")[0] == ("mit", "symbol")

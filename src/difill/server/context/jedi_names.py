@@ -40,6 +40,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -48,6 +49,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 log = logging.getLogger("difill.server")
 
 DEADLINE_S = 0.05  # a keystroke's share: past it, today's rules answer
+SLOW_S = 0.05  # a document whose completions take longer gets none at a typed word (``slow``)
 MAX_NAMES = 2000  # jedi lists every name of a module; the ranking reads this many (symbols.MAX_MODULE_NAMES)
 CACHE_ENTRIES = 64
 # jedi and parso keep process-wide state (inference caches, parsed modules) that is not made for
@@ -88,6 +90,7 @@ class JediNames:
         self._running: dict[tuple, Future] = {}
         self._latest: tuple | None = None
         self._projects: dict[str | None, object] = {}
+        self._costs: dict[str | None, tuple[float, ...]] = {}  # a document's last two completions, s
         self._warmed = False
 
     def names(self, text: str, offset: int, path: str | None, wait_s: float | None = None) -> list[str] | None:
@@ -96,6 +99,7 @@ class JediNames:
         list its next keystrokes read)."""
         if len(text) > MAX_TEXT_CHARS or (path is not None and self._remembered(self._secret, path)):
             return None
+        document = path
         if path is not None and self.denies(path):
             # Outside the workspace (a lone file, no folder open): its own names, the builtins and
             # the environment's, nothing read around it (``_project``: no folder of its own).
@@ -103,7 +107,7 @@ class JediNames:
         line = text.count("\n", 0, offset) + 1
         column = offset - (text.rfind("\n", 0, offset) + 1)
         key = (
-            path,
+            document,
             hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(),
             line,
             column,
@@ -122,6 +126,21 @@ class JediNames:
             return future.result(timeout=DEADLINE_S if wait_s is None else wait_s)
         except FutureTimeout:
             return None  # it finishes on its thread and is cached for the next keystroke
+
+    def slow(self, path: str | None) -> bool:
+        """Whether jedi's last two completions of this document each took over ``SLOW_S``: then a
+        typed word does not ask (symbol_lookup.py).  jedi's work is pure Python on a thread of
+        this process; on a 2,000-line module it is 100-200 ms a completion, and the request path
+        waits for the interpreter meanwhile (typing at 6 keys a second, answers came after the
+        next key).  ``x.`` still asks, and so measures again."""
+        with self._lock:
+            return min(self._costs.get(path, (0.0,))) > SLOW_S
+
+    def _note_cost(self, path: str | None, seconds: float) -> None:
+        with self._lock:
+            if len(self._costs) >= DENIED_ENTRIES:
+                self._costs.clear()
+            self._costs[path] = (self._costs.get(path, (seconds,))[-1], seconds)
 
     def denies(self, path: str) -> bool:
         """The secrets policy's answer for ``path``, remembered while the workspace folders stay
@@ -167,7 +186,9 @@ class JediNames:
                 if key != self._latest and key not in self._cache:
                     return None  # a newer keystroke asked since: skip this one
             with JEDI_LOCK:
+                started = time.perf_counter()
                 found = self._jedi_names(text, line, column, path)
+                self._note_cost(key[0], time.perf_counter() - started)
         except Exception as err:  # noqa: BLE001 - jedi on hostile code must never reach the request
             log.debug("jedi failed at %s:%d:%d: %s", path, line, column, err)
             found = None

@@ -141,15 +141,16 @@ class SymbolLookup:
             ahead = line_before[: len(line_before) - len(query.chain) - len(query.partial) - 1]
             module = rules.module_of_chain(query.chain, imports)
             found = self.module_files(module, current_path, rules) if module else []
+            python = rules.family == "python"  # jedi's language
             if not found:
-                return self._jedi_drafts(text, offset, current_path, query, texts, rules, ahead)
+                return self._jedi_drafts(text, offset, current_path, query, texts, ahead) if python else []
             names = list(dict.fromkeys(n for record in found for n in self._module_names(record, rules)))
             usage = self.usage(found, rules, names).without(current_path)
             ranking = symbols.rank(
                 query, names, texts, text[:offset], usage, enclosing_call(ahead), echoed_word(ahead)
             )
             if not ranking.names:  # e.g. a package's __init__.py that only re-exports: jedi follows them
-                return self._jedi_drafts(text, offset, current_path, query, texts, rules, ahead)
+                return self._jedi_drafts(text, offset, current_path, query, texts, ahead) if python else []
             return symbol_drafts(ranking, query.partial, found[0].relative)
         names = list(imports.names)
         from_jedi = self._jedi_words(text, offset, current_path, query, rules, line_before) if query.partial else []
@@ -167,7 +168,12 @@ class SymbolLookup:
         ``_prefetch_word`` asked at the word's first character, a keystroke ago; a list not ready
         by now comes for a later keystroke (waiting for it here made 3% of the keystrokes typed
         at 6 a second miss their suggestion, docs/drafts.md "jedi at a typed word")."""
-        if self.jedi is None or rules.family != "python" or IMPORT_LINE.match(line_before):
+        if (
+            self.jedi is None
+            or rules.family != "python"
+            or IMPORT_LINE.match(line_before)
+            or self.jedi.slow(current_path)
+        ):
             return []
         start = offset - len(query.partial)
         names = self.jedi.names(without_word(text, start, offset), start, current_path, wait_s=0) or []
@@ -187,6 +193,7 @@ class SymbolLookup:
             or word is None
             or len(word.group(1)) != 1
             or IMPORT_LINE.match(line_before)
+            or self.jedi.slow(current_path)
         ):
             return
         start = offset - 1
@@ -194,15 +201,14 @@ class SymbolLookup:
 
     def _jedi_drafts(
         self, text: str, offset: int, current_path: str | None, query: symbols.SymbolQuery,
-        texts: list[str], rules: ModuleRules, ahead: str,
+        texts: list[str], ahead: str,
     ) -> list[Draft]:  # fmt: skip
         """jedi's names after ``chain.`` (jedi_names.py), ranked as the workspace's are: the
         standard library's and installed packages' modules, re-exports, src layouts, instances'
         attributes.  Its list is alphabetical: a lookup that starts with one of its names goes
         first (draft_policy.drafts_at), and the model orders the first undecided ones.
-        ``ahead``: the line before ``chain.``.  (At a typed word without a chain, the document's
-        imported names stay the only candidates.)"""
-        if self.jedi is None or rules.family != "python" or IMPORT_LINE.match(ahead):
+        ``ahead``: the line before ``chain.``.  Python only (the callers')."""
+        if self.jedi is None or IMPORT_LINE.match(ahead):
             return []  # an import line: the index's import drafts complete it (retrieval.py)
         names = self.jedi.names(text, offset, current_path)
         if not names:
