@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 
 from lsprotocol import types
-from pygls.lsp.client import LanguageClient
 
 from difill.lab.bench_timing import SHAPE_GROUPS, Timing, percentile
+from difill.lab.serve_client import ServeClient, serve_args
 from difill.lab.training.examples import InfillExample
 
 URI = "file:///bench/case.py"
@@ -40,45 +40,24 @@ def resident_mb(pid: int) -> float:
     return 0.0
 
 
-class BenchClient:
+class BenchClient(ServeClient):
     def __init__(self) -> None:
-        self.client = LanguageClient("difill-bench", "0")
-        self.ready = asyncio.Event()
+        super().__init__("difill-bench")
         self.version = 0
-
-        @self.client.feature("difill/status")
-        def on_status(params) -> None:
-            state = getattr(params, "state", None) or (
-                params.get("state") if isinstance(params, dict) else None
-            )
-            if state == "ready":
-                self.ready.set()
-
-        @self.client.feature(types.WINDOW_LOG_MESSAGE)
-        def on_log(params) -> None:
-            return None
-
-        @self.client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
-        def on_progress_create(params) -> None:
-            return None
 
     async def start(
         self, model_dir: str | None, python: str = sys.executable, engine: str | None = None
     ) -> int:
         """``difill serve`` under ``python`` (another checkout's, for a before/after), initialized;
         ``engine``: its ``--engine`` (None: the server's default)."""
-        args = ["-m", "difill", "serve"] + (["--model", model_dir] if model_dir else [])
-        args += ["--engine", engine] if engine else []
-        await self.client.start_io(python, *args)
         capabilities = types.ClientCapabilities(
             text_document=types.TextDocumentClientCapabilities(
                 inline_completion=types.InlineCompletionClientCapabilities(),
                 synchronization=types.TextDocumentSyncClientCapabilities(),
             )
         )
-        await self.client.initialize_async(types.InitializeParams(capabilities=capabilities, process_id=None))
-        self.client.initialized(types.InitializedParams())
-        return self.client._server.pid
+        params = types.InitializeParams(capabilities=capabilities, process_id=None)
+        return await self.start_serve(serve_args(model_dir, engine), params, python)
 
     def open(self, text: str) -> None:
         self.version += 1
@@ -113,11 +92,6 @@ class BenchClient:
         text_out = items[0].insert_text if items else ""
         return (text_out if isinstance(text_out, str) else text_out.value), ms
 
-    async def stop(self) -> None:
-        await self.client.shutdown_async(None)
-        self.client.exit(None)
-        await asyncio.sleep(0.2)
-        await self.client.stop()
 
 
 async def _bench(model_dir: str | None, cases: dict[str, list[InfillExample]], quick: bool) -> dict:

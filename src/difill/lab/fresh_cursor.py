@@ -39,10 +39,10 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pygls.lsp.client import LanguageClient
 
 from difill.lab.bench_server import position_of
 from difill.lab.next_edit_eval import offset_of, wilson
+from difill.lab.serve_client import ServeClient, serve_args
 
 LANGUAGES = {".py": "python", ".go": "go", ".ts": "typescript", ".tsx": "typescriptreact"}
 # Folders whose files are not the project's code as a user writes it.
@@ -163,20 +163,13 @@ def copy_rule(case: FreshCase) -> str:
     return best[1] if best else ""
 
 
-class FreshClient:
+class FreshClient(ServeClient):
     """`difill serve` over stdio on one workspace folder, its index waited for."""
 
     def __init__(self) -> None:
-        self.client = LanguageClient("difill-fresh-cursor", "0")
-        self.ready = asyncio.Event()
+        super().__init__("difill-fresh-cursor")
         self.indexed = asyncio.Event()
         self._index_tokens: set[str] = set()
-
-        @self.client.feature("difill/status")
-        def on_status(params) -> None:
-            state = params.get("state") if isinstance(params, dict) else getattr(params, "state", None)
-            if state == "ready":
-                self.ready.set()
 
         @self.client.feature(types.PROGRESS)
         def on_progress(params) -> None:
@@ -188,12 +181,7 @@ class FreshClient:
             elif value.get("kind") == "end" and token in self._index_tokens:
                 self.indexed.set()
 
-        for method in (types.WINDOW_LOG_MESSAGE, types.WINDOW_WORK_DONE_PROGRESS_CREATE):
-            self.client.feature(method)(lambda params: None)
-
     async def start(self, root: Path, model_dir: str | None, settings: dict[str, Any] | None = None) -> None:
-        args = ["-m", "difill", "serve"] + (["--model", model_dir] if model_dir else [])
-        await self.client.start_io(sys.executable, *args)
         capabilities = types.ClientCapabilities(
             text_document=types.TextDocumentClientCapabilities(
                 inline_completion=types.InlineCompletionClientCapabilities(),
@@ -202,15 +190,13 @@ class FreshClient:
             window=types.WindowClientCapabilities(work_done_progress=True),
         )
         folder = types.WorkspaceFolder(uri=root.as_uri(), name=root.name)
-        await self.client.initialize_async(
-            types.InitializeParams(
-                capabilities=capabilities,
-                process_id=None,
-                workspace_folders=[folder],
-                initialization_options=settings or {},
-            )
+        params = types.InitializeParams(
+            capabilities=capabilities,
+            process_id=None,
+            workspace_folders=[folder],
+            initialization_options=settings or {},
         )
-        self.client.initialized(types.InitializedParams())
+        await self.start_serve(serve_args(model_dir), params)
         await asyncio.wait_for(self.ready.wait(), 300)
         await asyncio.wait_for(self.indexed.wait(), 300)
 
@@ -249,12 +235,6 @@ class FreshClient:
         suffix = {"python": ".py", "go": ".go"}.get(language, ".ts")
         case = FreshCase("", f"difill_warm_up{suffix}", language, text, len(text), text)
         await self.ask(root, case)
-
-    async def stop(self) -> None:
-        await self.client.shutdown_async(None)
-        self.client.exit(None)
-        await asyncio.sleep(0.2)
-        await self.client.stop()
 
 
 @dataclass

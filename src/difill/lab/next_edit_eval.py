@@ -33,11 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pygls.lsp.client import LanguageClient
 
 from difill.lab.bench_server import position_of
 from difill.lab.bench_timing import percentile
 from difill.lab.next_edit_mining import TOKEN, Case, read_cases
+from difill.lab.serve_client import UNREAD, ServeClient, serve_args
 
 METHOD = "textDocument/copilotInlineEdit"
 DEFAULT_CASES = Path(__file__).resolve().parents[3] / "benchmarks" / "next_edit" / "cases.jsonl"
@@ -227,30 +227,17 @@ def _offset_position(text: str, offset: int) -> dict[str, int]:
     return _position_json(position_of(text, offset))
 
 
-class NextEditClient:
+class NextEditClient(ServeClient):
     """`difill serve` over stdio with one ``nextEdit`` setting, driven as an editor drives it."""
 
     def __init__(self) -> None:
-        self.client = LanguageClient("difill-next-edit-eval", "0")
-        self.ready = asyncio.Event()
-
-        @self.client.feature("difill/status")
-        def on_status(params) -> None:
-            state = params.get("state") if isinstance(params, dict) else getattr(params, "state", None)
-            if state == "ready":
-                self.ready.set()
-
-        for method in (types.WINDOW_LOG_MESSAGE, types.WINDOW_WORK_DONE_PROGRESS_CREATE, types.PROGRESS):
-            self.client.feature(method)(lambda params: None)
+        super().__init__("difill-next-edit-eval", (*UNREAD, types.PROGRESS))
 
     async def start(self, model_dir: str | None, mode: str, python: str = sys.executable) -> None:
-        args = ["-m", "difill", "serve"] + (["--model", model_dir] if model_dir else [])
-        await self.client.start_io(python, *args)
-        await self.client.initialize_async(types.InitializeParams(
+        await self.start_serve(serve_args(model_dir), types.InitializeParams(
             capabilities=types.ClientCapabilities(), process_id=None,
             initialization_options={"nextEdit": mode, "workspaceIndex": False},
-        ))  # fmt: skip
-        self.client.initialized(types.InitializedParams())
+        ), python)  # fmt: skip
         await asyncio.wait_for(self.ready.wait(), 300)
 
     async def ask(self, uri: str, case: Case) -> tuple[str, list[dict[str, Any]], float, int]:
@@ -289,12 +276,6 @@ class NextEditClient:
         started = time.perf_counter()
         answer = await self.client.protocol.send_request_async(METHOD, params)
         return _plain(answer).get("edits", []), (time.perf_counter() - started) * 1000
-
-    async def stop(self) -> None:
-        await self.client.shutdown_async(None)
-        self.client.exit(None)
-        await asyncio.sleep(0.2)
-        await self.client.stop()
 
 
 def _position_json(position: types.Position) -> dict[str, int]:
