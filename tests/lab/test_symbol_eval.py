@@ -4,11 +4,7 @@ an IDE knows at the cursor (``word, 2 typed``) and a keyword argument's name in 
 
 from __future__ import annotations
 
-import pytest
-
 from difill.lab import symbol_eval
-
-pytestmark = pytest.mark.unit
 
 HELPERS = "def fetch(url, timeout=3):\n    return url\n"
 APP = (

@@ -4,8 +4,8 @@ An IDE's completion list names the candidates at once: after ``alias.`` where ``
 workspace module (``import pkg.mod as alias``, ``from pkg import mod``, ``from . import mod``),
 they are the names that module defines at its top level (and its ``__all__``); where a word is
 being typed, they are the document's imported names that start with it (and in Python jedi's
-names where the word starts, symbol_lookup.py), a name the document uses before one it never does.  The model then needs
-to pick one, not spell one (issue 36).
+names where the word starts, symbol_lookup.py), a name the document uses before one it never
+does.  The model then needs to pick one, not spell one (issue 36).
 
 Ranking (``rank``): the typed prefix; a name that echoes the word it is bound to
 (``level=defaults.LOGURU_LEVEL``) or that the enclosing function is named after
