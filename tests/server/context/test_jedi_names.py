@@ -288,3 +288,29 @@ def test_a_document_outside_the_workspace_gets_its_own_names_and_a_secret_one_no
     assert "LEAKED" not in (lookup.names(neighbour, len(neighbour), str(tmp_path / "lone/app.py")) or [])
     assert lookup.names(text, len(text) - 1, str(tmp_path / "lone/.env.py")) is None
     lookup.close(wait_s=30)
+
+
+def test_a_list_nobody_waits_for_starts_after_the_models_job(tmp_path, monkeypatch):
+    """jedi is pure Python: beside a fill it slows the fill at every step.  A typed word's list
+    (asked with ``wait_s=0``) waits while a model job runs; an ``x.`` a keystroke waits for does not."""
+    monkeypatch.setattr(jedi_names, "MAX_YIELD_S", 60.0)
+    busy = [True]
+    lookup = JediNames(lambda path: False, lambda: [str(tmp_path)], model_busy=lambda: busy[0])
+    text = "def main(limit):\n    total = limit\n    return x"
+    path = str(tmp_path / "a.py")
+    assert lookup.names(text, len(text) - 1, path, wait_s=0) is None
+    time.sleep(0.5)
+    assert lookup.names(text, len(text) - 1, path, wait_s=0) is None  # still waiting for the model
+    busy[0] = False
+    deadline = time.monotonic() + 60
+    while (found := lookup.names(text, len(text) - 1, path, wait_s=0)) is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert {"limit", "total"} <= set(found)
+    busy[0] = True
+    monkeypatch.setattr(jedi_names, "DEADLINE_S", 60.0)
+    attribute = "import os\nos.pa"
+    started = time.perf_counter()
+    assert "path" in lookup.names(attribute, len(attribute), path)
+    assert time.perf_counter() - started < 10.0  # not held back for the model (MAX_YIELD_S is 60 here)
+    lookup.close(wait_s=30)

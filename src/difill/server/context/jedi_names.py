@@ -54,6 +54,8 @@ DEADLINE_S = 0.05  # a keystroke's share: past it, today's rules answer
 # back most of what jedi at a typed word saves (typing 20.1% -> 17.3% net); at this bound it
 # closes on none of them and only a huge module (seconds a completion) goes without.
 SLOW_S = 0.25
+MAX_YIELD_S = 0.5  # a completion nobody waits for waits this long at most for the model's job
+YIELD_POLL_S = 0.005
 MAX_NAMES = 2000  # jedi lists every name of a module; the ranking reads this many (symbols.MAX_MODULE_NAMES)
 CACHE_ENTRIES = 64
 # jedi and parso keep process-wide state (inference caches, parsed modules) that is not made for
@@ -78,11 +80,16 @@ class JediNames:
         folders: Callable[[], list[str]],
         python: str | None = None,
         secret: Callable[[str], bool] | None = None,
+        model_busy: Callable[[], bool] | None = None,
     ) -> None:
         self._denies = denies  # path -> whether jedi may not read it (``denies``)
         # path -> whether the secrets policy denies a document (its text is never completed); a
         # document outside every workspace folder that it allows is completed on its own text.
         self._secret = secret or denies
+        # Whether a model job runs (the engine host's): a completion nobody waits for starts after
+        # it (``_complete``).  jedi is pure Python: a fill that runs beside it waits for the
+        # interpreter at every step (a fill's p50 12 -> 117 ms with jedi busy on another thread).
+        self._model_busy = model_busy or (lambda: False)
         self._denied: dict[tuple, bool] = {}  # its and ``secret``'s answers, per workspace folders
         self.folders = folders
         self.python = python  # the project's interpreter (``projectPython``); None: this server's
@@ -123,7 +130,8 @@ class JediNames:
             self._latest = key
             future = self._running.get(key)
             if future is None:
-                future = self._executor.submit(self._complete, key, text, line, column, path)
+                waited = wait_s != 0  # a keystroke waits for it: no yielding to the model
+                future = self._executor.submit(self._complete, key, text, line, column, path, waited)
                 self._running[key] = future
         try:
             # DEADLINE_S is read at each call: tests wait longer.
@@ -172,8 +180,15 @@ class JediNames:
             # Kept with the completions: close() waits for it too (jedi's state is the process's).
             self._running[WARM_UP] = self._executor.submit(self._warm_up)
 
+    def _after_the_model(self) -> None:
+        """Wait (``MAX_YIELD_S`` at most) while a model job runs: jedi beside it would slow it."""
+        started = time.monotonic()
+        while self._model_busy() and time.monotonic() - started < MAX_YIELD_S:
+            time.sleep(YIELD_POLL_S)
+
     def _warm_up(self) -> None:
         try:
+            self._after_the_model()
             import jedi
 
             with JEDI_LOCK:
@@ -184,8 +199,12 @@ class JediNames:
             with self._lock:
                 self._running.pop(WARM_UP, None)
 
-    def _complete(self, key: tuple, text: str, line: int, column: int, path: str | None) -> list[str] | None:
+    def _complete(
+        self, key: tuple, text: str, line: int, column: int, path: str | None, waited: bool = True
+    ) -> list[str] | None:
         try:
+            if not waited:
+                self._after_the_model()  # nobody waits for this list yet
             with self._lock:
                 if key != self._latest and key not in self._cache:
                     return None  # a newer keystroke asked since: skip this one
