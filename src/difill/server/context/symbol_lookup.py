@@ -35,9 +35,9 @@ from difill.server.context.symbol_usage import MAX_USAGE_FILES, Usage, echoed_wo
 from difill.text.languages import family_of
 
 CACHED_MODULES = 256
+WORD_PLACEHOLDER = "x"  # after the cursor: jedi completes the empty name before it (without_word)
 # Each starts where a run of its first class does (a lookbehind): a search or a scan over a long
 # run of spaces or a long word is linear, not quadratic (tests/server/context/test_hostile_regexes.py).
-WORD_PLACEHOLDER = "x"  # after the cursor: jedi completes the empty name before it (without_word)
 IMPORT_LINE = re.compile(r"(?<![ \t])[ \t]*+(?:from|import)[ \t]")
 WORD_END = re.compile(r"(?<!\w)\w++$")
 # ``from module `` with the word after it to write: the keyword jedi lists there is no name.
@@ -126,14 +126,15 @@ class SymbolLookup:
         self, text: str, offset: int, current_path: str | None, language: str | None, source_texts: list[str]
     ) -> list[Draft]:
         """The names a workspace module defines after ``alias.``, or the document's imported
-        names that continue a typed word, best first, as "symbol" drafts: sure, as an IDE's
+        names (and in Python jedi's) that continue a typed word, best first, as "symbol" drafts: sure, as an IDE's
         completion list would offer exactly these.  [] in a language without rules."""
         rules = rules_for(language)
         line_before = text[text.rfind("\n", 0, offset) + 1 : offset]
         query = symbols.symbol_query(line_before) if rules is not None else None
         if rules is None or query is None:
-            if rules is not None:
-                self._prefetch_word(text, offset, current_path, rules, line_before)
+            word = symbols.WORD_AT_CURSOR.search(line_before) if rules is not None else None
+            if word is not None and len(word.group(1)) == 1:  # a word's first character: jedi starts
+                self._jedi_words(text, offset - 1, offset, current_path, rules)
             return []
         imports = rules.imports_of(text)
         texts = [text, *source_texts]
@@ -153,51 +154,31 @@ class SymbolLookup:
                 return self._jedi_drafts(text, offset, current_path, query, texts, ahead) if python else []
             return symbol_drafts(ranking, query.partial, found[0].relative)
         names = list(imports.names)
-        from_jedi = self._jedi_words(text, offset, current_path, query, rules, line_before) if query.partial else []
+        start = offset - len(query.partial)
+        from_jedi = self._jedi_words(text, start, offset, current_path, rules) if query.partial else []
         ranking = symbols.rank(query, list(dict.fromkeys([*names, *from_jedi])), texts, text[:offset])
         source = "imported" if ranking.names and ranking.names[0] in imports.names else "jedi"
         return symbol_drafts(ranking, query.partial, source)
 
-    def _jedi_words(
-        self, text: str, offset: int, current_path: str | None, query: symbols.SymbolQuery,
-        rules: ModuleRules, line_before: str,
-    ) -> list[str]:  # fmt: skip
-        """jedi's names where the typed word starts (its locals, parameters, globals, builtins,
-        and ``name=`` at a call's keyword argument), asked once per word: on the text without
-        the word, so that each keystroke of it reads the same cached list.  Never waited for:
-        ``_prefetch_word`` asked at the word's first character, a keystroke ago; a list not ready
-        by now comes for a later keystroke (waiting for it here made 3% of the keystrokes typed
-        at 6 a second miss their suggestion, docs/drafts.md "jedi at a typed word")."""
+    def _jedi_words(self, text: str, start: int, offset: int, current_path: str | None, rules: ModuleRules) -> list[str]:
+        """jedi's names where the word ``text[start:offset]`` starts (its locals, parameters,
+        globals, builtins, and ``name=`` at a call's keyword argument), asked once per word: on
+        the text with the word replaced (``without_word``), so that each keystroke of it reads the
+        same cached list, and never waited for.  The word's first character asks (its answer is
+        dropped: drafts start at 2 characters), a later one reads what has come by then; waiting
+        50 ms for it did not change the keystrokes saved (docs/drafts.md "Round 3")."""
+        line_start = text.rfind("\n", 0, start) + 1
         if (
             self.jedi is None
             or rules.family != "python"
-            or IMPORT_LINE.match(line_before)
+            or IMPORT_LINE.match(text[line_start:offset])
             or self.jedi.slow(current_path)
         ):
             return []
-        start = offset - len(query.partial)
         names = self.jedi.names(without_word(text, start, offset), start, current_path, wait_s=0) or []
-        if not query.partial.startswith("_"):
+        if not text.startswith("_", start):
             names = [n for n in names if not n.startswith("_")]
         return names
-
-    def _prefetch_word(
-        self, text: str, offset: int, current_path: str | None, rules: ModuleRules, line_before: str
-    ) -> None:
-        """A word's first character typed in Python: jedi starts on the list its next
-        keystrokes read (``_jedi_words``), answering no one now."""
-        word = symbols.WORD_AT_CURSOR.search(line_before)
-        if (
-            self.jedi is None
-            or rules.family != "python"
-            or word is None
-            or len(word.group(1)) != 1
-            or IMPORT_LINE.match(line_before)
-            or self.jedi.slow(current_path)
-        ):
-            return
-        start = offset - 1
-        self.jedi.names(without_word(text, start, offset), start, current_path, wait_s=0)
 
     def _jedi_drafts(
         self, text: str, offset: int, current_path: str | None, query: symbols.SymbolQuery,
