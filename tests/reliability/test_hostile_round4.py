@@ -227,6 +227,31 @@ def test_a_git_ignored_file_open_in_a_tab_is_no_source_and_goes_to_no_remote(
     )
 
 
+def test_context_exclude_given_at_initialize_is_the_policy_from_the_start(start_server, tmp_path, fake_remote):
+    # contextExclude in initializationOptions (Neovim's init_options) was read into the settings
+    # but not into the policy, made before initialize: the excluded files were indexed, sent as
+    # snippets and offered by jedi, and an excluded document got suggestions.
+    root = tmp_path / "ws"
+    (root / "private").mkdir(parents=True)
+    (root / "private" / "settings.py").write_text(
+        f'DATABASE_URL = "postgresql://db.internal/app"\nINTERNAL_HOST = "{PASSWORD}"\n\n\ndef connect(url):\n    return url\n'
+    )
+    (root / "settings.py").write_text(
+        'DATABASE_URL = "postgresql://db.internal/app"\n\n\ndef connect(url):\n    return url\n'
+    )
+    (root / "app.py").write_text(APP)
+    server = serve_with_remote(start_server, tmp_path, root, fake_remote.url, contextExclude=["private/"])
+    uri = (root / "app.py").as_uri()
+    open_doc(server, uri, APP)
+    sent = sent_until(server, fake_remote, uri, 5, 14, "Path: settings.py")
+    assert PASSWORD not in sent and "private/settings.py" not in sent
+    private = (root / "private" / "settings.py").as_uri()
+    open_doc(server, private, (root / "private" / "settings.py").read_text())
+    assert inline(server, private, 5, len("    return "))["result"] == {"items": []}
+    time.sleep(0.5)  # a request about it would have gone out by now
+    assert not [body for body in fake_remote.bodies if "INTERNAL_HOST" in body or PASSWORD in body]
+
+
 # ---------------------------------------------------------------------------- next edits (item 9)
 
 

@@ -66,8 +66,18 @@ class ContextFeature(Feature):
         self.folders: list[str] = []
         self.client_watches_dynamically = False
         self._server: LanguageServer | None = None
-        self.policy = ContextPolicy(settings().context_exclude)  # policy.py: what is never read
+        self._policy = ContextPolicy(settings().context_exclude)  # see ``policy``
         self._git_ignored: dict[str, bool] = {}  # per open document: its path's rules, read once
+
+    @property
+    def policy(self) -> ContextPolicy:
+        """What is never read (policy.py), for the settings as they are now: ``contextExclude``
+        comes in ``initializationOptions`` as often as in a later change of settings (Neovim's
+        ``init_options``), and a policy made once before ``initialize`` read neither."""
+        exclude = self.settings().context_exclude
+        if self._policy.exclude != exclude:
+            self._policy = ContextPolicy(exclude)
+        return self._policy
 
     # ---- server events ----
 
@@ -104,8 +114,6 @@ class ContextFeature(Feature):
                 log.info("no file watching: %s", type(err).__name__)
 
     def settings_changed(self, before: Settings, after: Settings) -> None:
-        if before.context_exclude != after.context_exclude:
-            self.policy = ContextPolicy(after.context_exclude)
         if any(getattr(before, name) != getattr(after, name) for name in INDEX_FIELDS):
             self._restart()
 

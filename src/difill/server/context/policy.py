@@ -93,6 +93,7 @@ class ContextPolicy:
     """Whether a path may enter the context: not on the deny list (``denied_rules``)."""
 
     def __init__(self, exclude: Sequence[str] = ()) -> None:
+        self.exclude = tuple(exclude)  # the ``contextExclude`` patterns it was made with
         self.rules = denied_rules(exclude)
 
     def denies(self, relative: str, is_dir: bool = False) -> bool:
