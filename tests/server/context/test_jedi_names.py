@@ -314,3 +314,20 @@ def test_a_list_nobody_waits_for_starts_after_the_models_job(tmp_path, monkeypat
     assert "path" in lookup.names(attribute, len(attribute), path)
     assert time.perf_counter() - started < 10.0  # not held back for the model (MAX_YIELD_S is 60 here)
     lookup.close(wait_s=30)
+
+
+def test_an_answer_made_before_jedis_list_after_a_dot_is_not_cached(src_layout, monkeypatch):
+    """Past the deadline after ``x.`` the answer lacks jedi's list: it is marked waiting (the
+    suggestion cache keeps no such answer), and once the list has come it is read, not waited
+    for.  Before, the first answer at a position stood for every later ask there."""
+    monkeypatch.setattr(jedi_names, "DEADLINE_S", 0.0)
+    text = "import os\n\nstem = os.path.splitex"
+    with indexed(src_layout) as index:
+        uri = (src_layout / "app.py").as_uri()
+        first = index.retrieve(uri, text, len(text), "python")
+        assert first.waiting and not [d for d in first.drafts if d.kind == "symbol"]
+        deadline = time.monotonic() + 60
+        while (later := index.retrieve(uri, text, len(text), "python")).waiting:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert [d.text for d in later.drafts if d.kind == "symbol"] == ["t"]

@@ -34,6 +34,6 @@ class Retrieval:
     # import``), as jedi lists them; None elsewhere, and empty when jedi gave none in time.  The
     # model's text is shown there only when it writes one of them (suggestion_path.listed_names).
     import_names: frozenset[str] | None = None
-    # jedi had not answered in time for ``import_names``: an answer made without its list is shown
-    # (or not) but never cached, so the next keystroke asks again.
+    # jedi had not answered in time for ``import_names`` or for the names after ``x.``: an answer
+    # made without its list is shown (or not) but never cached, so the next keystroke asks again.
     waiting: bool = False

@@ -115,14 +115,8 @@ class JediNames:
             # Outside the workspace (a lone file, no folder open): its own names, the builtins and
             # the environment's, nothing read around it (``_project``: no folder of its own).
             path = None
-        line = text.count("\n", 0, offset) + 1
-        column = offset - (text.rfind("\n", 0, offset) + 1)
-        key = (
-            document,
-            hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(),
-            line,
-            column,
-        )
+        key = _key(document, text, offset)
+        _, _, line, column = key
         with self._lock:
             if key in self._cache:
                 self._cache.move_to_end(key)
@@ -138,6 +132,13 @@ class JediNames:
             return future.result(timeout=DEADLINE_S if wait_s is None else wait_s)
         except FutureTimeout:
             return None  # it finishes on its thread and is cached for the next keystroke
+
+    def pending(self, text: str, offset: int, path: str | None) -> bool:
+        """Whether jedi is still completing at ``offset`` for an earlier ``names`` that did not wait
+        for it: an answer made meanwhile lacks its list, and is not cached (Retrieval.waiting)."""
+        key = _key(path, text, offset)
+        with self._lock:
+            return key in self._running and key not in self._cache
 
     def slow(self, path: str | None) -> bool:
         """Whether jedi's last two completions of this document each took over ``SLOW_S``: then a
@@ -312,6 +313,13 @@ class JediNames:
                 future.result(timeout=wait_s or 0)
             except Exception:  # noqa: BLE001 - a timeout, a cancellation or jedi's own failure
                 pass
+
+
+def _key(path: str | None, text: str, offset: int) -> tuple:
+    """A completion's cache key: the document, its text and jedi's (1-based line, column)."""
+    line = text.count("\n", 0, offset) + 1
+    column = offset - (text.rfind("\n", 0, offset) + 1)
+    return (path, hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(), line, column)
 
 
 @functools.lru_cache(maxsize=1)

@@ -182,6 +182,8 @@ class Retriever:
         names, waiting = (
             self._symbols.import_line_names(text, offset, current_path) if language_id == "python" else (None, False)
         )
+        # jedi's list after ``x.`` still coming: this answer lacks it, and the next ask reads it.
+        waiting = waiting or (language_id == "python" and self._symbols.jedi_pending(text, offset, current_path))
         return Retrieval(sources, snippets, drafts, names, waiting)
 
     def _import_drafts(self, text: str, offset: int, current_path: str | None) -> list[Draft]:

@@ -218,6 +218,11 @@ class SymbolLookup:
             names = [*names, "import"]
         return frozenset(names or ()), names is None
 
+    def jedi_pending(self, text: str, offset: int, current_path: str | None) -> bool:
+        """Whether jedi's names at the cursor (``_jedi_drafts``) did not come in time and are
+        still being completed (JediNames.pending)."""
+        return self.jedi is not None and self.jedi.pending(text, offset, current_path)
+
     def warm(self) -> None:
         """A Python document opened: jedi loads in the background (JediNames.warm)."""
         if self.jedi is not None:
