@@ -1,5 +1,6 @@
 """Drafts need no model: while it loads, a suggestion that "show" would answer with a draft alone
-is answered at once (issue 40), and nothing else is (the request then waits for the model)."""
+is answered at once (issue 40), and nothing else is (the request then waits for the model); when
+it could not load (a remote that is down), the same drafts are still shown."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ async def test_a_sure_draft_is_the_ghost_text_before_the_model_is_ready():
     try:
         started = time.perf_counter()
         shown = await svc.suggest(documents.get(URI), len(SEEN), invoked=False)
-        assert shown.texts == ["items, tax)"] and shown.source == "drafts while loading"
+        assert shown.texts == ["items, tax)"] and shown.source == "drafts, the model loading"
         assert time.perf_counter() - started < 1.0  # not after loadWaitMs
     finally:
         svc.shutdown()
@@ -45,6 +46,18 @@ async def test_without_a_draft_or_with_drafts_off_the_request_waits_for_the_mode
         try:
             shown = await svc.suggest(documents.get(URI), len(text), invoked=False)
             assert shown.texts == [] and shown.source == "loading", (text, settings.context_drafts)
+        finally:
+            svc.shutdown()
+            host.shutdown()
+
+
+async def test_a_sure_draft_is_the_ghost_text_when_the_model_could_not_load():
+    for text, expected, source in ((SEEN, ["items, tax)"], "drafts, the model error"), (UNSEEN, [], "error")):
+        svc, documents, host = service(text, Settings(load_wait_ms=0))
+        host.state = ModelState.ERROR  # as after a remote refused every attempt (engine_host.load)
+        try:
+            shown = await svc.suggest(documents.get(URI), len(text), invoked=False)
+            assert (shown.texts, shown.source) == (expected, source)
         finally:
             svc.shutdown()
             host.shutdown()

@@ -133,11 +133,13 @@ class SuggestionService(OneJobPerDocument):
 
         if settings.debounce_ms:
             await asyncio.sleep(settings.debounce_ms / 1000)
-        if self.host.state is ModelState.LOADING:  # drafts need no model: offer them meanwhile
-            # On a thread: the workspace's sources may be large.
+        if self.host.state is not ModelState.READY:
+            # Drafts need no model: offered while it loads, and when it could not load (a remote
+            # that is down still leaves jedi's names and the workspace's). On a thread: the
+            # workspace's sources may be large.
             early = await asyncio.to_thread(drafts_without_model, settings, request, self.workspace)
             if early:
-                return Suggestions(early[:count], "drafts while loading", auto_closed(ctx))
+                return Suggestions(early[:count], f"drafts, the model {self.host.state.value}", auto_closed(ctx))
         if await self.host.wait_ready(settings.load_wait_ms / 1000) is None:
             return Suggestions([], self.host.state.value)
         if (stale := self._stale(document)) is not None:  # changed while this waited: not worth a fill
