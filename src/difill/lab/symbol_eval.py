@@ -47,6 +47,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from difill.lab.bench_timing import percentile
 from difill.lab.workspace_eval import PackageIndexes, Packages, fetch_packages
 from difill.server.context import symbols
 from difill.server.context.drafts import in_prose
@@ -270,6 +271,7 @@ def score(
                 "named": round(r["named"] / max(1, len(kind_cases)), 4),
                 "exact": round(r["exact"] / max(1, len(kind_cases)), 4),
                 "p50_ms": round(statistics.median(r["ms"]), 1) if r["ms"] else None,
+                "p95_ms": round(percentile(r["ms"], 95), 1) if r["ms"] else None,
             }
             for row, r in rows.items()
         }
@@ -277,11 +279,11 @@ def score(
 
 
 def format_report(report: dict) -> str:
-    lines = ["| kind (cases) | row | symbol named | exact rest of line | p50 ms |", "|---|---|---|---|---|"]
+    lines = ["| kind (cases) | row | symbol named | exact rest of line | p50 / p95 ms |", "|---|---|---|---|---|"]
     for kind, rows in report.items():
         for row, r in rows.items():
             lines.append(
-                f"| {kind} ({r['cases']}) | {row} | {r['named']:.1%} | {r['exact']:.1%} | {r['p50_ms']} |"
+                f"| {kind} ({r['cases']}) | {row} | {r['named']:.1%} | {r['exact']:.1%} | {r['p50_ms']} / {r.get('p95_ms')} |"
             )
     return "\n".join(lines)
 

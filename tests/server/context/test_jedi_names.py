@@ -5,13 +5,15 @@ deadline, never from a denied file or from outside the workspace and the environ
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 
 import parso.file_io
 import pytest
 from workspace_files import indexed, write
 
-from difill.server.context import jedi_names
+from difill.server.context import jedi_names, jedi_process
 from difill.server.context.index import WorkspaceIndex
 from difill.server.context.jedi_names import JediNames
 from difill.server.context.policy import ContextPolicy
@@ -125,11 +127,11 @@ def test_a_completions_private_name_tells_a_submodule():
 
 
 def test_parsos_file_read_is_what_the_guard_wraps(tmp_path):
-    # jedi_names.guard_reads wraps this private method: a parso release that renames it fails here.
+    # jedi_process.guard_reads wraps this private method: a parso release that renames it fails here.
     assert callable(parso.file_io.FileIO.read)
     write(tmp_path / "denied.py", "TOKEN = 'x'\n")
     write(tmp_path / "fine.py", "A = 1\n")
-    jedi_names.guard_reads(lambda path: path.endswith("denied.py"))
+    jedi_process.guard_reads(lambda path: path.endswith("denied.py"))
     assert getattr(parso.file_io.FileIO.read, "difill_guarded", False)
     assert parso.file_io.FileIO(str(tmp_path / "denied.py")).read() == b""
     assert parso.file_io.FileIO(str(tmp_path / "fine.py")).read() == b"A = 1\n"
@@ -160,19 +162,17 @@ def test_a_package_of_10000_modules_and_a_symlink_loop(tmp_path, patient):
     loop.mkdir()
     (loop / "__init__.py").write_text("X = 1\n")
     (loop / "again").symlink_to(loop, target_is_directory=True)
-    for i in range(jedi_names.MAX_PARSED_MODULES + 100):  # each parsed: a star import per link
+    for i in range(jedi_process.MAX_PARSED_MODULES + 100):  # each parsed: a star import per link
         write(tmp_path / f"chain{i}.py", f"from chain{i + 1} import *\nNAME{i} = {i}\n")
     lookup = JediNames(lambda path: False, lambda: [str(tmp_path)])
     found = lookup.names("import big\nbig.", 15, str(tmp_path / "doc.py"))
-    assert found is not None and 0 < len(found) <= jedi_names.MAX_NAMES
+    assert found is not None and 0 < len(found) <= jedi_process.MAX_NAMES
     text = "import loopy.again.again.again\nloopy.again.again."
     assert isinstance(lookup.names(text, len(text), str(tmp_path / "doc.py")), list)
     text = "from chain0 import *\nNAME"
     found = lookup.names(text, len(text), str(tmp_path / "doc.py"))
     assert found is not None and "NAME0" in found
-    from parso.cache import parser_cache
-
-    assert sum(len(cached) for cached in parser_cache.values()) <= jedi_names.MAX_PARSED_MODULES
+    assert 0 < lookup.process.parsed <= jedi_process.MAX_PARSED_MODULES  # in jedi's process
     lookup.close()
 
 
@@ -254,9 +254,9 @@ def test_the_first_python_document_opened_loads_jedi_once(src_layout, monkeypatc
 
 
 def test_a_closed_indexs_jedi_work_never_runs_beside_a_new_ones(src_layout, patient):
-    """jedi's state is the process's: an index closed without waiting (a settings change
-    restarts it) leaves its warm-up running, and the new index's completion ran beside it and
-    came back empty (jedi_names.JEDI_LOCK)."""
+    """An index closed without waiting (a settings change restarts it) while its jedi warms up:
+    the new index's completions are whole (in one process, the two once shared jedi's state and
+    the new one came back empty; now each index has a process of its own)."""
     for _ in range(3):
         old = WorkspaceIndex()
         old.start()
@@ -290,29 +290,37 @@ def test_a_document_outside_the_workspace_gets_its_own_names_and_a_secret_one_no
     lookup.close(wait_s=30)
 
 
-def test_a_list_nobody_waits_for_starts_after_the_models_job(tmp_path, monkeypatch):
-    """jedi is pure Python: beside a fill it slows the fill at every step.  A typed word's list
-    (asked with ``wait_s=0``) waits while a model job runs; an ``x.`` a keystroke waits for does not."""
-    monkeypatch.setattr(jedi_names, "MAX_YIELD_S", 60.0)
-    busy = [True]
-    lookup = JediNames(lambda path: False, lambda: [str(tmp_path)], model_busy=lambda: busy[0])
-    text = "def main(limit):\n    total = limit\n    return x"
-    path = str(tmp_path / "a.py")
-    assert lookup.names(text, len(text) - 1, path, wait_s=0) is None
-    time.sleep(0.5)
-    assert lookup.names(text, len(text) - 1, path, wait_s=0) is None  # still waiting for the model
-    busy[0] = False
-    deadline = time.monotonic() + 60
-    while (found := lookup.names(text, len(text) - 1, path, wait_s=0)) is None:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    assert {"limit", "total"} <= set(found)
-    busy[0] = True
-    monkeypatch.setattr(jedi_names, "DEADLINE_S", 60.0)
-    attribute = "import os\nos.pa"
+def test_jedi_runs_in_a_process_of_its_own_and_a_dead_one_is_replaced(tmp_path, patient):
+    """jedi is pure Python: on a thread of the server, a fill beside it waited for the interpreter
+    at every step.  It parses in a process of its own (nothing of the document is parsed here),
+    and a process that died (killed, out of memory) is replaced at the next completion."""
+    from parso.cache import parser_cache
+
+    lookup = JediNames(lambda path: False, lambda: [str(tmp_path)])
+    doc = tmp_path / "doc_here.py"
+    text = "def main(limit):\n    total = limit\n    return to"
+    found = lookup.names(text, len(text), str(doc))
+    assert found is not None and "total" in found
+    assert lookup.process.pid not in (None, os.getpid())
+    assert not any(str(tmp_path) in str(path) for cached in parser_cache.values() for path in cached)
+    first = lookup.process.pid
+    os.kill(first, signal.SIGKILL)
+    text = "import os\nos.pa"
+    assert "path" in (lookup.names(text, len(text), str(doc)) or lookup.names(text, len(text), str(doc)) or [])
+    assert lookup.process.pid != first
+    lookup.close(wait_s=30)
+
+
+def test_a_completion_past_the_process_timeout_is_given_up_and_the_next_one_answers(tmp_path, patient, monkeypatch):
+    monkeypatch.setattr(jedi_process, "TIMEOUT_S", 0.2)
+    lookup = JediNames(lambda path: False, lambda: [str(tmp_path)])
+    big = "import os\n" + "x = 1\n" * 50_000 + "os.pa"
     started = time.perf_counter()
-    assert "path" in lookup.names(attribute, len(attribute), path)
-    assert time.perf_counter() - started < 10.0  # not held back for the model (MAX_YIELD_S is 60 here)
+    assert lookup.names(big, len(big), str(tmp_path / "big.py")) is None  # jedi's first list takes ~1 s
+    assert time.perf_counter() - started < 5.0 and lookup.process._proc is None  # stopped, not waited for
+    monkeypatch.setattr(jedi_process, "TIMEOUT_S", 60.0)
+    text = "import os\nos.pa"
+    assert "path" in lookup.names(text, len(text), str(tmp_path / "small.py"))
     lookup.close(wait_s=30)
 
 

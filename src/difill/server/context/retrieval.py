@@ -9,7 +9,6 @@ import os
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pygls.uris import to_fs_path
@@ -80,7 +79,7 @@ class Retriever:
 
     def __init__(
         self, lock: threading.Lock, store: Store, shared: Shared, policy: ContextPolicy,
-        project_python: str | None = None, model_busy: Callable[[], bool] | None = None,
+        project_python: str | None = None,
     ) -> None:  # fmt: skip
         self.lock = lock
         self.store = store
@@ -100,7 +99,7 @@ class Retriever:
 
         jedi = JediNames(
             unreadable, folders, project_python,
-            secret=lambda path: policy.denies_path(path, folders()), model_busy=model_busy,
+            secret=lambda path: policy.denies_path(path, folders()),
         )  # fmt: skip
         self._symbols = SymbolLookup(lock, store, folders, jedi)
 
