@@ -168,3 +168,39 @@ def test_a_denied_file_never_reaches_jedis_names_a_remote_or_the_log(start_serve
     assert remote.bodies  # the model was asked at the second cursor: its prompt went out
     for sent in [*remote.bodies, server.stderr_text()]:
         assert "API_ACCESS" not in sent
+
+
+def children(pid: int) -> set[int]:
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found |= {int(c) for c in (task / "children").read_text().split()}
+    return found
+
+
+def test_jedis_process_ends_with_the_server_even_a_killed_one(start_server, tmp_path, remote):
+    root = tmp_path / "ws"
+    root.mkdir()
+    text = "import os\n\nstem = os.path.splitex"
+    for ending in ("exit", "kill"):
+        server = serve(start_server, root, remote)
+        uri = (root / "app.py").as_uri()
+        open_doc(server, uri, text)
+        ask_until(server, uri, 2, len("stem = os.path.splitex"), "t")  # jedi's process answered
+        jedi = {pid for pid in children(server.proc.pid) if "jedi_process" in Path(f"/proc/{pid}/cmdline").read_text()}
+        assert len(jedi) == 1, jedi
+        if ending == "exit":
+            server.close()
+        else:
+            server.proc.kill()  # no shutdown: the process reads the end of its pipe
+            server.proc.wait()
+        deadline = time.monotonic() + 10
+        while running(next(iter(jedi))):
+            assert time.monotonic() < deadline, f"jedi's process outlived the server ({ending})"
+            time.sleep(0.1)
+
+
+def running(pid: int) -> bool:
+    try:
+        return "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()  # a zombie has ended
+    except FileNotFoundError:
+        return False
