@@ -7,7 +7,7 @@ import asyncio
 
 from lsprotocol import types
 
-from difill.lab.bench_typing import Replay, TypingCase, replay_case, typing_cases
+from difill.lab.bench_typing import Replay, TypingCase, accepted, replay_case, typing_cases
 
 CASE = TypingCase("a.py", "x = 1\n", "def f(a):\n    return a", "\nprint(f(2))\n")
 
@@ -79,3 +79,35 @@ def test_cases_are_three_lines_cut_out_of_the_file():
     assert len(cases) == 1
     case = cases[0]
     assert case.before + case.target + case.after == body and case.target.count("\n") == 2
+
+
+def test_a_suggestion_is_taken_whole_or_by_its_first_words_when_that_saves_keys():
+    rest = "self.count += 1\n"
+    assert accepted("self.count += 1", rest, by_word=False) == ("self.count += 1", 1)  # Tab
+    assert accepted("self.counter = 0", rest, by_word=False) == ("", 0)
+    # by word: "self", ".", "count" match; " =" does not ("+=" follows): 3 keys for 10 characters
+    assert accepted("self.count = 0", rest, by_word=True) == ("self.count", 3)
+    assert accepted("self.counter = 0", rest, by_word=True) == ("self.", 2)  # 5 characters, 2 keys
+    assert accepted("s.x", rest, by_word=True) == ("", 0)  # one character for one key: typed instead
+    assert accepted("x = 1", rest, by_word=True) == ("", 0)
+
+
+async def test_word_accepts_count_a_key_a_word():
+    class HalfRight(OracleServer):
+        """Suggests the rest of the line with its last word wrong."""
+
+        def ask(self, text, offset):
+            msg_id, future = super().ask(text, offset)
+            future.cancel()
+            done = offset - len(CASE.before)
+            rest = CASE.target[done:].split("\n")[0]
+            wrong = rest.rsplit(" ", 1)[0] + " wrong" if " " in rest else ""
+            answer = types.InlineCompletionList(items=[types.InlineCompletionItem(insert_text=wrong)] if wrong else [])
+            return msg_id, asyncio.ensure_future(self._later(answer))
+
+    whole, words = Replay(), Replay()
+    await replay_case(HalfRight(delay=0.0), CASE, None, whole)
+    await replay_case(HalfRight(delay=0.0), CASE, None, words, by_word=True)
+    assert whole.accepts == 0
+    assert words.accepts > 0 and words.accepted_chars > words.accepts
+    assert words.summary()["net_saved"] > whole.summary()["net_saved"]

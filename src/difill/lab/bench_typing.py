@@ -5,7 +5,10 @@ are typed key by key into `difill serve` over stdio, as an editor drives it: on 
 ``didChange`` and a new Automatic inline-completion request, and ``$/cancelRequest`` for the
 request still in flight.  A suggestion is *on screen* for a key when the answer to that key's
 request arrived, non-empty, before the next key.  When the text still to type starts with the
-suggestion on screen, the typist accepts it (Tab, one keystroke) instead of typing on.
+suggestion on screen, the typist accepts it (Tab, one keystroke) instead of typing on.  With
+``accept="word"`` a typist also takes the words of a suggestion that start right and then go wrong,
+one keystroke a word (VS Code's Accept Next Word, Ctrl+Right; Neovim clients map one too): a
+suggestion's words as ``WORDS`` splits them.
 
 Reported per rate (4, 6 and 8 characters a second), and for the waited-for replay (each answer
 awaited before the next key, no time pressure) for comparison:
@@ -20,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -194,8 +198,32 @@ async def _answer_of(asked: _Asked) -> None:
     asked.answer = first_text(result)
 
 
-async def replay_case(bench: TypingClient, case: TypingCase, rate: float | None, out: Replay) -> None:
-    """Type ``case.target`` at ``rate`` characters a second (None: wait for every answer)."""
+# A suggestion's words as an accept-word key takes them: a word or a run of symbols, with the
+# blanks before it (VS Code's word boundaries are near enough for a count of keystrokes).
+WORDS = re.compile(r"[ \t\n]*(?:\w+|[^\w\s]+)|[ \t\n]+")
+
+
+def accepted(shown: str, rest: str, by_word: bool) -> tuple[str, int]:
+    """What a typist takes of the suggestion ``shown`` when ``rest`` is still to type, and the
+    keystrokes it costs: the whole of it (Tab) when ``rest`` starts with it; with ``by_word``,
+    else its first words while they are ``rest``'s, a key each, when that saves keystrokes."""
+    if shown and rest.startswith(shown):
+        return shown, 1
+    if not by_word:
+        return "", 0
+    taken, keys = "", 0
+    for word in WORDS.findall(shown):
+        if not rest.startswith(taken + word):
+            break
+        taken, keys = taken + word, keys + 1
+    return (taken, keys) if len(taken) > keys else ("", 0)
+
+
+async def replay_case(
+    bench: TypingClient, case: TypingCase, rate: float | None, out: Replay, by_word: bool = False
+) -> None:
+    """Type ``case.target`` at ``rate`` characters a second (None: wait for every answer);
+    ``by_word``: the typist also accepts a suggestion's first words (``accepted``)."""
     text = case.before + case.after
     offset = len(case.before)
     bench.open(text)
@@ -232,8 +260,9 @@ async def replay_case(bench: TypingClient, case: TypingCase, rate: float | None,
         if done >= len(case.target):
             break
         rest = case.target[done:]
-        if shown and rest.startswith(shown):  # Tab
-            insert, out.accepts, out.accepted_chars = shown, out.accepts + 1, out.accepted_chars + len(shown)
+        insert, keys = accepted(shown, rest, by_word)  # Tab, or Ctrl+Right a word at a time
+        if insert:
+            out.accepts, out.accepted_chars = out.accepts + keys, out.accepted_chars + len(insert)
         else:
             insert = rest[0]
         text = bench.insert(text, offset, insert)
@@ -248,8 +277,9 @@ async def replay_case(bench: TypingClient, case: TypingCase, rate: float | None,
 
 
 async def _replay_on_a_fresh_server(
-    model_dir: str | None, cases: list[TypingCase], rate: float | None, python: str, engine: str | None = None
-) -> Replay:
+    model_dir: str | None, cases: list[TypingCase], rate: float | None, python: str, engine: str | None = None,
+    by_word: bool = False,
+) -> Replay:  # fmt: skip
     """One replay over every case, on a server of its own: its cache starts empty."""
     bench = TypingClient()
     await bench.start(model_dir, python, engine)
@@ -258,39 +288,45 @@ async def _replay_on_a_fresh_server(
     bench.close()
     replay = Replay()
     for case in cases:
-        await replay_case(bench, case, rate, replay)
+        await replay_case(bench, case, rate, replay, by_word)
     await bench.stop()
     return replay
 
 
 async def _bench_typing(
     model_dir: str | None, cases: list[TypingCase], rates: tuple[float, ...], python: str,
-    engine: str | None = None,
+    engine: str | None = None, accept: str = "whole",
 ) -> dict:  # fmt: skip
-    report: dict = {"files": len(cases), "paths": [c.path for c in cases], "python": python, "engine": engine}
+    report: dict = {
+        "files": len(cases), "paths": [c.path for c in cases], "python": python, "engine": engine, "accept": accept,
+    }  # fmt: skip
     for rate in (None, *rates):
         name = "waited" if rate is None else f"{rate:g}_chars_per_s"
-        report[name] = (await _replay_on_a_fresh_server(model_dir, cases, rate, python, engine)).summary()
+        replay = await _replay_on_a_fresh_server(model_dir, cases, rate, python, engine, accept == "word")
+        report[name] = replay.summary()
         print(f"typing replay {name}: {report[name]}", file=sys.stderr, flush=True)
     return report
 
 
 def bench_typing(
     model_dir: str | None, files: int, rates: tuple[float, ...] = RATES, python: str | None = None,
-    engine: str | None = None, repos: str | None = None,
+    engine: str | None = None, repos: str | None = None, accept: str = "whole",
 ) -> dict:  # fmt: skip
+    """``accept``: "whole" (Tab takes a suggestion the text to type starts with) or "word" (also
+    its first words, Ctrl+Right a word: ``accepted``)."""
     source, rows = repos_sources(repos) if repos else typing_sources()
     cases = typing_cases(rows, files)
     if not cases:
         raise SystemExit(f"no Python files with 40+ lines in {source}")
     print(f"typing into {len(cases)} files from {source}", file=sys.stderr, flush=True)
-    report = asyncio.run(_bench_typing(model_dir, cases, rates, python or sys.executable, engine))
+    report = asyncio.run(_bench_typing(model_dir, cases, rates, python or sys.executable, engine, accept))
     return {"source": source, **report}
 
 
 def format_typing(report: dict) -> str:
     rows = [
-        f"typing replay: 3 lines inside each of {report['files']} files ({report['source']}), through `difill serve`",
+        f"typing replay: 3 lines inside each of {report['files']} files ({report['source']}), through `difill serve`"
+        + (", suggestions also accepted a word at a time" if report.get("accept") == "word" else ""),
         "| typing | net keystrokes saved | suggestion on screen before the next key | answers in time | p50 ms | p95 ms "
         "| first on a new line: p50 / p95 ms (answers) | no suggestion: empty in time / late (of them on a new line) |",
         "|---|---|---|---|---|---|---|---|",
