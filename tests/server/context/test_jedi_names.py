@@ -324,6 +324,20 @@ def test_a_completion_past_the_process_timeout_is_given_up_and_the_next_one_answ
     lookup.close(wait_s=30)
 
 
+def test_a_server_bigger_than_jedis_memory_bound_still_gets_every_list(tmp_path, patient):
+    """jedi's process leaves past MAX_RSS_MB of its own memory.  Read as ``ru_maxrss`` that was
+    the server's peak (kept across fork and exec): in a server past 1 GiB every process left after
+    one answer, and the request that raced its exit got nothing."""
+    ballast = b"\x01" * ((jedi_process.MAX_RSS_MB + 100) * 1024 * 1024)  # written: resident here
+    lookup = JediNames(lambda path: False, lambda: [str(tmp_path)])
+    lookup.warm()
+    for attribute in ("os.pa", "os.ge", "os.pa"):
+        text = f"import os\n{attribute}"
+        assert lookup.names(text, len(text), str(tmp_path / "a.py")), attribute
+    assert len(ballast) and jedi_process.resident_mb() > jedi_process.MAX_RSS_MB
+    lookup.close(wait_s=30)
+
+
 def test_an_answer_made_before_jedis_list_after_a_dot_is_not_cached(src_layout, monkeypatch):
     """Past the deadline after ``x.`` the answer lacks jedi's list: it is marked waiting (the
     suggestion cache keeps no such answer), and once the list has come it is read, not waited

@@ -16,9 +16,10 @@ Frames, both ways: a 4-byte big-endian length, then a pickle (the two ends are t
 process apart).  The server sends ``("complete", text, line, column, path, folder, added,
 python)`` or ``("warm", python)``; the process answers ``("read?", path)`` (the server answers
 ``("read", allowed)``), ``("roots", folders)`` once it knows the environment's folders, and last
-``("done", names | None, error | None, warning | None, parsed)``: each name as ``(name, module
-path or None, is_module)``, ``warning`` for the server's log (an unusable ``projectPython``),
-``parsed`` the parsed modules it keeps.
+``("done", names | None, error | None, warning | None, parsed, leaving)``: each name as ``(name,
+module path or None, is_module)``, ``warning`` for the server's log (an unusable
+``projectPython``), ``parsed`` the parsed modules it keeps, ``leaving`` when it is over its memory
+bound and ends after this answer.
 
     python -m difill.server.context.jedi_process   # the process; the server starts it
 """
@@ -29,7 +30,6 @@ import keyword
 import logging
 import os
 import pickle
-import resource
 import select
 import struct
 import subprocess
@@ -107,9 +107,9 @@ class JediProcess:
         with self._lock:
             if self._closed:
                 return None, "closed"
-            proc = self._started()
             deadline = time.monotonic() + TIMEOUT_S
             try:
+                proc = self._started()
                 write_frame(proc.stdin, message)
                 while True:
                     remaining = deadline - time.monotonic()
@@ -126,9 +126,12 @@ class JediProcess:
                     elif reply[0] == "roots":
                         self.roots = reply[1]
                     else:  # done
-                        _, names, error, warning, self.parsed = reply
+                        _, names, error, warning, self.parsed, leaving = reply
                         if warning:
                             log.warning("%s", warning)
+                        if leaving:  # over its memory bound: the next request starts another
+                            proc.wait()
+                            self._proc = None
                         return names, error
             except (BrokenPipeError, OSError, pickle.UnpicklingError, ValueError) as err:
                 self._kill()
@@ -148,7 +151,6 @@ class JediProcess:
             # come back in ``done``, and a crash shows as the end of its output.
             stderr=subprocess.DEVNULL,
             env=env,
-            cwd=os.getcwd(),
         )
         self.pid = self._proc.pid
         return self._proc
@@ -321,10 +323,24 @@ def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
                 names = worker.complete(*message[1:])
         except Exception as err:  # noqa: BLE001 - jedi on hostile code: the server keeps its rules
             error = f"{type(err).__name__}: {err}"[:500]
-        send(("done", names, error, worker.warning, parsed_modules()))
+        leaving = resident_mb() > MAX_RSS_MB  # the server starts a new process for its next request
+        send(("done", names, error, worker.warning, parsed_modules(), leaving))
         worker.warning = None
-        if resource.getrusage(resource.RUSAGE_SELF).ru_maxrss > MAX_RSS_MB * 1024:  # kB on Linux
-            return  # the server starts a new process for its next request
+        if leaving:
+            return
+
+
+def resident_mb() -> float:
+    """This process's resident memory now (Linux; 0 elsewhere).  Not ``ru_maxrss``: across the
+    server's fork and exec it starts at the server's own peak."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
 
 
 if __name__ == "__main__":
