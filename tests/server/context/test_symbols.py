@@ -119,6 +119,17 @@ def test_a_typed_word_gets_the_imported_names_it_starts(workspace):
     assert found and is_sure(found[0]) and found[0].text == "tryError"
 
 
+def test_nothing_typed_where_a_value_is_bound_gets_the_imported_name_that_echoes_it(workspace):
+    root, index = workspace
+    head = "from pkg.errors import RetryError, TryAgain\n\n\n"
+    assert drafts(index, root, head + "retry_error = ") == [("RetryError", "symbol")]
+    assert drafts(index, root, head + "def run(fn, again: ") == [("TryAgain", "symbol")]  # a parameter
+    assert drafts(index, root, head + "f(retry_error=") == [("RetryError", "symbol")]
+    # No imported name echoes the word, nothing is bound, or a header's own colon: nothing.
+    for text in ("value = ", "raise ", "if again:", "else:", "try_again\n"):
+        assert drafts(index, root, head + text) == [], text
+
+
 def typed(index: WorkspaceIndex, root: Path, text: str) -> list[tuple[str, str]]:
     """The drafts at the end of ``text``, where a word is being typed, once jedi's list (asked at
     the word's first character, never waited for at the next) has come."""

@@ -31,7 +31,14 @@ from difill.server.context import files, symbols, symbols_go, symbols_js
 from difill.server.context.drafts import Draft
 from difill.server.context.jedi_names import JediNames
 from difill.server.context.store import IndexedFile, Store
-from difill.server.context.symbol_usage import MAX_USAGE_FILES, Usage, echoed_word, enclosing_call
+from difill.server.context.symbol_usage import (
+    MAX_USAGE_FILES,
+    Usage,
+    echoed_word,
+    echoes,
+    enclosing_call,
+    token_before,
+)
 from difill.text.languages import family_of
 
 CACHED_MODULES = 256
@@ -42,6 +49,8 @@ IMPORT_LINE = re.compile(r"(?<![ \t])[ \t]*+(?:from|import)[ \t]")
 WORD_END = re.compile(r"(?<!\w)\w++$")
 # ``from module `` with the word after it to write: the keyword jedi lists there is no name.
 FROM_MODULE = re.compile(r"(?<![ \t])[ \t]*+from[ \t]++[\w.]++[ \t]++$")
+# A compound statement's header ends with ``:`` and binds no value there (``if ready:``, ``else:``).
+COMPOUND_HEADER = re.compile(r"[ \t]*+(?:if|elif|else|while|for|with|try|except|finally|def|class|lambda|async|match|case)\b")
 MAX_PACKAGE_FILES = 64  # a Go package's files read for its names
 MAX_TSCONFIG_CHARS = 256 * 1024
 
@@ -135,6 +144,8 @@ class SymbolLookup:
             word = symbols.WORD_AT_CURSOR.search(line_before) if rules is not None else None
             if word is not None and len(word.group(1)) == 1:  # a word's first character: jedi starts
                 self._jedi_words(text, offset - 1, offset, current_path, rules)
+            if rules is not None and word is None:
+                return self._echo_drafts(text, offset, line_before, rules)
             return []
         imports = rules.imports_of(text)
         texts = [text, *source_texts]
@@ -159,6 +170,21 @@ class SymbolLookup:
         ranking = symbols.rank(query, list(dict.fromkeys([*names, *from_jedi])), texts, text[:offset])
         source = "imported" if ranking.names and ranking.names[0] in imports.names else "jedi"
         return symbol_drafts(ranking, query.partial, source)
+
+    def _echo_drafts(self, text: str, offset: int, line_before: str, rules: ModuleRules) -> list[Draft]:
+        """Nothing typed where a value is bound (``venv_container: █``, ``parser = █``,
+        ``level=█``): the document's imported names that echo the bound word (``VenvContainer``,
+        ``Parser``; ``echoes``: its end, without case or underscores), best first; none when no
+        imported name does.  Chosen on the tuning projects (docs/drafts.md "Round 4")."""
+        word = echoed_word(line_before)
+        inside_brackets = sum(line_before.count(c) for c in "([{") > sum(line_before.count(c) for c in ")]}")
+        if not word or (COMPOUND_HEADER.match(line_before) and not inside_brackets):  # ``def f(venv: `` binds
+            return []
+        echoing = [n for n in rules.imports_of(text).names if n != word and echoes(n, word)]
+        if not echoing:
+            return []
+        query = symbols.SymbolQuery("", "", token_before(line_before))
+        return symbol_drafts(symbols.rank(query, echoing, [text], text[:offset], word=word), "", "imported")
 
     def _jedi_words(self, text: str, start: int, offset: int, current_path: str | None, rules: ModuleRules) -> list[str]:
         """jedi's names where the word ``text[start:offset]`` starts (its locals, parameters,
