@@ -303,12 +303,17 @@ def test_jedi_runs_in_a_process_of_its_own_and_a_dead_one_is_replaced(tmp_path, 
     assert found is not None and "total" in found
     assert lookup.process.pid not in (None, os.getpid())
     assert not any(str(tmp_path) in str(path) for cached in parser_cache.values() for path in cached)
+    # Its parse cache is a folder of its own, not ~/.cache/jedi that every jedi on the machine reads.
+    cache = lookup.process.cache_dir
+    assert cache and os.path.isdir(cache) and not cache.startswith(os.path.expanduser("~/.cache"))
     first = lookup.process.pid
     os.kill(first, signal.SIGKILL)
     text = "import os\nos.pa"
     assert "path" in (lookup.names(text, len(text), str(doc)) or lookup.names(text, len(text), str(doc)) or [])
-    assert lookup.process.pid != first
+    assert lookup.process.pid != first and not os.path.exists(cache)  # the dead one's cache is gone
+    current = lookup.process.cache_dir
     lookup.close(wait_s=30)
+    assert current and not os.path.exists(current)
 
 
 def test_a_completion_past_the_process_timeout_is_given_up_and_the_next_one_answers(tmp_path, patient, monkeypatch):
