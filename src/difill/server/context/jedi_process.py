@@ -213,6 +213,7 @@ class Worker:
         environment = self.environment(python)
         script = jedi.Script(text, path=path, project=self.project(folder, added), environment=environment)
         found: list[tuple[str, str | None, bool]] = []
+        paths: dict[str, str] = {}  # one string per module path: pickled once, not once a name
         try:
             for c in script.complete(line, column):
                 if len(found) == MAX_NAMES:
@@ -225,7 +226,8 @@ class Worker:
                 if isinstance(c._name, (ImportName, SubModuleName)):
                     found.append((c.name, None, True))
                 elif not keyword.iskeyword(c.name):
-                    found.append((c.name, os.fspath(c.module_path) if c.module_path else None, False))
+                    path = os.fspath(c.module_path) if c.module_path else None
+                    found.append((c.name, path and paths.setdefault(path, path), False))
         finally:
             bound_parsed_modules(MAX_PARSED_MODULES)
         return found
