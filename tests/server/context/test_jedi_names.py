@@ -316,6 +316,33 @@ def test_jedi_runs_in_a_process_of_its_own_and_a_dead_one_is_replaced(tmp_path, 
     assert current and not os.path.exists(current)
 
 
+def test_a_list_nobody_waits_for_starts_after_the_models_job(tmp_path, monkeypatch):
+    """jedi's process runs on the other core: on a 2-core machine beside a fill and the editor it
+    took the fill's CPU.  A typed word's list (asked with ``wait_s=0``) waits while a model job
+    runs; an ``x.`` a keystroke waits for does not."""
+    monkeypatch.setattr(jedi_names, "MAX_YIELD_S", 60.0)
+    busy = [True]
+    lookup = JediNames(lambda path: False, lambda: [str(tmp_path)], model_busy=lambda: busy[0])
+    text = "def main(limit):\n    total = limit\n    return x"
+    path = str(tmp_path / "a.py")
+    assert lookup.names(text, len(text) - 1, path, wait_s=0) is None
+    time.sleep(0.5)
+    assert lookup.names(text, len(text) - 1, path, wait_s=0) is None  # still waiting for the model
+    busy[0] = False
+    deadline = time.monotonic() + 60
+    while (found := lookup.names(text, len(text) - 1, path, wait_s=0)) is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert {"limit", "total"} <= set(found)
+    busy[0] = True
+    monkeypatch.setattr(jedi_names, "DEADLINE_S", 60.0)
+    attribute = "import os\nos.pa"
+    started = time.perf_counter()
+    assert "path" in lookup.names(attribute, len(attribute), path)
+    assert time.perf_counter() - started < 10.0  # not held back for the model (MAX_YIELD_S is 60 here)
+    lookup.close(wait_s=30)
+
+
 def test_a_completion_past_the_process_timeout_is_given_up_and_the_next_one_answers(tmp_path, patient, monkeypatch):
     monkeypatch.setattr(jedi_process, "TIMEOUT_S", 0.2)
     lookup = JediNames(lambda path: False, lambda: [str(tmp_path)])

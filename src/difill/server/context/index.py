@@ -140,7 +140,9 @@ class WorkspaceIndex:
         self._idle = threading.Event()
         self._idle.set()
         self._thread: threading.Thread | None = None
-        self._retriever = Retriever(self._lock, self._store, self._shared, self.policy, project_python)
+        self._retriever = Retriever(
+            self._lock, self._store, self._shared, self.policy, project_python, self.yield_to
+        )
 
     # ---- called from the event loop: cheap, never touch the disk ----
 

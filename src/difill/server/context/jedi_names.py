@@ -60,6 +60,12 @@ DEADLINE_S = 0.05  # a keystroke's share: past it, today's rules answer
 # closes on none of them and only a huge module (seconds a completion) goes without.
 SLOW_S = 0.25
 CACHE_ENTRIES = 64
+# A completion nobody waits for yet (a typed word's list) waits this long at most for the model's
+# job: jedi's process runs on the other core, and on a 2-core machine beside a fill and the editor
+# it took the fill's CPU (typing at 6 keys a second: 2 -> 11 keystrokes answered late, p95 95 ->
+# 113 ms, docs/drafts.md "Round 4").
+MAX_YIELD_S = 0.5
+YIELD_POLL_S = 0.005
 DENIED_ENTRIES = 4096  # paths whose policy answer is remembered (JediNames.denies)
 MAX_TEXT_CHARS = 1024 * 1024  # as the syntax trees' cap (server/trees.py): no completion above it
 
@@ -74,11 +80,13 @@ class JediNames:
         folders: Callable[[], list[str]],
         python: str | None = None,
         secret: Callable[[str], bool] | None = None,
+        model_busy: Callable[[], bool] | None = None,
     ) -> None:
         self._denies = denies  # path -> whether jedi may not read it (``denies``)
         # path -> whether the secrets policy denies a document (its text is never completed); a
         # document outside every workspace folder that it allows is completed on its own text.
         self._secret = secret or denies
+        self._model_busy = model_busy or (lambda: False)  # whether a model job runs (the engine host's)
         self._denied: dict[tuple, bool] = {}  # its and ``secret``'s answers, per workspace folders
         self.folders = folders
         self.python = python  # the project's interpreter (``projectPython``); None: this server's
@@ -111,7 +119,8 @@ class JediNames:
             self._latest = key
             future = self._running.get(key)
             if future is None:
-                future = self._executor.submit(self._complete, key, text, line, column, path)
+                waited = wait_s != 0  # a keystroke waits for it: no yielding to the model
+                future = self._executor.submit(self._complete, key, text, line, column, path, waited)
                 self._running[key] = future
         try:
             # DEADLINE_S is read at each call: tests wait longer.
@@ -167,6 +176,7 @@ class JediNames:
 
     def _warm_up(self) -> None:
         try:
+            self._after_the_model()
             _, error = self.process.request(("warm", self.python), self.denies)
             if error:
                 log.debug("jedi warm-up failed: %s", error)
@@ -174,8 +184,18 @@ class JediNames:
             with self._lock:
                 self._running.pop(jedi_process.WARM_UP, None)
 
-    def _complete(self, key: tuple, text: str, line: int, column: int, path: str | None) -> list[str] | None:
+    def _after_the_model(self) -> None:
+        """Wait (``MAX_YIELD_S`` at most) while a model job runs (``MAX_YIELD_S``'s comment)."""
+        started = time.monotonic()
+        while self._model_busy() and time.monotonic() - started < MAX_YIELD_S:
+            time.sleep(YIELD_POLL_S)
+
+    def _complete(
+        self, key: tuple, text: str, line: int, column: int, path: str | None, waited: bool = True
+    ) -> list[str] | None:
         try:
+            if not waited:
+                self._after_the_model()  # nobody waits for this list yet
             with self._lock:
                 if key != self._latest and key not in self._cache:
                     return None  # a newer keystroke asked since: skip this one

@@ -9,6 +9,7 @@ import os
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pygls.uris import to_fs_path
@@ -79,7 +80,7 @@ class Retriever:
 
     def __init__(
         self, lock: threading.Lock, store: Store, shared: Shared, policy: ContextPolicy,
-        project_python: str | None = None,
+        project_python: str | None = None, model_busy: Callable[[], bool] | None = None,
     ) -> None:  # fmt: skip
         self.lock = lock
         self.store = store
@@ -99,7 +100,7 @@ class Retriever:
 
         jedi = JediNames(
             unreadable, folders, project_python,
-            secret=lambda path: policy.denies_path(path, folders()),
+            secret=lambda path: policy.denies_path(path, folders()), model_busy=model_busy,
         )  # fmt: skip
         self._symbols = SymbolLookup(lock, store, folders, jedi)
 
