@@ -314,6 +314,8 @@ def bench_typing(
 ) -> dict:  # fmt: skip
     """``accept``: "whole" (Tab takes a suggestion the text to type starts with) or "word" (also
     its first words, Ctrl+Right a word: ``accepted``)."""
+    if accept not in ("whole", "word"):
+        raise ValueError(f'accept must be "whole" or "word", not {accept!r}')
     source, rows = repos_sources(repos) if repos else typing_sources()
     cases = typing_cases(rows, files)
     if not cases:

@@ -238,8 +238,8 @@ def drafts_without_model(
     settings: Settings, request: SuggestionRequest, workspace: Workspace | None
 ) -> list[str]:
     """What "show" would make the ghost text with no model run, as shown: for a client while the
-    model loads, or after it failed to.  None unless ``contextDrafts`` is "show" or "auto" (which checkpoint loads, and
-    so what "auto" means for it, is not known yet)."""
+    model loads, or after it failed to.  None unless ``contextDrafts`` is "show" or "auto" (which
+    checkpoint loads, and so what "auto" means for it, is not known yet)."""
     if settings.context_drafts not in ("show", "auto"):
         return []
     retrieval = (

@@ -48,7 +48,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 
-from difill.server.context import jedi_process
+from difill.server.context import files, jedi_process
 from difill.server.context.jedi_process import JediProcess
 
 log = logging.getLogger("difill.server")
@@ -62,8 +62,8 @@ SLOW_S = 0.25
 CACHE_ENTRIES = 64
 # A completion nobody waits for yet (a typed word's list) waits this long at most for the model's
 # job: jedi's process runs on the other core, and on a 2-core machine beside a fill and the editor
-# it took the fill's CPU (typing at 6 keys a second: 2 -> 11 keystrokes answered late, p95 95 ->
-# 113 ms, docs/drafts.md "Round 4").
+# it took the fill's CPU (typing at 6 keys a second: 11 keystrokes answered late without this
+# wait, 1 with it; docs/drafts.md "Round 4").
 MAX_YIELD_S = 0.5
 YIELD_POLL_S = 0.005
 DENIED_ENTRIES = 4096  # paths whose policy answer is remembered (JediNames.denies)
@@ -130,10 +130,16 @@ class JediNames:
 
     def pending(self, text: str, offset: int, path: str | None) -> bool:
         """Whether jedi is still completing at ``offset`` for an earlier ``names`` that did not wait
-        for it: an answer made meanwhile lacks its list, and is not cached (Retrieval.waiting)."""
+        for it: an answer made meanwhile lacks its list, and is not cached (Retrieval.waiting).
+        Asked at every keystroke: the text is hashed only when a completion runs at this place."""
+        place = (path, *_position(text, offset))
+        with self._lock:
+            here = [k for k in self._running if isinstance(k, tuple) and (k[0], *k[2:]) == place]
+        if not here:
+            return False
         key = _key(path, text, offset)
         with self._lock:
-            return key in self._running and key not in self._cache
+            return key in here and key not in self._cache
 
     def slow(self, path: str | None) -> bool:
         """Whether jedi's last two completions of this document each took over ``SLOW_S``: then a
@@ -214,9 +220,7 @@ class JediNames:
 
     def _jedi_names(self, text: str, line: int, column: int, path: str | None) -> list[str] | None:
         """jedi's names at (line, column), from its process, less those defined in a denied file."""
-        folder = next(
-            (f for f in self.folders() if path and path.startswith(f.rstrip(os.sep) + os.sep)), None
-        )
+        folder = next((f for f in self.folders() if path and files.inside(path, f)), None)
         # A src layout's absolute imports resolve from its ``src/``, as an installed package's would.
         added = (os.path.join(folder, "src"),) if folder and os.path.isdir(os.path.join(folder, "src")) else ()
         found, error = self.process.request(
@@ -236,7 +240,7 @@ class JediNames:
         once jedi's process has made it, else this server's; jedi's stubs included)."""
         real = os.path.realpath(path)
         roots = (*(self.process.roots or _environment_roots()), _jedi_folder())
-        return any(real.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
+        return any(files.inside(real, root) for root in roots)
 
     def close(self, wait_s: float = 0.0) -> None:
         """Stop: jedi's process is stopped (a completion in progress answers None, never waited
@@ -252,11 +256,15 @@ class JediNames:
                 pass
 
 
+def _position(text: str, offset: int) -> tuple[int, int]:
+    """jedi's (1-based line, column) of ``offset``."""
+    return text.count("\n", 0, offset) + 1, offset - (text.rfind("\n", 0, offset) + 1)
+
+
 def _key(path: str | None, text: str, offset: int) -> tuple:
-    """A completion's cache key: the document, its text and jedi's (1-based line, column)."""
-    line = text.count("\n", 0, offset) + 1
-    column = offset - (text.rfind("\n", 0, offset) + 1)
-    return (path, hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(), line, column)
+    """A completion's cache key: the document, its text and jedi's position."""
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    return (path, digest, *_position(text, offset))
 
 
 @functools.lru_cache(maxsize=1)

@@ -55,7 +55,7 @@ MAX_NAMES = 2000  # jedi lists every name of a module; the ranking reads this ma
 # minutes once it holds 600: a star-import chain through a 10,000-module package would keep them
 # all.  After each completion the least recently used go, down to this many.
 MAX_PARSED_MODULES = 400
-MAX_RSS_MB = 1024  # past this peak the process exits after its answer; the next request starts another
+MAX_RSS_MB = 1024  # resident past this, the process exits after its answer; the next request starts another
 TIMEOUT_S = 60.0  # a completion still running then is given up: the process is killed
 WARM_UP = "import os\nos."  # a completion that reads the standard library's stubs
 HEADER = struct.Struct(">I")
@@ -197,10 +197,10 @@ class JediProcess:
 class Worker:
     """jedi's state in the process: its environments and projects, kept across requests."""
 
-    def __init__(self, ask: Callable[[str], bool], send: Callable[[Any], None]) -> None:
-        self.ask = ask  # path -> whether the server lets jedi read it
+    def __init__(self, send: Callable[[Any], None]) -> None:
         self.send = send
-        self.environments: dict[str, Any] = {}  # projectPython -> jedi's environment (or False)
+        # projectPython -> (jedi's environment, or None when it cannot be used; its folders)
+        self.environments: dict[str, tuple[Any, tuple[str, ...]]] = {}
         self.projects: dict[tuple, Any] = {}
         self.sent_roots: tuple | None = None  # (projectPython, its folders) last sent to the server
         self.warning: str | None = None  # for the server's log, with the next answer
@@ -334,7 +334,7 @@ def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
         return answer
 
     asked: dict[str, bool] = {}  # this request's answers (the policy may change between requests)
-    worker = Worker(denied, send)
+    worker = Worker(send)
     guard_reads(denied)
     while (message := read_frame(stdin)) is not None:
         asked.clear()

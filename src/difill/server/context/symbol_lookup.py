@@ -94,6 +94,11 @@ def symbol_drafts(ranking: symbols.Ranking, partial: str, source: str) -> list[D
     ]
 
 
+def _inside_brackets(line: str) -> bool:
+    """Whether ``line`` ends inside an open bracket (a ``def``'s parameters, a call)."""
+    return sum(line.count(c) for c in "([{") > sum(line.count(c) for c in ")]}")
+
+
 def rules_for(language: str | None) -> ModuleRules | None:
     """The module rules of a language as text/languages.py names it (TS takes JS's)."""
     return RULES.get(family_of(language) or "")
@@ -177,9 +182,8 @@ class SymbolLookup:
         ``Parser``; ``echoes``: its end, without case or underscores), best first; none when no
         imported name does.  Chosen on the tuning projects (docs/drafts.md "Round 4")."""
         word = echoed_word(line_before)
-        inside_brackets = sum(line_before.count(c) for c in "([{") > sum(line_before.count(c) for c in ")]}")
-        if not word or (COMPOUND_HEADER.match(line_before) and not inside_brackets):  # ``def f(venv: `` binds
-            return []
+        if not word or (COMPOUND_HEADER.match(line_before) and not _inside_brackets(line_before)):
+            return []  # nothing bound, or a header's own colon (``def f(venv: `` binds: brackets)
         echoing = [n for n in rules.imports_of(text).names if n != word and echoes(n, word)]
         if not echoing:
             return []
