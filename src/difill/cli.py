@@ -197,6 +197,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metal", action="store_true", help="with Metal (-DGGML_METAL=ON; macOS)")
     p.add_argument("--portable", action="store_true", help="no -march=native: a binary for other CPUs")
     p.add_argument("--jobs", type=int, help="parallel compile jobs (default: every core)")
+    p.add_argument(
+        "--no-patches", action="store_true",
+        help="build the tree as it is, without difill's patches (engine/native/patches/)",
+    )  # fmt: skip
     p.set_defaults(func=run_build_native)
 
     p = sub.add_parser("export-gguf", help="write a DiffusionGemma checkpoint as a GGUF for llama.cpp")

@@ -136,3 +136,51 @@ def test_the_command_reports_a_hostile_tarball_in_one_line(tmp_path, cache):
     assert done.returncode != 0
     assert done.stderr.startswith("difill: ") and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path.parent / "escaped.txt").exists()
+
+
+# ---------------------------------------------------------------- difill's patches to the tree
+
+
+def test_each_patch_says_why_and_what_was_offered_upstream_before_its_diff():
+    patches = build.patch_files()
+    assert [p.name[:3] for p in patches] == [f"{i:02d}-" for i in range(1, len(patches) + 1)]
+    for patch in patches:
+        head, _, diff = patch.read_text().partition("diff --git ")
+        assert "Why:" in head and "Upstream:" in head and diff, patch.name
+
+
+@pytest.mark.slow
+def test_every_patch_applies_to_the_carried_tree_in_a_copy(cache):
+    tree = resolve_source(None)  # the carried tarball, unpacked into this test's cache
+    before = (tree / "include/llama.h").read_bytes()
+    copy = build.patched(tree, build.patch_files())
+    assert (tree / "include/llama.h").read_bytes() == before  # the source is never written
+    header = (copy / "include/llama.h").read_text()
+    assert "llama_diffusion_set_rows" in header and "llama_diffusion_set_sc_slots" in header
+    assert build.patched(tree, build.patch_files()) == copy  # applied once
+
+
+def unified_diff(name: str, old: str, new: str, after: str) -> str:
+    """A diff of a file's first line, ``after`` its second (git anchors a hunk without context)."""
+    return (
+        f"diff --git a/{name} b/{name}\n--- a/{name}\n+++ b/{name}\n@@ -1,2 +1,2 @@\n"
+        f"-{old}\n+{new}\n {after}\n"
+    )
+
+
+def test_a_patch_that_does_not_apply_names_itself_and_the_tree_and_leaves_no_copy(tmp_path, cache):
+    tree = fake_tree(tmp_path / "llama.cpp")
+    first_line, second_line = (tree / "include/llama.h").read_text().splitlines()[:2]
+    good = tmp_path / "01-good.patch"
+    good.write_text("Why: a test.\n\n" + unified_diff("include/llama.h", first_line, "void renamed(void);", second_line))
+    bad = tmp_path / "02-bad.patch"  # written for a line the tree does not have
+    bad.write_text(unified_diff("include/llama.h", "void not_in_this_tree(void);", "void x(void);", second_line))
+    with pytest.raises(BuildError) as raised:
+        build.patched(tree, [good, bad])
+    message = str(raised.value)
+    assert "patch 02-bad.patch does not apply" in message and str(tree) in message
+    assert "--no-patches" in message
+    assert not list((cache / "native").glob("patched-*"))  # nothing half-patched is left to build
+    assert (tree / "include/llama.h").read_text().splitlines()[0] == first_line
+    copy = build.patched(tree, [good])
+    assert (copy / "include/llama.h").read_text().splitlines()[0] == "void renamed(void);"

@@ -8,6 +8,7 @@ model; the contract on a tiny random DiffusionGemma built by the fixtures.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -28,7 +29,7 @@ from difill.engine.backends import EngineChoice, local_backend
 from difill.engine.decoder import CanvasDecoder
 from difill.engine.infill import InfillEngine
 from difill.engine.model import DEFAULT_MODEL_DIR, load_model
-from difill.engine.native.build import build_native
+from difill.engine.native.build import build_native, native_cache
 from difill.engine.native.engine import LlamaCppEngine, load_llamacpp_engine, shipped_gguf
 from difill.engine.native.gguf_export import export_gguf
 from difill.engine.native.worker import OPEN, FillRules, LlamaWorker, WorkerError, WorkerSettings
@@ -95,6 +96,15 @@ def test_logits_match_torch_with_and_without_self_conditioning(shipped, length):
         ours2 = decoder.open_logits(canvas2, soft, open2.nonzero(as_tuple=True))
         theirs2 = worker.step(canvas2.numpy(), open2.numpy().astype(np.uint8) * OPEN, True, 1.0).values
         assert_parity(ours2, theirs2)
+
+
+def test_the_parity_above_ran_the_rows_in_one_batch(worker_binary):
+    """`difill build-native` applies difill's patches by default, so the two-row passes above went
+    through one batch with each row's own mask (the stock PR would have run them one by one)."""
+    stamp = json.loads((native_cache() / "worker.json").read_text())
+    assert Path(stamp["binary"]) == worker_binary
+    header = (Path(stamp["source"]) / "include" / "llama.h").read_text()
+    assert "llama_diffusion_set_rows" in header and "llama_diffusion_set_sc_slots" in header
 
 
 def assert_parity(ours: torch.Tensor, theirs: np.ndarray) -> None:

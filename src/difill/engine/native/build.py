@@ -7,6 +7,11 @@ a wheel does not carry it, and the error then says what to pass).  Everything go
 (``~/.cache/difill/native``): the unpacked tarball, one build folder per source and flag set, and
 ``worker.json``, which names the binary the engine starts.  A second run with nothing changed is a
 no-op (the stamp matches; CMake would have nothing to do either).
+
+difill's patches (``patches/*.patch``, each with its reason at its top) are applied, in name order,
+to a copy of the tree in the cache: the source itself is never written.  A patch that does not
+apply names itself and the tree; ``--no-patches`` builds the tree as it is (the worker then runs
+a fill's canvases one after another).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ NATIVE_DIR = Path(__file__).parent
 REPO_ROOT = NATIVE_DIR.parents[3]  # src/difill/engine/native -> the checkout (absent in a wheel)
 VENDORED = REPO_ROOT / "third_party" / "llama.cpp"
 WORKER = "difill-llama-worker"
+PATCHES_DIR = NATIVE_DIR / "patches"
 TESTED_COMMIT = "c3fb97241295c196e09b783e705e84b96cd1bd74"  # PR #24423, as third_party/llama.cpp carries it
 VENDOR_GLOB = "llama.cpp-pr24423-*.tar.xz"
 TARBALL_SUFFIXES = (".tar.xz", ".tar.gz", ".tgz", ".tar")
@@ -75,6 +81,45 @@ def worker_sources_digest() -> str:
     for name in ("worker.cpp", "CMakeLists.txt"):
         digest.update((NATIVE_DIR / name).read_bytes())
     return digest.hexdigest()[:16]
+
+
+def patch_files() -> list[Path]:
+    return sorted(PATCHES_DIR.glob("*.patch"))
+
+
+def patched(tree: Path, patches: list[Path]) -> Path:
+    """A copy of ``tree`` in the cache with ``patches`` applied (once: a second call finds it)."""
+    digest = hashlib.sha256(str(tree).encode())
+    for patch in patches:
+        digest.update(patch.name.encode() + b"\0" + patch.read_bytes())
+    target = native_cache() / f"patched-{digest.hexdigest()[:16]}"
+    copy = target / tree.name
+    if (target / ".patched").is_file():
+        return copy
+    if shutil.which("git") is None:
+        raise BuildError("`git` is not installed: difill's llama.cpp patches are applied with `git apply`")
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    # The tree's own history and build folders are not source: a user's checkout may hold gigabytes.
+    shutil.copytree(tree, copy, symlinks=True, ignore=lambda folder, names: [
+        n for n in names if Path(folder) == tree and (n == ".git" or n.startswith("build") and (tree / n).is_dir())
+    ])  # fmt: skip
+    # The copy is not a git repository: without the ceiling, git apply inside a repository that
+    # holds the cache would take paths from that repository's top instead.
+    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(target)}
+    for patch in patches:
+        done = subprocess.run(
+            ["git", "apply", "--whitespace=nowarn", str(patch)], cwd=copy, env=env, capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            shutil.rmtree(target, ignore_errors=True)
+            reason = " ".join(done.stderr.split())[:400]
+            raise BuildError(
+                f"difill's patch {patch.name} does not apply to the llama.cpp tree {tree}: {reason}. The patches "
+                f"are made for {TESTED_COMMIT[:7]}; `difill build-native --no-patches` builds the tree as it is"
+            )
+    (target / ".patched").write_text("\n".join(p.name for p in patches))
+    return copy
 
 
 def vendored_tarball() -> Path | None:
@@ -174,9 +219,10 @@ def cmake_flags(cuda: bool, metal: bool, native: bool) -> list[str]:
 
 def build_native(
     source: str | Path | None = None, cuda: bool = False, metal: bool = False, native: bool = True,
-    jobs: int | None = None, log=print,
+    jobs: int | None = None, log=print, patches: bool = True,
 ) -> BuildResult:  # fmt: skip
-    """Build the worker (CPU by default) and record it as the one the engine starts."""
+    """Build the worker (CPU by default) and record it as the one the engine starts; ``patches``
+    False builds the tree without difill's patches."""
     for tool in ("cmake", "c++"):
         if shutil.which(tool) is None:
             raise BuildError(
@@ -186,7 +232,10 @@ def build_native(
     # One build at a time per cache: test processes and editors may ask at once, and two CMake runs
     # in one build folder, or two unpackings of one tarball, would corrupt each other.
     with build_lock():
-        return _build(source, cmake_flags(cuda, metal, native), jobs, log, started)
+        tree = resolve_source(source)
+        if patches:
+            tree = patched(tree, patch_files())
+        return _build(tree, cmake_flags(cuda, metal, native), jobs, log, started)
 
 
 @contextlib.contextmanager
@@ -198,8 +247,7 @@ def build_lock() -> Iterator[None]:
         yield
 
 
-def _build(source: str | Path | None, flags: list[str], jobs: int | None, log, started: float) -> BuildResult:
-    tree = resolve_source(source)
+def _build(tree: Path, flags: list[str], jobs: int | None, log, started: float) -> BuildResult:
     key = hashlib.sha256(f"{tree}|{' '.join(flags)}".encode()).hexdigest()[:12]
     build_dir = native_cache() / f"build-{key}"
     binary = build_dir / WORKER

@@ -13,7 +13,8 @@ def build(args: argparse.Namespace) -> int:
 
     try:
         result = build_native(
-            args.source, cuda=args.cuda, metal=args.metal, native=not args.portable, jobs=args.jobs
+            args.source, cuda=args.cuda, metal=args.metal, native=not args.portable, jobs=args.jobs,
+            patches=not args.no_patches,
         )
     except BuildError as err:
         raise SystemExit(f"difill: {err}") from err

@@ -14,7 +14,9 @@
 //           self-conditioning), bit 1: the filler may not go there.
 //           -> LOGITS: int32 n_open, width, then (top_k == 0) float[n_open * n_vocab], or
 //           (top_k > 0) int32 ids[n_open * top_k] and float values[n_open * top_k].
-//           Rows are forwarded one after another against the same cached prompt.
+//           Rows with an open slot are forwarded against the same cached prompt: together in
+//           one batch where the tree has difill's rows patch (llama_diffusion_set_rows, CMake
+//           defines DIFILL_ROWS_IN_ONE_BATCH), one after another on the stock PR.
 //   QUIT  : exit.
 //   Any request may be answered ERROR: message; the worker keeps serving.
 //
@@ -138,7 +140,8 @@ struct Worker {
     // slot was open (empty where it was not: its signal is its own token).
     int sc_rows = 0, sc_length = 0;
     std::vector<std::vector<std::vector<float>>> sc_logits;  // [B][C][n_vocab or 0]
-    std::vector<float> sc_input;                             // [C * n_vocab] the signal one row's pass reads
+    std::vector<float> sc_input;    // the signal one batch reads: [rows * C * n_vocab], or a row per slot in sc_slots
+    std::vector<int32_t> sc_slots;  // the batch slots that were open in the last pass
 
     bool prefill(const std::vector<int32_t> & ids, int32_t & reused) {
         size_t common = 0;
@@ -202,58 +205,92 @@ struct Worker {
         std::vector<int32_t> top_ids(top_k ? (size_t) n_open * top_k : 0);
         std::vector<std::vector<std::vector<float>>> next_logits(B, std::vector<std::vector<float>>(C));
         std::vector<int32_t> order(top_k ? n_vocab : 0);
-        sc_input.resize((size_t) C * n_vocab);
         const int32_t P = (int32_t) prompt.size();
-        int32_t out_row = 0;
+
+        // The rows with an open slot (one with none has nothing to propose: its next signal is its
+        // own tokens), forwarded in groups of as many rows as one batch holds.
+        std::vector<int32_t> rows;
         for (int32_t b = 0; b < B; ++b) {
-            const int32_t * row_ids = ids.data() + (size_t) b * C;
-            const uint8_t * row_flags = flags + (size_t) b * C;
             bool any_open = false;
-            for (int32_t j = 0; j < C; ++j) any_open |= row_flags[j] & 1;
-            if (!any_open) continue;  // nothing to propose: its next signal is its own tokens
+            for (int32_t j = 0; j < C; ++j) any_open |= flags[(size_t) b * C + j] & 1;
+            if (any_open) rows.push_back(b);
+        }
+#ifdef DIFILL_ROWS_IN_ONE_BATCH
+        const int32_t per_batch = std::max(1, n_ubatch / C);  // a row is never split across batches
+#else
+        const int32_t per_batch = 1;  // the stock PR's mask has no rows: one canvas a pass
+#endif
+        int32_t out_row = 0;
+        for (size_t first = 0; first < rows.size(); first += per_batch) {
+            const int32_t n_rows = (int32_t) std::min<size_t>(per_batch, rows.size() - first);
+            sc_slots.clear();
             if (use_sc) {
-                for (int32_t j = 0; j < C; ++j) {
-                    float * dst = sc_input.data() + (size_t) j * n_vocab;
-                    const std::vector<float> & previous = sc_logits[b][j];
-                    if (!previous.empty()) {
-                        memcpy(dst, previous.data(), n_vocab * sizeof(float));
-                    } else {
-                        std::fill(dst, dst + n_vocab, ONE_HOT_OFF);
-                        dst[row_ids[j]] = 0.0f;
+                sc_input.resize((size_t) n_rows * C * n_vocab);
+                float * dst = sc_input.data();
+                for (int32_t r = 0; r < n_rows; ++r) {
+                    const int32_t b = rows[first + r];
+                    for (int32_t j = 0; j < C; ++j) {
+                        const std::vector<float> & previous = sc_logits[b][j];
+                        if (!previous.empty()) {
+                            memcpy(dst, previous.data(), n_vocab * sizeof(float));
+                            sc_slots.push_back(r * C + j);
+                        } else {
+#ifdef DIFILL_SC_SLOTS
+                            continue;  // no row: the graph reads its own token's embedding
+#else
+                            std::fill(dst, dst + n_vocab, ONE_HOT_OFF);
+                            dst[ids[(size_t) b * C + j]] = 0.0f;
+#endif
+                        }
+                        dst += n_vocab;
                     }
                 }
             }
             llama_diffusion_set_phase(model, /*DECODE*/ 2, P, 0);
+#ifdef DIFILL_SC_SLOTS
+            llama_diffusion_set_sc_slots(model, sc_slots.data(), use_sc ? (int32_t) sc_slots.size() : -1);
+#endif
+#ifdef DIFILL_ROWS_IN_ONE_BATCH
+            llama_diffusion_set_rows(model, C);
+#endif
             llama_diffusion_set_sc(model, use_sc ? sc_input.data() : nullptr, use_sc ? 1.0f : 0.0f,
                                    use_sc ? temp_inv : 1.0f, use_sc != 0);
-            batch.n_tokens = C;
-            for (int32_t j = 0; j < C; ++j) {
-                batch.token[j] = row_ids[j];
-                batch.pos[j] = P + j;
-                batch.n_seq_id[j] = 1;
-                batch.seq_id[j][0] = 0;
-                batch.logits[j] = row_flags[j] & 1;  // the LM head on the open slots only
+            batch.n_tokens = n_rows * C;
+            for (int32_t r = 0; r < n_rows; ++r) {
+                const size_t at = (size_t) rows[first + r] * C;
+                for (int32_t j = 0; j < C; ++j) {
+                    const int32_t i = r * C + j;
+                    batch.token[i] = ids[at + j];
+                    batch.pos[i] = P + j;  // every row's canvas follows the same prompt
+                    batch.n_seq_id[i] = 1;
+                    batch.seq_id[i][0] = 0;
+                    batch.logits[i] = flags[at + j] & 1;  // the LM head on the open slots only
+                }
             }
             if (llama_decode(ctx, batch) != 0) return "llama_decode failed on the canvas";
-            for (int32_t j = 0; j < C; ++j) {
-                if (!(row_flags[j] & 1)) continue;
-                const float * logits = llama_get_logits_ith(ctx, j);
-                if (!logits) return "no logits for a canvas slot";
-                std::vector<float> & kept = next_logits[b][j];
-                kept.resize(n_vocab);
-                constrain(logits, j, row_flags[j] & 2, kept.data());
-                if (top_k == 0) {
-                    memcpy(values.data() + (size_t) out_row * n_vocab, kept.data(), n_vocab * sizeof(float));
-                } else {
-                    std::iota(order.begin(), order.end(), 0);
-                    std::partial_sort(order.begin(), order.begin() + top_k, order.end(),
-                                      [&](int32_t a, int32_t c) { return kept[a] > kept[c]; });
-                    for (int32_t k = 0; k < top_k; ++k) {
-                        top_ids[(size_t) out_row * top_k + k] = order[k];
-                        values[(size_t) out_row * top_k + k] = kept[order[k]];
+            for (int32_t r = 0; r < n_rows; ++r) {
+                const int32_t b = rows[first + r];
+                for (int32_t j = 0; j < C; ++j) {
+                    const uint8_t flag = flags[(size_t) b * C + j];
+                    if (!(flag & 1)) continue;
+                    const float * logits = llama_get_logits_ith(ctx, r * C + j);
+                    if (!logits) return "no logits for a canvas slot";
+                    std::vector<float> & kept = next_logits[b][j];
+                    kept.resize(n_vocab);
+                    constrain(logits, j, flag & 2, kept.data());
+                    if (top_k == 0) {
+                        memcpy(values.data() + (size_t) out_row * n_vocab, kept.data(), n_vocab * sizeof(float));
+                    } else {
+                        std::iota(order.begin(), order.end(), 0);
+                        std::partial_sort(order.begin(), order.begin() + top_k, order.end(),
+                                          [&](int32_t a, int32_t c) { return kept[a] > kept[c]; });
+                        for (int32_t k = 0; k < top_k; ++k) {
+                            top_ids[(size_t) out_row * top_k + k] = order[k];
+                            values[(size_t) out_row * top_k + k] = kept[order[k]];
+                        }
                     }
+                    ++out_row;
                 }
-                ++out_row;
             }
         }
         sc_rows = B;
