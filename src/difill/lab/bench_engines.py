@@ -2,9 +2,10 @@
 
 1. One denoising pass (every slot open, self-conditioned, as the sampler's later passes are) on
    canvases of 16, 32 and 48 slots after the same cached prompt of 20 and of 200 tokens: torch's
-   ``CanvasDecoder`` against the llama.cpp worker, each on 1 thread (what the server gives either
-   on this 2-core machine: half the cores) and on every core.  Median of 50.
-2. One fill through the engine (``fill_times``), one hole length and three.
+   ``CanvasDecoder`` against the llama.cpp worker built with difill's patches (``llamacpp``) and
+   without them (``llamacpp_stock``, the PR as it is), each on 1 thread (what the server gives
+   either on this 2-core machine: half the cores) and on every core.  Median of 50.
+2. One fill through each engine (``fill_times``), one hole length and three.
 3. The typing replay through `difill serve --engine NAME` (lab/bench_typing.py) on N files: per
    keystroke p50/p95, the first request on a new line, and keystrokes saved at 6 chars/s.
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -27,14 +29,23 @@ PROMPTS = (20, 200)  # prompt tokens: a file's start, and the shipped model's us
 REPEATS = 50
 
 
+def worker_builds() -> dict[str, Path]:
+    """The worker with difill's patches and without (built once each; the patched one stays the
+    one the engine starts)."""
+    from difill.engine.native.build import build_native
+
+    stock = build_native(patches=False, log=lambda line: None).binary
+    return {"llamacpp": build_native(log=lambda line: None).binary, "llamacpp_stock": stock}
+
+
 def step_times(
-    thread_counts: tuple[int, ...], prompt_lengths: tuple[int, ...] = PROMPTS, gguf: Path | None = None
-) -> dict:
+    thread_counts: tuple[int, ...], prompt_lengths: tuple[int, ...] = PROMPTS, gguf: Path | None = None,
+    builds: dict[str, Path] | None = None,
+) -> dict:  # fmt: skip
     """One pass per engine, thread count, prompt length and canvas length: {key: {P: {C: ms}}};
     ``gguf``: the llama.cpp rows' file (default: the shipped model's F32 export)."""
     from difill.engine.decoder import CanvasDecoder
     from difill.engine.model import load_model
-    from difill.engine.native.build import built_worker
     from difill.engine.native.engine import shipped_gguf
     from difill.engine.native.worker import OPEN, FillRules, LlamaWorker, WorkerSettings
     from difill.engine.prefix_cache import PrefixCache
@@ -67,8 +78,8 @@ def step_times(
                     row[n][length] = round(median_ms(one_pass, REPEATS), 2)
         report[f"torch_{threads}"] = row
     torch.set_num_threads(default_threads)
-    for threads in thread_counts:
-        worker = LlamaWorker(WorkerSettings(built_worker(), gguf or shipped_gguf(), threads=threads))
+    for (name, binary), threads in ((b, t) for b in (builds or worker_builds()).items() for t in thread_counts):
+        worker = LlamaWorker(WorkerSettings(binary, gguf or shipped_gguf(), threads=threads))
         row = {}
         for n, prompt in prompts.items():
             worker.fill(prompt, FillRules(vocab))
@@ -81,26 +92,29 @@ def step_times(
                 )
         # A STEP with no open slot: nothing is forwarded, so this is the protocol's own round trip.
         closed = np.zeros((1, CANVASES[0]), dtype=np.uint8)
-        report[f"round_trip_ms_{threads}"] = round(
+        report[f"round_trip_ms_{name}_{threads}"] = round(
             median_ms(lambda w=worker, f=closed: w.step(canvases[CANVASES[0]], f, False, 1.0), REPEATS), 3
         )
         worker.close()
-        report[f"llamacpp_{threads}"] = row
+        report[f"{name}_{threads}"] = row
     return report
 
 
-def fill_times(prompt_tokens: int = 200, repeats: int = 10) -> dict:
+def fill_times(prompt_tokens: int = 200, repeats: int = 10, builds: dict[str, Path] | None = None) -> dict:
     """One fill after a ``prompt_tokens`` prefix, 12 passes at most, with one hole length and with
-    three (an invoked completion's), per engine: median ms.  llama.cpp forwards a fill's canvases
-    one after another (the PR's mask has no sequence separation), torch in one batch."""
+    three (an invoked completion's), per engine: median ms.  Torch and the patched worker forward
+    a fill's canvases in one batch, the stock worker one after another (the PR's mask has no rows)."""
     from difill.engine.api import FillOptions
     from difill.engine.infill import InfillEngine
     from difill.engine.model import load_model
     from difill.engine.native.engine import load_llamacpp_engine
 
-    source = Path(__file__).read_text()  # any Python text: a prefix long enough for the window
+    # Python text long enough for the window, that does not change with difill's own code: the
+    # standard library's textwrap (this module's own text moved the fill whenever it was edited).
+    source = Path(textwrap.__file__).read_text()
     prefix, suffix = source[: prompt_tokens * 4], "\n" + source[prompt_tokens * 4 : prompt_tokens * 4 + 400]
-    engines = {"torch": InfillEngine(load_model(device="cpu")), "llamacpp": load_llamacpp_engine()}
+    engines = {"torch": InfillEngine(load_model(device="cpu"))}
+    engines |= {name: load_llamacpp_engine(binary=binary) for name, binary in (builds or worker_builds()).items()}
     report: dict = {}
     for name, engine in engines.items():
         for label, options in (
@@ -111,7 +125,9 @@ def fill_times(prompt_tokens: int = 200, repeats: int = 10) -> dict:
             report[f"{name}_{label}"] = round(
                 median_ms(lambda e=engine, o=options: e.fill(prefix, suffix, o), repeats), 1
             )
-    engines["llamacpp"].close()
+    for name, engine in engines.items():
+        if name != "torch":
+            engine.close()
     return report
 
 
@@ -119,10 +135,11 @@ def main(files: int, model_dir: str | None = None, gguf: str | None = None) -> d
     from difill.lab.bench_typing import bench_typing
 
     cores = os.cpu_count() or 2
-    report: dict = {"steps_ms": step_times(tuple(sorted({1, cores})), gguf=Path(gguf) if gguf else None)}
+    builds = worker_builds()
+    report: dict = {"steps_ms": step_times(tuple(sorted({1, cores})), gguf=Path(gguf) if gguf else None, builds=builds)}
     print(f"steps: {report['steps_ms']}", file=sys.stderr, flush=True)
     if gguf is None:  # fills and typing run the shipped model as the server exports it
-        report["fills_ms"] = fill_times()
+        report["fills_ms"] = fill_times(builds=builds)
         print(f"fills: {report['fills_ms']}", file=sys.stderr, flush=True)
     if files:
         for engine in ("torch", "llamacpp"):
@@ -148,14 +165,14 @@ def format_engines(report: dict) -> str:
                 base = steps[f"torch_{threads}"][n][c]
                 cells.append(f"{ms}" if engine == "torch" else f"{ms} ({ms / base:.2f}x)")
             rows.append(f"| {engine} | {threads} | {n} | " + " | ".join(cells) + " |")
-    trips = {k.rsplit("_", 1)[1]: v for k, v in steps.items() if k.startswith("round_trip")}
+    trips = {k.removeprefix("round_trip_ms_"): v for k, v in steps.items() if k.startswith("round_trip")}
     rows.append("llama.cpp STEP round trip with nothing to forward, ms: "
-                + ", ".join(f"{ms} ({t} thread(s))" for t, ms in trips.items()))  # fmt: skip
+                + ", ".join(f"{ms} ({key})" for key, ms in trips.items()))  # fmt: skip
     if "fills_ms" in report:
         f = report["fills_ms"]
-        rows += ["", "one fill after a 200-token prefix, median ms: one hole length / three",
-                 f"| torch | {f['torch_one_length']} / {f['torch_three_lengths']} |",
-                 f"| llama.cpp | {f['llamacpp_one_length']} / {f['llamacpp_three_lengths']} |"]  # fmt: skip
+        rows += ["", "one fill after a 200-token prefix, median ms: one hole length / three"]
+        rows += [f"| {name} | {f[f'{name}_one_length']} / {f[f'{name}_three_lengths']} |"
+                 for name in ("torch", "llamacpp", "llamacpp_stock")]  # fmt: skip
     typing = [(e, report.get(f"typing_{e}")) for e in ("torch", "llamacpp")]
     if all(t for _, t in typing):
         rows += ["", "typing through `difill serve` (every answer waited for; and at 6 chars/s)",

@@ -418,6 +418,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--flash-attn", action="store_true")
     run.add_argument("--hbm-gbps", type=float, help="memory bandwidth for the roofline (GPU: by name)")
     run.add_argument("--small", action="store_true", help="the file is the tiny config (roofline)")
+    run.add_argument("--worker", type=Path, help="this difill-llama-worker (default: the one build-native built)")
     args = parser.parse_args(argv)
     if args.command == "write":
         config = SMALL if args.small else FULL
@@ -439,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
         threads=args.threads, prompt=args.prompt, steps=args.steps, canvases=tuple(args.canvas),
         repeats=args.repeats, cold=not args.warm, gpu_layers=args.gpu_layers, flash_attn=args.flash_attn,
     )  # fmt: skip
-    result = measure(args.gguf, run, bandwidth=bandwidth, config=SMALL if args.small else FULL)
+    result = measure(args.gguf, run, args.worker, bandwidth, SMALL if args.small else FULL)
     text = json.dumps(result, indent=1, default=str)
     print(text)
     if args.json:

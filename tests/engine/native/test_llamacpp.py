@@ -324,8 +324,18 @@ def test_auto_picks_llama_cpp_for_a_gguf_and_torch_otherwise(
 ):
     _, _, gguf = tiny
     monkeypatch.delenv("DIFILL_ENGINE", raising=False)
-    plain = local_backend(None, "cpu", EngineChoice("auto"))
-    assert isinstance(plain, InfillEngine) and not isinstance(plain, LlamaCppEngine)  # measured: no faster
+    shipped = local_backend(None, "cpu", EngineChoice("auto", threads=1))
+    assert isinstance(shipped, LlamaCppEngine)  # the patched worker is built: measured faster
+    shipped.close()
+    # Without a built worker, or with one built --no-patches (slower than torch), auto stays on torch.
+    stamp = json.loads((native_cache() / "worker.json").read_text())
+    monkeypatch.setenv("DIFILL_CACHE_DIR", str(tmp_path / "cache"))
+    for worker_json in (None, {**stamp, "patches": []}):
+        if worker_json is not None:
+            (native_cache()).mkdir(parents=True, exist_ok=True)
+            (native_cache() / "worker.json").write_text(json.dumps(worker_json))
+        plain = local_backend(None, "cpu", EngineChoice("auto"))
+        assert isinstance(plain, InfillEngine) and not isinstance(plain, LlamaCppEngine)
     named = local_backend(str(tiny_model_dir), "cpu", EngineChoice("auto", gguf=str(gguf), threads=1))
     assert isinstance(named, LlamaCppEngine)
     named.close()

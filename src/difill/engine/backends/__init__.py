@@ -18,6 +18,7 @@ from difill.engine.api import BackendError, InfillBackend
 from difill.engine.backends.connect import connect
 from difill.engine.backends.remote import API_KEY_ENV, RemoteBackend, RemoteConfig
 from difill.engine.names import CANVAS_MODES, ENGINES, LOCAL_ENGINES
+from difill.engine.native.build import patched_worker_built
 
 __all__ = [
     "API_KEY_ENV", "BackendError", "BackendSpec", "EngineChoice", "InfillBackend", "RemoteBackend",
@@ -31,7 +32,8 @@ log = logging.getLogger(__name__)
 class EngineChoice:
     """Which in-process engine runs the model (``--engine``, setting ``engine``).
 
-    ``auto``: llama.cpp where a GGUF is named (and its worker is built), else torch.
+    ``auto``: llama.cpp where a GGUF is named, or for the shipped model once `difill build-native`
+    has built a current worker with difill's patches; else torch (and torch if llama.cpp fails).
     ``llamacpp`` also runs the shipped model (its GGUF is exported on first use), and fails with
     what to build or export.  ``mlx`` runs the checkpoint in mlx-vlm (``difill[mlx]``, docs/mlx.md):
     difill's own directory or an MLX-converted one; never chosen by ``auto``.
@@ -88,9 +90,11 @@ def local_backend(
         return ARBackend(model)
     if engine.name != "auto":
         return _load(engine.name, model, device, engine)
-    # auto: llama.cpp where a GGUF is named (only it reads one).  The shipped model stays on torch:
-    # side by side on a 2-core CPU at the same thread count llama.cpp is no faster (docs/llamacpp.md).
-    if engine.gguf is not None:
+    # auto: llama.cpp where a GGUF is named (only it reads one), and for the shipped model where the
+    # patched worker is built: the faster engine on this 2-core CPU with the same suggestions
+    # (docs/llamacpp.md: typing p95 0.88x, a fill 0.78-0.84x torch's).  The stock PR's worker is
+    # slower than torch, and building takes minutes, so neither is chosen for the user.
+    if engine.gguf is not None or (model is None and engine.worker is None and patched_worker_built()):
         try:
             return _load("llamacpp", model, device, engine)
         except BackendError as err:

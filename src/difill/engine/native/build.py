@@ -233,9 +233,10 @@ def build_native(
     # in one build folder, or two unpackings of one tarball, would corrupt each other.
     with build_lock():
         tree = resolve_source(source)
-        if patches:
-            tree = patched(tree, patch_files())
-        return _build(tree, cmake_flags(cuda, metal, native), jobs, log, started)
+        applied = patch_files() if patches else []
+        if applied:
+            tree = patched(tree, applied)
+        return _build(tree, [p.name for p in applied], cmake_flags(cuda, metal, native), jobs, log, started)
 
 
 @contextlib.contextmanager
@@ -247,11 +248,14 @@ def build_lock() -> Iterator[None]:
         yield
 
 
-def _build(tree: Path, flags: list[str], jobs: int | None, log, started: float) -> BuildResult:
+def _build(tree: Path, patches: list[str], flags: list[str], jobs: int | None, log, started: float) -> BuildResult:
     key = hashlib.sha256(f"{tree}|{' '.join(flags)}".encode()).hexdigest()[:12]
     build_dir = native_cache() / f"build-{key}"
     binary = build_dir / WORKER
-    stamp = {"source": str(tree), "flags": flags, "worker": worker_sources_digest(), "binary": str(binary)}
+    stamp = {
+        "source": str(tree), "flags": flags, "patches": patches, "worker": worker_sources_digest(),
+        "binary": str(binary),
+    }  # fmt: skip
     stamp_file = build_dir / "difill-stamp.json"
     if binary.is_file() and stamp_file.is_file() and json.loads(stamp_file.read_text()) == stamp:
         record_current(stamp)
@@ -287,6 +291,17 @@ def record_current(stamp: dict) -> None:
     path = native_cache() / "worker.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(stamp))
+
+
+def patched_worker_built() -> bool:
+    """Whether the worker the engine would start is current and carries every patch of this
+    difill: what ``engine: auto`` asks before it picks llama.cpp for the shipped model."""
+    try:
+        built_worker()
+    except BuildError:
+        return False
+    stamp = json.loads((native_cache() / "worker.json").read_text())
+    return stamp.get("patches") == [p.name for p in patch_files()]
 
 
 def built_worker() -> Path:

@@ -205,6 +205,11 @@ def load_llamacpp_engine(
         threads=threads or max(1, (os.cpu_count() or 2) // 2),  # as torch: the editor keeps the rest
         gpu_layers=gpu_layers,
     )
+    if "OMP_NUM_THREADS" not in os.environ:
+        # The sampler runs here in torch while the worker computes on its own threads: torch's
+        # OpenMP threads spin after each op and took the worker's core (a fill's passes 8-10 ms
+        # with one torch thread, 11-15 ms with two, on this 2-core machine).
+        torch.set_num_threads(1)
     if top_k is None:  # full rows for a small vocabulary (exact); the 26B's 262k-wide rows stay home
         top_k = 0 if loaded.ids.vocab_size <= FULL_ROWS_UP_TO else TOP_K
     return LlamaCppEngine(loaded, LlamaWorker(settings), top_k)

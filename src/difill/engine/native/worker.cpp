@@ -28,10 +28,10 @@
 // give them probability 0).  The returned logits carry the same constraints, so Python's own
 // masking of them changes nothing.
 //
-// Only what a pass needs is computed: the LM head runs on the open slots only (llama.cpp picks
-// the output rows before it), a row with no open slot is not forwarded, and a pass without
-// self-conditioning leaves the signal's graph out (llama_diffusion_set_sc enabled=false is
-// byte-identical to a zero signal).
+// Only what a pass needs is computed: a row with no open slot is not forwarded, and a pass
+// without self-conditioning leaves the signal's graph out (llama_diffusion_set_sc enabled=false
+// is byte-identical to a zero signal).  With difill's patches (engine/native/patches/) the LM head
+// also runs on the flagged (open) slots only, and only previously open slots get a signal row.
 
 #include "llama.h"
 #include "ggml-backend.h"
