@@ -327,10 +327,12 @@ def test_auto_picks_llama_cpp_for_a_gguf_and_torch_otherwise(
     shipped = local_backend(None, "cpu", EngineChoice("auto", threads=1))
     assert isinstance(shipped, LlamaCppEngine)  # the patched worker is built: measured faster
     shipped.close()
-    # Without a built worker, or with one built --no-patches (slower than torch), auto stays on torch.
+    # Without a built worker, with one built --no-patches (slower than torch), or with one built
+    # before a patch changed, auto stays on torch.
     stamp = json.loads((native_cache() / "worker.json").read_text())
+    older = [name.split("@")[0] + "@000000000000" for name in stamp["patches"]]
     monkeypatch.setenv("DIFILL_CACHE_DIR", str(tmp_path / "cache"))
-    for worker_json in (None, {**stamp, "patches": []}):
+    for worker_json in (None, {**stamp, "patches": []}, {**stamp, "patches": older}):
         if worker_json is not None:
             (native_cache()).mkdir(parents=True, exist_ok=True)
             (native_cache() / "worker.json").write_text(json.dumps(worker_json))

@@ -87,6 +87,11 @@ def patch_files() -> list[Path]:
     return sorted(PATCHES_DIR.glob("*.patch"))
 
 
+def patch_ids(patches: list[Path]) -> list[str]:
+    """Each patch's name and a digest of its text: the stamp's record of what a build applied."""
+    return [f"{p.name}@{hashlib.sha256(p.read_bytes()).hexdigest()[:12]}" for p in patches]
+
+
 def patched(tree: Path, patches: list[Path]) -> Path:
     """A copy of ``tree`` in the cache with ``patches`` applied (once: a second call finds it)."""
     digest = hashlib.sha256(str(tree).encode())
@@ -236,7 +241,7 @@ def build_native(
         applied = patch_files() if patches else []
         if applied:
             tree = patched(tree, applied)
-        return _build(tree, [p.name for p in applied], cmake_flags(cuda, metal, native), jobs, log, started)
+        return _build(tree, patch_ids(applied), cmake_flags(cuda, metal, native), jobs, log, started)
 
 
 @contextlib.contextmanager
@@ -295,13 +300,14 @@ def record_current(stamp: dict) -> None:
 
 def patched_worker_built() -> bool:
     """Whether the worker the engine would start is current and carries every patch of this
-    difill: what ``engine: auto`` asks before it picks llama.cpp for the shipped model."""
+    difill, as it is now: what ``engine: auto`` asks before it picks llama.cpp for the shipped
+    model (a patch changed since the build means building again, as a changed worker.cpp does)."""
     try:
         built_worker()
     except BuildError:
         return False
     stamp = json.loads((native_cache() / "worker.json").read_text())
-    return stamp.get("patches") == [p.name for p in patch_files()]
+    return stamp.get("patches") == patch_ids(patch_files())
 
 
 def built_worker() -> Path:
