@@ -61,6 +61,7 @@ class BuildResult:
     binary: Path
     built: bool  # False: it was current, nothing ran
     seconds: float
+    patches: tuple[str, ...] = ()  # the patch files applied to the tree (patch_ids)
 
 
 def cache_dir() -> Path:
@@ -264,7 +265,7 @@ def _build(tree: Path, patches: list[str], flags: list[str], jobs: int | None, l
     stamp_file = build_dir / "difill-stamp.json"
     if binary.is_file() and stamp_file.is_file() and json.loads(stamp_file.read_text()) == stamp:
         record_current(stamp)
-        return BuildResult(binary, False, time.perf_counter() - started)
+        return BuildResult(binary, False, time.perf_counter() - started, tuple(patches))
     generator = ["-G", "Ninja"] if shutil.which("ninja") else []
     configure = [
         "cmake",
@@ -285,7 +286,7 @@ def _build(tree: Path, patches: list[str], flags: list[str], jobs: int | None, l
             raise BuildError(f"building the llama.cpp worker failed ({command[1]}):\n{tail}")
     stamp_file.write_text(json.dumps(stamp))
     record_current(stamp)
-    return BuildResult(binary, True, time.perf_counter() - started)
+    return BuildResult(binary, True, time.perf_counter() - started, tuple(patches))
 
 
 def default_jobs() -> int:

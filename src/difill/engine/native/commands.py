@@ -19,7 +19,8 @@ def build(args: argparse.Namespace) -> int:
     except BuildError as err:
         raise SystemExit(f"difill: {err}") from err
     state = f"built in {result.seconds:.0f} s" if result.built else "already current"
-    print(f"{result.binary} ({state})")
+    tree = f"difill's {len(result.patches)} patches applied" if result.patches else "the tree as it is, no patches"
+    print(f"{result.binary} ({state}; {tree})")
     return 0
 
 
