@@ -9,6 +9,7 @@ model; the contract on a tiny random DiffusionGemma built by the fixtures.
 from __future__ import annotations
 
 import json
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -37,6 +38,7 @@ from difill.engine.prefix_cache import PrefixCache, expand_cache
 from difill.engine.tokens import encode
 
 PARITY_ATOL = 1e-2  # llama.cpp's kernels against torch's, fp32 both: measured 1-2e-3
+HERE = Path(__file__).parent
 
 
 @pytest.fixture(scope="session")
@@ -105,6 +107,19 @@ def test_the_parity_above_ran_the_rows_in_one_batch(worker_binary):
     assert Path(stamp["binary"]) == worker_binary
     header = (Path(stamp["source"]) / "include" / "llama.h").read_text()
     assert "llama_diffusion_set_rows" in header and "llama_diffusion_set_sc_slots" in header
+
+
+def test_the_vectorised_tanh_keeps_nan_and_stays_within_1e_6_of_tanhf(worker_binary, tmp_path):
+    tree = Path(json.loads((native_cache() / "worker.json").read_text())["source"])
+    include = [f"-I{tree / d}" for d in ("ggml/include", "ggml/src", "ggml/src/ggml-cpu")]
+    check = tmp_path / "check"
+    subprocess.run(
+        ["c++", "-O2", "-march=native", "-std=c++17", *include, str(HERE / "vector_tanh_check.cpp"), "-o", str(check)],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    done = subprocess.run([str(check)], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("nan in -> nan, inf -> 1, -inf -> -1")
 
 
 def assert_parity(ours: torch.Tensor, theirs: np.ndarray) -> None:
