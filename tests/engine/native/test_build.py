@@ -141,7 +141,7 @@ def test_the_command_reports_a_hostile_tarball_in_one_line(tmp_path, cache):
 # ---------------------------------------------------------------- difill's patches to the tree
 
 
-def test_each_patch_says_why_and_what_was_offered_upstream_before_its_diff():
+def test_each_patch_says_why_and_what_it_is_for_upstream_before_its_diff():
     patches = build.patch_files()
     assert [p.name[:3] for p in patches] == [f"{i:02d}-" for i in range(1, len(patches) + 1)]
     for patch in patches:
