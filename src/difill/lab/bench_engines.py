@@ -14,6 +14,7 @@ The figures go to docs/llamacpp.md by hand, with the command; nothing here is a 
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import textwrap
@@ -78,7 +79,7 @@ def step_times(
                     row[n][length] = round(median_ms(one_pass, REPEATS), 2)
         report[f"torch_{threads}"] = row
     torch.set_num_threads(default_threads)
-    for (name, binary), threads in ((b, t) for b in (builds or worker_builds()).items() for t in thread_counts):
+    for (name, binary), threads in itertools.product((builds or worker_builds()).items(), thread_counts):
         worker = LlamaWorker(WorkerSettings(binary, gguf or shipped_gguf(), threads=threads))
         row = {}
         for n, prompt in prompts.items():

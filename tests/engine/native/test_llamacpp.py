@@ -100,13 +100,21 @@ def test_logits_match_torch_with_and_without_self_conditioning(shipped, length):
         assert_parity(ours2, theirs2)
 
 
-def test_the_parity_above_ran_the_rows_in_one_batch(worker_binary):
-    """`difill build-native` applies difill's patches by default, so the two-row passes above went
-    through one batch with each row's own mask (the stock PR would have run them one by one)."""
+def test_the_worker_is_built_to_batch_rows_and_to_skip_settled_slots_signal(worker_binary):
+    """`difill build-native` applies difill's patches by default and CMake then compiles the worker
+    with both of their paths, so the two-row parity passes above ran as one batch with a mask per
+    row (the stock PR would run them one by one) and a signal row for the open slots only."""
     stamp = json.loads((native_cache() / "worker.json").read_text())
     assert Path(stamp["binary"]) == worker_binary
     header = (Path(stamp["source"]) / "include" / "llama.h").read_text()
     assert "llama_diffusion_set_rows" in header and "llama_diffusion_set_sc_slots" in header
+    build_dir = worker_binary.parent  # Ninja's build.ninja, or Make's flags.make: the compile flags
+    flags = "".join(
+        path.read_text(errors="replace")
+        for path in (build_dir / "build.ninja", build_dir / "CMakeFiles/difill-llama-worker.dir/flags.make")
+        if path.is_file()
+    )
+    assert "-DDIFILL_ROWS_IN_ONE_BATCH" in flags and "-DDIFILL_SC_SLOTS" in flags
 
 
 def test_the_vectorised_tanh_keeps_nan_and_stays_within_1e_6_of_tanhf(worker_binary, tmp_path):

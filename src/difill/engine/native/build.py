@@ -95,10 +95,8 @@ def patch_ids(patches: list[Path]) -> list[str]:
 
 def patched(tree: Path, patches: list[Path]) -> Path:
     """A copy of ``tree`` in the cache with ``patches`` applied (once: a second call finds it)."""
-    digest = hashlib.sha256(str(tree).encode())
-    for patch in patches:
-        digest.update(patch.name.encode() + b"\0" + patch.read_bytes())
-    target = native_cache() / f"patched-{digest.hexdigest()[:16]}"
+    digest = hashlib.sha256("\n".join([str(tree), *patch_ids(patches)]).encode()).hexdigest()[:16]
+    target = native_cache() / f"patched-{digest}"
     copy = target / tree.name
     if (target / ".patched").is_file():
         return copy

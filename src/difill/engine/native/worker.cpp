@@ -184,6 +184,50 @@ struct Worker {
                 if (!allowed[v]) out[v] = -INFINITY;
     }
 
+    // The self-conditioning signal of one batch (the rows `rows[first..first+n_rows)` of a STEP of
+    // canvases `ids`, C slots each) into sc_input, and the batch slots it covers into sc_slots: a
+    // row of last pass's logits per slot that was open then; every other slot a one-hot row on
+    // the stock PR, and no row with difill's patches (the graph reads its own embedding).
+    void build_signal(const std::vector<int32_t> & rows, size_t first, int32_t n_rows, int32_t C,
+                      const std::vector<int32_t> & ids) {
+        sc_slots.clear();
+        sc_input.resize((size_t) n_rows * C * n_vocab);
+        float * dst = sc_input.data();
+        for (int32_t r = 0; r < n_rows; ++r) {
+            const int32_t b = rows[first + r];
+            for (int32_t j = 0; j < C; ++j) {
+                const std::vector<float> & previous = sc_logits[b][j];
+                if (!previous.empty()) {
+                    memcpy(dst, previous.data(), n_vocab * sizeof(float));
+                    sc_slots.push_back(r * C + j);
+                    dst += n_vocab;
+                    continue;
+                }
+#ifndef DIFILL_SC_SLOTS
+                std::fill(dst, dst + n_vocab, ONE_HOT_OFF);
+                dst[ids[(size_t) b * C + j]] = 0.0f;
+                dst += n_vocab;
+#endif
+            }
+        }
+    }
+
+    // One open slot's answer, row `out_row` of the reply: its whole constrained row, or its top k.
+    void answer(const std::vector<float> & kept, int32_t out_row, int32_t top_k, std::vector<float> & values,
+                std::vector<int32_t> & top_ids, std::vector<int32_t> & order) const {
+        if (top_k == 0) {
+            memcpy(values.data() + (size_t) out_row * n_vocab, kept.data(), n_vocab * sizeof(float));
+            return;
+        }
+        std::iota(order.begin(), order.end(), 0);
+        std::partial_sort(order.begin(), order.begin() + top_k, order.end(),
+                          [&](int32_t a, int32_t c) { return kept[a] > kept[c]; });
+        for (int32_t k = 0; k < top_k; ++k) {
+            top_ids[(size_t) out_row * top_k + k] = order[k];
+            values[(size_t) out_row * top_k + k] = kept[order[k]];
+        }
+    }
+
     std::string step(const uint8_t * payload, size_t size) {
         Reader r{payload, size};
         const int32_t B = r.i32(), C = r.i32(), use_sc = r.i32();
@@ -223,29 +267,7 @@ struct Worker {
         int32_t out_row = 0;
         for (size_t first = 0; first < rows.size(); first += per_batch) {
             const int32_t n_rows = (int32_t) std::min<size_t>(per_batch, rows.size() - first);
-            sc_slots.clear();
-            if (use_sc) {
-                sc_input.resize((size_t) n_rows * C * n_vocab);
-                float * dst = sc_input.data();
-                for (int32_t r = 0; r < n_rows; ++r) {
-                    const int32_t b = rows[first + r];
-                    for (int32_t j = 0; j < C; ++j) {
-                        const std::vector<float> & previous = sc_logits[b][j];
-                        if (!previous.empty()) {
-                            memcpy(dst, previous.data(), n_vocab * sizeof(float));
-                            sc_slots.push_back(r * C + j);
-                        } else {
-#ifdef DIFILL_SC_SLOTS
-                            continue;  // no row: the graph reads its own token's embedding
-#else
-                            std::fill(dst, dst + n_vocab, ONE_HOT_OFF);
-                            dst[ids[(size_t) b * C + j]] = 0.0f;
-#endif
-                        }
-                        dst += n_vocab;
-                    }
-                }
-            }
+            if (use_sc) build_signal(rows, first, n_rows, C, ids);
             llama_diffusion_set_phase(model, /*DECODE*/ 2, P, 0);
 #ifdef DIFILL_SC_SLOTS
             llama_diffusion_set_sc_slots(model, sc_slots.data(), use_sc ? (int32_t) sc_slots.size() : -1);
@@ -278,18 +300,7 @@ struct Worker {
                     std::vector<float> & kept = next_logits[b][j];
                     kept.resize(n_vocab);
                     constrain(logits, j, flag & 2, kept.data());
-                    if (top_k == 0) {
-                        memcpy(values.data() + (size_t) out_row * n_vocab, kept.data(), n_vocab * sizeof(float));
-                    } else {
-                        std::iota(order.begin(), order.end(), 0);
-                        std::partial_sort(order.begin(), order.begin() + top_k, order.end(),
-                                          [&](int32_t a, int32_t c) { return kept[a] > kept[c]; });
-                        for (int32_t k = 0; k < top_k; ++k) {
-                            top_ids[(size_t) out_row * top_k + k] = order[k];
-                            values[(size_t) out_row * top_k + k] = kept[order[k]];
-                        }
-                    }
-                    ++out_row;
+                    answer(kept, out_row++, top_k, values, top_ids, order);
                 }
             }
         }
