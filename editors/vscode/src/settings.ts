@@ -15,6 +15,8 @@ export const SERVER_SETTING_KEYS = [
   "llamacppGpuLayers",
   "maxTokens",
   "minTokenProb",
+  "minShowProbability",
+  "commentSuggestions",
   "steps",
   "candidates",
   "languages",

@@ -172,6 +172,10 @@ class About:
     # self-conditioning): no other fill may run between two of its steps.
     one_fill_state: bool = False
     scores_names: bool = False  # ``score_names`` may be asked (NameScorer) now
+    # The show gate's calibration (server/show_gate.json) was fitted on this model's text (the
+    # checkpoint's ``difill.show_gate``: the shipped model's).  Any other model's text is shown
+    # as its own ``minTokenProb`` cuts it: a calibration of one model says nothing of another's.
+    show_gate: bool = False
 
 
 UNKNOWN = About("unknown", "a backend that does not say")

@@ -35,7 +35,7 @@ from difill.engine.api import (
 )
 from difill.engine.canvas import Canvas, Segment, build_canvas, hole_tokens, seeded_canvas, used_length
 from difill.engine.decoder import CanvasDecoder
-from difill.engine.model import LoadedModel, checkpoint_drafts
+from difill.engine.model import LoadedModel, checkpoint_drafts, difill_meta
 from difill.engine.name_scores import (
     MAX_NAME_TOKENS,
     name_scores,
@@ -64,7 +64,7 @@ def about_checkpoint(engine: str, loaded: LoadedModel, one_fill_state: bool = Fa
     its checkpoint says where it is, its languages and its drafts mode."""
     return About(
         engine, str(loaded.path), tuple(loaded.languages), checkpoint_drafts(loaded.config),
-        one_fill_state, scores_names=True,
+        one_fill_state, scores_names=True, show_gate=bool(difill_meta(loaded.config).get("show_gate", False)),
     )  # fmt: skip
 
 

@@ -128,15 +128,12 @@ def plot(report: dict, path: Path) -> None:
 def typing_section(args: argparse.Namespace) -> int:
     """`difill bench --typing N`: only the typing replay at 4, 6 and 8 characters a second
     (lab/bench_typing.py), printed as a table and written as JSON beside the plot path."""
-    from difill.lab.bench_typing import bench_typing, format_typing
+    from difill.lab.bench_typing import Server, bench_typing, format_typing
 
-    report = bench_typing(
-        args.model,
-        args.typing,
-        python=getattr(args, "server_python", None),
-        engine=getattr(args, "engine", None),
-        repos=getattr(args, "typing_repos", None),
+    server = Server(
+        args.model, getattr(args, "server_python", None) or sys.executable, getattr(args, "engine", None)
     )
+    report = bench_typing(args.typing, repos=getattr(args, "typing_repos", None), server=server)
     if args.json:
         print(json.dumps(report, indent=1))
         return 0

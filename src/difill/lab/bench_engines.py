@@ -115,7 +115,9 @@ def fill_times(prompt_tokens: int = 200, repeats: int = 10, builds: dict[str, Pa
     source = Path(textwrap.__file__).read_text()
     prefix, suffix = source[: prompt_tokens * 4], "\n" + source[prompt_tokens * 4 : prompt_tokens * 4 + 400]
     engines = {"torch": InfillEngine(load_model(device="cpu"))}
-    engines |= {name: load_llamacpp_engine(binary=binary) for name, binary in (builds or worker_builds()).items()}
+    engines |= {
+        name: load_llamacpp_engine(binary=binary) for name, binary in (builds or worker_builds()).items()
+    }
     report: dict = {}
     for name, engine in engines.items():
         for label, options in (
@@ -133,18 +135,22 @@ def fill_times(prompt_tokens: int = 200, repeats: int = 10, builds: dict[str, Pa
 
 
 def main(files: int, model_dir: str | None = None, gguf: str | None = None) -> dict:
-    from difill.lab.bench_typing import bench_typing
+    from difill.lab.bench_typing import Server, bench_typing
 
     cores = os.cpu_count() or 2
     builds = worker_builds()
-    report: dict = {"steps_ms": step_times(tuple(sorted({1, cores})), gguf=Path(gguf) if gguf else None, builds=builds)}
+    report: dict = {
+        "steps_ms": step_times(tuple(sorted({1, cores})), gguf=Path(gguf) if gguf else None, builds=builds)
+    }
     print(f"steps: {report['steps_ms']}", file=sys.stderr, flush=True)
     if gguf is None:  # fills and typing run the shipped model as the server exports it
         report["fills_ms"] = fill_times(builds=builds)
         print(f"fills: {report['fills_ms']}", file=sys.stderr, flush=True)
     if files:
         for engine in ("torch", "llamacpp"):
-            report[f"typing_{engine}"] = bench_typing(model_dir, files, rates=(6.0,), engine=engine)
+            report[f"typing_{engine}"] = bench_typing(
+                files, rates=(6.0,), server=Server(model_dir, engine=engine)
+            )
     return report
 
 

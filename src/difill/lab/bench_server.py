@@ -46,17 +46,21 @@ class BenchClient(ServeClient):
         self.version = 0
 
     async def start(
-        self, model_dir: str | None, python: str = sys.executable, engine: str | None = None
-    ) -> int:
+        self, model_dir: str | None, python: str = sys.executable, engine: str | None = None,
+        settings: dict | None = None,
+    ) -> int:  # fmt: skip
         """``difill serve`` under ``python`` (another checkout's, for a before/after), initialized;
-        ``engine``: its ``--engine`` (None: the server's default)."""
+        ``engine``: its ``--engine`` (None: the server's default); ``settings``: its
+        initializationOptions (None: the defaults)."""
         capabilities = types.ClientCapabilities(
             text_document=types.TextDocumentClientCapabilities(
                 inline_completion=types.InlineCompletionClientCapabilities(),
                 synchronization=types.TextDocumentSyncClientCapabilities(),
             )
         )
-        params = types.InitializeParams(capabilities=capabilities, process_id=None)
+        params = types.InitializeParams(
+            capabilities=capabilities, process_id=None, initialization_options=settings
+        )
         return await self.start_serve(serve_args(model_dir, engine), params, python)
 
     def open(self, text: str) -> None:
@@ -91,7 +95,6 @@ class BenchClient(ServeClient):
         items = result.items if isinstance(result, types.InlineCompletionList) else (result or [])
         text_out = items[0].insert_text if items else ""
         return (text_out if isinstance(text_out, str) else text_out.value), ms
-
 
 
 async def _bench(model_dir: str | None, cases: dict[str, list[InfillExample]], quick: bool) -> dict:

@@ -21,7 +21,9 @@ awaited before the next key, no time pressure) for comparison:
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
+import os
 import random
 import re
 import sys
@@ -33,6 +35,7 @@ from lsprotocol import types
 
 from difill.lab.bench_server import URI, BenchClient, position_of
 from difill.lab.bench_timing import percentile
+from difill.server.show_gate import TRACE_ENV
 
 HELDOUT = Path("data/corpus/heldout.jsonl")
 TYPED_LINES = 3
@@ -62,6 +65,11 @@ class Replay:
     empty_new_line: int = 0
     late: int = 0
     late_new_line: int = 0
+    # Shown precision (issue 60): each distinct suggestion counted once while typing agrees with
+    # it; right when what is typed next begins with the whole of it, or with its first word.
+    suggestions: int = 0
+    right: int = 0
+    first_word_right: int = 0
     latencies: list[float] = field(default_factory=list)  # ms, answers that arrived
     new_line: list[float] = field(default_factory=list)  # ms, of those: the first on a new line
 
@@ -72,6 +80,9 @@ class Replay:
             "accepts": self.accepts,
             "net_saved": round((self.accepted_chars - self.accepts) / max(1, self.chars), 4),
             "on_screen_share": round(self.on_screen / max(1, self.keystrokes), 4),
+            "suggestions": self.suggestions,
+            "shown_precision": round(self.right / max(1, self.suggestions), 4),
+            "first_word_right": round(self.first_word_right / max(1, self.suggestions), 4),
             "answered_in_time": self.answered,
             "p50_ms": round(percentile(self.latencies, 50), 1),
             "p95_ms": round(percentile(self.latencies, 95), 1),
@@ -203,6 +214,26 @@ async def _answer_of(asked: _Asked) -> None:
 WORDS = re.compile(r"[ \t\n]*(?:\w+|[^\w\s]+)|[ \t\n]+")
 
 
+@dataclass
+class Seen:
+    """The suggestion on screen as a reader sees it: one while typing agrees with it."""
+
+    done: int = -1  # characters of the target typed when it first showed
+    text: str = ""  # as it first showed
+
+    def count(self, shown: str, done: int, target: str, out: Replay) -> None:
+        """Count ``shown`` (on screen with ``done`` characters typed) if it is a new suggestion."""
+        typed = target[self.done : done] if self.done >= 0 else None
+        if typed and typed + shown == self.text:
+            return  # the same suggestion, typed into
+        self.done, self.text = done, shown
+        rest = target[done:]
+        out.suggestions += 1
+        out.right += rest.startswith(shown)
+        first = WORDS.match(shown)
+        out.first_word_right += bool(first) and rest.startswith(first.group())
+
+
 def accepted(shown: str, rest: str, by_word: bool) -> tuple[str, int]:
     """What a typist takes of the suggestion ``shown`` when ``rest`` is still to type, and the
     keystrokes it costs: the whole of it (Tab) when ``rest`` starts with it; with ``by_word``,
@@ -220,10 +251,12 @@ def accepted(shown: str, rest: str, by_word: bool) -> tuple[str, int]:
 
 
 async def replay_case(
-    bench: TypingClient, case: TypingCase, rate: float | None, out: Replay, by_word: bool = False
-) -> None:
+    bench: TypingClient, case: TypingCase, rate: float | None, out: Replay, by_word: bool = False,
+    truth: dict[str, str] | None = None,
+) -> None:  # fmt: skip
     """Type ``case.target`` at ``rate`` characters a second (None: wait for every answer);
-    ``by_word``: the typist also accepts a suggestion's first words (``accepted``)."""
+    ``by_word``: the typist also accepts a suggestion's first words (``accepted``); ``truth``
+    gets, for each document asked about, what was still to type there (the gate's traces)."""
     text = case.before + case.after
     offset = len(case.before)
     bench.open(text)
@@ -232,6 +265,7 @@ async def replay_case(
     loop = asyncio.get_running_loop()
     asked: _Asked | None = None
     waiter: asyncio.Task | None = None
+    seen = Seen()
     next_key = loop.time()
     while True:
         if rate is None and waiter is not None:
@@ -249,6 +283,7 @@ async def replay_case(
                 if asked.answer:
                     out.on_screen += 1
                     shown = asked.answer
+                    seen.count(shown, done, case.target, out)
                 else:
                     out.empty += 1
                     out.empty_new_line += asked.new_line
@@ -269,6 +304,8 @@ async def replay_case(
         offset += len(insert)
         done += len(insert)
         out.keystrokes += 1
+        if truth is not None:  # traces on: what is still to type at this document
+            truth[sha1_of(text)] = case.target[done:]
         msg_id, future = bench.ask(text, offset)
         asked = _Asked(msg_id, future, time.perf_counter(), insert.endswith("\n"))
         waiter = asyncio.ensure_future(_answer_of(asked))
@@ -276,44 +313,85 @@ async def replay_case(
     await asyncio.sleep(0.3)  # let the server drop the closed document's work
 
 
+@dataclass(frozen=True)
+class Server:
+    """The ``difill serve`` a replay types into."""
+
+    model_dir: str | None = None  # None: the shipped model
+    python: str = sys.executable  # another checkout's, for a before/after
+    engine: str | None = None  # its --engine (None: the server's default)
+    settings: dict | None = None  # its initializationOptions (None: the defaults)
+
+
 async def _replay_on_a_fresh_server(
-    model_dir: str | None, cases: list[TypingCase], rate: float | None, python: str, engine: str | None = None,
-    by_word: bool = False,
+    server: Server, cases: list[TypingCase], rate: float | None, by_word: bool = False, trace: Path | None = None
 ) -> Replay:  # fmt: skip
-    """One replay over every case, on a server of its own: its cache starts empty."""
+    """One replay over every case, on a server of its own: its cache starts empty.  ``trace``:
+    the show gate's trace of every gated text (server/show_gate.py), labelled with what was typed."""
+    if trace is not None:
+        trace.unlink(missing_ok=True)
+        os.environ[TRACE_ENV] = str(trace)  # the server inherits it
     bench = TypingClient()
-    await bench.start(model_dir, python, engine)
+    truth: dict[str, str] | None = (
+        {} if trace is not None else None
+    )  # a document's sha1 -> what is left to type
+    try:
+        await bench.start(server.model_dir, server.python, server.engine, server.settings)
+    finally:
+        os.environ.pop(TRACE_ENV, None)
     bench.open(cases[0].before + cases[0].after)
     await asyncio.wait_for(bench.ready.wait(), 300)
     bench.close()
     replay = Replay()
     for case in cases:
-        await replay_case(bench, case, rate, replay, by_word)
+        await replay_case(bench, case, rate, replay, by_word, truth)
     await bench.stop()
+    if trace is not None and truth is not None:
+        labelled(trace, truth)
     return replay
 
 
+def sha1_of(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def labelled(trace: Path, truth: dict[str, str]) -> None:
+    """The trace's rows with ``typed``: what was typed next at that document (its first 512
+    characters: enough to judge any text the gate may show), in place; a row of a document the
+    replay did not type is dropped."""
+    rows = []
+    for line in trace.read_text(encoding="utf-8").splitlines() if trace.exists() else []:
+        row = json.loads(line)
+        rest = truth.get(row["sha1"])
+        if rest is not None:
+            rows.append(json.dumps({**row, "typed": rest[:512]}))
+    trace.write_text("".join(r + "\n" for r in rows), encoding="utf-8")
+
+
 async def _bench_typing(
-    model_dir: str | None, cases: list[TypingCase], rates: tuple[float, ...], python: str,
-    engine: str | None = None, accept: str = "whole",
+    server: Server, cases: list[TypingCase], rates: tuple[float, ...], accept: str = "whole", trace: str | None = None
 ) -> dict:  # fmt: skip
     report: dict = {
-        "files": len(cases), "paths": [c.path for c in cases], "python": python, "engine": engine, "accept": accept,
+        "files": len(cases), "paths": [c.path for c in cases], "python": server.python, "engine": server.engine,
+        "accept": accept, "settings": server.settings,
     }  # fmt: skip
     for rate in (None, *rates):
         name = "waited" if rate is None else f"{rate:g}_chars_per_s"
-        replay = await _replay_on_a_fresh_server(model_dir, cases, rate, python, engine, accept == "word")
+        path = Path(f"{trace}.{name}.jsonl") if trace else None
+        replay = await _replay_on_a_fresh_server(server, cases, rate, accept == "word", path)
         report[name] = replay.summary()
         print(f"typing replay {name}: {report[name]}", file=sys.stderr, flush=True)
     return report
 
 
 def bench_typing(
-    model_dir: str | None, files: int, rates: tuple[float, ...] = RATES, python: str | None = None,
-    engine: str | None = None, repos: str | None = None, accept: str = "whole",
+    files: int, rates: tuple[float, ...] = RATES, repos: str | None = None, accept: str = "whole",
+    trace: str | None = None, server: Server = Server(),
 ) -> dict:  # fmt: skip
-    """``accept``: "whole" (Tab takes a suggestion the text to type starts with) or "word" (also
-    its first words, Ctrl+Right a word: ``accepted``)."""
+    """``files`` files of ``repos`` (None: the corpus's held-out files) typed into ``server``.
+    ``accept``: "whole" (Tab takes a suggestion the text to type starts with) or "word" (also
+    its first words, Ctrl+Right a word: ``accepted``).  ``trace``: a path prefix for the show
+    gate's labelled traces, one file a replay (``TRACE.waited.jsonl``, ``TRACE.6_chars_per_s.jsonl``)."""
     if accept not in ("whole", "word"):
         raise ValueError(f'accept must be "whole" or "word", not {accept!r}')
     source, rows = repos_sources(repos) if repos else typing_sources()
@@ -321,7 +399,7 @@ def bench_typing(
     if not cases:
         raise SystemExit(f"no Python files with 40+ lines in {source}")
     print(f"typing into {len(cases)} files from {source}", file=sys.stderr, flush=True)
-    report = asyncio.run(_bench_typing(model_dir, cases, rates, python or sys.executable, engine, accept))
+    report = asyncio.run(_bench_typing(server, cases, rates, accept, trace))
     return {"source": source, **report}
 
 
@@ -329,9 +407,10 @@ def format_typing(report: dict) -> str:
     rows = [
         f"typing replay: 3 lines inside each of {report['files']} files ({report['source']}), through `difill serve`"
         + (", suggestions also accepted a word at a time" if report.get("accept") == "word" else ""),
-        "| typing | net keystrokes saved | suggestion on screen before the next key | answers in time | p50 ms | p95 ms "
+        "| typing | net keystrokes saved | shown precision: right / first word right (suggestions) "
+        "| suggestion on screen before the next key | answers in time | p50 ms | p95 ms "
         "| first on a new line: p50 / p95 ms (answers) | no suggestion: empty in time / late (of them on a new line) |",
-        "|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for key, label in [("waited", "every request waited for")] + [
         (k, f"{k.split('_')[0]} chars/s") for k in report if k.endswith("_chars_per_s")
@@ -339,7 +418,8 @@ def format_typing(report: dict) -> str:
         s = report[key]
         on_screen = "-" if key == "waited" else f"{s['on_screen_share']:.0%}"
         rows.append(
-            f"| {label} | {s['net_saved']:.1%} | {on_screen} | {s['answered_in_time']} of {s['keystrokes']} | "
+            f"| {label} | {s['net_saved']:.1%} | {s['shown_precision']:.1%} / {s['first_word_right']:.1%} "
+            f"({s['suggestions']}) | {on_screen} | {s['answered_in_time']} of {s['keystrokes']} | "
             f"{s['p50_ms']} | {s['p95_ms']} | {s['new_line_p50_ms']} / {s['new_line_p95_ms']} ({s['new_line_answers']}) | "
             f"{_misses(s['misses'])} |"
         )
@@ -347,9 +427,7 @@ def format_typing(report: dict) -> str:
 
 
 def _misses(misses: dict) -> str:
-    return (
-        f"{misses['empty']} ({misses['empty_new_line']}) / {misses['late']} ({misses['late_new_line']})"
-    )
+    return f"{misses['empty']} ({misses['empty_new_line']}) / {misses['late']} ({misses['late_new_line']})"
 
 
 async def _new_line_latency(

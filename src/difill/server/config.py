@@ -238,6 +238,17 @@ class Settings:
     # scripts/tune_truncation.py; 0 for a checkpoint without one).  Invoked completions are never cut.
     min_token_prob: float | None = setting("minTokenProb", Probability(), None)
 
+    # Ghost text is shown only when the show gate's estimate that it is right (server/show_gate.py)
+    # reaches this; a long text that does not is cut to a likely first line or word.  None: the
+    # calibration's own threshold (chosen so that at least half of what is shown was right on the
+    # tuning projects: docs/show_gate.md).  0 shows everything the filters keep.  Invoked
+    # completions are not gated.
+    min_show_probability: float | None = setting("minShowProbability", Probability(), None)
+
+    # Ghost text inside comments, strings and docstrings (above a higher bar than code: the
+    # model's prose is rarely what a person writes).  false: none there.
+    comment_suggestions: bool = setting("commentSuggestions", Flag(), True)
+
     # Cap on denoising steps (decoder passes) per fill: fewer is faster, more is better.
     steps: int = setting("steps", BoundedInt(1, 1024), 12)
 

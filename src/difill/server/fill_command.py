@@ -107,8 +107,11 @@ def main(args: argparse.Namespace) -> int:
         print(shown.text)
     else:
         where = args.location if col else f"{args.location}:1"
-        said = f"{model_label(args, about(engine).engine)}, {shown.result.stats.steps} steps, {shown.ms:.0f} ms"
-        print(terminal_view(text, len(prefix), shown.text, where, said, shown.declined))
+        said = (
+            f"{model_label(args, about(engine).engine)}, {shown.result.stats.steps} steps, {shown.ms:.0f} ms"
+        )
+        origin = origin_label(shown.sources[0]) if shown.sources else ""
+        print(terminal_view(text, len(prefix), shown.text, where, said, shown.declined, origin))
     return 0
 
 
@@ -125,12 +128,27 @@ def model_label(args: argparse.Namespace, engine: str) -> str:
     return f"{model} on {engine}"
 
 
+def origin_label(source: str) -> str:
+    """Where a shown text came from, as a newcomer reads it (Candidate.source)."""
+    if not source.startswith("draft:"):
+        return "written by the model"
+    where = source.removeprefix("draft:")
+    if where == "current":
+        return "a draft: what followed the same code earlier in this file"
+    if where == "jedi":
+        return "a name from jedi's list"
+    return f"a draft from {where}"
+
+
 GREEN, PLAIN = "\x1b[32m", "\x1b[0m"
 
 
-def terminal_view(text: str, offset: int, fill: str, where: str, about: str, declined: str | None) -> str:
-    """The fill in place, for a person at a terminal: a header naming the model, then the line
-    before and the lines the fill lands on, numbered, with the fill in green."""
+def terminal_view(
+    text: str, offset: int, fill: str, where: str, about: str, declined: str | None, origin: str = ""
+) -> str:
+    """The fill in place, for a person at a terminal: a header naming the model (and, given
+    ``origin``, where the text came from), then the line before and the lines the fill lands on,
+    numbered, with the fill in green."""
     if not fill:
         reason = (
             f": {declined}" if declined else " (the model was unsure: it shows nothing rather than a guess)"
@@ -148,4 +166,5 @@ def terminal_view(text: str, offset: int, fill: str, where: str, about: str, dec
         # The lines a fill runs on to are green from their first column.
         colour = GREEN if cursor < k <= cursor + fill.count("\n") else ""
         lines.append(f"{k + 1:>5} | {colour}{line.rstrip(chr(13))}{PLAIN if colour else ''}")
-    return f"{where}: filled by {about}\n" + "\n".join(lines)
+    header = f"{where}: filled by {about}" + (f"\n(the text: {origin})" if origin else "")
+    return header + "\n" + "\n".join(lines)

@@ -31,6 +31,7 @@ from difill.engine.api import (
     HOLE_TOKENS,
     About,
     BackendError,
+    Candidate,
     FillOptions,
     FillResult,
     HolesResult,
@@ -40,6 +41,7 @@ from difill.engine.api import (
     ShouldStop,
     about,
 )
+from difill.server import show_gate
 from difill.server.config import Settings
 from difill.server.context.drafts import Draft
 from difill.server.context.found import Retrieval
@@ -49,7 +51,7 @@ from difill.server.draft_policy import draft_mode, drafts_result, fitting_drafts
 from difill.server.trees import SyntaxTrees
 from difill.text.context import FillContext, build_context, to_lf
 from difill.text.languages import language_of
-from difill.text.pipeline import shown_middles, shown_texts
+from difill.text.pipeline import shown_candidates, shown_middles, shown_texts
 from difill.text.rules import with_middles
 
 log = logging.getLogger("difill.server")
@@ -79,14 +81,19 @@ class Plan:
     draft_mode: str  # how drafts reach the answer: "show", "seed" or "off" (draft_policy.draft_mode)
     scores_names: bool  # the model orders the names the workspace cannot tell apart (ranked_by_model)
     context_block: str = ""  # the snippets the model reads before the prefix (context/prompt.py)
+    # The show gate judges the model's own text too (About.show_gate: the calibration was fitted
+    # on this model); otherwise only drafts are gated and the model's text is shown as it comes.
+    gates_model: bool = False
 
 
-def plan_for(engine: InfillBackend, settings: Settings, request: SuggestionRequest, context_block: str = "") -> Plan:
+def plan_for(
+    engine: InfillBackend, settings: Settings, request: SuggestionRequest, context_block: str = ""
+) -> Plan:
     said = about(engine)  # the backend is asked what it is once a request; each decision reads that
     declined = model_declines(said, request.ctx.language, request.language_id)
     mode = draft_mode(said, settings)
     scores = isinstance(engine, NameScorer) and said.scores_names and mode != "off" and declined is None
-    return Plan(declined, mode, scores, context_block)
+    return Plan(declined, mode, scores, context_block, said.show_gate)
 
 
 class Workspace(Protocol):
@@ -124,6 +131,9 @@ class Shown:
     declined: str | None = None  # why the model was not asked (``model_declines``), if it was not
     context_block: str = ""  # the snippet block offered to the model (FillOptions.context_block)
     cacheable: bool = True  # False: made without a list still coming (Retrieval.waiting)
+    sources: list[str] = field(
+        default_factory=list
+    )  # each text's Candidate.source ("model", "draft:<where>")
 
     @property
     def text(self) -> str:
@@ -167,16 +177,34 @@ def suggest(
     drafts = drafts_for(request, settings, retrieval)
     retrieval_ms = (time.perf_counter() - started) * 1000
     result, fallback = model_text(engine, settings, request, drafts, plan, should_stop, on_preview)
-    texts = shown_texts(result.candidates, request.ctx, request.invoked)
-    if not texts and fallback:  # the model's text did not survive the filters: the weak drafts do
+    shown = shown_candidates(result.candidates, request.ctx, request.invoked)
+    if not shown and fallback:  # the model's text did not survive the filters: the weak drafts do
         result.candidates = result.candidates + drafts_result(fallback).candidates
         result.text = result.candidates[0].text
-        texts = shown_texts(result.candidates, request.ctx, request.invoked)
+        shown = shown_candidates(result.candidates, request.ctx, request.invoked)
     if retrieval is not None and retrieval.import_names is not None:
-        texts = listed_names(texts, request.ctx.line_before, retrieval.import_names)
+        listed = listed_names([text for text, _ in shown], request.ctx.line_before, retrieval.import_names)
+        shown = [(text, c) for text, c in shown if text in listed]
+    texts = [text for text, _ in shown] if request.invoked else gated(settings, request, shown, drafts, plan)
     ms = (time.perf_counter() - started) * 1000
     waiting = retrieval is not None and retrieval.waiting
-    return Shown(texts, result, ms, drafts, retrieval_ms, plan.declined, block, cacheable=not waiting)
+    sources = [next(c.source for t, c in shown if t.startswith(text)) for text in texts]
+    return Shown(texts, result, ms, drafts, retrieval_ms, plan.declined, block, not waiting, sources)
+
+
+def gated(
+    settings: Settings, request: SuggestionRequest, shown: list[tuple[str, Candidate]], drafts: list[Draft], plan: Plan
+) -> list[str]:  # fmt: skip
+    """Ghost text as the show gate lets it through (server/show_gate.py): likely right, or nothing."""
+    if not shown:
+        return []
+    model = show_gate.calibration()
+    threshold = settings.min_show_probability
+    bar = show_gate.Bar(
+        model.threshold if threshold is None else threshold, settings.comment_suggestions, plan.gates_model
+    )
+    said = [(text, show_gate.evidence(text, c, drafts, request.ctx)) for text, c in shown]
+    return show_gate.gate(said, bar, model, show_gate.trace_key(request.text, request.offset))
 
 
 def listed_names(texts: list[str], line_before: str, names: frozenset[str]) -> list[str]:

@@ -50,13 +50,24 @@ def shown_texts(candidates: Sequence[Middle], ctx: FillContext, invoked: bool = 
     """The candidates as the editor shows them: filtered, best first, distinct, non-empty.
     Only the first ``MAX_CANDIDATES`` are looked at.  Ghost text while typing (not ``invoked``)
     also stops where a blank line begins (``to_blank_line``)."""
+    return [text for text, _ in shown_candidates(candidates, ctx, invoked)]
+
+
+def shown_candidates(
+    candidates: Sequence[Middle], ctx: FillContext, invoked: bool = True
+) -> list[tuple[str, Middle]]:
+    """``shown_texts`` with the middle each text came from (the show gate reads where a text
+    came from and how sure the model was of it: server/show_gate.py)."""
     filtered = [(apply_filters(c.text, ctx, PIPELINE), c) for c in candidates[:MAX_CANDIDATES]]
     if not invoked:
         filtered = [(to_blank_line(text), c) for text, c in filtered]
     kept = [(text, c) for text, c in filtered if text]
     if len(kept) > 1:  # typing asks for one candidate: no parse to rank it against nothing
         kept.sort(key=lambda tc: (not tc[1].complete, errors_around(ctx, tc[0]) or 0, -tc[1].score))
-    return distinct(keep_line_endings(text, ctx) for text, _ in kept)
+    shown: dict[str, Middle] = {}
+    for text, c in kept:
+        shown.setdefault(keep_line_endings(text, ctx), c)
+    return list(shown.items())
 
 
 def to_blank_line(text: str) -> str:

@@ -16,6 +16,8 @@
 ---@field llamacppGpuLayers? integer layers llama.cpp offloads to a GPU
 ---@field maxTokens? integer       longest completion, in tokens
 ---@field minTokenProb? number     ghost text ends before a token the model is less sure of (0: off; default: the model's)
+---@field minShowProbability? number ghost text shown only when P(right) reaches this (default: the calibrated threshold)
+---@field commentSuggestions? boolean ghost text in comments, strings and docstrings (default: true)
 ---@field steps? integer           denoising step cap
 ---@field candidates? integer      candidates for an invoked completion
 ---@field languages? string[]      language ids the server completes in
