@@ -67,13 +67,6 @@ def test_comments_get_a_higher_bar_and_a_setting_turns_them_off():
     assert gate([(text, evidence(text, prose=True))], Bar(0.0, False), middling) == []
 
 
-def test_another_models_text_is_not_judged_by_the_shipped_models_calibration():
-    never = linear(bias=-30.0)
-    text = "total = w * h"
-    assert gate([(text, evidence(text))], Bar(0.5, True, model_text=False), never) == [text]
-    assert gate([(text, evidence(text, origin="lookup"))], Bar(0.5, True, model_text=False), never) == []
-
-
 def test_evidence_tells_a_found_draft_from_a_canvas_row_seeded_with_one():
     from difill.engine.api import Candidate
     from difill.server.context.drafts import Draft
@@ -97,3 +90,33 @@ def test_traces_are_written_only_when_asked(tmp_path, monkeypatch):
     gate([("1", evidence("1"))], Bar(0.0, True), linear(bias=1.0), key)
     row = json.loads(trace.read_text())
     assert row["offset"] == 4 and Evidence(**row["evidence"]) == evidence("1")
+
+
+class Writes:
+    """A backend whose model writes ``text``; ``calibrated``: the gate's calibration is its own."""
+
+    def __init__(self, text: str, calibrated: bool) -> None:
+        self.text, self.calibrated = text, calibrated
+
+    def about(self):
+        from difill.engine.api import About
+
+        return About("torch", "test", show_gate=self.calibrated)
+
+    def fill(self, prefix, suffix, options=None, should_stop=None, on_preview=None):
+        from difill.engine.api import Candidate, FillResult, FillStats
+
+        return FillResult(self.text, [Candidate(self.text, 8, -0.5, True)], FillStats(decoder_forwards=1))
+
+
+def test_the_gate_judges_only_the_model_its_calibration_was_fitted_on():
+    from difill.server.config import Settings
+    from difill.server.suggestion_path import ServedModel
+
+    doc = "def area(w, h):\n    return w * "
+    settings = Settings(min_show_probability=0.999999, context_drafts="off")
+    assert ServedModel(Writes("h", calibrated=True), settings).suggest(doc, len(doc)).texts == []
+    other = ServedModel(Writes("h", calibrated=False), settings).suggest(doc, len(doc))
+    assert other.texts == ["h"] and other.sources == ["model"]
+    asked = ServedModel(Writes("h", calibrated=True), settings).suggest(doc, len(doc), invoked=True)
+    assert asked.texts == ["h"]  # the user asked: not gated

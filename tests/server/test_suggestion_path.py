@@ -68,7 +68,10 @@ def test_off_asks_the_model_alone():
 
 def test_show_makes_the_best_draft_the_ghost_text_without_a_model_run():
     engine = RecordingEngine()
-    shown = ServedModel(engine, Settings(context_drafts="show")).suggest(SEEN, len(SEEN))
+    # The show gate open (minShowProbability 0): this is the draft policy's test; the gate cuts
+    # this draft to its likely first word ("items": tests/server/test_show_gate.py).
+    settings = Settings(context_drafts="show", min_show_probability=0.0)
+    shown = ServedModel(engine, settings).suggest(SEEN, len(SEEN))
     assert shown.drafts[0].matched >= draft_policy.SHOW_MIN_MATCH
     assert engine.options == []  # typing: the draft stands, no fill
     assert shown.text == "items, tax)" and shown.forwards == 0

@@ -13,7 +13,9 @@ A missing or corrupt file falls back to ``FALLBACK``: only names that jedi or th
 and import lines are shown (never everything), and a log line says so.
 
 Comments, strings and docstrings get a text only above a higher bar (``prose_bar``), and
-``commentSuggestions: false`` turns them off.  Invoked requests (the user asked) are not gated.
+``commentSuggestions: false`` turns them off.  Invoked requests (the user asked) are not gated,
+and neither is a model the calibration was not fitted on (``About.show_gate``): what it and the
+drafts beside it get right is not what the shipped model's traces measured.
 
 Traces: with ``DIFILL_SHOW_TRACE=FILE`` in the server's environment each gated text is appended
 to FILE as one JSON line (the document's sha1, the cursor, the text, its features, P): the lab
@@ -199,7 +201,6 @@ class Bar:
 
     threshold: float
     prose: bool  # commentSuggestions: texts in comments, strings and docstrings at all
-    model_text: bool = True  # the model's own text is judged too (Plan.gates_model), not only drafts
 
     @property
     def prose_bar(self) -> float:
@@ -218,9 +219,6 @@ def gate(
     for text, e in texts:
         if e.prose and not bar.prose:
             log.info("ghost text not shown: in a comment or string, and commentSuggestions is off")
-            continue
-        if e.origin == "model" and not bar.model_text:
-            shown.append(text)
             continue
         p = model.p_right(e)
         _trace(trace_key, e, p)

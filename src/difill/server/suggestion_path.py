@@ -81,9 +81,9 @@ class Plan:
     draft_mode: str  # how drafts reach the answer: "show", "seed" or "off" (draft_policy.draft_mode)
     scores_names: bool  # the model orders the names the workspace cannot tell apart (ranked_by_model)
     context_block: str = ""  # the snippets the model reads before the prefix (context/prompt.py)
-    # The show gate judges the model's own text too (About.show_gate: the calibration was fitted
-    # on this model); otherwise only drafts are gated and the model's text is shown as it comes.
-    gates_model: bool = False
+    # The show gate judges what is shown (About.show_gate: its calibration was fitted on this
+    # model's answers); another model's answers are shown as its minTokenProb cuts them.
+    gated: bool = False
 
 
 def plan_for(
@@ -185,7 +185,11 @@ def suggest(
     if retrieval is not None and retrieval.import_names is not None:
         listed = listed_names([text for text, _ in shown], request.ctx.line_before, retrieval.import_names)
         shown = [(text, c) for text, c in shown if text in listed]
-    texts = [text for text, _ in shown] if request.invoked else gated(settings, request, shown, drafts, plan)
+    texts = (
+        [text for text, _ in shown]
+        if request.invoked or not plan.gated
+        else gated(settings, request, shown, drafts)
+    )
     ms = (time.perf_counter() - started) * 1000
     waiting = retrieval is not None and retrieval.waiting
     sources = [next(c.source for t, c in shown if t.startswith(text)) for text in texts]
@@ -193,16 +197,14 @@ def suggest(
 
 
 def gated(
-    settings: Settings, request: SuggestionRequest, shown: list[tuple[str, Candidate]], drafts: list[Draft], plan: Plan
+    settings: Settings, request: SuggestionRequest, shown: list[tuple[str, Candidate]], drafts: list[Draft]
 ) -> list[str]:  # fmt: skip
     """Ghost text as the show gate lets it through (server/show_gate.py): likely right, or nothing."""
     if not shown:
         return []
     model = show_gate.calibration()
-    threshold = settings.min_show_probability
-    bar = show_gate.Bar(
-        model.threshold if threshold is None else threshold, settings.comment_suggestions, plan.gates_model
-    )
+    threshold = model.threshold if settings.min_show_probability is None else settings.min_show_probability
+    bar = show_gate.Bar(threshold, settings.comment_suggestions)
     said = [(text, show_gate.evidence(text, c, drafts, request.ctx)) for text, c in shown]
     return show_gate.gate(said, bar, model, show_gate.trace_key(request.text, request.offset))
 

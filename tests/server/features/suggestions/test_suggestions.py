@@ -28,6 +28,7 @@ class FakeCandidate:
     hole_length: int = 8
     score: float = 0.0
     complete: bool = True
+    source: str = "model"  # Candidate.source: the show gate reads where a text came from
 
 
 @dataclass
