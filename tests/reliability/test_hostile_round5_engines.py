@@ -10,8 +10,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_hostile_round2 import open_doc
+from test_hostile_round2 import open_doc, popups
 
+from difill.engine.native.build import build_native
 from difill.lab.fake_vllm import FakeVllm, serve_in_thread
 
 UTIL = "def alpha_one():\n    return 1\n\n\ndef alpha_two():\n    return 2\n"
@@ -76,3 +77,49 @@ def test_a_logprob_of_800_while_names_are_scored_answers_and_keeps_the_workspace
     assert [a.get("error") for a in answers] == [None] * len(answers)  # f7ad0f7: OverflowError
     assert all("items" in a["result"] for a in answers)
     assert "800.0, above 0: not a log-probability" in logged(server)
+
+
+# ---------------------------------------------------------------------------- row 8
+
+
+def worker_pids(server_pid: int) -> list[int]:
+    """The server's children that are llama.cpp workers (as tests/server/test_lsp_llamacpp.py)."""
+    pids = []
+    for task in Path(f"/proc/{server_pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            if "difill-llama-worker" in Path(f"/proc/{child}/cmdline").read_bytes().decode(errors="replace"):
+                pids.append(int(child))
+    return pids
+
+
+def test_llamacpp_answers_a_45_line_rewrite_and_512_token_ghost_text_without_its_worker_dying(
+    start_server, tmp_path
+):
+    """Canvases wider than the worker's 512-slot micro-batch: on f7ad0f7 each aborted the worker
+    (SIGABRT) and the request failed with a popup; torch answered them."""
+    build_native(log=lambda line: None)  # a no-op when current; the server exports the shipped GGUF
+    server = start_server(None, "--engine", "llamacpp", "--llamacpp-threads", "1")
+    server.answers["workspace/applyEdit"] = {"applied": True}
+    server.initialize(options={"maxTokens": 512, "steps": 4})
+    ready = server.wait_ready(timeout=180)["params"]
+    assert ready["state"] == "ready" and "(llama.cpp)" in ready["message"], ready
+    (worker,) = worker_pids(server.proc.pid)
+
+    ghost = tmp_path / "ghost.py"
+    open_doc(server, ghost.as_uri(), "def add(a, b):\n    return \n\nprint(add(1, 2))\n")
+    answer = ask(server, ghost.as_uri(), 1, len("    return "), invoked=False)
+    assert "result" in answer, answer
+    assert worker_pids(server.proc.pid) == [worker]  # f7ad0f7: it had died (the answer was empty)
+
+    body = "".join(f"    total_{i} = compute(total_{i - 1}, item_{i})\n" for i in range(1, 46))
+    text = f"def run(items):\n    total_0 = 0\n{body}    return total_45\n"
+    edited = tmp_path / "edited.py"
+    open_doc(server, edited.as_uri(), text)
+    selection = {"start": {"line": 2, "character": 0}, "end": {"line": 47, "character": 0}}
+    answer = server.request("workspace/executeCommand", {
+        "command": "difill.editSelection", "arguments": [{"uri": edited.as_uri(), "version": 1, "range": selection}],
+    }, timeout=120)  # fmt: skip
+    assert "error" not in answer, answer  # f7ad0f7: the worker died (exit code -6)
+    assert [r for r in server.server_requests if r["method"] == "workspace/applyEdit"]
+    assert worker_pids(server.proc.pid) == [worker]  # the same worker answered both
+    assert not [p for p in popups(server) if "worker" in p], popups(server)
