@@ -238,6 +238,9 @@ struct Worker {
         if (prompt.empty()) return "STEP before FILL";
         if ((int64_t) prompt.size() + C > n_ctx) return "prompt + canvas exceed the context (--ctx)";
         if (C > n_ubatch) return "the canvas is wider than the micro-batch";  // unreachable: n_ubatch = n_ctx
+        // ids and flags, sized in 64 bits: B * C of a hostile header overflows an int32 (a frame is
+        // at most 1 GiB, so once this holds it fits one).
+        if ((int64_t) B * C * 5 != (int64_t) (size - r.at)) return "bad STEP size";
         const std::vector<int32_t> ids = r.ids(B * C);
         const uint8_t * flags = r.bytes((size_t) B * C);
         if (!r.ok || r.at != size) return "bad STEP size";
