@@ -79,6 +79,32 @@ def test_a_logprob_of_800_while_names_are_scored_answers_and_keeps_the_workspace
     assert "800.0, above 0: not a log-probability" in logged(server)
 
 
+# ---------------------------------------------------------------------------- row 11
+
+
+@pytest.mark.parametrize("fake_vllm", [{"middles": ("a + b", "a - b", "a * b")}], indirect=True)
+def test_an_invoked_request_after_an_automatic_one_at_the_same_spot_asks_for_every_candidate(
+    start_server, tmp_path, fake_vllm
+):
+    """The automatic request asks one sample (``n: 1``), and the speculative fill it starts for the
+    spot after its ghost text asks one too; the invoked request at the same spot then asks its own
+    three (``n: 3``) and shows three candidates, as it does alone.  (Not reproduced on f7ad0f7: the
+    ``n: 1`` seen after an automatic request is that speculative fill, at another spot.)"""
+    root = tmp_path / "ws"
+    root.mkdir()
+    server = serve_vllm(start_server, root, fake_vllm.url)
+    uri = (root / "add.py").as_uri()
+    open_doc(server, uri, "def add(a, b):\n    return \n\nprint(add(1, 2))\n")
+    seen = len(fake_vllm.seeded_bodies())  # the warm-up fill's
+    automatic = ask(server, uri, 1, len("    return "), invoked=False)["result"]["items"]
+    invoked = ask(server, uri, 1, len("    return "), invoked=True)["result"]["items"]
+    bodies = fake_vllm.seeded_bodies()[seen:]
+    at_spot = [b["n"] for b in bodies if b["prompt"] == bodies[0]["prompt"]]
+    assert at_spot == [1, 3], [(b["n"], b["prompt"][-12:]) for b in bodies]
+    assert len(automatic) == 1
+    assert sorted(item["insertText"] for item in invoked) == ["a * b", "a + b", "a - b"]
+
+
 # ---------------------------------------------------------------------------- row 8
 
 
