@@ -108,3 +108,29 @@ def test_a_prompt_and_canvas_past_the_context_are_refused_before_the_worker_sees
     with pytest.raises(TooLarge, match="llama.cpp worker's context of 2,048 tokens: select less"):
         engine.rewrite(RewriteRequest("def run():\n" * 200, selection, ""), FillOptions(max_steps=1))
     assert engine.worker.pid == pid
+
+
+def test_a_prompt_that_fills_the_context_leaves_room_for_the_canvases_that_fit(engine):
+    """Long prompts against narrow canvases: the keys' padding (patches/06-aligned-keys.patch) and
+    the prompt store's end, at each width that fits and the first that does not."""
+    worker = engine.worker
+    info = worker.start()
+    pid = worker.pid
+    generator = np.random.default_rng(7)
+    for room in (1, 16, 17):
+        prompt = [
+            engine.loaded.ids.bos,
+            *generator.integers(8, info.vocab_size, info.context - room - 1).tolist(),
+        ]
+        worker.fill(prompt, FillRules(info.vocab_size))
+        for width in sorted({1, room - 1, room, room + 1} - {0}):
+            canvas = generator.integers(8, info.vocab_size, (1, width)).astype(np.int32)
+            answer = step(worker, canvas, np.full((1, width), OPEN, np.uint8), False)
+            if width > room:
+                assert "exceed the context" in answer, (room, width, answer)
+            else:
+                assert isinstance(answer, np.ndarray) and answer.shape == (width, info.vocab_size), (
+                    room,
+                    width,
+                )
+    assert worker.pid == pid
