@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from difill.engine.api import FillOptions, RewriteRequest, TooLarge
+from difill.engine.api import FillOptions, RewriteRequest
 from difill.engine.decoder import CanvasDecoder
 from difill.engine.model import DEFAULT_MODEL_DIR, load_model
 from difill.engine.native.build import build_native
@@ -105,7 +105,7 @@ def test_a_prompt_and_canvas_past_the_context_are_refused_before_the_worker_sees
     pid = engine.worker.pid
     selection = "".join(f"value_{i} = {i}\n" for i in range(215))
     assert 1550 < len(encode(engine.loaded.tokenizer, selection)) < 1600  # a canvas of about 2,000
-    with pytest.raises(TooLarge, match="llama.cpp worker's context of 2,048 tokens: select less"):
+    with pytest.raises(WorkerError, match="llama.cpp worker's context of 2,048 tokens: select less"):
         engine.rewrite(RewriteRequest("def run():\n" * 200, selection, ""), FillOptions(max_steps=1))
     assert engine.worker.pid == pid
 
