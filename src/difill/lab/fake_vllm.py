@@ -32,7 +32,8 @@ read renormalises over the set (diffusion_gemma.py), keyed ``token_id:N`` when t
 
 ``fault`` makes it misbehave on seeded requests: ``wrong_length``, ``change_pins``, ``out_of_vocab``,
 ``hang`` (answers after ``hang_s``), ``flaky`` (HTTP 500 on every third completion), and on reads
-with logprobs ``logprobs_missing``, ``logprobs_nan``, ``logprobs_foreign`` (an id not asked for).
+with logprobs ``logprobs_missing``, ``logprobs_nan``, ``logprobs_foreign`` (an id not asked for),
+``logprobs_huge`` (every logprob 800.0: finite, and no probability).
 ``numbered`` appends the completion's number to each middle, so that no two answers are alike (as
 while typing).  It does no model work: it measures what the client and the wire cost.
 """
@@ -344,6 +345,8 @@ class FakeVllm:
             row = {key(t): max(x - norm, -9999.0) for t, x in zip(asked, logits, strict=True)}
             if position == 0 and self.fault == "logprobs_nan":
                 row[key(asked[0])] = math.nan  # json.dumps writes NaN, as Python servers can
+            if self.fault == "logprobs_huge":
+                row = dict.fromkeys(row, 800.0)
             if position == 0 and self.fault == "logprobs_foreign":
                 row[key(VOCAB - 1)] = row.pop(key(asked[0]))  # an id nobody asked for
             tokens.append(key(token))

@@ -12,7 +12,7 @@ import pytest
 
 from difill.engine.api import FillOptions, NameScorer
 from difill.engine.backends import RemoteConfig, connect
-from difill.engine.backends.vllm_names import NameScoringFailed, asked_slots
+from difill.engine.backends.vllm_names import NameScoringFailed, asked_slots, scores_of
 from difill.lab.fake_vllm import COMPLETION_FIELDS, RELEASE_XARGS, VOCAB, FakeVllm
 from difill.server.config import Settings
 from difill.server.context.drafts import Draft
@@ -113,6 +113,7 @@ def test_a_server_that_hangs_fails_the_scoring_at_the_deadline(scorer):
         ("logprobs_missing", "has no logprobs"),
         ("logprobs_nan", "is nan, not a finite number"),
         ("logprobs_foreign", f"not asked for ('token_id:{VOCAB - 1}')"),
+        ("logprobs_huge", "is 800.0, above 0: not a log-probability"),  # f7ad0f7: OverflowError
     ],
 )
 def test_logprobs_missing_nan_or_not_asked_fail_the_scoring_and_the_workspace_order_stays(
@@ -153,3 +154,13 @@ def request() -> SuggestionRequest:
     text = PREFIX + SUFFIX
     ctx = build_context(text, len(PREFIX), None, context_tokens=1024, max_tokens=16, tree=None)
     return SuggestionRequest("file:///x.py", text, len(PREFIX), "python", ctx)
+
+
+def test_tied_names_are_split_without_overflow_at_any_scale():
+    """The split of a shared token is a log-sum-exp shifted by its largest term: the same order
+    and differences for log-probabilities near 0 and far below it."""
+    names = [[7, 1], [7, 2]]
+    near = scores_of(names, [{7: -0.5}, {1: -0.1, 2: -2.0}])
+    far = scores_of(names, [{7: -0.5}, {1: -9000.1, 2: -9002.0}])
+    assert near == pytest.approx(far)
+    assert near[0] > near[1] and math.exp(near[0] + 0.5) + math.exp(near[1] + 0.5) == pytest.approx(1.0)

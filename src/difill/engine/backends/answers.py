@@ -7,6 +7,8 @@ pipeline (which runs on the language server's event loop), it is checked here:
   RecursionError, which no caller expects);
 * every field has the type the protocol says (a candidate's ``text: null`` is a bad shape, not a
   crash later), and every number is finite;
+* a log-probability is at most 0 (``logprob``): a finite 800.0 is no probability, and its
+  ``exp`` overflowed while names were scored;
 * at most ``MAX_CANDIDATES`` candidates, holes' middles or token ids (a 40,000-candidate answer
   froze the server for 13 s);
 * every text is at most ``MAX_TEXT_CHARS`` long, and a fill's middles at most
@@ -34,6 +36,7 @@ MAX_CHARS_PER_TOKEN = 16  # a generous bound: code averages about 4 characters a
 MAX_TOKEN_IDS = 65_536  # a /tokenize answer: the suffix's tokens
 # A /v1/models answer: mlx-vlm's lists every model in the Hugging Face cache too (model_id)
 MAX_MODELS = 4096
+LOGPROB_SLACK = 1e-3  # above 0 by this much is a log-softmax's rounding, read as 0
 
 
 class BadAnswer(ValueError):
@@ -124,6 +127,16 @@ def model_id(raw: Any) -> str:
             )
         models = loaded
     return text_of(models[0].get("id"), "a model's id")
+
+
+def logprob(value: Any, what: str) -> float:
+    """A log-probability of an answer: a finite number at most 0 (``LOGPROB_SLACK`` above it is
+    rounding, read as 0); BadAnswer otherwise."""
+    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+        raise BadAnswer(f"{what} is {value!r:.40}, not a finite number")
+    if value > LOGPROB_SLACK:
+        raise BadAnswer(f"{what} is {value!r:.40}, above 0: not a log-probability")
+    return min(float(value), 0.0)
 
 
 def stats(raw: Any) -> FillStats:

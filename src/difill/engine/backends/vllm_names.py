@@ -18,11 +18,11 @@ So candidates with different first tokens compare on their first token alone, an
 second request.  A name that ends while its group goes on cannot be split (a word end is not one
 token the request can ask): it keeps the group's score, and the workspace's order decides.
 
-Any answer that cannot be read as that - no logprobs, a position missing, a value that is NaN or
-infinite, an id that was not asked for - fails the scoring (``NameScoringFailed``, a ValueError:
-server/suggestion_path.py keeps the workspace's order and logs the reason).  The whole scoring has a
-deadline (``SCORE_DEADLINE_S``): it runs before the ghost text's own request, and a late order is
-worth less than the workspace's.
+Any answer that cannot be read as that - no logprobs, a position missing, a value that is NaN,
+infinite or above 0 (answers.py ``logprob``), an id that was not asked for - fails the scoring
+(``NameScoringFailed``, a ValueError: server/suggestion_path.py keeps the workspace's order and
+logs the reason).  The whole scoring has a deadline (``SCORE_DEADLINE_S``): it runs before the
+ghost text's own request, and a late order is worth less than the workspace's.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from difill.engine.api import BackendError, Cancelled, FillOptions
+from difill.engine.backends.answers import BadAnswer, logprob
 from difill.engine.backends.vllm import SeededCanvasClient, canvas_size, lay_out
 from difill.engine.backends.vllm_tokens import ContractRefused
 
@@ -83,15 +84,20 @@ def scores_of(names_tokens: Sequence[list[int]], rows: Sequence[dict[int, float]
                 if len(other) > depth and other[:depth] == tokens[:depth]
             }
             if len(rivals) > 1:  # the shared probability split by the next token
-                total = math.log(sum(math.exp(rows[depth][t]) for t in rivals))
-                score += rows[depth][tokens[depth]] - total
+                score += rows[depth][tokens[depth]] - log_sum_exp([rows[depth][t] for t in rivals])
         scores.append(score)
     return scores
 
 
+def log_sum_exp(values: Sequence[float]) -> float:
+    """log(sum(exp(v))), shifted by the largest value so that no ``exp`` overflows."""
+    most = max(values)
+    return most + math.log(sum(math.exp(v - most) for v in values))
+
+
 def read_rows(answer: Any, start: int, slots: Sequence[set[int]], asked: set[int]) -> list[dict[int, float]]:
     """The asked ids' log-probabilities at canvas positions ``start + j``; NameScoringFailed when
-    the answer does not hold them, holds a value that is not a finite number, or an id not asked."""
+    the answer does not hold them, holds a value that is no log-probability, or an id not asked."""
     choices = answer.get("choices") if isinstance(answer, dict) else None
     choice = choices[0] if isinstance(choices, list) and choices else None
     logprobs = choice.get("logprobs") if isinstance(choice, dict) else None
@@ -112,9 +118,10 @@ def read_rows(answer: Any, start: int, slots: Sequence[set[int]], asked: set[int
                 raise NameScoringFailed(
                     f"the logprobs name a token that was not asked for ({str(key)[:40]!r})"
                 )
-            if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
-                raise NameScoringFailed(f"the logprob of {key} is {value!r}, not a finite number")
-            read[int(match[1])] = float(value)
+            try:
+                read[int(match[1])] = logprob(value, f"the logprob of {key}")
+            except BadAnswer as err:
+                raise NameScoringFailed(str(err)) from None
         missing = sorted(wanted - set(read))
         if missing:
             raise NameScoringFailed(f"the logprobs at position {start + j} miss asked token(s) {missing[:5]}")

@@ -29,7 +29,7 @@ from difill.engine.api import ModelLoadError
 from difill.engine.infill import InfillEngine
 from difill.engine.model import DEFAULT_MODEL_DIR, LoadedModel, load_checkpoint_meta
 from difill.engine.native.build import cache_dir
-from difill.engine.native.worker import NO_FILLER, OPEN, FillRules, LlamaWorker, WorkerSettings
+from difill.engine.native.worker import NO_FILLER, OPEN, FillRules, LlamaWorker, WorkerError, WorkerSettings
 from difill.engine.sampler import DenoiseRequest, SamplerConfig, temperature_at
 
 if TYPE_CHECKING:
@@ -88,7 +88,9 @@ class WorkerCanvasPass:
             allowed=allowed,
         )
         self.worker, self.config, self.top_k = worker, config, top_k
-        self.vocab = worker.start().vocab_size
+        info = worker.start()
+        check_context(len(prompt), int(request.canvas.shape[1]), info.context)
+        self.vocab = info.vocab_size
         self.worker.fill(prompt, rules)  # the same prompt: no prefill, new rules, no self-conditioning yet
         self.passes = 0
 
@@ -123,6 +125,19 @@ class WorkerCanvasPass:
         if not self.config.tempered_self_conditioning:
             return WorkerSignal(1.0)
         return WorkerSignal(1.0 / temperature_at(self.passes - 1, self.config))
+
+
+def check_context(prompt_tokens: int, canvas_length: int, context: int) -> None:
+    """Refuse, before the worker sees it, a pass whose prompt and canvas exceed the worker's
+    context (capped at what the model was trained for, worker.cpp): a clear error, where the
+    worker's own refusal names a flag the user never set.  A WorkerError, as that refusal was:
+    ghost text then answers empty and says why, as for any BackendError."""
+    if prompt_tokens + canvas_length > context:
+        raise WorkerError(
+            f"the prompt's {prompt_tokens:,} tokens and the canvas's {canvas_length:,} slots exceed the "
+            f"llama.cpp worker's context of {context:,} tokens: select less (a function or a block), "
+            "or use the torch engine (engine: torch)"
+        )
 
 
 class LlamaCppEngine(InfillEngine):

@@ -129,6 +129,7 @@ struct Worker {
     llama_context * ctx = nullptr;
     llama_batch batch{};
     int n_vocab = 0, n_ctx = 0, n_ubatch = 0;
+    int chunk = 0;  // prompt tokens per prefill, and canvas slots per STEP batch (--ubatch)
 
     // The prompt whose K,V the store holds, and the fill's constraints.
     std::vector<int32_t> prompt;
@@ -154,8 +155,8 @@ struct Worker {
         // The store is sized once to the context (it is re-allocated, and emptied, when it grows).
         const int32_t P = (int32_t) ids.size();
         llama_diffusion_set_sc(model, nullptr, 0.0f, 1.0f, false);
-        for (int32_t start = (int32_t) common; start < P; start += n_ubatch) {
-            const int32_t n = std::min(n_ubatch, P - start);
+        for (int32_t start = (int32_t) common; start < P; start += chunk) {
+            const int32_t n = std::min(chunk, P - start);
             llama_diffusion_set_phase(model, /*PREFILL*/ 1, n_ctx, start);
             batch.n_tokens = n;
             for (int32_t i = 0; i < n; ++i) {
@@ -236,6 +237,10 @@ struct Worker {
         if (!r.ok || B <= 0 || C <= 0 || top_k < 0 || top_k > n_vocab) return "bad STEP header";
         if (prompt.empty()) return "STEP before FILL";
         if ((int64_t) prompt.size() + C > n_ctx) return "prompt + canvas exceed the context (--ctx)";
+        if (C > n_ubatch) return "the canvas is wider than the micro-batch";  // unreachable: n_ubatch = n_ctx
+        // ids and flags, sized in 64 bits: B * C of a hostile header overflows an int32 (a frame is
+        // at most 1 GiB, so once this holds it fits one).
+        if ((int64_t) B * C * 5 != (int64_t) (size - r.at)) return "bad STEP size";
         const std::vector<int32_t> ids = r.ids(B * C);
         const uint8_t * flags = r.bytes((size_t) B * C);
         if (!r.ok || r.at != size) return "bad STEP size";
@@ -260,7 +265,8 @@ struct Worker {
             if (any_open) rows.push_back(b);
         }
 #ifdef DIFILL_ROWS_IN_ONE_BATCH
-        const int32_t per_batch = std::max(1, n_ubatch / C);  // a row is never split across batches
+        // A row is never split across batches: one wider than a chunk goes alone (it fits n_ubatch).
+        const int32_t per_batch = std::max(1, chunk / C);
 #else
         const int32_t per_batch = 1;  // the stock PR's mask has no rows: one canvas a pass
 #endif
@@ -386,7 +392,12 @@ int main(int argc, char ** argv) {
     llama_context_params cparams = llama_context_default_params();
     cparams.n_ctx = n_ctx;
     cparams.n_batch = n_ctx;
-    cparams.n_ubatch = std::min(o.ubatch, n_ctx);
+    // A canvas attends to all of itself (DECODE is not causal), so llama.cpp cannot split one
+    // across micro-batches: it asserts n_ubatch >= n_tokens and the worker aborted on every canvas
+    // wider than --ubatch (a 40-line rewrite, maxTokens 512).  Every canvas STEP accepts (prompt +
+    // canvas within the context) therefore fits one micro-batch.  --ubatch still bounds what is
+    // chosen per batch: the causal prefill's chunks and the rows STEP groups, as before.
+    cparams.n_ubatch = n_ctx;
     cparams.n_threads = o.threads;
     cparams.n_threads_batch = o.threads;
     cparams.no_perf = true;
@@ -399,6 +410,7 @@ int main(int argc, char ** argv) {
     llama_set_causal_attn(w.ctx, false);
     w.n_ctx = (int) llama_n_ctx(w.ctx);
     w.n_ubatch = (int) llama_n_ubatch(w.ctx);
+    w.chunk = std::max(1, std::min(o.ubatch, w.n_ubatch));
     w.batch = llama_batch_init(w.n_ctx, 0, 1);
 
     const int32_t ready[5] = {w.n_vocab, w.n_ctx, llama_model_n_embd(w.model), llama_model_n_layer(w.model),

@@ -48,7 +48,7 @@ class WorkerSettings:
     gguf: Path
     threads: int = 2
     context: int = 2304  # prompt + canvas tokens one pass may hold
-    ubatch: int = 512  # prompt tokens prefilled per chunk
+    ubatch: int = 512  # prompt tokens prefilled per chunk, canvas slots per pass (a wider canvas goes alone)
     gpu_layers: int = 0
     flash_attn: bool = False
     timeout_s: float = 60.0  # a call unanswered this long is a hung worker
