@@ -54,3 +54,14 @@ def test_a_killed_owners_folder_is_swept_and_a_live_ones_is_not(tmp_path, monkey
         for owner in owners:
             owner.kill()
             owner.wait()
+
+
+def test_the_mlx_view_of_a_checkpoint_is_an_owned_folder_removed_after_use(tmp_path, monkeypatch):
+    from difill.engine.mlx import runtime
+
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    monkeypatch.setattr(runtime, "completed_config", lambda path: {"completed": True})
+    with runtime.mlx_readable(tmp_path) as view:
+        assert view.name.startswith(runtime.VIEW_PREFIX) and (view / disk.LOCK).is_file()
+        assert (view / "model.safetensors").resolve() == (tmp_path / "model.safetensors").resolve()
+    assert not view.exists()
