@@ -91,3 +91,13 @@ def test_the_layers_keep_the_value_below_a_refused_one(tmp_path):
     assert len(layers.refused) == 1 and "remote is set by" in layers.refused[0]
     layers.set_workspace({"difill": {"remote": "http://theirs", "userApproved": {"remote": "http://theirs"}}})
     assert layers.settings().remote == "http://theirs" and layers.refused == []
+
+
+def test_a_settings_file_too_large_to_read_is_taken_to_set_every_key(tmp_path, monkeypatch):
+    from difill.server import workspace_values
+
+    monkeypatch.setattr(workspace_values, "MAX_FILE_BYTES", 64)
+    write(tmp_path / ".neoconf.json", "{" + " " * 100 + '"remote": "http://theirs"}')  # past the bound
+    found = read_workspace_values([str(tmp_path)])
+    kept, refused = refuse_workspace_values({"remote": "http://anything", "steps": 4}, None, found)
+    assert kept == {"steps": 4} and len(refused) == 1

@@ -70,14 +70,14 @@ def read_workspace_values(folders: list[str]) -> WorkspaceValues:
     for folder in folders[:MAX_FOLDERS]:
         for name in SETTINGS_FILES:
             path = os.path.join(folder, *name.split("/"))
-            text = _read_bounded(path)
-            if text is None:
+            data = _read_bounded(path)
+            if data is None:
                 continue
-            where = f"the workspace's {name}" if len(folders) == 1 else f"{path}"
-            if len(text) > MAX_FILE_BYTES:
+            where = f"the workspace's {name}" if len(folders) == 1 else path
+            if len(data) > MAX_FILE_BYTES:
                 found.add(EVERY_KEY, "", where)
                 continue
-            for key, value in string_pairs(text):
+            for key, value in string_pairs(data.decode("utf-8", "replace")):
                 found.keys.add(key.rsplit(".", 1)[-1])
                 if isinstance(value, str):
                     found.add(key, value, where)
@@ -106,8 +106,8 @@ def _string(token: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _read_bounded(path: str) -> str | None:
-    """The text of a regular file, at most one byte past ``MAX_FILE_BYTES``; None when absent,
+def _read_bounded(path: str) -> bytes | None:
+    """The bytes of a regular file, at most one past ``MAX_FILE_BYTES``; None when absent,
     unreadable or not a regular file (opened without blocking: a FIFO there waits for no one)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
@@ -117,7 +117,7 @@ def _read_bounded(path: str) -> str | None:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
         with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read(MAX_FILE_BYTES + 1).decode("utf-8", "replace")
+            return handle.read(MAX_FILE_BYTES + 1)
     except OSError:
         return None
     finally:
