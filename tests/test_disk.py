@@ -12,7 +12,7 @@ import pytest
 
 from difill.engine import disk
 
-pytestmark = pytest.mark.unit  # torch-free: `pytest -m unit` (tests/conftest.py)
+pytestmark = pytest.mark.unit  # torch-free: `pytest -m unit` (tests/conftest.py; tests/engine/conftest.py loads a model)
 
 
 def test_a_file_written_atomically_leaves_no_temporary_file(tmp_path):
