@@ -64,3 +64,20 @@ def test_the_extension_attaches_to_every_language_the_server_has_a_grammar_for()
     entries = re.findall(r"\{([^}]*)\}", selector.group(1))
     assert {e.strip() for e in entries} == {'scheme: "file"', 'scheme: "untitled"'}
     assert "language" not in selector.group(1) and "pattern" not in selector.group(1)
+
+
+def test_the_settings_a_workspace_may_not_set_are_one_list_everywhere():
+    """Issue 62: every setting that names a program, a model, a log file or a server is the
+    server's config.DESTINATION_KEYS, the extension's approval modal's DESTINATION_KEYS and
+    package.json's restrictedConfigurations, and no workspace sets it without the user's say."""
+    listed = (EXT / "src" / "settings.ts").read_text().split("DESTINATION_KEYS = [", 1)[1].split("]", 1)[0]
+    assert set(re.findall(r'"(\w+)"', listed)) == set(config.DESTINATION_KEYS)
+    restricted = MANIFEST["capabilities"]["untrustedWorkspaces"]["restrictedConfigurations"]
+    assert set(restricted) == {f"difill.{key}" for key in config.DESTINATION_KEYS}
+    for key in config.DESTINATION_KEYS:
+        assert PROPERTIES[f"difill.{key}"]["scope"] in ("machine", "machine-overridable"), key
+    file_kinds = (config.FilePath, config.DirectoryPath, config.HttpUrl)
+    names_something = {
+        key for key, spec in config.KEYS.items() if isinstance(config.kind_of(spec), file_kinds)
+    }
+    assert names_something == set(config.DESTINATION_KEYS)  # a new path or URL setting is one too

@@ -17,9 +17,11 @@ import {
   approvalKey,
   ConfigGetter,
   DESTINATION_KEYS,
+  DestinationKey,
   needsRestart,
   serverCommand,
   serverSettings,
+  withApprovals,
   withApprovedDestinations,
   withLogFile,
   workspaceOverride,
@@ -47,12 +49,13 @@ const config = () => vscode.workspace.getConfiguration("difill");
 const ASK_AND_EDIT = "difill.editSelectionFromCodeAction";
 
 /** The settings sent to the server, with the log file at its default location unless set. */
-const settingsForServer = () => withLogFile(serverSettings(serverConfig()), defaultLogFile);
+const settingsForServer = () => withApprovals(withLogFile(serverSettings(serverConfig()), defaultLogFile));
 
 /** Where the server writes its log (the logFile setting, or its default). */
 const logFile = () => String(settingsForServer().difill.logFile);
 
-/** The settings the server gets: a workspace's modelPath or remote only once the user allowed it. */
+/** The settings the server gets: a workspace's modelPath, remote, projectPython... only once the
+ *  user allowed it. */
 const serverConfig = (): ConfigGetter =>
   withApprovedDestinations(
     (k) => config().get(k),
@@ -60,16 +63,16 @@ const serverConfig = (): ConfigGetter =>
     (key, value) => answers?.get<boolean>(approvalKey(key, value)) === true,
   );
 
-/** Ask once per workspace value whether a workspace may choose where code goes (remote) or what
- *  loads as a model (modelPath); the answer is remembered for this workspace. */
+/** Ask once per workspace value whether a workspace may choose where code goes (remote), what
+ *  loads as a model (modelPath), which program runs (projectPython); the answer is remembered for
+ *  this workspace. */
 async function askAboutWorkspaceDestinations(): Promise<void> {
   // An untrusted workspace's values for these are ignored by VS Code itself (restrictedConfigurations).
   if (!vscode.workspace.isTrusted) return;
   for (const key of DESTINATION_KEYS) {
     const value = workspaceOverride(config().inspect(key));
     if (value === undefined || answers?.get<boolean>(approvalKey(key, value)) !== undefined) continue;
-    const what =
-      key === "remote" ? "sends your code to" : key === "llamacppWorker" ? "runs the program" : "loads a model from";
+    const what = DESTINATION_WORDS[key];
     const choice = await vscode.window.showWarningMessage(
       `This workspace sets difill.${key}: difill then ${what} ${value}. Allow it for this workspace?`,
       { modal: true },
@@ -79,6 +82,16 @@ async function askAboutWorkspaceDestinations(): Promise<void> {
     await answers?.update(approvalKey(key, value), choice === "Allow");
   }
 }
+
+/** What difill does with each destination's value, for the approval modal. */
+const DESTINATION_WORDS: Record<DestinationKey, string> = {
+  modelPath: "loads a model from",
+  remote: "sends your code to",
+  ggufPath: "loads a model from",
+  llamacppWorker: "runs the program",
+  logFile: "writes its log to",
+  projectPython: "runs the program",
+};
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   output = vscode.window.createOutputChannel("difill", { log: true });

@@ -37,7 +37,7 @@ export const SERVER_SETTING_KEYS = [
 ] as const;
 
 export type ServerSettingKey = (typeof SERVER_SETTING_KEYS)[number];
-export type ServerSettings = Partial<Record<ServerSettingKey, unknown>>;
+export type ServerSettings = Partial<Record<ServerSettingKey | "userApproved", unknown>>;
 
 /** Paths and URLs whose empty value means the server's default. */
 const PATH_KEYS: readonly string[] = ["modelPath", "remote", "ggufPath", "llamacppWorker", "logFile", "projectPython"];
@@ -66,10 +66,27 @@ export function withLogFile(settings: { difill: ServerSettings }, defaultLogFile
   return { difill: { ...settings.difill, logFile: settings.difill.logFile ?? defaultLogFile } };
 }
 
-/** Settings that choose where code goes, which files load as a model or which program runs it: a
- *  workspace (a cloned repository's .vscode/settings.json) may not set them behind the user's back. */
-export const DESTINATION_KEYS = ["modelPath", "remote", "ggufPath", "llamacppWorker"] as const;
+/** Settings that choose where code goes, which files load as a model, which program runs or which
+ *  file the server writes: a workspace (a cloned repository's .vscode/settings.json) may not set
+ *  them behind the user's back. The same list as the server's config.DESTINATION_KEYS and
+ *  package.json's restrictedConfigurations (test/manifest.test.ts, tests/editors/). */
+export const DESTINATION_KEYS = ["modelPath", "remote", "ggufPath", "llamacppWorker", "logFile", "projectPython"] as const;
 export type DestinationKey = (typeof DESTINATION_KEYS)[number];
+
+/** Beside the settings: the destination values the user chose (server/config.py APPROVED). */
+export const APPROVED_KEY = "userApproved";
+
+/** ``settings`` with ``userApproved``: every destination value sent is the user's own or one the
+ *  user allowed in the approval modal (``withApprovedDestinations``), and the server, which
+ *  refuses a value a workspace's settings file names (for clients that never ask), takes these. */
+export function withApprovals(settings: { difill: ServerSettings }): { difill: ServerSettings } {
+  const approved: Record<string, string> = {};
+  for (const key of DESTINATION_KEYS) {
+    const value = settings.difill[key];
+    if (typeof value === "string") approved[key] = value;
+  }
+  return { difill: { ...settings.difill, [APPROVED_KEY]: approved } };
+}
 
 /** What `WorkspaceConfiguration.inspect` tells of one key (the fields difill reads). */
 export interface Inspected {

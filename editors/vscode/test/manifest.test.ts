@@ -3,7 +3,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { SERVER_SETTING_KEYS } from "../src/settings";
+import { DESTINATION_KEYS, SERVER_SETTING_KEYS } from "../src/settings";
 
 const manifest = JSON.parse(readFileSync(join(__dirname, "..", "..", "package.json"), "utf8"));
 const properties: Record<string, unknown> = manifest.contributes.configuration.properties;
@@ -46,15 +46,21 @@ test("a workspace cannot choose the program the extension runs, nor where code g
   for (const key of ["difill.server.command", "difill.server.pythonPath", "difill.server.args"]) {
     assert.equal((properties[key] as { scope: string }).scope, "machine", `${key} must be machine-scoped`);
   }
-  // In an untrusted workspace VS Code ignores the workspace's values of these.
+  // In an untrusted workspace VS Code ignores the workspace's values of these; in a trusted one
+  // the approval modal asks (DESTINATION_KEYS): one list for both.
   const untrusted = manifest.capabilities.untrustedWorkspaces;
   assert.equal(untrusted.supported, "limited");
-  assert.deepEqual([...untrusted.restrictedConfigurations].sort(), [
-    "difill.ggufPath",
-    "difill.llamacppWorker",
-    "difill.modelPath",
-    "difill.remote",
-  ]);
+  assert.deepEqual(
+    [...untrusted.restrictedConfigurations].sort(),
+    DESTINATION_KEYS.map((k) => `difill.${k}`).sort(),
+  );
+  for (const key of DESTINATION_KEYS) {
+    const scope = (properties[`difill.${key}`] as { scope?: string }).scope;
+    assert.ok(scope === "machine" || scope === "machine-overridable", `difill.${key} is ${scope}-scoped`);
+  }
+  for (const key of ["projectPython", "llamacppWorker", "logFile"]) {
+    assert.ok((DESTINATION_KEYS as readonly string[]).includes(key), `${key} is no destination`);
+  }
 });
 
 test("the client attaches to every language: its document selector filters by scheme only", () => {

@@ -5,6 +5,7 @@ import {
   serverCommand,
   serverSettings,
   SERVER_SETTING_KEYS,
+  withApprovals,
   withApprovedDestinations,
   withLogFile,
   workspaceOverride,
@@ -97,4 +98,19 @@ test("the server keeps a log at the default location unless the user names a fil
   assert.deepEqual(withLogFile(serverSettings(getter({ logFile: "/mine.log" })), "/logs/server.log"), {
     difill: { logFile: "/mine.log" },
   });
+});
+
+test("a workspace's projectPython runs only once the user allowed it (issue 62)", () => {
+  const inspect = (key: string) => ({ projectPython: { workspaceValue: "./tools/python" } })[key];
+  const values: Record<string, string> = { projectPython: "./tools/python" };
+  assert.equal(withApprovedDestinations((k) => values[k], inspect, () => false)("projectPython"), undefined);
+  const allowed = withApprovedDestinations((k) => values[k], inspect, (k, v) => k === "projectPython" && v === "./tools/python");
+  assert.equal(allowed("projectPython"), "./tools/python");
+});
+
+test("the destination values sent are also sent as the user's approvals, and nothing else is", () => {
+  const settings = withApprovals({ difill: { projectPython: "/venv/bin/python", remote: "http://mine", maxTokens: 8 } });
+  assert.deepEqual(settings.difill.userApproved, { projectPython: "/venv/bin/python", remote: "http://mine" });
+  assert.equal(settings.difill.maxTokens, 8);
+  assert.deepEqual(withApprovals({ difill: {} }).difill.userApproved, {});
 });

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -174,10 +175,15 @@ class BoundedInt:
         return int(value), None
 
 
-def setting(key: str, kind: Kind, default: Any) -> Any:
+def setting(key: str, kind: Kind, default: Any, destination: str | None = None) -> Any:
     """A Settings field: its camelCase JSON ``key``, its ``kind``, its default.  Typed Any, as
-    ``dataclasses.field`` is, so that the field's annotation stays its value's type."""
-    return field(default=default, metadata={"key": key, "kind": kind})
+    ``dataclasses.field`` is, so that the field's annotation stays its value's type.
+
+    ``destination``: the field names a program to run, a file to load or write, or a server to
+    send code to; the words say what difill would do ("run programs").  A workspace may not set
+    such a field (``DESTINATION_KEYS``, server/workspace_values.py)."""
+    metadata = {"key": key, "kind": kind} | ({"destination": destination} if destination else {})
+    return field(default=default, metadata=metadata)
 
 
 def kind_of(spec: dataclasses.Field) -> Kind:
@@ -191,11 +197,11 @@ def kind_of(spec: dataclasses.Field) -> Kind:
 class Settings:
     # Directory of a DiffusionGemma checkpoint (config.json, *.safetensors, tokenizer.json).
     # None: the model shipped with difill.  Changing it reloads the model.
-    model_path: str | None = setting("modelPath", DirectoryPath(), None)
+    model_path: str | None = setting("modelPath", DirectoryPath(), None, "load models from folders")
 
     # URL of a difill serve-http or OpenAI-compatible (vLLM) server; None: run the model in this
     # process.  The API key comes from the DIFILL_API_KEY environment variable.  Changing it reloads.
-    remote: str | None = setting("remote", HttpUrl(), None)
+    remote: str | None = setting("remote", HttpUrl(), None, "send code to servers")
 
     # How fills reach a vLLM `remote`: "seeded" sends difill's own canvas (vLLM 0.32 or later,
     # released; difill is tested against 0.33.0's rules: the code after the cursor clamped),
@@ -214,10 +220,10 @@ class Settings:
 
     # The GGUF of `modelPath` for the llama.cpp engine (the shipped model's is exported on first
     # use).  Changing it reloads.
-    gguf_path: str | None = setting("ggufPath", FilePath(), None)
+    gguf_path: str | None = setting("ggufPath", FilePath(), None, "load models from files")
 
     # The difill-llama-worker binary; None: the one `difill build-native` built.  Changing it reloads.
-    llamacpp_worker: str | None = setting("llamacppWorker", FilePath(), None)
+    llamacpp_worker: str | None = setting("llamacppWorker", FilePath(), None, "run programs")
 
     # llama.cpp threads (0: half the cores, as torch takes) and layers offloaded to a GPU (a worker
     # built with `difill build-native --cuda` or `--metal`).  Changing either reloads.
@@ -226,7 +232,7 @@ class Settings:
 
     # A file the server also writes its log to (beside stderr and `--log-file`), for :DifillLog
     # and the output channel; the clients send a default location.  None: no such file.
-    log_file: str | None = setting("logFile", FilePath(), None)
+    log_file: str | None = setting("logFile", FilePath(), None, "write to files")
 
     # Longest suggestion, in tokens.  Single-line suggestions use at most this; an empty block body
     # may use up to twice this (see text/shape.py).
@@ -300,7 +306,7 @@ class Settings:
     # The project's Python interpreter: jedi names the standard library and the installed
     # packages of this one after ``x.`` and on import lines (server/context/jedi_names.py).
     # None: the server's own.
-    project_python: str | None = setting("projectPython", FilePath(), None)
+    project_python: str | None = setting("projectPython", FilePath(), None, "run programs")
 
     # Next-edit suggestions (textDocument/copilotInlineEdit): "drafts" offers the last edit again
     # at the other places it applies (a rename, an inserted argument; no model), "on" adds the
@@ -317,6 +323,13 @@ class Settings:
 
 
 KEYS: dict[str, dataclasses.Field] = {f.metadata["key"]: f for f in fields(Settings)}
+# The settings a workspace may not set (``setting``'s ``destination``), and what difill would do.
+DESTINATION_KEYS: dict[str, str] = {
+    key: spec.metadata["destination"] for key, spec in KEYS.items() if "destination" in spec.metadata
+}
+# Beside the settings: the {key: value} pairs of DESTINATION_KEYS the user chose, as the client
+# says (server/workspace_values.py).  Not a setting: SettingsLayers takes it out.
+APPROVED = "userApproved"
 # Old keys still read as their new ones, so that users' configs keep working ("draft" is text
 # retrieved from the context; the partly denoised text of a running edit is a "preview").
 RENAMED = {"drafts": "previews"}
@@ -418,13 +431,35 @@ def _describe(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+# (a section without APPROVED, the approvals) -> (the section to use, a sentence per value refused)
+Screen = Callable[[dict[str, Any], Any], tuple[dict[str, Any], list[str]]]
+
+
+def _unscreened(section: dict[str, Any], approved: Any) -> tuple[dict[str, Any], list[str]]:
+    return section, []
+
+
 @dataclass
 class SettingsLayers:
-    """The three layers described in the module docstring, and the settings they add up to."""
+    """The three layers described in the module docstring, and the settings they add up to.
+
+    ``screen`` drops what a section may not set (the server's: a destination value a workspace
+    file chose, server/workspace_values.py); ``refused`` says what it dropped from the layers now."""
 
     base: Settings
     initialization: dict[str, Any] = field(default_factory=dict)
     workspace: dict[str, Any] = field(default_factory=dict)
+    screen: Screen = _unscreened
+    _refused: dict[str, list[str]] = field(default_factory=dict)  # layer -> its sentences
+
+    @property
+    def refused(self) -> list[str]:
+        return [s for layer in ("initialization", "workspace") for s in self._refused.get(layer, [])]
+
+    def _screened(self, layer: str, section: dict[str, Any]) -> dict[str, Any]:
+        rest = {k: v for k, v in section.items() if k != APPROVED}
+        kept, self._refused[layer] = self.screen(rest, section.get(APPROVED))
+        return kept
 
     def settings(self) -> Settings:
         settings, _ = parse_settings(self.initialization, self.base)
@@ -438,7 +473,7 @@ class SettingsLayers:
             section = raw if isinstance(raw, dict) else {}
             if not isinstance(raw, dict):
                 return [f"initializationOptions must be a JSON object, got {_describe(raw)}"]
-        self.initialization = section
+        self.initialization = section = self._screened("initialization", section)
         return parse_settings(section, self.base)[1]
 
     def set_workspace(self, raw: Any) -> list[str] | None:
@@ -446,6 +481,6 @@ class SettingsLayers:
         section = section_of(raw)
         if section is None:
             return None
-        self.workspace = section
+        self.workspace = section = self._screened("workspace", section)
         below, _ = parse_settings(self.initialization, self.base)
         return parse_settings(section, below)[1]

@@ -23,6 +23,7 @@ from pygls.lsp.server import LanguageServer
 
 from difill import __version__
 from difill.engine import secrets
+from difill.server import workspace_values
 from difill.server.config import Settings, SettingsLayers, backend_spec, command_line_settings, needs_reload
 from difill.server.context.feature import ContextFeature
 from difill.server.documents import UTF16, Documents
@@ -67,6 +68,8 @@ class DifillServer(LanguageServer):
         self.context = ContextFeature(
             self.documents, self.settings, lambda: self.host.busy
         )  # workspace index
+        # A program, model, log or server a workspace's settings file names is refused (issue 62).
+        self.layers.screen = workspace_values.screen(lambda: self.context.folders)
         self.suggestions = SuggestionService(
             self.documents,
             self.host,
@@ -101,6 +104,7 @@ class DifillServer(LanguageServer):
         self.command_tasks: dict[Any, asyncio.Task] = {}  # request id -> the task running the command
         self._pending_problems: list[str] = []
         self._shown_problems: list[str] = []  # the last settings problems shown (show_problems)
+        self._shown_refused: list[str] = []  # the last workspace values refused (show_refused)
         self._last_error_shown: str | None = None  # the last error popup, until the status is ready
         self._tasks: set[asyncio.Task] = set()
 
@@ -205,6 +209,19 @@ class DifillServer(LanguageServer):
             log.warning("%s", text)
             self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=text))
 
+    def show_refused(self) -> None:
+        """Say which settings' values were refused as a workspace's (workspace_values.py), once:
+        Neovim sends the same settings at initialize and again as a change."""
+        refused = list(dict.fromkeys(self.layers.refused))
+        if refused == self._shown_refused:
+            return
+        self._shown_refused = refused
+        for sentence in refused:
+            log.warning("%s", sentence)
+        if refused:
+            text = "difill: " + "; ".join(refused)
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=text))
+
     async def run_command(self, coroutine) -> Any:
         """Run a command's work so that $/cancelRequest for its request can cancel it."""
         msg_id = self.protocol.msg_id
@@ -248,17 +265,18 @@ def create_server(base: Settings | None = None) -> DifillServer:
         workspace_edit = capabilities.workspace.workspace_edit if capabilities.workspace else None
         ls.client_has_document_changes = bool(workspace_edit and workspace_edit.document_changes)
         ls.client_reviews_edits = reviews_edits(capabilities.experimental)
+        ls.context.initialize(params)  # first: the settings' screen reads the folders' settings files
         ls._pending_problems = ls.layers.set_initialization(params.initialization_options)
         ls._refresh_settings()
         if (problem := use_log_file(ls.settings().log_file)) is not None:
             ls._pending_problems.append(problem)
-        ls.context.initialize(params)
         if ls.log_handler is not None:
             ls.log_handler.loop = asyncio.get_running_loop()
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: DifillServer, params: types.InitializedParams) -> None:
         ls.show_problems(ls._pending_problems, "initializationOptions")
+        ls.show_refused()
         log.info("difill %s: position encoding %s", __version__, ls.encoding)
         ls.load_model()
         ls.context.start(ls)
@@ -278,6 +296,7 @@ def create_server(base: Settings | None = None) -> DifillServer:
         if problems is None:  # nothing for difill in this payload
             return
         ls.show_problems(problems, "settings")
+        ls.show_refused()
         ls._refresh_settings()
         after = ls.settings()
         if before.log_file != after.log_file:

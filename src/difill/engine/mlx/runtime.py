@@ -12,12 +12,12 @@ bfloat16 weights are cast to float32 when the device is the CPU; on Metal they s
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from difill.engine import disk
 from difill.engine.api import ModelLoadError
 
 INSTALL = 'pip install "difill[mlx]"'
@@ -25,6 +25,7 @@ INSTALL = 'pip install "difill[mlx]"'
 # (it assumes 512-wide heads): a config without them fails on shapes.
 REQUIRED_TEXT_KEYS = ("global_head_dim", "num_global_key_value_heads")
 DTYPES = ("auto", "float32", "float16", "bfloat16")
+VIEW_PREFIX = "difill-mlx-"  # the temporary folder of a checkpoint with its config completed
 
 
 def require_mlx() -> Any:
@@ -107,13 +108,19 @@ def mlx_readable(path: Path) -> Iterator[Path]:
     if config is None:
         yield path
         return
-    with tempfile.TemporaryDirectory(prefix="difill-mlx-") as tmp:
-        view = Path(tmp)
+    # An OwnedDir, not a TemporaryDirectory: the folder of a server killed while it loaded is
+    # removed by the next load (engine/disk.py).
+    disk.sweep(VIEW_PREFIX)
+    folder = disk.OwnedDir(VIEW_PREFIX)
+    try:
+        view = Path(folder.path)
         for item in path.iterdir():
             if item.name != "config.json":
                 (view / item.name).symlink_to(item.resolve())
         (view / "config.json").write_text(json.dumps(config))
         yield view
+    finally:
+        folder.remove()
 
 
 def load_mlx_model(path: Path, dtype: str = "auto") -> Any:

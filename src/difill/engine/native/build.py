@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -34,6 +35,9 @@ except ImportError:  # Windows: no lock (one build at a time is then the user's 
     fcntl = None
 
 from difill.engine.api import BackendError
+from difill.engine.disk import write_atomically
+
+log = logging.getLogger("difill.engine")
 
 NATIVE_DIR = Path(__file__).parent
 REPO_ROOT = NATIVE_DIR.parents[3]  # src/difill/engine/native -> the checkout (absent in a wheel)
@@ -122,7 +126,7 @@ def patched(tree: Path, patches: list[Path]) -> Path:
                 f"difill's patch {patch.name} does not apply to the llama.cpp tree {tree}: {reason}. The patches "
                 f"are made for {TESTED_COMMIT[:7]}; `difill build-native --no-patches` builds the tree as it is"
             )
-    (target / ".patched").write_text("\n".join(p.name for p in patches))
+    write_atomically(target / ".patched", "\n".join(p.name for p in patches))
     return copy
 
 
@@ -202,7 +206,7 @@ def unpacked(tarball: Path) -> Path:
         except (tarfile.TarError, EOFError, OSError) as err:
             shutil.rmtree(target, ignore_errors=True)
             raise BuildError(f"{tarball} cannot be read as a tarball: {err}") from None
-        (target / ".unpacked").write_text(str(tarball))
+        write_atomically(target / ".unpacked", str(tarball))
     folders = [p for p in target.iterdir() if p.is_dir()]
     if len(folders) != 1:
         raise BuildError(
@@ -261,7 +265,7 @@ def _build(tree: Path, patches: list[str], flags: list[str], jobs: int | None, l
         "binary": str(binary),
     }  # fmt: skip
     stamp_file = build_dir / "difill-stamp.json"
-    if binary.is_file() and stamp_file.is_file() and json.loads(stamp_file.read_text()) == stamp:
+    if binary.is_file() and read_stamp(stamp_file) == stamp:
         record_current(stamp)
         return BuildResult(binary, False, time.perf_counter() - started, tuple(patches))
     generator = ["-G", "Ninja"] if shutil.which("ninja") else []
@@ -282,7 +286,7 @@ def _build(tree: Path, patches: list[str], flags: list[str], jobs: int | None, l
         if done.returncode != 0:
             tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-25:])
             raise BuildError(f"building the llama.cpp worker failed ({command[1]}):\n{tail}")
-    stamp_file.write_text(json.dumps(stamp))
+    write_atomically(stamp_file, json.dumps(stamp))
     record_current(stamp)
     return BuildResult(binary, True, time.perf_counter() - started, tuple(patches))
 
@@ -294,7 +298,7 @@ def default_jobs() -> int:
 def record_current(stamp: dict) -> None:
     path = native_cache() / "worker.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(stamp))
+    write_atomically(path, json.dumps(stamp))
 
 
 def patched_worker_built() -> bool:
@@ -305,8 +309,25 @@ def patched_worker_built() -> bool:
         built_worker()
     except BuildError:
         return False
-    stamp = json.loads((native_cache() / "worker.json").read_text())
-    return stamp.get("patches") == patch_ids(patch_files())
+    stamp = read_stamp(native_cache() / "worker.json")
+    return stamp is not None and stamp.get("patches") == patch_ids(patch_files())
+
+
+def read_stamp(path: Path) -> dict | None:
+    """A stamp written by this module; None when it is missing or unreadable (empty, cut short by a
+    crash or a full disk before stamps were written atomically, edited): then it is "not built",
+    never an error that stops a model from loading (issue 62)."""
+    try:
+        stamp = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as err:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        log.warning("%s is unreadable (%s): taken as not built", path, type(err).__name__)
+        return None
+    if not isinstance(stamp, dict) or not isinstance(stamp.get("binary"), str):
+        log.warning("%s is not a stamp of difill's: taken as not built", path)
+        return None
+    return stamp
 
 
 def built_worker() -> Path:
@@ -314,7 +335,9 @@ def built_worker() -> Path:
     path = native_cache() / "worker.json"
     if not path.is_file():
         raise BuildError(f"the llama.cpp worker is not built: {HOW_TO_BUILD}")
-    stamp = json.loads(path.read_text())
+    stamp = read_stamp(path)
+    if stamp is None:
+        raise BuildError(f"the record of the llama.cpp worker {path} is unreadable: re-{HOW_TO_BUILD}")
     binary = Path(stamp["binary"])
     if not binary.is_file():
         raise BuildError(f"the llama.cpp worker {binary} is missing: {HOW_TO_BUILD}")

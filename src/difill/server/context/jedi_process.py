@@ -11,7 +11,8 @@ Its parse cache is its own: jedi keeps parsed modules pickled in ``~/.cache/jedi
 every jedi on the machine (an editor's jedi-language-server too), and a guarded read parses as an
 empty module that parso would save there under the real file's time, for every later reader; a
 module pickled halfway when a process is killed fails every later load.  Each process gets a
-fresh folder (``cache_dir``), removed when it ends: its first completion parses the standard
+fresh folder (``cache_dir``), removed when it ends (and, when the server was killed, by the next
+server's first jedi process: engine/disk.py ``sweep``): its first completion parses the standard
 library's stubs again (about 1.8 s in the background against 0.5 s from a warm cache).
 
 The process reads no file the server would not let it read: every file jedi opens goes through
@@ -33,20 +34,22 @@ bound and ends after this answer.
 
 from __future__ import annotations
 
+import functools
 import keyword
 import logging
 import os
 import pickle
+import re
 import select
-import shutil
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
 from typing import Any, BinaryIO
+
+from difill.engine import disk
 
 log = logging.getLogger("difill.server")
 
@@ -60,6 +63,7 @@ TIMEOUT_S = 60.0  # a completion still running then is given up: the process is 
 WARM_UP = "import os\nos."  # a completion that reads the standard library's stubs
 HEADER = struct.Struct(">I")
 MAX_FRAME_BYTES = 256 * 1024 * 1024
+CACHE_PREFIX = "difill-jedi-"  # jedi's parse cache folders, in the temporary folder
 
 
 # ---------------------------------------------------------------------------- frames
@@ -109,6 +113,7 @@ class JediProcess:
         self.parsed = 0  # the parsed modules the process keeps (parso's cache), after its last answer
         self.pid: int | None = None
         self.cache_dir: str | None = None  # jedi's parse cache, the process's own (module docstring)
+        self._cache: disk.OwnedDir | None = None  # that folder, locked while this server lives
 
     def request(self, message: tuple, denies: Callable[[str], bool]) -> tuple[list | None, str | None]:
         """Send ``message``, answer the process's ``read?`` with ``denies``, and return the
@@ -156,7 +161,9 @@ class JediProcess:
         package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
         self._remove_cache()
-        self.cache_dir = tempfile.mkdtemp(prefix="difill-jedi-")
+        sweep_killed_servers()
+        self._cache = disk.OwnedDir(CACHE_PREFIX)
+        self.cache_dir = self._cache.path
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "difill.server.context.jedi_process", self.cache_dir],
             stdin=subprocess.PIPE,
@@ -177,8 +184,9 @@ class JediProcess:
         self._remove_cache()
 
     def _remove_cache(self) -> None:
-        if self.cache_dir is not None:
-            shutil.rmtree(self.cache_dir, ignore_errors=True)
+        if self._cache is not None:
+            self._cache.remove()
+            self._cache = None
             self.cache_dir = None
 
     def close(self) -> None:
@@ -189,6 +197,13 @@ class JediProcess:
             proc.kill()  # its request, if any, reads the end of its output and returns
             proc.wait()
         self._remove_cache()
+
+
+@functools.cache
+def sweep_killed_servers() -> None:
+    """Once per server: remove the cache folders that servers killed (SIGKILL) left behind."""
+    for path in disk.sweep(CACHE_PREFIX):
+        log.info("removed jedi's cache %s: its server was killed", path)
 
 
 # ---------------------------------------------------------------------------- the process's side
@@ -235,21 +250,30 @@ class Worker:
     def environment(self, python: str | None):
         """jedi's environment of ``projectPython``; None: this interpreter's own, also when that
         one cannot be used (``warning`` says why, once).  Its folders go to the server first."""
-        import jedi
-
         if python is not None and python not in self.environments:
-            try:
-                environment = jedi.create_environment(python, safe=False)
-                roots = {os.path.realpath(p) for p in environment.get_sys_path() if p and os.path.isdir(p)}
-                self.environments[python] = (environment, tuple(sorted(roots)))
-            except Exception as err:  # noqa: BLE001 - not a Python, a broken one: this one stands
-                self.environments[python] = (None, environment_roots())
-                self.warning = f"projectPython {python} cannot be used ({err}): names come from the server's own Python"
+            self.environments[python] = self._created(python)
         environment, roots = self.environments[python] if python is not None else (None, environment_roots())
         if self.sent_roots != (python, roots):
             self.send(("roots", roots))
             self.sent_roots = (python, roots)
         return environment
+
+    def _created(self, python: str) -> tuple[Any, tuple[str, ...]]:
+        import jedi
+
+        own = " names come from the server's own Python"
+        if problem := not_an_interpreter(python):
+            self.warning = f"projectPython {python} is not run ({problem}):{own}"
+            return None, environment_roots()
+        try:
+            # safe=False: jedi's own check passes any root-owned program (/bin/sh) for a user and
+            # refuses a user's venv for root; ``not_an_interpreter`` is the check.
+            environment = jedi.create_environment(python, safe=False)
+            roots = {os.path.realpath(p) for p in environment.get_sys_path() if p and os.path.isdir(p)}
+            return environment, tuple(sorted(roots))
+        except Exception as err:  # noqa: BLE001 - not a Python, a broken one: this one stands
+            self.warning = f"projectPython {python} cannot be used ({err}):{own}"
+            return None, environment_roots()
 
     def project(self, folder: str | None, added: tuple[str, ...]):
         """jedi's project of a workspace folder with ``added`` on its path; with no folder (a
@@ -264,6 +288,20 @@ class Worker:
                 else jedi.Project(folder, added_sys_path=list(added))
             )
         return self.projects[key]
+
+
+def not_an_interpreter(python: str) -> str | None:
+    """Why ``python`` is not run as the project's interpreter, if it is not: it must resolve to an
+    executable regular file named like one (python, python3, python3.12; ``.exe`` on Windows).
+    jedi runs it to learn its paths: a workspace that named ``/bin/sh`` or a script of its own
+    would run it (issue 62; the server also refuses a value a workspace's settings file sets)."""
+    real = os.path.realpath(python)
+    if not os.path.isfile(real) or not os.access(real, os.X_OK):
+        return "not an executable file"
+    name = os.path.basename(real)
+    if not re.fullmatch(r"python[0-9.]*(\.exe)?", name, re.IGNORECASE if os.name == "nt" else 0):
+        return f"{name} is not named like a Python interpreter"
+    return None
 
 
 def environment_roots() -> tuple[str, ...]:
