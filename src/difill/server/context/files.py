@@ -13,7 +13,7 @@ all go through ``readable`` and ``read_bytes``:
   waiting (a FIFO or ``/dev/stdin`` would block the reader forever), and at most a bound of bytes.
 
 Symlinked directories are never entered by the listing (no loops, no escape), and a symlinked
-file is listed only when its target would be (``walk``).  tests/server/context/test_one_read.py
+file is listed only when its target would be (``walk``).  tests/test_one_read.py
 walks the server's sources: no other function opens a file, but the few let off there (each with
 its reason).
 """
