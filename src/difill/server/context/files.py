@@ -213,9 +213,12 @@ def denied(path: str, folders: Sequence[str], policy: ContextPolicy) -> bool:
     """Whether the secrets policy denies ``path`` as named, or as what it is on disk: a symlink's
     real target (``deploy/env_file -> ../.env`` is a .env; ``app/local.py -> ../private/x.py``
     is in an excluded ``private/``).  Outside every folder a path is read by its own name."""
+    return _denied(path, os.path.realpath(path), folders, policy)
+
+
+def _denied(path: str, real: str, folders: Sequence[str], policy: ContextPolicy) -> bool:
     if policy.denies_path(path, folders):
         return True
-    real = os.path.realpath(path)
     return real != os.path.abspath(path) and policy.denies_path(real, [os.path.realpath(f) for f in folders])
 
 
@@ -226,7 +229,7 @@ def readable(path: str, folders: Sequence[str], policy: ContextPolicy | None = N
     real = os.path.realpath(path)
     if not any(inside(real, os.path.realpath(folder)) for folder in folders):
         return None
-    return None if denied(path, folders, policy or _built_in()) else real
+    return None if _denied(path, real, folders, policy or _built_in()) else real
 
 
 def read_bytes(
