@@ -76,6 +76,10 @@ def test_a_symlink_to_the_env_file_never_sends_the_password(start_server, tmp_pa
     open_doc(server, uri, APP)
     sent = sent_after(server, fake_remote, uri, "Path: settings.py")
     assert PASSWORD not in sent and HOST not in sent and "env_file" not in sent
+    link = (root / "deploy" / "env_file").as_uri()  # the link open in a tab: a .env, nothing is sent
+    open_doc(server, link, ENV)
+    assert inline(server, link, 2, len("DATABASE_PASSWORD="))["result"] == {"items": []}
+    assert PASSWORD not in sent_after(server, fake_remote, uri, "Path: settings.py", more=2)
 
 
 def test_a_symlink_into_an_excluded_folder_never_sends_what_it_holds(start_server, tmp_path, fake_remote):
