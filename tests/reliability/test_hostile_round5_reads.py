@@ -109,7 +109,10 @@ def test_jedi_reads_no_symlink_into_an_excluded_folder(start_server, tmp_path, f
     shown = []
     deadline = time.monotonic() + 15  # jedi's first completion loads its stubs: ask until it has
     while time.monotonic() < deadline:
-        shown += [item["insertText"] for item in inline(server, uri, 4, len("    return local_settings."))["result"]["items"]]
+        shown += [
+            item["insertText"]
+            for item in inline(server, uri, 4, len("    return local_settings."))["result"]["items"]
+        ]
         time.sleep(0.2)
     assert fake_remote.bodies, "no request went out: the test would prove nothing"
     sent = "\n".join(fake_remote.bodies)
