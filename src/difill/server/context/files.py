@@ -13,9 +13,8 @@ all go through ``readable`` and ``read_bytes``:
   waiting (a FIFO or ``/dev/stdin`` would block the reader forever), and at most a bound of bytes.
 
 Symlinked directories are never entered by the listing (no loops, no escape), and a symlinked
-file is listed only when its target would be (``walk``).  tests/test_one_read.py
-walks the server's sources: no other function opens a file, but the few let off there (each with
-its reason).
+file is listed only when its target would be (``walk``).  tests/test_one_read.py walks the
+server's sources: no other function opens a file, but the few let off there (each with its reason).
 """
 
 from __future__ import annotations
@@ -311,7 +310,8 @@ def admitted(root: str, path: str, policy: ContextPolicy | None = None) -> Liste
     listed): the rule for one file changed on disk."""
     root = os.path.realpath(root)
     path = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
-    listed = _listable(root, path, policy or ContextPolicy())
+    policy = policy or _built_in()
+    listed = _listable(root, path, policy)
     if listed is not None and os.path.islink(path) and not _target_listed(root, path, policy):
         return None
     return listed
@@ -332,10 +332,10 @@ def _listable(root: str, path: str, policy: ContextPolicy) -> Listed | None:
     return Listed(path, relative)
 
 
-def _target_listed(root: str, link: str, policy: ContextPolicy | None) -> bool:
+def _target_listed(root: str, link: str, policy: ContextPolicy) -> bool:
     """Whether the real target of the symlinked file ``link`` would be listed itself: inside the
     folder, not ignored by git, not denied, not in a skipped directory (``node_modules``)."""
-    return _listable(root, os.path.realpath(link), policy or ContextPolicy()) is not None
+    return _listable(root, os.path.realpath(link), policy) is not None
 
 
 def git_ignored(root: str, path: str) -> bool:
