@@ -217,7 +217,7 @@ def test_a_200k_file_workspace_stays_under_the_caps(tmp_path, index_factory, mon
         listings.append(len(entries))
         return entries
 
-    def fake_read(path, folder, max_bytes):
+    def fake_read(path, folder, max_bytes, policy=None):
         if path.endswith(".gitignore"):
             return None
         read.append(path)
@@ -267,11 +267,11 @@ def test_a_folder_removed_while_indexed(tmp_path, monkeypatch):
     real_read = files.read_text
     calls = []
 
-    def read_and_remove(path, folder, max_bytes):
+    def read_and_remove(path, folder, max_bytes, policy=None):
         calls.append(path)
         if len(calls) == 20:  # the folder disappears from disk mid-build...
             shutil.rmtree(doomed)
-        return real_read(path, folder, max_bytes)
+        return real_read(path, folder, max_bytes, policy)
 
     monkeypatch.setattr(files, "read_text", read_and_remove)
     index = WorkspaceIndex()
@@ -338,18 +338,22 @@ def test_retrieval_order_and_the_cursor_line(tmp_path, index_factory):
     index = index_factory(tmp_path)
     current = (tmp_path / "pkg/main.py").as_uri()
     text = MAIN + "store.get("
+    first, second = (tmp_path / "open/first.py").as_uri(), (tmp_path / "open/second.py").as_uri()
     index.set_open(current, "python", text)
-    index.set_open("file:///open/first.py", "python", "first_open = 1\n")
-    index.set_open("file:///open/second.py", "python", "second_open = 2\n")
+    index.set_open(first, "python", "first_open = 1\n")
+    index.set_open(second, "python", "second_open = 2\n")
     index.set_open(util.as_uri(), "python", UTIL + "\n# edited, not saved\n")
-    index.note_edit("file:///open/second.py", 0)  # the most recent edit elsewhere
+    index.set_open("file:///elsewhere/notes.py", "python", "store_get_notes = 3\n")  # outside the folder
+    index.note_edit(second, 0)  # the most recent edit elsewhere
+    index.note_edit("file:///elsewhere/notes.py", 0)  # outside the folder: never a source
     index.note_edit(current, 5)  # edits in the current document do not count
 
     retrieval = index.retrieve(current, text, len(text), "python")
     names = [source for source, _ in retrieval.sources]
     # The open documents, the most recently edited first; then the workspace files that are not
     # open.  The current document is not among them: the draft finder searches it itself.
-    assert names[:3] == ["file:///open/second.py", "file:///open/first.py", util.as_uri()]
+    assert names[:3] == [second, first, util.as_uri()]
+    assert "file:///elsewhere/notes.py" not in names  # issue 62: tabs follow the rule of files
     assert "# edited, not saved" in retrieval.sources[2][1]  # the live text, not the file
     assert current not in names and all(not n.endswith(("util.py", "main.py")) for n in names[3:])
     assert all("\r" not in t for _, t in retrieval.sources)
@@ -358,16 +362,19 @@ def test_retrieval_order_and_the_cursor_line(tmp_path, index_factory):
     assert kinds[0] == ("definition", "pkg/util.py") and "class ConfigStore" in retrieval.snippets[0].text
     assert ("similar", "pkg/util.py") in kinds
 
-    index.set_open("file:///open/second.py", "python", None)  # closed
-    assert "file:///open/second.py" not in [s for s, _ in index.retrieve(current, text, 0, "python").sources]
+    assert all(s.path != "notes.py" and "store_get_notes" not in s.text for s in retrieval.snippets)
+
+    index.set_open(second, "python", None)  # closed
+    assert second not in [s for s, _ in index.retrieve(current, text, 0, "python").sources]
 
 
 def test_crlf_documents_give_lf_sources(tmp_path, index_factory):
     index = index_factory(tmp_path)
-    index.set_open("file:///open.py", "python", "a = 1\r\nb = 2\r\n")
+    other = (tmp_path / "open.py").as_uri()
+    index.set_open(other, "python", "a = 1\r\nb = 2\r\n")
     text = "a = 1\r\nb = 2\r\nc"
     retrieval = index.retrieve("file:///x.py", text, len(text), "python")
-    assert retrieval.sources == [("file:///open.py", "a = 1\nb = 2\n")]
+    assert retrieval.sources == [(other, "a = 1\nb = 2\n")]
 
 
 def test_a_listing_of_files_that_are_all_refused_stops_too(tmp_path, index_factory, monkeypatch):
@@ -378,7 +385,7 @@ def test_a_listing_of_files_that_are_all_refused_stops_too(tmp_path, index_facto
     def huge_listing(path):
         return [FakeEntry(path, f"blob_{i:06}.txt") for i in range(200_000)] if path == root else []
 
-    def refusing_read(path, folder, max_bytes):
+    def refusing_read(path, folder, max_bytes, policy=None):
         read.append(path)
         return None
 
@@ -392,11 +399,12 @@ def test_a_listing_of_files_that_are_all_refused_stops_too(tmp_path, index_facto
 def test_huge_documents_are_bounded(tmp_path, index_factory):
     index = index_factory(tmp_path, limits=IndexLimits(max_file_bytes=100_000))
     huge = "".join(f"line_{i} = {i}\n" for i in range(200_000))  # 3.5 MB
-    index.set_open("file:///open/huge.py", "python", huge)  # over the file cap: left out
-    index.set_open("file:///open/small.py", "python", "small = 1\n")
+    small = (tmp_path / "open/small.py").as_uri()
+    index.set_open((tmp_path / "open/huge.py").as_uri(), "python", huge)  # over the file cap: left out
+    index.set_open(small, "python", "small = 1\n")
     cursor = huge.index("line_100000 ") + 4
     sources = index.retrieve("file:///current.py", huge, cursor, "python").sources
-    assert sources == [("file:///open/small.py", "small = 1\n")]
+    assert sources == [(small, "small = 1\n")]
 
 
 def test_no_draft_is_found_at_the_cursor_itself(tmp_path, index_factory):

@@ -290,3 +290,51 @@ def test_a_long_random_hex_token_is_redacted_and_code_hex_is_not():
         "n = 100000000000000000000000000000000000",
     ):
         assert redact(code) == code
+
+
+# ---------------------------------------------------------------------------- issue 62: the one read
+
+
+def test_the_one_read_asks_the_policy_about_the_name_and_the_real_target(tmp_path):
+    root = os.path.realpath(tmp_path / "ws")
+    write(Path(root) / ".env", f"OPENAI_API_KEY={KEY}\n")
+    write(Path(root) / "private/settings.py", "PIN = 7731\n")
+    write(Path(root) / "app/settings.py", "DEBUG = True\n")
+    write(tmp_path / "outside.py", "ELSEWHERE = 1\n")
+    os.symlink("../.env", Path(root) / "app/env_file")
+    os.symlink("../private/settings.py", Path(root) / "app/local_settings.py")
+    os.symlink(str(tmp_path / "outside.py"), Path(root) / "app/outside.py")
+    policy = ContextPolicy(["private/"])
+    assert files.read_bytes(f"{root}/app/settings.py", [root], 1024, policy) == b"DEBUG = True\n"
+    for name in ("env_file", "local_settings.py", "outside.py"):  # f7ad0f7 read all three
+        assert files.read_bytes(f"{root}/app/{name}", [root], 1024, policy) is None, name
+        assert files.read_text(f"{root}/app/{name}", root, 1024, policy) is None, name
+    assert files.denied(f"{root}/app/env_file", [root], policy)
+    assert files.denied(f"{root}/app/local_settings.py", [root], policy)
+    assert not files.denied(f"{root}/app/settings.py", [root], policy)
+
+
+def test_a_symlinked_file_is_listed_only_when_its_target_would_be(tmp_path):
+    root = tmp_path / "ws"
+    write(root / ".gitignore", "secrets.yml\n")
+    write(root / "secrets.yml", "token: 1\n")
+    write(root / "node_modules/x/index.js", "module.exports = 1\n")
+    write(root / "lib/util.py", "def helper():\n    return 1\n")
+    os.symlink("../secrets.yml", root / "lib/config.yml")  # git ignores the target
+    os.symlink("../node_modules/x/index.js", root / "lib/vendored.js")  # never read
+    os.symlink("util.py", root / "lib/alias.py")  # an ordinary file by another name: listed
+    listed = {item.relative for item in files.walk(str(root))}
+    assert "lib/alias.py" in listed and "lib/util.py" in listed
+    assert not {"lib/config.yml", "lib/vendored.js"} & listed
+    assert files.admitted(str(root), str(root / "lib/config.yml")) is None
+    assert files.admitted(str(root), str(root / "lib/alias.py")) is not None
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+def test_the_one_read_never_opens_a_fifo_or_a_device(tmp_path):
+    root = os.path.realpath(tmp_path)
+    os.mkfifo(os.path.join(root, "tsconfig.json"))  # no writer: an open would wait forever
+    os.symlink("/dev/stdin", os.path.join(root, "jsconfig.json"))
+    os.symlink("/dev/zero", os.path.join(root, "zero.py"))
+    for name in ("tsconfig.json", "jsconfig.json", "zero.py"):
+        assert files.read_bytes(os.path.join(root, name), [root], 1024) is None, name

@@ -187,11 +187,12 @@ class ContextFeature(Feature):
     # ---- for the suggestion path ----
 
     def excluded(self, uri: str) -> bool:
-        """Whether the document ``uri`` is on the secrets deny list or ``contextExclude``, or is
-        git-ignored while a remote is set: difill suggests nothing there, so that its text never
-        reaches a model (or a remote).  A git-ignored file still gets local suggestions."""
+        """Whether the document ``uri`` (or its target, when it is a symlink) is on the secrets
+        deny list or ``contextExclude``, or is git-ignored while a remote is set: difill suggests
+        nothing there, so that its text never reaches a model (or a remote).  A git-ignored file
+        still gets local suggestions."""
         path = folder_path(uri)
-        if path is not None and self.policy.denies_path(path, self.folders):
+        if path is not None and files.denied(path, self.folders, self.policy):
             return True
         return bool(self.settings().remote) and self.git_ignored(uri)
 

@@ -1,17 +1,29 @@
-"""Which files of a workspace folder the index reads, and reading one safely.
+"""Which files of a workspace folder the index reads, and the one read of a user file.
 
-Everything that touches the disk for the workspace index is here, so that the rules are in one
-place: nothing outside a workspace folder is read, symlinked directories are never entered (no
-loops, no escape), a symlinked file is read only when its target is inside the same folder,
-and only regular files are opened (a FIFO would block the worker forever).
+Everything that touches the disk for a user's file is here, so that the rules are in one place
+(issue 62, "every read resolves the real path first"): the index, a resolver's configuration
+(tsconfig.json) and jedi's reads (the server answers its process's ``read?`` with ``readable``)
+all go through ``readable`` and ``read_bytes``:
+
+* the real path is resolved first, and it must lie inside a workspace folder (a symlink out of the
+  folders reads nothing);
+* the secrets policy is asked about the path as named *and* the real target: an innocent name
+  that links to ``.env``, or into a ``contextExclude`` folder, is denied as its target is;
+* only a regular file is opened, without following a link put there meanwhile and without
+  waiting (a FIFO or ``/dev/stdin`` would block the reader forever), and at most a bound of bytes.
+
+Symlinked directories are never entered by the listing (no loops, no escape), and a symlinked
+file is listed only when its target would be (``walk``).  tests/test_one_read.py walks the
+server's sources: no other function opens a file, but the few let off there (each with its reason).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from difill.server.context import ignore
@@ -142,7 +154,7 @@ def _excludes_file_setting(config: str) -> str | None:
 
 def _read_config(path: str) -> str | None:
     """A small configuration file outside the workspace (git's): a regular file only."""
-    data = _read_regular(path, MAX_IGNORE_BYTES)
+    data = read_regular(path, MAX_IGNORE_BYTES)
     return None if data is None else data.decode("utf-8", errors="replace")
 
 
@@ -191,24 +203,59 @@ def walk(root: str, policy: ContextPolicy | None = None, below: str = "") -> Ite
                 continue
             if ignore.ignored(rules, relative, False) or policy.denies_under(root, relative):
                 continue
+            if is_link and not _target_listed(root, entry.path, policy):
+                continue  # read by its target: a link to an ignored or denied file is that file
             yield Listed(entry.path, relative)
 
 
-def read_text(path: str, root: str, max_bytes: int) -> str | None:
-    """The text of ``path`` as LF text, or None when it must not or cannot be indexed.
+def denied(path: str, folders: Sequence[str], policy: ContextPolicy) -> bool:
+    """Whether the secrets policy denies ``path`` as named, or as what it is on disk: a symlink's
+    real target (``deploy/env_file -> ../.env`` is a .env; ``app/local.py -> ../private/x.py``
+    is in an excluded ``private/``).  Outside every folder a path is read by its own name."""
+    return _denied(path, os.path.realpath(path), folders, policy)
 
-    None for: a path whose real location is outside ``root`` (a symlink out of the folder), a
-    symlinked directory or anything but a regular file, a file over ``max_bytes``, binary (a NUL
-    byte), a line over ``MAX_LINE_CHARS`` (minified), and any error (vanished, unreadable).
-    Text that is not UTF-8 is decoded with U+FFFD for the bad bytes: its identifiers still count.
-    """
+
+def _denied(path: str, real: str, folders: Sequence[str], policy: ContextPolicy) -> bool:
+    if policy.denies_path(path, folders):
+        return True
+    return real != os.path.abspath(path) and policy.denies_path(real, [os.path.realpath(f) for f in folders])
+
+
+def readable(path: str, folders: Sequence[str], policy: ContextPolicy | None = None) -> str | None:
+    """The real path to read ``path`` at, or None when it must not be read: its real location is
+    outside every one of ``folders``, or the secrets policy denies it as named or as its target
+    (``denied``).  The type of the file is ``read_regular``'s to check, at the read."""
     real = os.path.realpath(path)
-    if not inside(real, os.path.realpath(root)):
+    if not any(inside(real, os.path.realpath(folder)) for folder in folders):
         return None
-    data = _read_regular(real, max_bytes)
-    if data is None:
-        return None
-    if len(data) > max_bytes or b"\0" in data[:SNIFF_BYTES]:
+    return None if _denied(path, real, folders, policy or _built_in()) else real
+
+
+def read_bytes(
+    path: str, folders: Sequence[str], max_bytes: int, policy: ContextPolicy | None = None
+) -> bytes | None:
+    """The one read of a user file (module docstring): its bytes when ``readable`` allows it and
+    it is a regular file of at most ``max_bytes``; None otherwise, and on any error."""
+    real = readable(path, folders, policy)
+    return None if real is None else read_regular(real, max_bytes)
+
+
+@functools.lru_cache(maxsize=1)
+def _built_in() -> ContextPolicy:
+    return ContextPolicy()
+
+
+def read_text(path: str, root: str, max_bytes: int, policy: ContextPolicy | None = None) -> str | None:
+    """The text of ``path`` in the folder ``root`` as LF text, or None when it must not or cannot
+    be indexed.
+
+    None for what ``read_bytes`` refuses (a real location outside ``root``, a target the policy
+    denies, anything but a regular file, a file over ``max_bytes``), binary (a NUL byte), a line
+    over ``MAX_LINE_CHARS`` (minified), and any error (vanished, unreadable).  Text that is not
+    UTF-8 is decoded with U+FFFD for the bad bytes: its identifiers still count.
+    """
+    data = read_bytes(path, [root], max_bytes, policy)
+    if data is None or b"\0" in data[:SNIFF_BYTES]:
         return None
     text = data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
     if any(len(line) > MAX_LINE_CHARS for line in text.split("\n")):
@@ -216,8 +263,10 @@ def read_text(path: str, root: str, max_bytes: int) -> str | None:
     return text
 
 
-def _read_regular(path: str, max_bytes: int) -> bytes | None:
+def read_regular(path: str, max_bytes: int) -> bytes | None:
     """The bytes of ``path`` when it is a regular file of at most ``max_bytes``; None otherwise.
+    Only for a path already allowed (``read_bytes``, and jedi's process after the server's
+    answer) or outside the workspace by design (git's configuration, ``_read_config``).
 
     The type is checked before the file is opened: opening a FIFO releases a writer blocked on
     it (whose next write then fails), and opening a device node may have effects of its own."""
@@ -257,20 +306,36 @@ def _rules_down_to(root: str, parts: list[str]) -> tuple[RuleSet, ...] | None:
 
 def admitted(root: str, path: str, policy: ContextPolicy | None = None) -> Listed | None:
     """``path`` as ``walk`` would list it, or None when ``walk`` would not (outside ``root``, in a
-    skipped directory, binary by name, ignored, denied): the rule for one file changed on disk."""
+    skipped directory, binary by name, ignored, denied, a symlink whose target would not be
+    listed): the rule for one file changed on disk."""
     root = os.path.realpath(root)
     path = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+    policy = policy or _built_in()
+    listed = _listable(root, path, policy)
+    if listed is not None and os.path.islink(path) and not _target_listed(root, path, policy):
+        return None
+    return listed
+
+
+def _listable(root: str, path: str, policy: ContextPolicy) -> Listed | None:
+    """``admitted`` for a path by its own name (its directories resolved), links not followed."""
     if path == root or not inside(path, root):
         return None
     relative = os.path.relpath(path, root).replace(os.sep, "/")
     parts = relative.split("/")
     if any(part in SKIPPED_DIRS or part.endswith(".egg-info") for part in parts[:-1]):
         return None
-    if parts[-1].endswith(BINARY_SUFFIXES) or (policy or ContextPolicy()).denies_under(root, relative):
+    if parts[-1].endswith(BINARY_SUFFIXES) or policy.denies_under(root, relative):
         return None
     if _rules_down_to(root, parts) is None:
         return None
     return Listed(path, relative)
+
+
+def _target_listed(root: str, link: str, policy: ContextPolicy) -> bool:
+    """Whether the real target of the symlinked file ``link`` would be listed itself: inside the
+    folder, not ignored by git, not denied, not in a skipped directory (``node_modules``)."""
+    return _listable(root, os.path.realpath(link), policy) is not None
 
 
 def git_ignored(root: str, path: str) -> bool:

@@ -184,12 +184,13 @@ class WorkspaceIndex:
     def set_open(self, uri: str, language_id: str, text: str | None, source: bool = True) -> None:
         """The live text of an open document (None: it was closed).  One over the file size cap
         is left out, as it would be on disk: scanning it on every lookup would cost seconds.  So is
-        one the secrets policy denies (a .env open in a tab), and one that is no ``source`` (git
-        ignores it, as it does the files never indexed): it is never a source for another."""
+        one the secrets policy denies (a .env open in a tab, or a link to one), and one that is no
+        ``source`` (git ignores it, as it does the files never indexed): it is never a source for
+        another.  Nor is one outside every workspace folder (retrieval.py ``in_folders``)."""
         path = path_of(uri)
         with self._lock:
             shared = self._shared
-            denied = not source or (path is not None and self.policy.denies_path(path, shared.folders))
+            denied = not source or (path is not None and files.denied(path, shared.folders, self.policy))
             shared.changes += 1  # what other documents' answers may have read (``generation``)
             shared.own_changes[uri] = shared.own_changes.get(uri, 0) + 1
             if text is None:
@@ -421,7 +422,7 @@ class WorkspaceIndex:
         limits, store = self.limits, self._store
         if len(store.files) >= limits.max_files or store.bytes >= limits.max_bytes:
             return False
-        text = files.read_text(listed.path, folder, limits.max_file_bytes)
+        text = files.read_text(listed.path, folder, limits.max_file_bytes, self.policy)
         if not text or not text.strip():
             return True
         language = language_for_path(listed.path)

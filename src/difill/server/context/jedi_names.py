@@ -235,12 +235,15 @@ class JediNames:
             if is_module or not (module_path and self.denies(module_path))
         ]
 
+    def environment_roots(self) -> tuple[str, ...]:
+        """The folders of the environment names come from (``projectPython``'s once jedi's process
+        has made it, else this server's; jedi's stubs included): jedi reads modules there."""
+        return (*(self.process.roots or _environment_roots()), _jedi_folder())
+
     def environment_module(self, path: str) -> bool:
-        """Whether ``path`` is a module of the environment names come from (``projectPython``'s
-        once jedi's process has made it, else this server's; jedi's stubs included)."""
+        """Whether ``path`` is really (symlinks resolved) a module of ``environment_roots``."""
         real = os.path.realpath(path)
-        roots = (*(self.process.roots or _environment_roots()), _jedi_folder())
-        return any(files.inside(real, root) for root in roots)
+        return any(files.inside(real, root) for root in self.environment_roots())
 
     def close(self, wait_s: float = 0.0) -> None:
         """Stop: jedi's process is stopped (a completion in progress answers None, never waited

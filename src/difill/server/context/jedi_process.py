@@ -16,9 +16,10 @@ server's first jedi process: engine/disk.py ``sweep``): its first completion par
 library's stubs again (about 1.8 s in the background against 0.5 s from a warm cache).
 
 The process reads no file the server would not let it read: every file jedi opens goes through
-parso's ``FileIO.read`` (``guard_reads``), which asks the server (a ``read?`` frame) and reads
-nothing from a denied path.  What the process sends back is names, with the file each is defined
-in, and the server drops those of a denied file (jedi_names.py).
+parso's ``FileIO.read`` (``guard_reads``), which asks the server (a ``read?`` frame, answered by
+files.py ``readable``: the real path, allowed as named and as its target) and reads nothing from a
+denied path, and a regular file only (files.py ``read_regular``).  What the process sends back is
+names, with the file each is defined in, and the server drops those of a denied file (jedi_names.py).
 
 Frames, both ways: a 4-byte big-endian length, then a pickle (the two ends are this module, one
 process apart).  The server sends ``("complete", text, line, column, path, folder, added,
@@ -50,6 +51,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from difill.engine import disk
+from difill.server.context import files
 
 log = logging.getLogger("difill.server")
 
@@ -64,6 +66,7 @@ WARM_UP = "import os\nos."  # a completion that reads the standard library's stu
 HEADER = struct.Struct(">I")
 MAX_FRAME_BYTES = 256 * 1024 * 1024
 CACHE_PREFIX = "difill-jedi-"  # jedi's parse cache folders, in the temporary folder
+MAX_MODULE_BYTES = 64 * 1024 * 1024  # a module file bigger than this reads as empty (guard_reads)
 
 
 # ---------------------------------------------------------------------------- frames
@@ -347,9 +350,15 @@ def guard_reads(denies: Callable[[str], bool]) -> None:
         # No file, nothing to deny: read as jedi would, failing as a missing file (its stub
         # search probes many such paths; an empty text there would be an empty module, and an
         # empty ``decimal-stubs`` in the standard library's zip hid typeshed's stub).
-        if _guard and os.path.isfile(path) and _guard[0](path):
+        if not _guard or not os.path.lexists(path):
+            return read(self)
+        if _guard[0](path):
             return b""
-        return read(self)
+        # Allowed (the server's files.readable: its real path, as named and as its target): read
+        # as the one read of a user file does, a regular file only and never waited on (a FIFO
+        # or a link to /dev/stdin reads as an empty module).
+        data = files.read_regular(os.path.realpath(path), MAX_MODULE_BYTES)
+        return b"" if data is None else data
 
     guarded.difill_guarded = True  # type: ignore[attr-defined]
     parso.file_io.FileIO.read = guarded  # type: ignore[method-assign]

@@ -95,6 +95,9 @@ class ContextPolicy:
     def __init__(self, exclude: Sequence[str] = ()) -> None:
         self.exclude = tuple(exclude)  # the ``contextExclude`` patterns it was made with
         self.rules = denied_rules(exclude)
+        # A directory's answer, kept: every file below asks it again (each read asks about a file
+        # as named and as its target, files.py ``denied``), and a decision walks every rule.
+        self._directories: dict[str, bool] = {}
 
     def denies(self, relative: str, is_dir: bool = False) -> bool:
         """``relative``: '/'-separated, from the workspace folder (or an absolute path's parts).
@@ -110,9 +113,20 @@ class ContextPolicy:
     def _denies_parts(self, parts: list[str], is_dir: bool) -> bool:
         for depth in range(1, len(parts) + 1):
             below = "/".join(parts[:depth])
-            if decide((self.rules,), below, is_dir or depth < len(parts)) is True:
+            if is_dir or depth < len(parts):
+                if self._denies_directory(below):
+                    return True
+            elif decide((self.rules,), below, False) is True:
                 return True
         return False
+
+    def _denies_directory(self, below: str) -> bool:
+        found = self._directories.get(below)
+        if found is None:
+            if len(self._directories) >= CACHED_DIRECTORIES:
+                self._directories.clear()
+            found = self._directories[below] = decide((self.rules,), below, True) is True
+        return found
 
     def denies_under(self, root: str, relative: str, is_dir: bool = False) -> bool:
         """A path below the folder ``root``, read both ways: from the folder, and as what it is on
@@ -136,6 +150,7 @@ class ContextPolicy:
         )
 
 
+CACHED_DIRECTORIES = 65536  # directory answers kept per policy (``_denies_directory``)
 # How many of a folder's own folders are read above a path in it: the deny list's longest
 # pattern over folders is ".config/gcloud/", two deep.
 FOLDERS_ABOVE = 2

@@ -91,18 +91,17 @@ class Retriever:
         def folders() -> list[str]:
             return list(shared.folders)
 
-        # jedi's names (Python), where the index's own rules find none.  It reads the workspace
-        # and the environment's modules, and no file the secrets policy denies.
+        # jedi's names (Python), where the index's own rules find none.  It reads what the one
+        # read of a user file would (files.py ``readable``: the real path inside a workspace
+        # folder or the environment's modules, allowed as named and as its target), nothing else.
         def unreadable(path: str) -> bool:
-            return policy.denies_path(path, folders()) or not (
-                any(files.inside(path, folder) for folder in folders()) or jedi.environment_module(path)
-            )
+            return files.readable(path, [*folders(), *jedi.environment_roots()], policy) is None
 
         jedi = JediNames(
             unreadable, folders, project_python,
-            secret=lambda path: policy.denies_path(path, folders()), model_busy=model_busy,
+            secret=lambda path: files.denied(path, folders(), policy), model_busy=model_busy,
         )  # fmt: skip
-        self._symbols = SymbolLookup(lock, store, folders, jedi)
+        self._symbols = SymbolLookup(lock, store, folders, jedi, policy)
 
     def warm(self, language_id: str) -> None:
         """A document of ``language_id`` opened: what its first lookup would load, loaded now."""
@@ -132,15 +131,16 @@ class Retriever:
             open_hits = shared.open_store.similar_chunks(
                 query, {current_open} if current_open is not None else set(), MIN_JACCARD
             )
+            folders = list(shared.folders)
             open_similar = [
                 (hit, shared.open[shared.open_store.files[hit.file_id].path]) for hit in open_hits
             ]
-            others = [o for u, o in shared.open.items() if u != uri]
+            open_similar = [(hit, o) for hit, o in open_similar if in_folders(o, folders)]
+            others = [o for u, o in shared.open.items() if u != uri and in_folders(o, folders)]
             open_paths = {o.path for o in shared.open.values() if o.path} | {current_path}
             open_ids = {store.by_path[p] for p in open_paths if p in store.by_path}
             current_ids = {store.by_path[current_path]} if current_path in store.by_path else set()
             edits = [(u, line) for u, line in shared.edits if u != uri]
-            folders = list(shared.folders)
             hits = store.similar_chunks(query, open_ids, MIN_JACCARD)
             workspace = [(hit, store.files[hit.file_id]) for hit in hits]
             definitions = []
@@ -347,6 +347,14 @@ def path_of(uri: str) -> str | None:
         return normal_path(path) if path else None
     except (ValueError, OSError):
         return None
+
+
+def in_folders(document: OpenDocument, folders: list[str]) -> bool:
+    """Whether an open document may be a source for another: its file lies inside a workspace
+    folder.  Tabs follow the rule of files (issue 62): a tab outside every folder (a notes file
+    in the home folder, an untitled buffer) is never read for another document, for any model,
+    local or remote.  ``folders`` are real paths, as is a document's folder (``path_of``)."""
+    return document.path is not None and any(files.inside(document.path, folder) for folder in folders)
 
 
 def _display_path(document: OpenDocument, folders: list[str]) -> str:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from difill.server.context import files, symbols, symbols_go, symbols_js
 from difill.server.context.drafts import Draft
 from difill.server.context.jedi_names import JediNames
+from difill.server.context.policy import ContextPolicy
 from difill.server.context.store import IndexedFile, Store
 from difill.server.context.symbol_usage import (
     MAX_USAGE_FILES,
@@ -52,7 +53,7 @@ FROM_MODULE = re.compile(r"(?<![ \t])[ \t]*+from[ \t]++[\w.]++[ \t]++$")
 # A compound statement's header ends with ``:`` and binds no value there (``if ready:``, ``else:``).
 COMPOUND_HEADER = re.compile(r"[ \t]*+(?:if|elif|else|while|for|with|try|except|finally|def|class|lambda|async|match|case)\b")
 MAX_PACKAGE_FILES = 64  # a Go package's files read for its names
-MAX_TSCONFIG_CHARS = 256 * 1024
+MAX_TSCONFIG_BYTES = 256 * 1024  # a bigger one reads as none
 
 
 @dataclass(frozen=True)
@@ -125,11 +126,13 @@ class SymbolLookup:
         store: Store,
         folders: Callable[[], list[str]],
         jedi: JediNames | None = None,
+        policy: ContextPolicy | None = None,
     ) -> None:
         self.lock = lock
         self.store = store
         self.folders = folders  # the workspace folders, read under the lock
         self.jedi = jedi  # Python names as an IDE knows them, where the index's rules find none
+        self.policy = policy  # what tsconfig.json's read asks (files.read_bytes)
         self._cache_lock = threading.Lock()
         self._files: dict[str, Files] = {}  # family -> its snapshot
         self._names: OrderedDict[tuple, list[str]] = OrderedDict()  # a module file's names
@@ -375,9 +378,11 @@ class SymbolLookup:
 
     def _path_aliases(self, folder: str | None) -> tuple[str, list[tuple[str, list[str]]]]:
         """The workspace folder's tsconfig.json (or jsconfig.json) ``baseUrl`` and ``paths``,
-        read again when the file changes; none without one."""
+        read again when the file changes; none without one, or outside every folder."""
+        if folder is None:
+            return ".", []
         for name in ("tsconfig.json", "jsconfig.json"):
-            path = os.path.join(folder or "", name)
+            path = os.path.join(folder, name)
             try:
                 stat = os.stat(path)
             except OSError:
@@ -386,11 +391,10 @@ class SymbolLookup:
             with self._cache_lock:
                 if key in self._aliases:
                     return self._aliases[key]
-            try:
-                with open(path, encoding="utf-8", errors="replace") as f:
-                    found = symbols_js.path_aliases(f.read(MAX_TSCONFIG_CHARS))
-            except OSError:
-                found = (".", [])
+            # The one read of a user file: a tsconfig.json linked to /dev/stdin, a FIFO or a
+            # secret reads as none (it blocked the model's worker on the editor's own pipe).
+            data = files.read_bytes(path, [folder], MAX_TSCONFIG_BYTES, self.policy)
+            found = symbols_js.path_aliases(data.decode("utf-8", "replace")) if data else (".", [])
             with self._cache_lock:
                 self._aliases[key] = found
                 while len(self._aliases) > CACHED_MODULES:
