@@ -20,6 +20,7 @@ export const SERVER_SETTING_KEYS = [
   "languages",
   "contextTokens",
   "previews",
+  "editGate",
   "holeMarker",
   "debounceMs",
   "loadWaitMs",

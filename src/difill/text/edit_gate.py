@@ -1,0 +1,203 @@
+"""The edit gate: is a selection edit worth showing, or is it noise?  (issue 60, item 2)
+
+An edit (rewrite, instruction, fill holes, complete block) is shown only when ``held_back``
+finds no reason to hold it back.  Each rule compares the edit with the selection it replaces, so
+a selection that was already broken does not block its own edit:
+
+* **parse**: the document with the edit has at most as many syntax errors (tree-sitter's ERROR
+  and MISSING nodes) as the document without it; for Python, a document that compiled
+  (``compile``) still compiles.  Past ``MAX_PARSE_CHARS`` both are parsed in the same window
+  around the selection.  A language without a grammar gets no parse rule.
+* **repeats**: no more stutters than the selection had: a name written twice with only spaces
+  or a dot between (``path path``, ``self.self.x``, ``f.f``), or a line (with a letter or digit
+  in it) written twice in a row.
+* **renames**: the edit may not drop a name the selection shares with the rest of the document
+  (a name used both inside and outside the selection: a parameter, a variable set above) *and*
+  bring in a name found nowhere in the document (nor among Python's builtins and keywords).
+  Dropping a shared name alone (deleting a use) or bringing in a new one alone (a new local, a
+  call of ``sum``) passes; one name out and an unknown one in is what a mangled rename looks like
+  (``subtotal`` -> ``subcount``).  Names are identifier-shaped words, in code, strings and
+  comments alike: cheap, and wrong in the safe direction.
+* **indentation**: the first non-blank line keeps its indentation, and no line of the edit sits
+  left of the selection's leftmost line (the block's base).
+* **changes something**: with an instruction, the edit differs from the selection in more than
+  whitespace.
+
+No torch, no LSP: the server (server/features/edits/service.py) runs it on each edit before it
+becomes an applyEdit, a resolved code action or a proposal, and says why when it holds one back;
+the edit-gate eval (lab/edit_gate_eval.py) runs the same function.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import keyword
+import re
+import warnings
+
+from difill.text.characters import line_start, to_lf
+from difill.text.syntax import syntax_errors
+
+# A whole document up to this size is parsed (twice: with and without the edit); past it, a
+# window of this many characters each side of the selection.  Tree-sitter and ``compile`` take a few
+# milliseconds on 200 KB.
+MAX_PARSE_CHARS = 200_000
+NAME = re.compile(r"[^\W\d]\w*")
+# A name, then the same name after spaces or a dot: ``path path``, ``self.self``.
+STUTTER = re.compile(r"(?<![\w.])([^\W\d]\w*)(?:[ \t]+|[ \t]*\.[ \t]*)\1(?!\w)")
+SHOWN_NAMES = 3  # names quoted in a reason
+
+
+def held_back(
+    text: str,
+    start: int,
+    end: int,
+    new: str,
+    language: str | None,
+    instructed: bool = False,
+    marker: str | None = None,
+) -> list[str]:
+    """Why the edit that replaces ``text[start:end]`` with ``new`` is held back: one short phrase
+    per broken rule, none when it may be shown.  ``marker``: the hole marker of a fill-holes
+    selection (its text is no name and no repeat of the selection's)."""
+    text, new = to_lf(text), to_lf(new)
+    selection = text[start:end]
+    plain = selection.replace(marker, "") if marker else selection
+    reasons = [
+        _changes_nothing(plain, new) if instructed else None,
+        _parses_worse(text, start, end, new, language),
+        _repeats(plain, new),
+        _renames(text[:start] + "\n" + text[end:], plain, new, language),
+        _indentation(text[line_start(text, start) : start], selection, new),
+    ]
+    return [reason for reason in reasons if reason]
+
+
+def _changes_nothing(selection: str, new: str) -> str | None:
+    if "".join(selection.split()) == "".join(new.split()):
+        return "it changes nothing" if selection == new else "it changes only whitespace"
+    return None
+
+
+def _parses_worse(text: str, start: int, end: int, new: str, language: str | None) -> str | None:
+    before, after = _parse_window(text, start, end, new)
+    errors_before, errors_after = syntax_errors(before, language), syntax_errors(after, language)
+    if errors_before is not None and errors_after is not None and errors_after > errors_before:
+        return f"it does not parse ({errors_after} syntax errors in the file, {errors_before} before)"
+    if language == "python" and _compiles(before) and not _compiles(after):
+        return "Python cannot compile the file with it (it compiled before)"
+    return None
+
+
+def _parse_window(text: str, start: int, end: int, new: str) -> tuple[str, str]:
+    """The text to parse without and with the edit: the whole document, or past
+    ``MAX_PARSE_CHARS`` the same window (from a line start) around the selection."""
+    if len(text) > MAX_PARSE_CHARS:
+        first = line_start(text, max(0, start - MAX_PARSE_CHARS // 2))
+        last = end + MAX_PARSE_CHARS // 2
+        head, tail = text[first:start], text[end:last]
+    else:
+        head, tail = text[:start], text[end:]
+    return head + text[start:end] + tail, head + new + tail
+
+
+def _compiles(source: str) -> bool:
+    """Python compiles ``source``: parsed and compiled, so ``return`` outside a function (which
+    tree-sitter reads without an error) counts.  Warnings (an invalid escape) are not shown."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(source, "<edit>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+def _repeats(selection: str, new: str) -> str | None:
+    stutters = STUTTER.findall(new)
+    if len(stutters) > len(STUTTER.findall(selection)):
+        return f"it repeats `{stutters[0]}`"
+    twice = _doubled_lines(new)
+    if len(twice) > len(_doubled_lines(selection)):
+        return f"it writes a line twice in a row (`{_short(twice[0])}`)"
+    return None
+
+
+def _doubled_lines(text: str) -> list[str]:
+    lines = [line.rstrip() for line in text.split("\n")]
+    return [b.strip() for a, b in zip(lines, lines[1:], strict=False) if a == b and any(c.isalnum() for c in b)]
+
+
+def _renames(outside_text: str, selection: str, new: str, language: str | None) -> str | None:
+    outside, inside, written = _names(outside_text), _names(selection), _names(new)
+    dropped = sorted((inside & outside) - written)
+    unknown = sorted(written - inside - outside - _known_names(language))
+    if not dropped or not unknown:
+        return None
+    return (
+        f"it renames names used outside the selection ({_listed(dropped)} gone, "
+        f"{_listed(unknown)} found nowhere in the file)"
+    )
+
+
+def _names(text: str) -> set[str]:
+    return set(NAME.findall(text))
+
+
+@functools.cache
+def _known_names(language: str | None) -> frozenset[str]:
+    """Names an edit may bring in without the document having them: Python's builtins and keywords."""
+    if language == "python":
+        return frozenset(dir(builtins)) | frozenset(keyword.kwlist) | frozenset(keyword.softkwlist)
+    return frozenset()
+
+
+def _indentation(lead: str, selection: str, new: str) -> str | None:
+    """``lead``: the text of the selection's first line before it (the same before and after)."""
+    before, after = _indents(lead + selection), _indents(lead + new)
+    if before is None or after is None:
+        return None
+    (first_before, base_before), (first_after, base_after) = before, after
+    if first_after != first_before:
+        return f"it moves the first line's indentation ({len(first_before)} -> {len(first_after)} columns)"
+    if _width(base_after) < _width(base_before):
+        return "it moves lines left of the selection's indentation"
+    return None
+
+
+def _indents(text: str) -> tuple[str, str] | None:
+    """The first non-blank line's indentation and the smallest one (None: all blank)."""
+    indents = [line[: len(line) - len(line.lstrip(" \t"))] for line in text.split("\n") if line.strip()]
+    if not indents:
+        return None
+    return indents[0], min(indents, key=_width)
+
+
+def _width(indent: str) -> int:
+    return len(indent.expandtabs(8))
+
+
+def _listed(names: list[str]) -> str:
+    shown = ", ".join(f"`{name}`" for name in names[:SHOWN_NAMES])
+    return shown + (f" and {len(names) - SHOWN_NAMES} more" if len(names) > SHOWN_NAMES else "")
+
+
+def _short(text: str, width: int = 40) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def excerpt(selection: str, new: str, width: int = 60) -> str:
+    """What the model wrote, on one line: the lines of ``new`` it changed (the unchanged lines
+    around them left out), whitespace collapsed, cut at ``width`` characters."""
+    selection, new = to_lf(selection), to_lf(new)
+    head = 0
+    while head < min(len(selection), len(new)) and selection[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(selection), len(new)) - head and selection[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    first = new.rfind("\n", 0, head) + 1
+    last = new.find("\n", len(new) - tail)
+    changed = new[first : last if last >= 0 else len(new)]
+    return _short(" ".join(changed.split()) or " ".join(new.split()), width)
