@@ -121,3 +121,26 @@ def test_the_excerpt_is_the_changed_lines_on_one_line():
     new = LOOP.replace("subtotal +=", "subcount +=")
     assert excerpt(LOOP, new) == "subcount += item.price * item.quantity"
     assert "\n" not in excerpt(LOOP, "a\n" * 100) and len(excerpt(LOOP, "word " * 100)) <= 60
+
+
+def test_a_module_and_its_own_name_is_no_repeat_where_the_file_imports_it():
+    text = "import datetime\n\ndef now():\n    pass\n"
+    assert gate("    return datetime.datetime.now()\n", text=text, selected="    pass\n") == []
+    assert "repeats `self`" in gate("    return self.self.now()\n", text=text, selected="    pass\n")[0]
+
+
+def test_a_new_name_with_a_piece_repeated_inside_is_held_back():
+    text = "class A:\n    def f(self):\n        pass\n"
+    for noise in ("        self.event = self.Suler.ulululerulerer\n", "        return self._jo_____________\n",
+                  "        lock.locklocklock = 1\n"):  # fmt: skip
+        assert any("piece repeated" in r for r in gate(noise, text=text, selected="        pass\n")), noise
+    assert gate("        self.renderer = None\n", text=text, selected="        pass\n") == []
+
+
+def test_a_fill_is_held_to_the_parse_a_name_in_the_hole_would_give():
+    # The marker is itself a syntax error: a fill that breaks the line hid behind it.
+    text = "def f(event_dict):\n    return <|hole|>\n"
+    selected = "    return <|hole|>\n"
+    noise = '    return event_dict["name"]name"]\n'
+    assert "does not parse" in gate(noise, text=text, selected=selected, marker="<|hole|>")[0]
+    assert gate('    return event_dict["name"]\n', text=text, selected=selected, marker="<|hole|>") == []

@@ -5,12 +5,15 @@ finds no reason to hold it back.  Each rule compares the edit with the selection
 a selection that was already broken does not block its own edit:
 
 * **parse**: the document with the edit has at most as many syntax errors (tree-sitter's ERROR
-  and MISSING nodes) as the document without it; for Python, a document that compiled
+  and MISSING nodes) as the document without it (with holes: the fewer of the document as it is
+  and with each marker read as a name, as a marker is itself an error a noisy fill hides behind); for Python, a document that compiled
   (``compile``) still compiles.  Past ``MAX_PARSE_CHARS`` both are parsed in the same window
   around the selection.  A language without a grammar gets no parse rule.
 * **repeats**: no more stutters than the selection had: a name written twice with only spaces
-  or a dot between (``path path``, ``self.self.x``, ``f.f``), or a line (with a letter or digit
-  in it) written twice in a row.
+  or a dot between (``path path``, ``self.self.x``, ``f.f``; ``datetime.datetime`` is fine where
+  the file imports ``datetime``), or a line (with a letter or digit in it) written twice in a
+  row; and no name found nowhere in the document with a piece repeated inside it
+  (``ulululer``, ``queuequeue``, ``_jo_____``).
 * **renames**: the edit may not drop a name the selection shares with the rest of the document
   (a name used both inside and outside the selection: a parameter, a variable set above) *and*
   bring in a name found nowhere in the document (nor among Python's builtins and keywords).
@@ -46,6 +49,13 @@ MAX_PARSE_CHARS = 200_000
 NAME = re.compile(r"[^\W\d]\w*")
 # A name, then the same name after spaces or a dot: ``path path``, ``self.self``.
 STUTTER = re.compile(r"(?<![\w.])([^\W\d]\w*)(?:[ \t]+|[ \t]*\.[ \t]*)\1(?!\w)")
+# A name a model stuttered inside: a piece of 3 or more characters twice (``queuequeue``), one
+# of 2 three times (``ulululer``), or a run of underscores (``_jo_____``).  Only names found
+# nowhere in the document count (``renderer``, ``ATCATC`` in a string are the file's own).
+STUTTERED_NAME = re.compile(r"([^\W_]{3,})\1|([^\W_]{2})\2\2|_{3,}")
+# What a hole marker stands for when the selection's parse is the baseline: a name, which most
+# holes are; the marker itself is a syntax error that a noisy fill could hide behind.
+PLACEHOLDER = "x"
 SHOWN_NAMES = 3  # names quoted in a reason
 
 
@@ -64,11 +74,12 @@ def held_back(
     text, new = to_lf(text), to_lf(new)
     selection = text[start:end]
     plain = selection.replace(marker, "") if marker else selection
+    outside = text[:start] + "\n" + text[end:]
     reasons = [
         _changes_nothing(plain, new) if instructed else None,
-        _parses_worse(text, start, end, new, language),
-        _repeats(plain, new),
-        _renames(text[:start] + "\n" + text[end:], plain, new, language),
+        _parses_worse(text, start, end, new, language, marker),
+        _repeats(plain, new, outside),
+        _renames(outside, plain, new, language),
         _indentation(text[line_start(text, start) : start], selection, new),
     ]
     return [reason for reason in reasons if reason]
@@ -80,12 +91,18 @@ def _changes_nothing(selection: str, new: str) -> str | None:
     return None
 
 
-def _parses_worse(text: str, start: int, end: int, new: str, language: str | None) -> str | None:
+def _parses_worse(
+    text: str, start: int, end: int, new: str, language: str | None, marker: str | None
+) -> str | None:
+    """With holes, the baseline is the better of the selection as it is and with each marker
+    read as a name (``PLACEHOLDER``)."""
     before, after = _parse_window(text, start, end, new)
-    errors_before, errors_after = syntax_errors(before, language), syntax_errors(after, language)
-    if errors_before is not None and errors_after is not None and errors_after > errors_before:
-        return f"it does not parse ({errors_after} syntax errors in the file, {errors_before} before)"
-    if language == "python" and _compiles(before) and not _compiles(after):
+    baselines = [before, before.replace(marker, PLACEHOLDER)] if marker else [before]
+    counts = [syntax_errors(b, language) for b in baselines]
+    errors_after = syntax_errors(after, language)
+    if None not in counts and errors_after is not None and errors_after > min(counts):
+        return f"it does not parse ({errors_after} syntax errors in the file, {min(counts)} before)"
+    if language == "python" and any(_compiles(b) for b in baselines) and not _compiles(after):
         return "Python cannot compile the file with it (it compiled before)"
     return None
 
@@ -114,14 +131,27 @@ def _compiles(source: str) -> bool:
     return True
 
 
-def _repeats(selection: str, new: str) -> str | None:
-    stutters = STUTTER.findall(new)
-    if len(stutters) > len(STUTTER.findall(selection)):
+def _repeats(selection: str, new: str, outside: str) -> str | None:
+    stutters = _stutters(new, outside)
+    if len(stutters) > len(_stutters(selection, outside)):
         return f"it repeats `{stutters[0]}`"
+    known = _names(selection) | _names(outside)
+    stuttered = [n for n in sorted(_names(new) - known) if STUTTERED_NAME.search(n)]
+    if stuttered:
+        return f"it writes a name found nowhere in the file with a piece repeated ({_listed(stuttered)})"
     twice = _doubled_lines(new)
     if len(twice) > len(_doubled_lines(selection)):
         return f"it writes a line twice in a row (`{_short(twice[0])}`)"
     return None
+
+
+def _stutters(text: str, outside: str) -> list[str]:
+    """``path path``, ``self.self``; not ``datetime.datetime`` where the file imports the module."""
+    return [
+        name
+        for name in STUTTER.findall(text)
+        if not re.search(rf"\bimport[ \t]+{re.escape(name)}\b", outside)
+    ]
 
 
 def _doubled_lines(text: str) -> list[str]:
