@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from difill.text.edit_gate import excerpt, held_back
+from difill.text.edit_gate import Edit, excerpt, held_back
 
 pytestmark = pytest.mark.unit
 
@@ -19,9 +19,11 @@ LOOP = "    for item in items:\n        subtotal += item.price * item.quantity\n
 GOOD = "    subtotal = sum(item.price * item.quantity for item in items)\n"
 
 
-def gate(new: str, text: str = SOURCE, selected: str = LOOP, language: str | None = "python", **kw) -> list[str]:
+def gate(
+    new: str, text: str = SOURCE, selected: str = LOOP, language: str | None = "python", **kw
+) -> list[str]:
     start = text.index(selected)
-    return held_back(text, start, start + len(selected), new, language, **kw)
+    return held_back(Edit(text, start, start + len(selected), new, language, **kw))
 
 
 def test_a_plausible_rewrite_passes_every_rule():
@@ -79,8 +81,21 @@ def test_renaming_a_name_used_outside_the_selection_is_held_back():
     assert "renames" in reason and "`subtotal`" in reason and "`subcount`" in reason
 
 
-def test_dropping_a_shared_name_without_bringing_in_an_unknown_one_passes():
-    # `subtotal` is used outside; the edit drops it and uses only names the file has.
+def test_renaming_to_a_name_the_file_has_is_a_rename_too():
+    text = "class A:\n    def f(self):\n        self.width = 0\n        self.style = 1\n        return self.width\n"
+    (reason,) = gate("        self.style = 0\n", text=text, selected="        self.width = 0\n")
+    assert "`width` gone, `style` in" in reason
+
+
+def test_a_name_that_is_also_a_builtin_is_renamed_too():
+    text = "class A:\n    def __eq__(self, other):\n        return self.id == other.id\n    id = 1\n"
+    selected = "        return self.id == other.id\n"
+    (reason,) = gate("        return self.args == other.max\n", text=text, selected=selected)
+    assert "`id` gone" in reason
+
+
+def test_dropping_a_shared_name_without_bringing_in_another_passes():
+    # `subtotal` is used outside; the edit drops it and brings in only a builtin.
     assert gate("    for item in items:\n        print(item.price)\n") == []
 
 
@@ -144,3 +159,15 @@ def test_a_fill_is_held_to_the_parse_a_name_in_the_hole_would_give():
     noise = '    return event_dict["name"]name"]\n'
     assert "does not parse" in gate(noise, text=text, selected=selected, marker="<|hole|>")[0]
     assert gate('    return event_dict["name"]\n', text=text, selected=selected, marker="<|hole|>") == []
+
+
+def test_a_given_tree_and_crlf_line_endings_give_the_same_verdicts():
+    from difill.text.syntax import parser_for
+
+    broken = "    for item in items:\n        subtotal += (item.price * item.quantity\n"
+    tree = parser_for("python").parse(SOURCE.encode())
+    assert gate(broken, tree=tree) == gate(broken) != []
+    assert gate(GOOD, tree=tree) == []
+    crlf = SOURCE.replace("\n", "\r\n")
+    assert gate(GOOD.replace("\n", "\r\n"), text=crlf, selected=LOOP.replace("\n", "\r\n")) == []
+    assert gate(broken.replace("\n", "\r\n"), text=crlf, selected=LOOP.replace("\n", "\r\n")) == gate(broken)

@@ -32,7 +32,13 @@ from difill.lab.training.corpus import is_wanted, package_path
 from difill.lab.training.corpus_sources import TUNING_PACKAGE_LIST, Archive, archive_members, read_pins
 
 COMMANDS = ("rewrite", "instruction", "fillHoles", "completeBlock")
-INSTRUCTIONS = ("add type hints", "add a docstring", "simplify this", "use a list comprehension", "add error handling")
+INSTRUCTIONS = (
+    "add type hints",
+    "add a docstring",
+    "simplify this",
+    "use a list comprehension",
+    "add error handling",
+)
 MARKER = "<|hole|>"
 NAME = re.compile(r"[A-Za-z_]\w{2,}")
 
@@ -45,6 +51,7 @@ class Case:
     start: int
     end: int
     instruction: str | None = None
+    hole: str | None = None  # what the hole replaced (fill holes), for the reader
 
 
 def tuning_files(cache: Path) -> list[tuple[str, str]]:
@@ -92,7 +99,9 @@ def case_for(command: str, path: str, text: str, rng: random.Random) -> Case | N
     if not body:
         return None
     starts = line_offsets(text)
-    first, last = body[0].lineno - 1, (function.end_lineno or function.lineno) - 1
+    decorators = getattr(body[0], "decorator_list", [])  # a decorated statement starts at its first one
+    first = min([body[0].lineno, *(d.lineno for d in decorators)]) - 1
+    last = (function.end_lineno or function.lineno) - 1
     if command == "completeBlock":
         indent = text[starts[first] : starts[first + 1]][: body[0].col_offset]
         stub = text[: starts[first]] + indent + "pass\n" + text[starts[last + 1] :]
@@ -105,7 +114,8 @@ def case_for(command: str, path: str, text: str, rng: random.Random) -> Case | N
             return None
         name = rng.choice(names)
         holed = text[: name.start()] + MARKER + text[name.end() :]
-        return Case(command, path, holed, starts[line], starts[line + 1] - len(name.group()) + len(MARKER))
+        end = starts[line + 1] - len(name.group()) + len(MARKER)
+        return Case(command, path, holed, starts[line], end, hole=name.group())
     pairs = [i for i in lines if i + 1 in lines]
     if not pairs:
         return None
@@ -150,7 +160,8 @@ def run_case(engine, case: Case) -> dict:
     document = Document(f"file:///{case.path}", "python", 1, case.text)
     request = EditRequest(kind, document.uri, 1, case.start, case.end, case.instruction)
     selection = case.text[case.start : case.end]
-    row = {"command": case.command, "path": case.path, "instruction": case.instruction, "before": selection}
+    row = {"command": case.command, "path": case.path, "instruction": case.instruction, "hole": case.hole,
+           "before": selection}  # fmt: skip
     try:
         result = engine_work(request, document, settings, trees, lambda: False, None)(engine)
         new = new_selection(request, document, result, settings, trees)
@@ -160,7 +171,7 @@ def run_case(engine, case: Case) -> dict:
     if new == selection:
         return {**row, "outcome": "unchanged"}
     try:
-        check_shown(request, document, new, settings)
+        check_shown(request, document, new, settings, trees)
     except HeldBack as held:
         return {**row, "outcome": "held back", "why": held.reasons}
     return {**row, "outcome": "passed"}

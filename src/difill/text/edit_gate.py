@@ -5,22 +5,26 @@ finds no reason to hold it back.  Each rule compares the edit with the selection
 a selection that was already broken does not block its own edit:
 
 * **parse**: the document with the edit has at most as many syntax errors (tree-sitter's ERROR
-  and MISSING nodes) as the document without it (with holes: the fewer of the document as it is
-  and with each marker read as a name, as a marker is itself an error a noisy fill hides behind); for Python, a document that compiled
-  (``compile``) still compiles.  Past ``MAX_PARSE_CHARS`` both are parsed in the same window
-  around the selection.  A language without a grammar gets no parse rule.
+  and MISSING nodes) as the document without it (with holes: the fewest of the document as it is
+  and with every marker read as a name or, in Python, a common keyword, as a marker is itself an
+  error a noisy fill hides behind); for Python, a document that compiled (``compile``: it also
+  refuses ``return`` outside a function, which tree-sitter reads without an error) still
+  compiles.  A language without a grammar, and a document past ``MAX_PARSE_CHARS`` (past
+  ``MAX_COMPILE_CHARS`` for ``compile``), get no parse rule.
 * **repeats**: no more stutters than the selection had: a name written twice with only spaces
   or a dot between (``path path``, ``self.self.x``, ``f.f``; ``datetime.datetime`` is fine where
   the file imports ``datetime``), or a line (with a letter or digit in it) written twice in a
   row; and no name found nowhere in the document with a piece repeated inside it
   (``ulululer``, ``queuequeue``, ``_jo_____``).
 * **renames**: the edit may not drop a name the selection shares with the rest of the document
-  (a name used both inside and outside the selection: a parameter, a variable set above) *and*
-  bring in a name found nowhere in the document (nor among Python's builtins and keywords).
-  Dropping a shared name alone (deleting a use) or bringing in a new one alone (a new local, a
-  call of ``sum``) passes; one name out and an unknown one in is what a mangled rename looks like
-  (``subtotal`` -> ``subcount``).  Names are identifier-shaped words, in code, strings and
-  comments alike: cheap, and wrong in the safe direction.
+  (a name used both inside and outside the selection: a parameter, a variable set above, an
+  attribute) *and* bring in a name the selection did not have (Python's keywords are neither;
+  its builtins may be brought in, not dropped: ``other.id`` -> ``other.max`` is a rename).  Dropping a shared name alone (deleting a use) or
+  bringing in a new one alone (a new local, a call of ``sum``) passes; one name out and another
+  in is what a rename looks like, mangled (``subtotal`` -> ``subcount``) or not (``self.width``
+  -> ``self.style``).  Names are identifier-shaped words, in code, strings and comments alike:
+  cheap, and wrong in the safe direction.  A rename the user asks for is held back too:
+  ``editGate: false`` shows it.
 * **indentation**: the first non-blank line keeps its indentation, and no line of the edit sits
   left of the selection's leftmost line (the block's base).
 * **changes something**: with an instruction, the edit differs from the selection in more than
@@ -38,14 +42,19 @@ import functools
 import keyword
 import re
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tree_sitter import Tree
 
 from difill.text.characters import line_start, to_lf
-from difill.text.syntax import syntax_errors
+from difill.text.syntax import count_errors, parser_for
 
-# A whole document up to this size is parsed (twice: with and without the edit); past it, a
-# window of this many characters each side of the selection.  Tree-sitter and ``compile`` take a few
-# milliseconds on 200 KB.
-MAX_PARSE_CHARS = 200_000
+# The parse rule reads documents up to this size, as the server keeps trees (server/trees.py):
+# the tree of the document is the server's, the edit's an incremental parse from it (a few ms).
+# Python's ``compile`` reads the whole text each time (25 ms on 100 KB): a smaller cap.
+MAX_PARSE_CHARS = 1024 * 1024
+MAX_COMPILE_CHARS = 100_000
 NAME = re.compile(r"[^\W\d]\w*")
 # A name, then the same name after spaces or a dot: ``path path``, ``self.self``.
 STUTTER = re.compile(r"(?<![\w.])([^\W\d]\w*)(?:[ \t]+|[ \t]*\.[ \t]*)\1(?!\w)")
@@ -53,33 +62,41 @@ STUTTER = re.compile(r"(?<![\w.])([^\W\d]\w*)(?:[ \t]+|[ \t]*\.[ \t]*)\1(?!\w)")
 # of 2 three times (``ulululer``), or a run of underscores (``_jo_____``).  Only names found
 # nowhere in the document count (``renderer``, ``ATCATC`` in a string are the file's own).
 STUTTERED_NAME = re.compile(r"([^\W_]{3,})\1|([^\W_]{2})\2\2|_{3,}")
-# What a hole marker stands for when the selection's parse is the baseline: a name, which most
-# holes are; the marker itself is a syntax error that a noisy fill could hide behind.
-PLACEHOLDER = "x"
+# What a hole marker may stand for when the selection's parse is the baseline: a name, which most
+# holes are, or (Python) a keyword; the marker itself is a syntax error a noisy fill hides behind.
+PLACEHOLDERS = ("x",)
+PYTHON_PLACEHOLDERS = ("x", "return", "if", "for", "not", "in", "import", "except", "pass", "None")
 SHOWN_NAMES = 3  # names quoted in a reason
 
 
-def held_back(
-    text: str,
-    start: int,
-    end: int,
-    new: str,
-    language: str | None,
-    instructed: bool = False,
-    marker: str | None = None,
-) -> list[str]:
-    """Why the edit that replaces ``text[start:end]`` with ``new`` is held back: one short phrase
-    per broken rule, none when it may be shown.  ``marker``: the hole marker of a fill-holes
-    selection (its text is no name and no repeat of the selection's)."""
-    text, new = to_lf(text), to_lf(new)
+@dataclass(frozen=True)
+class Edit:
+    """An edit to judge: ``text[start:end]`` (the selection) becomes ``new``."""
+
+    text: str  # the document
+    start: int
+    end: int
+    new: str
+    language: str | None  # as text/languages.py names it
+    instructed: bool = False  # the user gave an instruction: the edit must change something
+    marker: str | None = None  # fill holes: the hole marker (no name, no repeat of the selection's)
+    tree: Tree | None = None  # tree-sitter's tree of ``text``, when the caller has one (the server)
+
+
+def held_back(edit: Edit) -> list[str]:
+    """Why ``edit`` is held back: one short phrase per broken rule, none when it may be shown."""
+    text, start, end, new, tree, marker = edit.text, edit.start, edit.end, edit.new, edit.tree, edit.marker
+    if "\r" in text or "\r" in new:  # the rules read LF text; the tree was of the other
+        start, end = len(to_lf(text[:start])), len(to_lf(text[:end]))
+        text, new, tree = to_lf(text), to_lf(new), None
     selection = text[start:end]
     plain = selection.replace(marker, "") if marker else selection
     outside = text[:start] + "\n" + text[end:]
     reasons = [
-        _changes_nothing(plain, new) if instructed else None,
-        _parses_worse(text, start, end, new, language, marker),
+        _changes_nothing(plain, new) if edit.instructed else None,
+        _parses_worse(text, start, end, new, edit.language, marker, tree),
         _repeats(plain, new, outside),
-        _renames(outside, plain, new, language),
+        _renames(outside, plain, new, edit.language),
         _indentation(text[line_start(text, start) : start], selection, new),
     ]
     return [reason for reason in reasons if reason]
@@ -92,31 +109,60 @@ def _changes_nothing(selection: str, new: str) -> str | None:
 
 
 def _parses_worse(
-    text: str, start: int, end: int, new: str, language: str | None, marker: str | None
+    text: str, start: int, end: int, new: str, language: str | None, marker: str | None, tree: Tree | None
 ) -> str | None:
-    """With holes, the baseline is the better of the selection as it is and with each marker
-    read as a name (``PLACEHOLDER``)."""
-    before, after = _parse_window(text, start, end, new)
-    baselines = [before, before.replace(marker, PLACEHOLDER)] if marker else [before]
-    counts = [syntax_errors(b, language) for b in baselines]
-    errors_after = syntax_errors(after, language)
-    if None not in counts and errors_after is not None and errors_after > min(counts):
-        return f"it does not parse ({errors_after} syntax errors in the file, {min(counts)} before)"
-    if language == "python" and any(_compiles(b) for b in baselines) and not _compiles(after):
-        return "Python cannot compile the file with it (it compiled before)"
+    """With holes, the baseline is the best of the selection as it is and with every marker read
+    as one of ``PLACEHOLDERS`` (a name, a keyword)."""
+    if len(text) > MAX_PARSE_CHARS:
+        return None
+    selection = text[start:end]
+    stand_ins = (PYTHON_PLACEHOLDERS if language == "python" else PLACEHOLDERS) if marker else ()
+    errors = _error_counter(text, start, end, language, tree)
+    if errors is not None:
+        before = min([errors(selection), *(errors(selection.replace(marker, s)) for s in stand_ins)])
+        after = errors(new)
+        if after > before:
+            return f"it does not parse ({after} syntax errors in the file, {before} before)"
+    if language == "python" and len(text) <= MAX_COMPILE_CHARS:
+        head, tail = text[:start], text[end:]
+        baselines = [selection, *(selection.replace(marker, s) for s in stand_ins[:1])]
+        if any(_compiles(head + b + tail) for b in baselines) and not _compiles(head + new + tail):
+            return "Python cannot compile the file with it (it compiled before)"
     return None
 
 
-def _parse_window(text: str, start: int, end: int, new: str) -> tuple[str, str]:
-    """The text to parse without and with the edit: the whole document, or past
-    ``MAX_PARSE_CHARS`` the same window (from a line start) around the selection."""
-    if len(text) > MAX_PARSE_CHARS:
-        first = line_start(text, max(0, start - MAX_PARSE_CHARS // 2))
-        last = end + MAX_PARSE_CHARS // 2
-        head, tail = text[first:start], text[end:last]
-    else:
-        head, tail = text[:start], text[end:]
-    return head + text[start:end] + tail, head + new + tail
+def _error_counter(
+    text: str, start: int, end: int, language: str | None, tree: Tree | None
+) -> Callable[[str], int] | None:
+    """``errors(replacement)``: syntax errors in ``text`` with ``text[start:end]`` replaced, each
+    an incremental parse from the tree of ``text`` (``tree``, or parsed here); None without a
+    grammar."""
+    parser = parser_for(language)
+    if parser is None:
+        return None
+    source = text.encode("utf-8")
+    tree = tree if tree is not None else parser.parse(source)
+    head, old = text[:start].encode("utf-8"), text[start:end].encode("utf-8")
+    start_point = _point(head)
+    unchanged = text[start:end]
+
+    def errors(replacement: str) -> int:
+        if replacement == unchanged:
+            return count_errors(tree.root_node)
+        middle = replacement.encode("utf-8")
+        edited = tree.copy()
+        edited.edit(
+            start_byte=len(head), old_end_byte=len(head) + len(old), new_end_byte=len(head) + len(middle),
+            start_point=start_point, old_end_point=_point(head + old), new_end_point=_point(head + middle),
+        )  # fmt: skip
+        return count_errors(parser.parse(head + middle + source[len(head) + len(old) :], edited).root_node)
+
+    return errors
+
+
+def _point(before: bytes) -> tuple[int, int]:
+    """Tree-sitter's (row, byte column) of the end of ``before``."""
+    return before.count(b"\n"), len(before) - (before.rfind(b"\n") + 1)
 
 
 def _compiles(source: str) -> bool:
@@ -156,23 +202,27 @@ def _stutters(text: str, outside: str) -> list[str]:
 
 def _doubled_lines(text: str) -> list[str]:
     lines = [line.rstrip() for line in text.split("\n")]
-    return [b.strip() for a, b in zip(lines, lines[1:], strict=False) if a == b and any(c.isalnum() for c in b)]
+    return [
+        b.strip() for a, b in zip(lines, lines[1:], strict=False) if a == b and any(c.isalnum() for c in b)
+    ]
 
 
 def _renames(outside_text: str, selection: str, new: str, language: str | None) -> str | None:
     outside, inside, written = _names(outside_text), _names(selection), _names(new)
-    dropped = sorted((inside & outside) - written)
-    unknown = sorted(written - inside - outside - _known_names(language))
-    if not dropped or not unknown:
+    # A builtin may be brought in (a call of ``sum``) but not dropped: ``other.id`` -> ``other.max``.
+    dropped = sorted((inside & outside) - written - _keywords(language))
+    brought = sorted(written - inside - _known_names(language))
+    if not dropped or not brought:
         return None
-    return (
-        f"it renames names used outside the selection ({_listed(dropped)} gone, "
-        f"{_listed(unknown)} found nowhere in the file)"
-    )
+    return f"it renames a name used outside the selection ({_listed(dropped)} gone, {_listed(brought)} in)"
 
 
 def _names(text: str) -> set[str]:
     return set(NAME.findall(text))
+
+
+def _keywords(language: str | None) -> frozenset[str]:
+    return frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) if language == "python" else frozenset()
 
 
 @functools.cache

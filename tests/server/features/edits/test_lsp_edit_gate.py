@@ -51,8 +51,14 @@ async def test_a_noisy_instruction_edit_is_held_back_and_nothing_is_applied(clie
     before = len(client.applied_edits)
     refused = await held_back(
         client.workspace_execute_command_async(
-            command("difill.editSelection", uri, selection(1, 4, 2, 31), 3, instruction="use a generator",
-                    strength=0.8)  # fmt: skip
+            command(
+                "difill.editSelection",
+                uri,
+                selection(1, 4, 2, 31),
+                3,
+                instruction="use a generator",
+                strength=0.8,
+            )  # fmt: skip
         )
     )
     assert_held_back(refused, "select less, or try another instruction")  # a --model was given
@@ -84,7 +90,9 @@ async def test_a_noisy_completed_block_is_held_back(client):
 # ---------------------------------------------------------------------------- a fake remote
 
 GOOD = "    subtotal = sum(prices, start=0.0)\n    return subtotal * (1 + tax)"
-NOISE = "    subcount = sum(prices) AKIAIOSFODNN7EXAMPLE http://alice:hunter22@example.com\n    return subcount"
+NOISE = (
+    "    subcount = sum(prices) AKIAIOSFODNN7EXAMPLE http://alice:hunter22@example.com\n    return subcount"
+)
 
 
 class Remote:
@@ -139,7 +147,9 @@ async def remote_client(remote):
         yield client
 
 
-async def test_through_a_remote_a_plausible_rewrite_is_applied_and_a_mangled_one_is_not(remote, remote_client):
+async def test_through_a_remote_a_plausible_rewrite_is_applied_and_a_mangled_one_is_not(
+    remote, remote_client
+):
     client = remote_client
     uri = uri_for(client, "both")
     open_document(client, uri, FUNCTION, version=1)
@@ -150,7 +160,9 @@ async def test_through_a_remote_a_plausible_rewrite_is_applied_and_a_mangled_one
     assert answer["applied"] and len(client.applied_edits) == before + 1
 
     remote.answer = NOISE
-    refused = await held_back(client.workspace_execute_command_async(command("difill.editSelection", uri, rng, 1)))
+    refused = await held_back(
+        client.workspace_execute_command_async(command("difill.editSelection", uri, rng, 1))
+    )
     assert_held_back(refused, "select less")
     assert "renames" in refused.message and "`tax` gone" in refused.message  # the rename, named
     shown = refused.message + json.dumps(refused.data)

@@ -37,7 +37,7 @@ from difill.server.suggestion_path import context_for, edit_options, model_decli
 from difill.server.trees import SyntaxTrees
 from difill.text.characters import line_start, without_unsafe
 from difill.text.context import FillContext, prefix_window, suffix_window, to_lf
-from difill.text.edit_gate import excerpt, held_back
+from difill.text.edit_gate import Edit, excerpt, held_back
 from difill.text.languages import is_stub, language_of, spec_of
 from difill.text.pipeline import shown_middles, shown_rewrite, shown_texts
 from difill.text.rules import with_middles
@@ -224,7 +224,9 @@ def new_selection(
     return keep_edges(selection, shown[0])
 
 
-def check_shown(request: EditRequest, document: Document, new: str, settings: Settings) -> None:
+def check_shown(
+    request: EditRequest, document: Document, new: str, settings: Settings, trees: SyntaxTrees
+) -> None:
     """Raise HeldBack when the edit gate finds ``new`` not worth showing (``editGate`` on).
 
     The message is one line: what the model wrote (an excerpt, with key-shaped text redacted and
@@ -233,8 +235,9 @@ def check_shown(request: EditRequest, document: Document, new: str, settings: Se
         return
     language = language_of(document.language_id, document.uri)
     marker = settings.hole_marker if request.kind == FILL_HOLES else None
-    reasons = held_back(document.text, request.start, request.end, new, language,
-                        instructed=bool(request.instruction), marker=marker)  # fmt: skip
+    edit = Edit(document.text, request.start, request.end, new, language, bool(request.instruction), marker,
+                trees.tree_for(document))  # fmt: skip
+    reasons = held_back(edit)
     if not reasons:
         return
     # Redacted before it is cut: a key or a URL's password cut in half is no longer recognised.
@@ -243,7 +246,9 @@ def check_shown(request: EditRequest, document: Document, new: str, settings: Se
         how = "select less, or try another instruction"
     else:
         how = "the built-in model is too small for edits: set `modelPath` to a real checkpoint or `remote` to a server"
-    message = f'held back the edit: the model wrote "{wrote}", but {"; ".join(reasons)}. For useful edits, {how}'
+    message = (
+        f'held back the edit: the model wrote "{wrote}", but {"; ".join(reasons)}. For useful edits, {how}'
+    )
     raise HeldBack(_safe(message), [_safe(reason) for reason in reasons])
 
 

@@ -160,10 +160,12 @@ class EditService(OneJobPerDocument):
         document = self.unchanged(document)
         try:
             new = new_selection(request, document, result, settings, self.trees)
-            check_shown(request, document, new, settings)
+            check_shown(request, document, new, settings, self.trees)
         except HeldBack as err:  # noise: nothing is sent, applied or proposed; the message says why
             log.info("%s held back: %s", request.kind, "; ".join(err.reasons))
-            raise JsonRpcException(message=str(err), code=REQUEST_FAILED, data={"heldBack": err.reasons}) from None
+            raise JsonRpcException(
+                message=str(err), code=REQUEST_FAILED, data={"heldBack": err.reasons}
+            ) from None
         except EditError as err:
             raise JsonRpcException(message=str(err), code=REQUEST_FAILED) from None
         old = document.text[request.start : request.end]
