@@ -112,21 +112,22 @@ def _parses_worse(
     text: str, start: int, end: int, new: str, language: str | None, marker: str | None, tree: Tree | None
 ) -> str | None:
     """With holes, the baseline is the best of the selection as it is and with every marker read
-    as one of ``PLACEHOLDERS`` (a name, a keyword)."""
+    as one of ``PLACEHOLDERS`` (a name, a keyword); Python compiles the best of those only."""
     if len(text) > MAX_PARSE_CHARS:
         return None
     selection = text[start:end]
     stand_ins = (PYTHON_PLACEHOLDERS if language == "python" else PLACEHOLDERS) if marker else ()
+    candidates = [selection, *(selection.replace(marker, s) for s in stand_ins)] if marker else [selection]
     errors = _error_counter(text, start, end, language, tree)
     if errors is not None:
-        before = min([errors(selection), *(errors(selection.replace(marker, s)) for s in stand_ins)])
-        after = errors(new)
+        counts = [errors(candidate) for candidate in candidates]
+        before, after = min(counts), errors(new)
         if after > before:
             return f"it does not parse ({after} syntax errors in the file, {before} before)"
+        candidates = [selection, candidates[counts.index(before)]]  # compile the best of them only
     if language == "python" and len(text) <= MAX_COMPILE_CHARS:
         head, tail = text[:start], text[end:]
-        baselines = [selection, *(selection.replace(marker, s) for s in stand_ins[:1])]
-        if any(_compiles(head + b + tail) for b in baselines) and not _compiles(head + new + tail):
+        if any(_compiles(head + c + tail) for c in candidates[:2]) and not _compiles(head + new + tail):
             return "Python cannot compile the file with it (it compiled before)"
     return None
 
