@@ -123,7 +123,9 @@ def _parses_worse(
         counts = [errors(candidate) for candidate in candidates]
         before, after = min(counts), errors(new)
         if after > before:
-            return f"it does not parse ({after} syntax errors in the file, {before} before)"
+            return (
+                f"it does not parse ({after} syntax error{'s' * (after != 1)} in the file, {before} before)"
+            )
         candidates = [selection, candidates[counts.index(before)]]  # compile the best of them only
     if language == "python" and len(text) <= MAX_COMPILE_CHARS:
         head, tail = text[:start], text[end:]

@@ -245,7 +245,7 @@ def check_shown(
     if settings.model_path or settings.remote or settings.gguf_path:
         how = "select less, or try another instruction"
     else:
-        how = "the built-in model is too small for edits: set `modelPath` to a real checkpoint or `remote` to a server"
+        how = "set `modelPath` to a real checkpoint or `remote` to a server: the built-in model is too small for edits"
     message = (
         f'held back the edit: the model wrote "{wrote}", but {"; ".join(reasons)}. For useful edits, {how}'
     )
