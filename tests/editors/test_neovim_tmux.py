@@ -40,7 +40,7 @@ class Screen:
         cmd = [sys.executable, "-m", "difill", "serve", "--model", str(model),
                "--log-file", str(work / "server.log")]  # fmt: skip
         env = {"DIFILL_PLUGIN": str(ROOT / "editors" / "neovim"), "DIFILL_CMD": json.dumps(cmd),
-               "DIFILL_SETTINGS": json.dumps({"maxTokens": 24}), "XDG_STATE_HOME": str(work / "state"),
+               "DIFILL_SETTINGS": json.dumps({"maxTokens": 24, "editGate": False}), "XDG_STATE_HOME": str(work / "state"),
                "TERM": "tmux-256color", "COLORTERM": "truecolor"}  # fmt: skip
         (work / "stats.py").write_text(SOURCE)
         nvim = [

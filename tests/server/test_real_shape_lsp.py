@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 import pytest_asyncio
-from lsp_helpers import inline_params, insert_change, open_document, running_server
+from lsp_helpers import changed_settings, inline_params, insert_change, open_document, running_server
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from real_shape import GEMMA_SPECIALS, GEMMA_UNUSED, REAL_SLIDING_WINDOW_FOR_TESTS
@@ -125,9 +125,11 @@ async def test_rewrite_selection_applies_at_the_documents_version(gemma_client):
     }
     before = len(client.applied_edits)
     try:
-        answer = await client.workspace_execute_command_async(
-            types.ExecuteCommandParams(command="difill.editSelection", arguments=[argument])
-        )
+        # The edit gate is off: a random model's edit is noise it holds back (test_lsp_edit_gate.py).
+        async with changed_settings(client, {"editGate": False}):
+            answer = await client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="difill.editSelection", arguments=[argument])
+            )
     except JsonRpcException as refused:
         assert refused.code == REQUEST_FAILED and "empty rewrite" in refused.message, refused
         assert len(client.applied_edits) == before

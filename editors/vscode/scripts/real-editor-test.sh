@@ -72,11 +72,14 @@ export XDG_CONFIG_HOME="$RUN/config" XDG_DATA_HOME="$RUN/share"
 cp "$ROOT/tests/editors/sample_stats.txt" "$WORK/stats.py"
 printf 'def greet(name):\n' > "$WORK/early.py"  # typed in while the model loads (step 4)
 printf 'def area(width, height):\n    half = width / 2\n    return width * height + half\n' > "$WORK/rename.py"  # step 5
+# difill.editGate false: the model's edits are noise the edit gate holds back (docs/edits.md),
+# and this test is about how a proposal is drawn and applied.
 cat > "$DATA/User/settings.json" <<JSON
 {
   "difill.server.pythonPath": "$PY",
   "difill.modelPath": "$MODEL",
   "difill.maxTokens": 24,
+  "difill.editGate": false,
   "difill.loadWaitMs": 0,
   "security.workspace.trust.enabled": false,
   "workbench.startupEditor": "none",

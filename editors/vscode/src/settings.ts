@@ -22,6 +22,7 @@ export const SERVER_SETTING_KEYS = [
   "languages",
   "contextTokens",
   "previews",
+  "editGate",
   "holeMarker",
   "debounceMs",
   "loadWaitMs",

@@ -278,6 +278,12 @@ class Settings:
     # command) is denoised.  Called `drafts` until issue 48 (still read: RENAMED).
     previews: bool = setting("previews", Flag(), False)
 
+    # The edit gate (text/edit_gate.py, docs/edits.md): an edit that parses worse than the selection,
+    # repeats a name or a line, renames a name used outside the selection, moves its indentation,
+    # or (with an instruction) changes nothing is held back with a message instead of shown.
+    # false: every edit the model writes is shown, noise included (a rename the user asked for).
+    edit_gate: bool = setting("editGate", Flag(), True)
+
     # The text that marks a hole for "Fill holes in selection" and `difill.fillHoles`.
     hole_marker: str = setting("holeMarker", OneLine(), "<|hole|>")
 

@@ -23,6 +23,7 @@
 ---@field languages? string[]      language ids the server completes in
 ---@field contextTokens? integer   prefix/suffix context budget
 ---@field previews? boolean        stream difill/preview notifications (the partly denoised text) while an edit denoises (was `drafts`)
+---@field editGate? boolean       hold back an edit that parses worse, repeats, renames or moves its indentation (default true)
 ---@field holeMarker? string       marker that :DifillFill fills (default "<|hole|>")
 ---@field debounceMs? integer      server-side wait before running the model (client debounces too)
 ---@field loadWaitMs? integer      how long a request waits for a loading model

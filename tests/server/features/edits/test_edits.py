@@ -3,6 +3,9 @@ model answers become the selection's new text."""
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -16,7 +19,9 @@ from difill.server.features.edits.plans import (
     REWRITE,
     EditError,
     EditRequest,
+    HeldBack,
     available_edits,
+    check_shown,
     fill_markers,
     keep_edges,
     new_selection,
@@ -125,3 +130,25 @@ def test_complete_block_takes_the_first_usable_candidate_in_the_block_shape():
     request = EditRequest(COMPLETE_BLOCK, doc.uri, 1, start, start + 4)
     raw = result("\x00", "    return w * h\n\nprint(1)")
     assert new_selection(request, doc, raw, Settings(), SyntaxTrees()) == "return w * h"
+
+
+def test_a_held_back_edit_says_what_the_model_wrote_why_and_what_to_do():
+    """Issue 60, item 2: one line; with the built-in model it names modelPath and remote; the
+    excerpt is redacted before it is cut, so no key shows even in part; editGate off shows it."""
+    text = "def total(prices, tax):\n    subtotal = sum(prices)\n    return subtotal * (1 + tax)\n"
+    doc = Document("file:///a.py", "python", 1, text)
+    start = text.index("    subtotal")
+    request = EditRequest(REWRITE, doc.uri, 1, start, len(text), "use a generator")
+    noise = "    subcount = sum(prices) + AKIAIOSFODNN7EXAMPLE\n    return subcount\n"
+    with pytest.raises(HeldBack) as held:
+        check_shown(request, doc, noise, Settings(), SyntaxTrees())
+    message = str(held.value)
+    assert message.startswith('held back the edit: the model wrote "subcount = sum(prices) + <redacted>')
+    assert "\n" not in message and "`modelPath`" in message and "`remote`" in message, message
+    assert "AKIA" not in message and held.value.reasons
+    with pytest.raises(HeldBack) as again:
+        check_shown(request, doc, noise, dataclasses.replace(Settings(), model_path="/m"), SyntaxTrees())
+    assert "select less" in str(again.value) and "`modelPath`" not in str(again.value)
+    check_shown(request, doc, noise, dataclasses.replace(Settings(), edit_gate=False), SyntaxTrees())
+    good = "    subtotal = sum(p for p in prices)\n    return subtotal * (1 + tax)\n"
+    check_shown(request, doc, good, Settings(), SyntaxTrees())

@@ -19,6 +19,9 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 MARKER = "<|hole|>"
 FUNCTION = "def total(prices, tax):\n    subtotal = sum(prices)\n    return subtotal * (1 + tax)\n"
+# The tiny random model writes noise, which the edit gate holds back (test_lsp_edit_gate.py): the
+# tests of how an edit travels (resolve, versions, previews) turn the gate off to get one.
+NO_GATE = {"editGate": False}
 
 
 def selection(line0: int, char0: int, line1: int, char1: int) -> types.Range:
@@ -109,9 +112,10 @@ async def test_resolve_returns_an_edit_inside_the_selection(client):
     open_document(client, uri, FUNCTION, version=7)
     rng = selection(1, 4, 2, 31)
     (rewrite, _) = await actions_for(client, uri, rng)
-    resolved = await client.code_action_resolve_async(
-        client.protocol._converter.structure(rewrite, types.CodeAction)
-    )
+    async with changed_settings(client, NO_GATE):
+        resolved = await client.code_action_resolve_async(
+            client.protocol._converter.structure(rewrite, types.CodeAction)
+        )
     edits = edits_of(client, resolved.edit, uri, 7)
     assert edits, "the rewrite changed nothing"
     for edit in edits:
@@ -152,9 +156,10 @@ async def test_fresh_version_is_applied_with_that_version(client):
     open_document(client, uri, FUNCTION, version=5)
     before = len(client.applied_edits)
     rng = selection(1, 4, 2, 31)
-    answer = await client.workspace_execute_command_async(
-        command("difill.editSelection", uri, rng, 5, instruction="use a generator", strength=0.8)
-    )
+    async with changed_settings(client, NO_GATE):
+        answer = await client.workspace_execute_command_async(
+            command("difill.editSelection", uri, rng, 5, instruction="use a generator", strength=0.8)
+        )
     assert answer["applied"] and answer["edits"] >= 1
     (applied,) = client.applied_edits[before:]
     edited = apply_text_edits(FUNCTION, edits_of(client, applied.edit, uri, 5))
@@ -168,7 +173,7 @@ async def test_drafts_arrive_in_order_and_stop_on_cancel(client):
     text = "def chain(value_0, offset):\n" + body + "    return value_39\n"
     open_document(client, uri, text, version=1)
     rng = selection(1, 0, 40, 0)
-    async with changed_settings(client, {"previews": True, "steps": 1024}):
+    async with changed_settings(client, {"previews": True, "steps": 1024, **NO_GATE}):
         # A complete edit: drafts in step order, then done.
         short = selection(1, 4, 1, 40)
         await client.workspace_execute_command_async(
@@ -212,9 +217,10 @@ async def test_a_function_selected_whole_with_a_stub_body_completes_its_body_onl
     open_document(client, uri, "def later(a, b):\n    pass\n\nx = 1\n", version=4)
     actions = await actions_for(client, uri, selection(0, 0, 1, 8))
     (complete,) = [a for a in actions if a["title"] == "Complete block"]
-    resolved = await client.code_action_resolve_async(
-        client.protocol._converter.structure(complete, types.CodeAction)
-    )
+    async with changed_settings(client, NO_GATE):
+        resolved = await client.code_action_resolve_async(
+            client.protocol._converter.structure(complete, types.CodeAction)
+        )
     for edit in edits_of(client, resolved.edit, uri, 4):  # the header stays as it is
         assert (edit.range.start.line, edit.range.start.character) >= (1, 0), edit
         assert (edit.range.end.line, edit.range.end.character) <= (1, 8), edit

@@ -29,10 +29,15 @@ REQUEST_FAILED = -32803
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session", params=["neovim", "visual_studio_code"])
 async def reviewer(request, tiny_model_dir):
-    """A client that reviews edits: the profile's capabilities plus editProposals."""
+    """A client that reviews edits: the profile's capabilities plus editProposals.  The edit gate
+    is off: the tiny random model writes noise, which the gate holds back, and these tests are
+    about what happens to a proposal (the gate's own test is the last one here)."""
     capabilities = client_capabilities(PROFILES[request.param])
     capabilities.experimental = {"difill": {"editProposals": True}}
-    async with running_server(tiny_model_dir, request.param, capabilities=capabilities) as client:
+    options = {"editGate": False}
+    async with running_server(
+        tiny_model_dir, request.param, init_options=options, capabilities=capabilities
+    ) as client:
         client.profile = request.param
         yield client
 
@@ -245,3 +250,22 @@ async def test_code_actions_are_commands_so_they_become_proposals(reviewer):
     open_document(reviewer, uri, FUNCTION, version=1)
     actions = await actions_for(reviewer, uri, selection(1, 4, 2, 31))
     assert actions and all("data" not in a and a["command"]["command"].startswith("difill.") for a in actions)
+
+
+async def test_with_the_gate_a_noisy_edit_is_no_proposal_and_the_drafts_end(reviewer):
+    """Issue 60, item 2: the tiny model's noise is held back (text/edit_gate.py): the command says
+    so in one line, nothing is pending to accept, and the drafts drawn while it ran end."""
+    uri = uri_for(reviewer, "gated")
+    open_document(reviewer, uri, FUNCTION, version=1)
+    before, drafts_before = len(reviewer.applied_edits), len(reviewer.previews)
+    async with changed_settings(reviewer, {"editGate": True}):
+        with pytest.raises(JsonRpcException) as refused:
+            await propose(reviewer, uri, selection(1, 4, 2, 31), 1)
+    assert refused.value.code == REQUEST_FAILED and refused.value.message.startswith("held back the edit")
+    drafts = reviewer.previews[drafts_before:]
+    assert drafts and drafts[-1]["done"]  # the canvas drawn over the selection is taken down
+    (proposal_id,) = {d["id"] for d in drafts}
+    with pytest.raises(JsonRpcException) as unknown:  # it never became a proposal
+        await run(reviewer, "difill.acceptEdit", {"id": proposal_id})
+    assert unknown.value.code == JsonRpcInvalidParams.CODE
+    assert len(reviewer.applied_edits) == before

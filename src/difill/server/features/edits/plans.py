@@ -29,12 +29,15 @@ from difill.engine.api import (
     ShouldStop,
     about,
 )
+from difill.engine.secrets import scrub
 from difill.server.config import Settings
+from difill.server.context.policy import redact
 from difill.server.documents import Document
 from difill.server.suggestion_path import context_for, edit_options, model_declines
 from difill.server.trees import SyntaxTrees
 from difill.text.characters import line_start, without_unsafe
 from difill.text.context import FillContext, prefix_window, suffix_window, to_lf
+from difill.text.edit_gate import Edit, excerpt, held_back
 from difill.text.languages import is_stub, language_of, spec_of
 from difill.text.pipeline import shown_middles, shown_rewrite, shown_texts
 from difill.text.rules import with_middles
@@ -57,6 +60,14 @@ MAX_HOLES = 16
 
 class EditError(Exception):
     """The edit cannot be made; the message says why (shown to the user)."""
+
+
+class HeldBack(EditError):
+    """The model wrote an edit that the edit gate (text/edit_gate.py) keeps off screen."""
+
+    def __init__(self, message: str, reasons: list[str]) -> None:
+        super().__init__(message)
+        self.reasons = reasons
 
 
 def check_size(request: EditRequest, document: Document, marker: str) -> None:
@@ -211,6 +222,39 @@ def new_selection(
     if not shown:
         raise EditError("the model wrote no usable block body; the selection is unchanged")
     return keep_edges(selection, shown[0])
+
+
+def check_shown(
+    request: EditRequest, document: Document, new: str, settings: Settings, trees: SyntaxTrees
+) -> None:
+    """Raise HeldBack when the edit gate finds ``new`` not worth showing (``editGate`` on).
+
+    The message is one line: what the model wrote (an excerpt, with key-shaped text redacted and
+    the server's own secrets scrubbed), why it is held back, and how to get useful edits."""
+    if not settings.edit_gate:
+        return
+    language = language_of(document.language_id, document.uri)
+    marker = settings.hole_marker if request.kind == FILL_HOLES else None
+    edit = Edit(document.text, request.start, request.end, new, language, bool(request.instruction), marker,
+                trees.tree_for(document))  # fmt: skip
+    reasons = held_back(edit)
+    if not reasons:
+        return
+    # Redacted before it is cut: a key or a URL's password cut in half is no longer recognised.
+    wrote = excerpt(_safe(document.text[request.start : request.end]), _safe(new))
+    if settings.model_path or settings.remote or settings.gguf_path:
+        how = "select less, or try another instruction"
+    else:
+        how = "set `modelPath` to a real checkpoint or `remote` to a server: the built-in model is too small for edits"
+    message = (
+        f'held back the edit: the model wrote "{wrote}", but {"; ".join(reasons)}. For useful edits, {how}'
+    )
+    raise HeldBack(_safe(message), [_safe(reason) for reason in reasons])
+
+
+def _safe(text: str) -> str:
+    """``text`` fit for a message: key-shaped text redacted, the server's own secrets scrubbed."""
+    return scrub(redact(text))
 
 
 def fill_markers(document: Document, request: EditRequest, middles: list[str], settings: Settings) -> str:

@@ -3,7 +3,10 @@
 Shared by ``codeAction/resolve`` and the ``difill.*`` commands.  A request names the document
 version its selection belongs to; if the document is at another version (before or after the
 model run), or holds other text at the same version (a second ``didOpen``), the edit is refused
-with ContentModified and nothing is sent.  The service also keeps the edits a reviewing client has
+with ContentModified and nothing is sent.  An edit the edit gate holds back (text/edit_gate.py:
+it parses worse, stutters, renames, moves the indentation, or changes nothing it was told to) is
+refused with RequestFailed, its message saying what the model wrote and why, and ``data``
+``{"heldBack": [reasons]}``: no applyEdit, no resolved edit, no proposal.  The service also keeps the edits a reviewing client has
 not accepted or rejected yet (``proposals.py``).
 """
 
@@ -24,7 +27,15 @@ from difill.server.config import Settings
 from difill.server.documents import Document, Documents
 from difill.server.engine_host import EngineHost, Job, JobCancelled, Jobs, OneJobPerDocument
 from difill.server.features.edits.diff import text_edits
-from difill.server.features.edits.plans import EditError, EditRequest, check_size, engine_work, new_selection
+from difill.server.features.edits.plans import (
+    EditError,
+    EditRequest,
+    HeldBack,
+    check_shown,
+    check_size,
+    engine_work,
+    new_selection,
+)
 from difill.server.features.edits.proposals import Proposals
 from difill.server.trees import SyntaxTrees
 
@@ -149,6 +160,12 @@ class EditService(OneJobPerDocument):
         document = self.unchanged(document)
         try:
             new = new_selection(request, document, result, settings, self.trees)
+            check_shown(request, document, new, settings, self.trees)
+        except HeldBack as err:  # noise: nothing is sent, applied or proposed; the message says why
+            log.info("%s held back: %s", request.kind, "; ".join(err.reasons))
+            raise JsonRpcException(
+                message=str(err), code=REQUEST_FAILED, data={"heldBack": err.reasons}
+            ) from None
         except EditError as err:
             raise JsonRpcException(message=str(err), code=REQUEST_FAILED) from None
         old = document.text[request.start : request.end]
