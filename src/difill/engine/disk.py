@@ -20,6 +20,7 @@ import os
 import shutil
 import stat
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -54,6 +55,7 @@ class OwnedDir:
     def __init__(self, prefix: str) -> None:
         self.path = tempfile.mkdtemp(prefix=prefix)
         self._lock: int | None = None
+        self._removing = threading.Lock()
         if fcntl is not None:
             fd = os.open(os.path.join(self.path, LOCK), os.O_RDWR | os.O_CREAT, 0o600)
             fcntl.flock(fd, fcntl.LOCK_EX)  # released by the kernel when this process ends, however
@@ -61,10 +63,13 @@ class OwnedDir:
             self._lock = fd
 
     def remove(self) -> None:
+        """Remove the folder and release its lock; again, or from another thread at once, nothing
+        more (a second close of the lock's descriptor would close whatever file took its number)."""
+        with self._removing:
+            lock, self._lock = self._lock, None
         shutil.rmtree(self.path, ignore_errors=True)
-        if self._lock is not None:
-            os.close(self._lock)
-            self._lock = None
+        if lock is not None:
+            os.close(lock)
 
 
 def sweep(prefix: str) -> list[str]:

@@ -411,6 +411,7 @@ def test_the_model_orders_the_names_the_workspace_cannot_tell_apart(tmp_path):
     from difill.engine.api import NameScorer
     from difill.engine.infill import InfillEngine
     from difill.engine.model import DEFAULT_MODEL_DIR, load_model
+    from difill.server.config import Settings
     from difill.server.suggestion_path import ServedModel
 
     root = tmp_path / "ws"
@@ -424,9 +425,12 @@ def test_the_model_orders_the_names_the_workspace_cannot_tell_apart(tmp_path):
         assert [d.text for d in retrieval.drafts if d.undecided] == ["qzxv_alpha", "debug", "info"]
         engine = InfillEngine(load_model(DEFAULT_MODEL_DIR, device="cpu"))
         assert isinstance(engine, NameScorer) and not isinstance(WithoutNameScores(engine), NameScorer)
-        scored = ServedModel(engine).suggest(text, offset, uri, retrieval=retrieval)
+        # The show gate open: this is the ordering's test (with nothing typed after ``levels.`` the
+        # gate holds back any one of three undecided names: tests/server/test_show_gate.py).
+        gate_open = Settings(min_show_probability=0.0)
+        scored = ServedModel(engine, gate_open).suggest(text, offset, uri, retrieval=retrieval)
         assert scored.text in ("debug", "info")
-        unscored = ServedModel(WithoutNameScores(engine)).suggest(text, offset, uri, retrieval=retrieval)
+        unscored = ServedModel(WithoutNameScores(engine), gate_open).suggest(text, offset, uri, retrieval=retrieval)
         assert unscored.text == "qzxv_alpha"
 
 
@@ -436,7 +440,7 @@ async def test_the_model_orders_undecided_names_through_the_server(tmp_path):
     root = tmp_path / "ws"
     write(root / "pkg/__init__.py", "")
     write(root / "pkg/levels.py", LEVELS)
-    options = {"workspaceIndex": True, "contextDrafts": "show"}
+    options = {"workspaceIndex": True, "contextDrafts": "show", "minShowProbability": 0}  # the ordering's test
     async with running_server(DEFAULT_MODEL_DIR, init_options=options, root_uri=root.as_uri()) as client:
         uri = (root / "pkg/run.py").as_uri()
         open_document(client, uri, AT_LEVELS + "('starting')\n")

@@ -187,10 +187,11 @@ class JediProcess:
         self._remove_cache()
 
     def _remove_cache(self) -> None:
-        if self._cache is not None:
-            self._cache.remove()
-            self._cache = None
+        # ``close`` runs beside a request (it must not wait for its lock): take the folder once.
+        cache, self._cache = self._cache, None
+        if cache is not None:
             self.cache_dir = None
+            cache.remove()
 
     def close(self) -> None:
         """Stop the process now (a completion in progress answers None)."""
