@@ -1,7 +1,18 @@
 import os
 
 
-def list_python_files(root):
+def count_lines(path):
+    with open(path, encoding="utf-8") as f:
+        return sum(1 for _ in f)
+
+
+def report(paths):
+    """Each path and its number of lines."""
+    for path in paths:
+        print(path, count_lines(path))
+
+
+def python_files(root):
     """Every .py file under root, sorted."""
     found = []
     for dirpath, dirnames, filenames in os.walk(root):
@@ -11,11 +22,7 @@ def list_python_files(root):
     return sorted(found)
 
 
-def count_lines(path):
-    with open(path, encoding="utf-8") as f:
-        return sum(1 for _ in f)
-
-
 if __name__ == "__main__":
-    for path in list_python_files("."):
+    report(python_files("."))
+    for path in python_files("."):
         print(path, 

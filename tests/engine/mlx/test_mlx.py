@@ -134,7 +134,7 @@ def test_the_same_name_scores_from_both_engines(shipped):
 def test_difill_fill_engine_mlx_prints_the_torch_engines_text(capsys):
     from difill.cli import main
 
-    demo = f"{Path(__file__).parents[3] / 'examples' / 'demo.py'}:21:21"
+    demo = f"{Path(__file__).parents[3] / 'examples' / 'demo.py'}:28:21"
     shown = {}
     for engine in ("torch", "mlx"):
         assert main(["fill", demo, "--engine", engine, "--device", "cpu", "--json"]) == 0
