@@ -253,8 +253,11 @@ async def served_outcomes(
     group: int,
     model_dir: str | None,
     settings: dict[str, Any] | None = None,
+    alone: bool = False,
 ) -> list[Outcome]:
-    """Each group of ``group`` files: their files off the disk, a fresh server, its cases asked."""
+    """Each group of ``group`` files: their files off the disk, a fresh server, its cases asked.
+    ``alone``: the server's workspace is an empty folder, so the document is all it reads (the
+    "alone" row); else the rest of the project (the "served" row)."""
     by_file: dict[str, list[FreshCase]] = {}
     for case in cases:
         by_file.setdefault(case.path, []).append(case)
@@ -267,13 +270,16 @@ async def served_outcomes(
             for i, path in enumerate(chunk):  # off the disk: nothing the server reads holds them
                 shutil.move(project.root / path, held / str(i))
             client = FreshClient()
+            root = held / "empty" if alone else project.root
+            root.mkdir(exist_ok=True)
             try:
-                await client.start(project.root, model_dir, settings)
-                await client.warm_up(project.root, cases[0].language)
+                await client.start(root, model_dir, settings)
+                await client.warm_up(root, cases[0].language)
                 for path in chunk:
                     for case in by_file[path]:
-                        line, ms, shown = await client.ask(project.root, case)
-                        outcomes.append(Outcome(case, "served", is_exact(case, line), shown, ms, line))
+                        line, ms, shown = await client.ask(root, case)
+                        row = "alone" if alone else "served"
+                        outcomes.append(Outcome(case, row, is_exact(case, line), shown, ms, line))
             finally:
                 await client.stop()
                 for i, path in enumerate(chunk):
@@ -310,6 +316,8 @@ def summary(outcomes: list[Outcome]) -> dict[str, Any]:
         "exact": round(exact / max(1, n), 4),
         "exact_ci": [round(low, 4), round(high, 4)],
         "shown": round(sum(o.shown for o in outcomes) / max(1, n), 4),
+        # Of the cursors shown something, the share where it was right (issue 60: what a reader pays for).
+        "shown_precision": round(exact / max(1, sum(o.shown for o in outcomes)), 4),
         "p50_ms": round(statistics.median(ms), 1) if ms else None,
         "p95_ms": round(ms[min(len(ms) - 1, int(0.95 * len(ms)))], 1) if ms else None,
     }
@@ -331,15 +339,15 @@ def report(outcomes: list[Outcome]) -> list[dict[str, Any]]:
 
 def format_report(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| by | name | row | cases | exact [95% CI] | shown | p50 / p95 ms |",
-        "|---|---|---|---|---|---|---|",
+        "| by | name | row | cases | exact [95% CI] | shown | shown precision | p50 / p95 ms |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         low, high = r["exact_ci"]
         ms = f"{r['p50_ms']} / {r['p95_ms']}" if r["p50_ms"] is not None else "-"
         lines.append(
             f"| {r['by']} | {r['name']} | {r['row']} | {r['cases']} | {r['exact']:.1%} "
-            f"[{low:.0%}, {high:.0%}] | {r['shown']:.0%} | {ms} |"
+            f"[{low:.0%}, {high:.0%}] | {r['shown']:.0%} | {r['shown_precision']:.0%} | {ms} |"
         )
     return "\n".join(lines)
 
@@ -366,7 +374,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--group", type=int, default=5, help="files taken off the disk per server")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--model", help="a checkpoint folder (default: the shipped model)")
-    parser.add_argument("--rows", default="served,copy", help="served, copy (the no-model rule)")
+    parser.add_argument(
+        "--rows", default="served,alone,copy",
+        help="served (the project as the workspace), alone (the document alone), copy (the no-model rule)",
+    )  # fmt: skip
     parser.add_argument("--json", help="write the rows here as JSON")
     parser.add_argument("--settings", help="the served row's settings, a JSON object (initializationOptions)")
     parser.add_argument(
@@ -384,10 +395,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: {len(project.files)} files, {len(cases)} cases", file=sys.stderr)
             if "copy" in rows:
                 outcomes += copy_outcomes(cases)
-            if "served" in rows:
-                outcomes += asyncio.run(
-                    served_outcomes(project, cases, args.group, args.model, json.loads(args.settings or "{}"))
-                )
+            settings = json.loads(args.settings or "{}")
+            for row in ("served", "alone"):
+                if row in rows:
+                    outcomes += asyncio.run(
+                        served_outcomes(project, cases, args.group, args.model, settings, row == "alone")
+                    )
     if args.dump:
         with open(args.dump, "w") as out:
             for o in outcomes:
