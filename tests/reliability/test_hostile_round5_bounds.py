@@ -6,10 +6,12 @@ what the bounded one needs."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
 
+from server_hooks import hook_env
 from test_hostile_round2 import inline
 
 from difill.server.context import symbols_js
@@ -138,3 +140,64 @@ def test_tsconfig_path_targets_are_capped():
     base, aliases = symbols_js.path_aliases(tsconfig)
     assert sum(len(t) for _, t in aliases) <= 64  # f7ad0f7: 20,001, 18 candidate paths each
     assert aliases[0][1][:2] == ["t0/*", "t1/*"] and aliases[1] == ("~/*", ["lib/*"])
+
+
+# ---------------------------------------------------------------------------- row 7: a rename by a data literal
+
+DATA_LINE = "const DATA = [" + "count, " * 13_000 + "];"  # 91 KB on one line
+RENAMED = f"let total = 1;\n{DATA_LINE}\nfunction f() {{\n  return count + 1;\n}}\nconsole.log(count);\n"
+
+
+def cpu_seconds(pid: int) -> float:
+    """The user and system time the process (not its children) has used."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rename_server(start_server, tmp_path):
+    env = {"DIFILL_API_KEY": "", **hook_env(tmp_path / "hooks.jsonl", inspect="1")}
+    server = start_server(None, env=env)
+    server.initialize(options={"remote": "http://127.0.0.1:9", "nextEdit": "drafts"}, root_uri=tmp_path.as_uri())
+    uri = (tmp_path / "data.js").as_uri()
+    open_doc(server, uri, RENAMED.replace("let total", "let count", 1), "javascript")
+    return server, uri
+
+
+def rename_at_top(server, uri: str, version: int, old: str, new: str) -> None:
+    server.notify("textDocument/didChange", {
+        "textDocument": {"uri": uri, "version": version},
+        "contentChanges": [{"range": {"start": {"line": 0, "character": 4},
+                                      "end": {"line": 0, "character": 4 + len(old)}}, "text": new}],
+    })  # fmt: skip
+
+
+def next_edit_params(uri: str, version: int, character: int) -> dict:
+    return {"textDocument": {"uri": uri, "version": version}, "position": {"line": 0, "character": character}}
+
+
+def test_a_rename_beside_a_90k_data_literal_answers_its_places(start_server, tmp_path):
+    server, uri = rename_server(start_server, tmp_path)
+    rename_at_top(server, uri, 2, "count", "total")
+    started = time.perf_counter()
+    answer = server.request("textDocument/copilotInlineEdit", next_edit_params(uri, 2, 9), timeout=10)
+    assert time.perf_counter() - started < 3.0  # f7ad0f7: never (minutes: the prose check was quadratic)
+    edits = answer["result"]["edits"]
+    assert [e["text"] for e in edits] and {e["range"]["start"]["line"] for e in edits} <= {3, 5}
+
+
+def test_a_cancelled_next_edit_leaves_no_thread_working(start_server, tmp_path):
+    server, uri = rename_server(start_server, tmp_path)
+    threads = server.request("difillTest/inspect", {"uri": uri})["result"]["threads"]
+    names = [("count", "total"), ("total", "count"), ("count", "total")]
+    for version, (old, new) in enumerate(names, start=2):
+        rename_at_top(server, uri, version, old, new)
+        request = server.send_request("textDocument/copilotInlineEdit", next_edit_params(uri, version, 4 + len(new)))
+        time.sleep(0.3)
+        server.notify("$/cancelRequest", {"id": request})
+        server.response_to(request, timeout=10)  # answered, or refused as cancelled: either way at once
+    time.sleep(1.0)
+    used = cpu_seconds(server.proc.pid)
+    time.sleep(2.0)
+    assert cpu_seconds(server.proc.pid) - used < 0.5  # f7ad0f7: a core busy after the cancel (2 s of 2)
+    after = server.request("difillTest/inspect", {"uri": uri})["result"]["threads"]
+    assert after <= threads + 1  # f7ad0f7: one more busy thread per cancelled edit

@@ -15,6 +15,7 @@ scanned whole, to find the occurrences nearest the cursor).
 
 from __future__ import annotations
 
+import bisect
 import collections
 import itertools
 import re
@@ -92,11 +93,12 @@ def find_drafts(
             if source_longest < count:
                 continue
             current = source == "current"
+            prose = ProseScan(text, spec)
             for end in _match_ends(patterns[count], text, exclude_end=len(text) if current else None):
                 continuation = text[end : end + max_chars]
                 if not continuation.strip() or continuation in seen:
                     continue
-                if code_only and in_prose(text[text.rfind("\n", 0, end) + 1 : end], spec):
+                if code_only and prose.kind_at(end):
                     continue
                 seen.add(continuation)
                 drafts.append(Draft(continuation, source, count))
@@ -109,33 +111,68 @@ def in_prose(line: str, spec: LanguageSpec | None) -> bool:
     """Whether the end of ``line`` (the text of a line up to a point) is inside a string or a line
     comment of the language (``spec``; a ``#`` or ``//`` comment and both quotes when unknown).
     One line only: a block comment or a docstring that began on an earlier line is not seen."""
-    return _prose_kind(line, spec) != ""
+    return ProseScan(line, spec).kind_at(len(line)) != ""
 
 
 def in_comment(line: str, spec: LanguageSpec | None) -> bool:
     """Whether the end of ``line`` is inside a line comment (not a string), as ``in_prose`` reads it."""
-    return _prose_kind(line, spec) == "comment"
+    return ProseScan(line, spec).kind_at(len(line)) == "comment"
 
 
-def _prose_kind(line: str, spec: LanguageSpec | None) -> str:
-    """The kind of text the end of ``line`` is in: "comment", "string" or "" (code)."""
-    comments = spec.line_comment if spec is not None else ("#", "//")
-    quotes = spec.quotes + ("`" if spec is not None and spec.backquote_strings else "") if spec else "\"'`"
-    quote = ""
-    i = 0
-    while i < len(line):
-        char = line[i]
-        if quote:
-            if char == "\\":
-                i += 1
-            elif char == quote:
-                quote = ""
-        elif char in quotes and not (spec is not None and spec.lifetimes and char == "'"):
-            quote = char
-        elif any(line.startswith(marker, i) for marker in comments):
-            return "comment"
-        i += 1
-    return "string" if quote else ""
+class ProseScan:
+    """Where strings and line comments open and close along a text, as ``in_prose`` reads a
+    line: each line is scanned once, when first asked about, and any offset in it is then a
+    bisect.  Asking at every match of a 90 KB one-line literal read the line's prefix once per
+    match: quadratic, minutes (issue 62 row 7)."""
+
+    def __init__(self, text: str, spec: LanguageSpec | None) -> None:
+        self.text = text
+        comments = spec.line_comment if spec is not None else ("#", "//")
+        quotes = spec.quotes + ("`" if spec.backquote_strings else "") if spec is not None else "\"'`"
+        if spec is not None and spec.lifetimes:
+            quotes = quotes.replace("'", "")  # ``'a`` is a lifetime, not an open quote
+        stops = [re.escape(m) for m in sorted(comments, key=len, reverse=True) if m]
+        stops += [f"[{re.escape(quotes)}]"] if quotes else []
+        self.code_stop = re.compile("|".join(stops)) if stops else None
+        self.quotes = quotes
+        self.line = (-1, -1)  # [start, end) of the line scanned last
+        self.ends: list[int] = []  # the shortest prefix (an end offset) each state holds from
+        self.kinds: list[str] = []
+
+    def kind_at(self, end: int) -> str:
+        """The kind of text at ``end`` (``text[:end]`` read): "comment", "string" or "" (code)."""
+        low, high = self.line
+        if not low <= end <= high:
+            low = self.text.rfind("\n", 0, end) + 1
+            high = self.text.find("\n", end)
+            self._scan(low, len(self.text) if high < 0 else high)
+        k = bisect.bisect_right(self.ends, end) - 1
+        return self.kinds[k] if k >= 0 else ""
+
+    def _scan(self, low: int, high: int) -> None:
+        self.line, self.ends, self.kinds = (low, high), [], []
+        text, at = self.text, low
+        while at < high and self.code_stop is not None:
+            stop = self.code_stop.search(text, at, high)
+            if stop is None:
+                return
+            if stop.group() not in self.quotes:
+                self.ends.append(stop.end())
+                self.kinds.append("comment")
+                return
+            quote, at = stop.group(), stop.end()
+            self.ends.append(at)
+            self.kinds.append("string")
+            close = re.compile(rf"\\.|{re.escape(quote)}", re.S)
+            while True:
+                found = close.search(text, at, high)
+                if found is None:
+                    return  # open to the line's end
+                at = found.end()
+                if found.group() == quote:
+                    self.ends.append(at)
+                    self.kinds.append("")
+                    break
 
 
 def _longest_match(
