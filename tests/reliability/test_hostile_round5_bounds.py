@@ -201,3 +201,105 @@ def test_a_cancelled_next_edit_leaves_no_thread_working(start_server, tmp_path):
     assert cpu_seconds(server.proc.pid) - used < 0.5  # f7ad0f7: a core busy after the cancel (2 s of 2)
     after = server.request("difillTest/inspect", {"uri": uri})["result"]["threads"]
     assert after <= threads + 1  # f7ad0f7: one more busy thread per cancelled edit
+
+
+# ---------------------------------------------------------------------------- row 4: jedi's process while it works
+
+JEDI_ASK_S = 40.0  # jedi loads its stubs (a second or two on a busy machine), then answers
+
+
+def jedi_children(pid: int) -> set[int]:
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found |= {int(c) for c in (task / "children").read_text().split()}
+    return {c for c in found if "jedi_process" in _cmdline(c)}
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text()
+    except OSError:
+        return ""
+
+
+class JediWatch:
+    """The largest resident size any jedi process of the server reached, sampled every 50 ms; a
+    process past 2.5 GB is killed here (the test's own bound: f7ad0f7 grew it without one)."""
+
+    def __init__(self, server_pid: int) -> None:
+        self.server_pid, self.peak_mb, self.stop = server_pid, 0.0, threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop.wait(0.05):
+            try:
+                pids = jedi_children(self.server_pid)
+            except OSError:
+                continue
+            for pid in pids:
+                try:
+                    mb = int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+                except (OSError, ValueError, IndexError):
+                    continue
+                self.peak_mb = max(self.peak_mb, mb)
+                if mb > 2500:
+                    os.kill(pid, 9)
+
+    def close(self) -> float:
+        self.stop.set()
+        self.thread.join(5)
+        return self.peak_mb
+
+
+def jedi_answers(server, uri: str, line: int, character: int, wanted: str, deadline_s: float = JEDI_ASK_S) -> float:
+    """Ask until an item starts with ``wanted`` (jedi's), each request answered in time: the
+    slowest request's seconds."""
+    slowest, deadline, texts = 0.0, time.monotonic() + deadline_s, []
+    while time.monotonic() < deadline:
+        texts, seconds = timed_inline(server, uri, line, character)
+        slowest = max(slowest, seconds)
+        if any(text.startswith(wanted) for text in texts):
+            return slowest
+        time.sleep(0.2)
+    raise AssertionError(f"{wanted!r} never shown (jedi never answered); the last answer: {texts}")
+
+
+def test_a_buildout_bin_linked_to_dev_zero_does_not_grow_jedi(start_server, tmp_path):
+    root = tmp_path / "ws"
+    (root / "bin").mkdir(parents=True)
+    (root / "buildout.cfg").write_text("[buildout]\nparts =\n")
+    (root / "bin" / "x").symlink_to("/dev/zero")
+    server = serve(start_server, root, contextDrafts="show")
+    watch = JediWatch(server.proc.pid)
+    uri = (root / "app.py").as_uri()
+    text = "import os\n\nstem = os.path.splitex"
+    open_doc(server, uri, text, "python")
+    try:
+        slowest = jedi_answers(server, uri, 2, len("stem = os.path.splitex"), "t")
+    finally:
+        peak = watch.close()
+    assert peak < 1024  # f7ad0f7: 2 GiB within 2-7 s, 250 MB/s for a minute
+    assert slowest < 3.0
+
+
+def test_a_12mb_generated_module_is_not_parsed_and_jedi_goes_on(start_server, tmp_path):
+    root = tmp_path / "ws"
+    root.mkdir()
+    rows = "".join(f"ROW_{i} = ({i}, 'name_{i}', {i * 0.5}, None)\n" for i in range(300_000))
+    (root / "tables.py").write_text(rows)  # about 12 MB
+    server = serve(start_server, root, contextDrafts="show")
+    watch = JediWatch(server.proc.pid)
+    uri = (root / "app.py").as_uri()
+    text = "import os\nimport tables\n\nrow = tables.RO\nstem = os.path.splitex\nbase = os.path.basena"
+    open_doc(server, uri, text, "python")
+    try:
+        jedi_answers(server, uri, 4, len("stem = os.path.splitex"), "t")  # jedi has loaded its stubs
+        timed_inline(server, uri, 3, len("row = tables.RO"))  # jedi is asked about tables
+        time.sleep(1.0)  # and has started on it
+        slowest = jedi_answers(server, uri, 5, len("base = os.path.basena"), "me", deadline_s=25)
+    finally:
+        peak = watch.close()
+    print(f"peak {peak:.0f} MB, slowest {slowest:.2f} s")
+    assert peak < 1024  # f7ad0f7: 1.3-2 GB and a core for 60 s (no answer for anything else meanwhile)
+    assert slowest < 3.0
