@@ -10,7 +10,10 @@ workspace), and in the current document the occurrence nearest the cursor comes 
 Work is bounded whatever the input: at most ``MAX_QUERY_TOKENS`` lengths are tried, each one
 regex scan per source, over at most ``max_source_chars`` characters of sources in all, and at most
 ``MAX_MATCHES`` occurrences of one pattern in one source are looked at (the current document is
-scanned whole, to find the occurrences nearest the cursor).
+scanned whole, to find the occurrences nearest the cursor), ``MAX_REQUEST_MATCHES`` in all (and
+``MAX_SCANNED_CHARS`` of sources, a length at a time), and a
+source is left after ``MAX_STALE_MATCHES`` in a row that give no new draft, and for good when its
+longest match gives none.
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ import bisect
 import collections
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from difill.text.budget import Budget
 from difill.text.languages import LanguageSpec, spec_of
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
@@ -29,6 +33,15 @@ MAX_QUERY_TOKENS = 8  # the longest match tried; prompt-lookup implementations u
 QUERY_WINDOW = 400  # characters before the cursor that the query tokens come from
 MAX_MATCHES = 512  # occurrences of one pattern looked at in one source
 MIN_WORD_MATCH = 3  # a one-token match must be an identifier at least this long: "(" says nothing
+# Open tabs of the same line 2,000 times: every match of every length in every source gave a
+# draft already seen, 30,000 matches a request (issue 62 row 10: p50 141 ms against 10 ms).  A
+# source whose matches stop giving new drafts is left at that length, one whose best matches
+# (the first of them, or all) repeat earlier drafts is left at every length, and all sources
+# share one budget.
+MAX_STALE_MATCHES = 64  # matches in a row of one source, at one length, that give nothing new
+MAX_REQUEST_MATCHES = 4096
+MAX_SCANNED_CHARS = 4 * 1024 * 1024  # of sources, each length scanned counted: 8 tabs of 64 KB at 8 lengths
+FIND_MS = 100.0
 
 
 @dataclass(frozen=True)
@@ -88,22 +101,35 @@ def find_drafts(
     if cursor_in_prose is None:
         cursor_in_prose = in_prose(before_cursor[before_cursor.rfind("\n") + 1 :], spec)
     code_only = not cursor_in_prose
+    budget, scanned = Budget(FIND_MS, MAX_REQUEST_MATCHES), Budget(FIND_MS, MAX_SCANNED_CHARS)
     for count in range(max(longest, default=0), min_count - 1, -1):
-        for (source, text), source_longest in zip(searched, longest, strict=True):
+        for i, ((source, text), source_longest) in enumerate(zip(searched, longest, strict=True)):
             if source_longest < count:
                 continue
+            if not scanned.spend(len(text)):
+                return drafts
             current = source == "current"
-            prose = ProseScan(text, spec)
+            prose, stale, found = ProseScan(text, spec), 0, len(drafts)
             for end in _match_ends(patterns[count], text, exclude_end=len(text) if current else None):
+                if not budget.spend():
+                    return drafts
+                stale += 1
+                if stale > MAX_STALE_MATCHES:
+                    break  # the rest of this source repeats what was read
                 continuation = text[end : end + max_chars]
+                if continuation in seen and stale == 1 and count == source_longest and not current:
+                    break  # its first best match repeats an earlier draft: a copy of code read
                 if not continuation.strip() or continuation in seen:
                     continue
                 if code_only and prose.kind_at(end):
                     continue
+                stale = 0
                 seen.add(continuation)
                 drafts.append(Draft(continuation, source, count))
                 if len(drafts) >= max_drafts:
                     return drafts
+            if count == source_longest and len(drafts) == found and not current:
+                longest[i] = 0  # its best matches repeat earlier drafts: so will its shorter ones
     return drafts
 
 
@@ -245,12 +271,12 @@ def _is_word(token: str) -> bool:
 
 def _match_ends(
     pattern: re.Pattern[str], text: str, exclude_end: int | None, limit: int = MAX_MATCHES
-) -> list[int]:
-    """Where the matches that start a word end: the first ``limit`` ones, or in the current
-    document (``exclude_end`` set) the last ones, nearest the cursor first."""
+) -> Iterable[int]:
+    """Where the matches that start a word end: the first ``limit`` ones, as they are read, or
+    in the current document (``exclude_end`` set) the last ones, nearest the cursor first."""
     starting = (m for m in pattern.finditer(text) if _starts_word(text, m.start()))
     if exclude_end is None:
-        return [m.end() for m in itertools.islice(starting, limit)]
+        return (m.end() for m in itertools.islice(starting, limit))
     last = collections.deque((m.end() for m in starting), maxlen=limit + 1)
     return [end for end in reversed(last) if end != exclude_end][:limit]
 
