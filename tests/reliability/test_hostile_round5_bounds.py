@@ -6,6 +6,7 @@ what the bounded one needs."""
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -136,7 +137,7 @@ def test_a_go_package_in_a_3000_module_monorepo_resolves_in_milliseconds():
 
 def test_tsconfig_path_targets_are_capped():
     targets = [f"t{i}/*" for i in range(20_000)]  # 220 KB: under the 256 KB read
-    tsconfig = '{"compilerOptions": {"paths": {"@/*": %s, "~/*": ["lib/*"]}}}' % str(targets).replace("'", '"')
+    tsconfig = json.dumps({"compilerOptions": {"paths": {"@/*": targets, "~/*": ["lib/*"]}}})
     base, aliases = symbols_js.path_aliases(tsconfig)
     assert sum(len(t) for _, t in aliases) <= 64  # f7ad0f7: 20,001, 18 candidate paths each
     assert aliases[0][1][:2] == ["t0/*", "t1/*"] and aliases[1] == ("~/*", ["lib/*"])
