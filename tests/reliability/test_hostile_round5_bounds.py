@@ -239,10 +239,7 @@ class JediWatch:
             except OSError:
                 continue
             for pid in pids:
-                try:
-                    mb = int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-                except (OSError, ValueError, IndexError):
-                    continue
+                mb = _rss_mb(pid)
                 self.peak_mb = max(self.peak_mb, mb)
                 if mb > 2500:
                     os.kill(pid, 9)
@@ -359,3 +356,38 @@ def test_sixty_tabs_of_repeated_code_do_not_slow_a_same_file_draft(start_server,
     print(f"p50 {p50(alone) * 1000:.1f} ms alone, {p50(with_tabs) * 1000:.1f} ms with 60 tabs")
     # Here 1.5-3 ms alone, 1.8x that with the tabs; f7ad0f7 7-10x (11-38 ms).
     assert p50(with_tabs) < 4 * p50(alone) + 0.002
+
+
+def test_jedi_past_its_bound_while_it_works_is_killed_logged_once_and_the_server_answers(start_server, tmp_path):
+    # A bound any jedi passes while it loads its stubs, set in the server's process at start-up.
+    hooks = tmp_path / "bound"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(
+        "import difill.server.context.jedi_process as jedi_process\njedi_process.MAX_WORKING_RSS_MB = 40\n"
+    )
+    root = tmp_path / "ws"
+    root.mkdir()
+    path = f"{hooks}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
+    server = start_server(None, env={"DIFILL_API_KEY": "", "PYTHONPATH": path})
+    server.initialize(options={"remote": "http://127.0.0.1:9", "contextDrafts": "show"}, root_uri=root.as_uri())
+    uri = (root / "app.py").as_uri()
+    open_doc(server, uri, "import os\n\nstem = os.path.splitex", "python")
+    deadline, kills = time.monotonic() + JEDI_ASK_S, []
+    while len(kills) < 1 and time.monotonic() < deadline:  # f7ad0f7: the bound was read after an answer
+        texts, seconds = timed_inline(server, uri, 2, len("stem = os.path.splitex"))
+        assert seconds < 3.0  # the server answers meanwhile
+        kills = [line for line in server.stderr_text().splitlines() if "while it worked" in line]
+        time.sleep(0.2)
+    assert kills and "WARNING" in kills[0]
+    for _ in range(10):  # each ask starts jedi again, and it is killed again: logged once
+        assert timed_inline(server, uri, 2, len("stem = os.path.splitex"))[1] < 3.0
+        time.sleep(0.3)
+    assert [line for line in server.stderr_text().splitlines() if "while it worked" in line] == kills
+    assert not any("jedi_process" in _cmdline(pid) and _rss_mb(pid) > 200 for pid in jedi_children(server.proc.pid))
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return 0.0
