@@ -363,7 +363,7 @@ def test_jedi_past_its_bound_while_it_works_is_killed_logged_once_and_the_server
     hooks = tmp_path / "bound"
     hooks.mkdir()
     (hooks / "sitecustomize.py").write_text(
-        "import difill.server.context.jedi_process as jedi_process\njedi_process.MAX_WORKING_RSS_MB = 40\n"
+        "import difill.server.context.jedi_bounds as jedi_bounds\njedi_bounds.MAX_WORKING_RSS_MB = 40\n"
     )
     root = tmp_path / "ws"
     root.mkdir()

@@ -4,8 +4,8 @@ jedi is pure Python.  On a thread of the server it held the interpreter while it
 inferred, and a fill running beside it waited for the interpreter at every denoising step (a
 fill's p50 12 -> 117 ms); a module that made it grow or crash took the server with it.  In a
 process of its own it runs on the other core, its memory is its own (it exits past
-``MAX_RSS_MB`` and the next request starts a new one), and a crash or a completion past
-``TIMEOUT_S`` costs that one list.
+``MAX_RSS_MB`` and the next request starts a new one; while it works, it is killed past
+jedi_bounds.py's bound), and a crash or a completion past ``TIMEOUT_S`` costs that one list.
 
 Its parse cache is its own: jedi keeps parsed modules pickled in ``~/.cache/jedi``, shared with
 every jedi on the machine (an editor's jedi-language-server too), and a guarded read parses as an
@@ -37,7 +37,6 @@ import keyword
 import logging
 import os
 import pickle
-import select
 import shutil
 import struct
 import subprocess
@@ -46,8 +45,9 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from stat import S_ISREG
 from typing import Any, BinaryIO
+
+from difill.server.context import jedi_bounds
 
 log = logging.getLogger("difill.server")
 
@@ -56,14 +56,8 @@ MAX_NAMES = 2000  # jedi lists every name of a module; the ranking reads this ma
 # minutes once it holds 600: a star-import chain through a 10,000-module package would keep them
 # all.  After each completion the least recently used go, down to this many.
 MAX_PARSED_MODULES = 400
-MAX_MODULE_BYTES = 4 * 1024 * 1024  # a bigger module is parsed as empty (``_not_parsed``)
 MAX_RSS_MB = 1024  # resident past this, the process exits after its answer; the next request starts another
 TIMEOUT_S = 60.0  # a completion still running then is given up: the process is killed
-# While it works the process is killed past this (MAX_RSS_MB is its bound between answers: one
-# completion may pass it and answer); its memory is read every WATCH_S.
-MAX_WORKING_RSS_MB = 1536
-WATCH_S = 0.05
-_killed_for: set[str] = set()  # the kills logged (each once: a repository that kills it at every ``x.``)
 WARM_UP = "import os\nos."  # a completion that reads the standard library's stubs
 HEADER = struct.Struct(">I")
 MAX_FRAME_BYTES = 256 * 1024 * 1024
@@ -129,10 +123,10 @@ class JediProcess:
                 proc = self._started()
                 write_frame(proc.stdin, message)
                 while True:
-                    why = self._wait_for_frame(proc, deadline)
+                    why = jedi_bounds.wait_for_frame(proc, deadline, TIMEOUT_S)
                     if why is not None:
                         self._kill()
-                        _log_kill_once(why)
+                        jedi_bounds.log_kill_once(why)
                         return None, why
                     reply = read_frame(proc.stdout)
                     if reply is None:
@@ -156,22 +150,6 @@ class JediProcess:
             except (BrokenPipeError, OSError, pickle.UnpicklingError, ValueError) as err:
                 self._kill()
                 return None, f"jedi's process failed: {type(err).__name__}"
-
-    def _wait_for_frame(self, proc: subprocess.Popen, deadline: float) -> str | None:
-        """Wait until the process writes, watching it meanwhile: why it must be killed (past the
-        wall clock, or resident past ``MAX_WORKING_RSS_MB``), or None once a frame is there.
-        Bounded while it works, not only after an answer (issue 62 row 4: a read of
-        ``/dev/zero`` grew it 250 MB/s for a minute).  Its resident memory is watched from here,
-        not capped with RLIMIT_AS there: jedi's environment subprocess would inherit the cap,
-        and it imports compiled modules (torch maps gigabytes of address space it never uses)."""
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return f"no answer within {TIMEOUT_S:.0f} s: jedi's process was stopped"
-            if select.select([proc.stdout], [], [], min(remaining, WATCH_S))[0]:
-                return None
-            if process_resident_mb(proc.pid) > MAX_WORKING_RSS_MB:
-                return f"jedi's process passed {MAX_WORKING_RSS_MB} MB while it worked: it was stopped"
 
     def _started(self) -> subprocess.Popen:
         if self._proc is not None and self._proc.poll() is None:
@@ -335,54 +313,12 @@ def guard_reads(denies: Callable[[str], bool]) -> None:
         # empty ``decimal-stubs`` in the standard library's zip hid typeshed's stub).
         if _guard and os.path.isfile(path) and _guard[0](path):
             return b""
-        if _not_parsed(path):
+        if jedi_bounds.not_parsed(path):
             return b""
         return read(self)
 
     guarded.difill_guarded = True  # type: ignore[attr-defined]
     parso.file_io.FileIO.read = guarded  # type: ignore[method-assign]
-
-
-def _not_parsed(path: str) -> bool:
-    """A file read as an empty module: one past ``MAX_MODULE_BYTES`` (a generated 12 MB module
-    cost 1.3-2 GB and a core for a minute at every ``tables.``), or no regular file (a device,
-    a FIFO: a read that never ends).  A missing one is read, and fails, as jedi expects."""
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return False
-    return not S_ISREG(stat.st_mode) or stat.st_size > MAX_MODULE_BYTES
-
-
-def bound_known_content() -> None:
-    """A module whose source jedi's environment subprocess read (every ``import x`` it finds
-    there: jedi_names.py) comes back as ``KnownContentFileIO``, past ``guard_reads``: past
-    ``MAX_MODULE_BYTES`` it is parsed as an empty module too.  Wrapped once per process."""
-    import parso.file_io
-
-    read = parso.file_io.KnownContentFileIO.read
-    if getattr(read, "difill_bounded", False):
-        return
-
-    def bounded(self) -> bytes | str:
-        content = read(self)
-        return content[:0] if len(content) > MAX_MODULE_BYTES else content
-
-    bounded.difill_bounded = True  # type: ignore[attr-defined]
-    parso.file_io.KnownContentFileIO.read = bounded  # type: ignore[method-assign]
-
-
-def no_buildout_search() -> None:
-    """Turn off jedi's buildout search for every project.  With a ``buildout.cfg`` above the
-    document, jedi opens every file of its ``bin/`` with ``open`` and reads a first line, outside
-    parso's ``FileIO`` and so outside ``guard_reads`` (a ``bin/x -> /dev/zero`` grew the
-    process 250 MB/s, issue 62 row 4).  Turned off rather than routed through the guard: what it
-    finds is the ``sys.path`` lines of zc.buildout's generated scripts, a tool few projects use
-    now, whose eggs ``projectPython`` names as an environment; and a search that reads every
-    executable a repository ships is a read of the repository's choosing, whatever guards it."""
-    import jedi.api.project
-
-    jedi.api.project.discover_buildout_paths = lambda inference_state, script_path: set()
 
 
 def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
@@ -404,8 +340,8 @@ def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
     asked: dict[str, bool] = {}  # this request's answers (the policy may change between requests)
     worker = Worker(send)
     guard_reads(denied)
-    bound_known_content()
-    no_buildout_search()
+    jedi_bounds.bound_known_content()
+    jedi_bounds.no_buildout_search()
     while (message := read_frame(stdin)) is not None:
         asked.clear()
         names, error = None, None
@@ -421,22 +357,6 @@ def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
         worker.warning = None
         if leaving:
             return
-
-
-def _log_kill_once(why: str) -> None:
-    """A kill's reason at warning level the first time, then at debug level."""
-    kind = why.split(":", 1)[0]
-    log.log(logging.DEBUG if kind in _killed_for else logging.WARNING, "%s", why)
-    _killed_for.add(kind)
-
-
-def process_resident_mb(pid: int) -> float:
-    """A process's resident memory now, from ``/proc/<pid>/statm`` (Linux; 0 elsewhere or gone)."""
-    try:
-        with open(f"/proc/{pid}/statm") as statm:
-            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / (1024 * 1024)
-    except (OSError, ValueError, IndexError):
-        return 0.0
 
 
 def resident_mb() -> float:
