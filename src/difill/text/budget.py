@@ -40,7 +40,3 @@ class Budget:
     def cancelled(self) -> bool:
         return self.cancel is not None and self.cancel.is_set()
 
-
-def unbounded() -> Budget:
-    """A budget for a caller that bounds the work itself (a test, a one-off command)."""
-    return Budget(ms=float("inf"), steps=1 << 62)
