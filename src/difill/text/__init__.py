@@ -2,5 +2,6 @@
 
 context.py builds the text around a cursor (LF windows, shape, line endings decided once),
 shape.py says how much a position asks for, filters.py and rules.py hold the rules, and
-pipeline.py runs them: ``shown_texts``, ``shown_middles``, ``shown_rewrite``.  No torch, no LSP.
+pipeline.py runs them: ``shown_texts``, ``shown_middles``, ``shown_rewrite``; budget.py is the
+bound every scan of user input works within.  No torch, no LSP.
 """

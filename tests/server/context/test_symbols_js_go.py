@@ -82,7 +82,7 @@ def test_go_imports_packages_and_exports_are_read():
     )
     assert imports.modules == {"fmt": "fmt", "u": "example.com/app/util", "api": "example.com/app/api/v2"}
     assert symbols_go.exported_names(UTIL_GO) == ["Clean", "Options", "MaxRetries"]
-    mods = [("go.mod", "example.com/app"), ("tools/go.mod", "example.com/app/tools")]
+    mods = symbols_go.GoModules.of([("go.mod", "example.com/app"), ("tools/go.mod", "example.com/app/tools")])
     assert symbols_go.package_directory("example.com/app/util", mods) == "util"
     assert symbols_go.package_directory("example.com/app/tools/gen", mods) == "tools/gen"
     assert symbols_go.package_directory("example.com/app", mods) == ""

@@ -10,17 +10,22 @@ workspace), and in the current document the occurrence nearest the cursor comes 
 Work is bounded whatever the input: at most ``MAX_QUERY_TOKENS`` lengths are tried, each one
 regex scan per source, over at most ``max_source_chars`` characters of sources in all, and at most
 ``MAX_MATCHES`` occurrences of one pattern in one source are looked at (the current document is
-scanned whole, to find the occurrences nearest the cursor).
+scanned whole, to find the occurrences nearest the cursor), ``MAX_REQUEST_MATCHES`` in all (and
+``MAX_SCANNED_CHARS`` of sources, a length at a time), and a
+source is left after ``MAX_STALE_MATCHES`` in a row that give no new draft, and for good when its
+longest match gives none.
 """
 
 from __future__ import annotations
 
+import bisect
 import collections
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from difill.text.budget import Budget
 from difill.text.languages import LanguageSpec, spec_of
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
@@ -28,6 +33,15 @@ MAX_QUERY_TOKENS = 8  # the longest match tried; prompt-lookup implementations u
 QUERY_WINDOW = 400  # characters before the cursor that the query tokens come from
 MAX_MATCHES = 512  # occurrences of one pattern looked at in one source
 MIN_WORD_MATCH = 3  # a one-token match must be an identifier at least this long: "(" says nothing
+# Open tabs of the same line 2,000 times: every match of every length in every source gave a
+# draft already seen, 30,000 matches a request (issue 62 row 10: p50 141 ms against 10 ms).  A
+# source whose matches stop giving new drafts is left at that length, one whose best matches
+# (the first of them, or all) repeat earlier drafts is left at every length, and all sources
+# share one budget.
+MAX_STALE_MATCHES = 64  # matches in a row of one source, at one length, that give nothing new
+MAX_REQUEST_MATCHES = 4096
+MAX_SCANNED_CHARS = 4 * 1024 * 1024  # of sources, each length scanned counted: 8 tabs of 64 KB at 8 lengths
+FIND_MS = 100.0
 
 
 @dataclass(frozen=True)
@@ -87,21 +101,35 @@ def find_drafts(
     if cursor_in_prose is None:
         cursor_in_prose = in_prose(before_cursor[before_cursor.rfind("\n") + 1 :], spec)
     code_only = not cursor_in_prose
+    budget, scanned = Budget(FIND_MS, MAX_REQUEST_MATCHES), Budget(FIND_MS, MAX_SCANNED_CHARS)
     for count in range(max(longest, default=0), min_count - 1, -1):
-        for (source, text), source_longest in zip(searched, longest, strict=True):
+        for i, ((source, text), source_longest) in enumerate(zip(searched, longest, strict=True)):
             if source_longest < count:
                 continue
+            if not scanned.spend(len(text)):
+                return drafts
             current = source == "current"
+            prose, stale, found = ProseScan(text, spec), 0, len(drafts)
             for end in _match_ends(patterns[count], text, exclude_end=len(text) if current else None):
+                if not budget.spend():
+                    return drafts
+                stale += 1
+                if stale > MAX_STALE_MATCHES:
+                    break  # the rest of this source repeats what was read
                 continuation = text[end : end + max_chars]
+                if continuation in seen and stale == 1 and count == source_longest and not current:
+                    break  # its first best match repeats an earlier draft: a copy of code read
                 if not continuation.strip() or continuation in seen:
                     continue
-                if code_only and in_prose(text[text.rfind("\n", 0, end) + 1 : end], spec):
+                if code_only and prose.kind_at(end):
                     continue
+                stale = 0
                 seen.add(continuation)
                 drafts.append(Draft(continuation, source, count))
                 if len(drafts) >= max_drafts:
                     return drafts
+            if count == source_longest and len(drafts) == found and not current:
+                longest[i] = 0  # its best matches repeat earlier drafts: so will its shorter ones
     return drafts
 
 
@@ -109,33 +137,68 @@ def in_prose(line: str, spec: LanguageSpec | None) -> bool:
     """Whether the end of ``line`` (the text of a line up to a point) is inside a string or a line
     comment of the language (``spec``; a ``#`` or ``//`` comment and both quotes when unknown).
     One line only: a block comment or a docstring that began on an earlier line is not seen."""
-    return _prose_kind(line, spec) != ""
+    return ProseScan(line, spec).kind_at(len(line)) != ""
 
 
 def in_comment(line: str, spec: LanguageSpec | None) -> bool:
     """Whether the end of ``line`` is inside a line comment (not a string), as ``in_prose`` reads it."""
-    return _prose_kind(line, spec) == "comment"
+    return ProseScan(line, spec).kind_at(len(line)) == "comment"
 
 
-def _prose_kind(line: str, spec: LanguageSpec | None) -> str:
-    """The kind of text the end of ``line`` is in: "comment", "string" or "" (code)."""
-    comments = spec.line_comment if spec is not None else ("#", "//")
-    quotes = spec.quotes + ("`" if spec is not None and spec.backquote_strings else "") if spec else "\"'`"
-    quote = ""
-    i = 0
-    while i < len(line):
-        char = line[i]
-        if quote:
-            if char == "\\":
-                i += 1
-            elif char == quote:
-                quote = ""
-        elif char in quotes and not (spec is not None and spec.lifetimes and char == "'"):
-            quote = char
-        elif any(line.startswith(marker, i) for marker in comments):
-            return "comment"
-        i += 1
-    return "string" if quote else ""
+class ProseScan:
+    """Where strings and line comments open and close along a text, as ``in_prose`` reads a
+    line: each line is scanned once, when first asked about, and any offset in it is then a
+    bisect.  Asking at every match of a 90 KB one-line literal read the line's prefix once per
+    match: quadratic, minutes (issue 62 row 7)."""
+
+    def __init__(self, text: str, spec: LanguageSpec | None) -> None:
+        self.text = text
+        comments = spec.line_comment if spec is not None else ("#", "//")
+        quotes = spec.quotes + ("`" if spec.backquote_strings else "") if spec is not None else "\"'`"
+        if spec is not None and spec.lifetimes:
+            quotes = quotes.replace("'", "")  # ``'a`` is a lifetime, not an open quote
+        stops = [re.escape(m) for m in sorted(comments, key=len, reverse=True) if m]
+        stops += [f"[{re.escape(quotes)}]"] if quotes else []
+        self.code_stop = re.compile("|".join(stops)) if stops else None
+        self.quotes = quotes
+        self.line = (-1, -1)  # [start, end) of the line scanned last
+        self.ends: list[int] = []  # the shortest prefix (an end offset) each state holds from
+        self.kinds: list[str] = []
+
+    def kind_at(self, end: int) -> str:
+        """The kind of text at ``end`` (``text[:end]`` read): "comment", "string" or "" (code)."""
+        low, high = self.line
+        if not low <= end <= high:
+            low = self.text.rfind("\n", 0, end) + 1
+            high = self.text.find("\n", end)
+            self._scan(low, len(self.text) if high < 0 else high)
+        k = bisect.bisect_right(self.ends, end) - 1
+        return self.kinds[k] if k >= 0 else ""
+
+    def _scan(self, low: int, high: int) -> None:
+        self.line, self.ends, self.kinds = (low, high), [], []
+        text, at = self.text, low
+        while at < high and self.code_stop is not None:
+            stop = self.code_stop.search(text, at, high)
+            if stop is None:
+                return
+            if stop.group() not in self.quotes:
+                self.ends.append(stop.end())
+                self.kinds.append("comment")
+                return
+            quote, at = stop.group(), stop.end()
+            self.ends.append(at)
+            self.kinds.append("string")
+            close = re.compile(rf"\\.|{re.escape(quote)}", re.S)
+            while True:
+                found = close.search(text, at, high)
+                if found is None:
+                    return  # open to the line's end
+                at = found.end()
+                if found.group() == quote:
+                    self.ends.append(at)
+                    self.kinds.append("")
+                    break
 
 
 def _longest_match(
@@ -208,12 +271,12 @@ def _is_word(token: str) -> bool:
 
 def _match_ends(
     pattern: re.Pattern[str], text: str, exclude_end: int | None, limit: int = MAX_MATCHES
-) -> list[int]:
-    """Where the matches that start a word end: the first ``limit`` ones, or in the current
-    document (``exclude_end`` set) the last ones, nearest the cursor first."""
+) -> Iterable[int]:
+    """Where the matches that start a word end: the first ``limit`` ones, as they are read, or
+    in the current document (``exclude_end`` set) the last ones, nearest the cursor first."""
     starting = (m for m in pattern.finditer(text) if _starts_word(text, m.start()))
     if exclude_end is None:
-        return [m.end() for m in itertools.islice(starting, limit)]
+        return (m.end() for m in itertools.islice(starting, limit))
     last = collections.deque((m.end() for m in starting), maxlen=limit + 1)
     return [end for end in reversed(last) if end != exclude_end][:limit]
 

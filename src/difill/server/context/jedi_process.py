@@ -4,8 +4,8 @@ jedi is pure Python.  On a thread of the server it held the interpreter while it
 inferred, and a fill running beside it waited for the interpreter at every denoising step (a
 fill's p50 12 -> 117 ms); a module that made it grow or crash took the server with it.  In a
 process of its own it runs on the other core, its memory is its own (it exits past
-``MAX_RSS_MB`` and the next request starts a new one), and a crash or a completion past
-``TIMEOUT_S`` costs that one list.
+``MAX_RSS_MB`` and the next request starts a new one; while it works, it is killed past
+jedi_bounds.py's bound), and a crash or a completion past ``TIMEOUT_S`` costs that one list.
 
 Its parse cache is its own: jedi keeps parsed modules pickled in ``~/.cache/jedi``, shared with
 every jedi on the machine (an editor's jedi-language-server too), and a guarded read parses as an
@@ -41,7 +41,6 @@ import logging
 import os
 import pickle
 import re
-import select
 import struct
 import subprocess
 import sys
@@ -51,7 +50,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from difill.engine import disk
-from difill.server.context import files
+from difill.server.context import files, jedi_bounds
 
 log = logging.getLogger("difill.server")
 
@@ -66,7 +65,6 @@ WARM_UP = "import os\nos."  # a completion that reads the standard library's stu
 HEADER = struct.Struct(">I")
 MAX_FRAME_BYTES = 256 * 1024 * 1024
 CACHE_PREFIX = "difill-jedi-"  # jedi's parse cache folders, in the temporary folder
-MAX_MODULE_BYTES = 64 * 1024 * 1024  # a module file bigger than this reads as empty (guard_reads)
 
 
 # ---------------------------------------------------------------------------- frames
@@ -130,10 +128,11 @@ class JediProcess:
                 proc = self._started()
                 write_frame(proc.stdin, message)
                 while True:
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0 or not select.select([proc.stdout], [], [], remaining)[0]:
+                    why = jedi_bounds.wait_for_frame(proc, deadline, TIMEOUT_S)
+                    if why is not None:
                         self._kill()
-                        return None, f"no answer within {TIMEOUT_S:.0f} s: jedi's process was stopped"
+                        jedi_bounds.log_kill_once(why)
+                        return None, why
                     reply = read_frame(proc.stdout)
                     if reply is None:
                         code = proc.wait()
@@ -357,8 +356,9 @@ def guard_reads(denies: Callable[[str], bool]) -> None:
             return b""
         # Allowed (the server's files.readable: its real path, as named and as its target): read
         # as the one read of a user file does, a regular file only and never waited on (a FIFO
-        # or a link to /dev/stdin reads as an empty module).
-        data = files.read_regular(os.path.realpath(path), MAX_MODULE_BYTES)
+        # or a link to /dev/stdin reads as an empty module), and none past jedi_bounds'
+        # MAX_MODULE_BYTES (a generated 12 MB module cost jedi gigabytes).
+        data = files.read_regular(os.path.realpath(path), jedi_bounds.MAX_MODULE_BYTES)
         return b"" if data is None else data
 
     guarded.difill_guarded = True  # type: ignore[attr-defined]
@@ -384,6 +384,8 @@ def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
     asked: dict[str, bool] = {}  # this request's answers (the policy may change between requests)
     worker = Worker(send)
     guard_reads(denied)
+    jedi_bounds.bound_known_content()
+    jedi_bounds.no_buildout_search()
     while (message := read_frame(stdin)) is not None:
         asked.clear()
         names, error = None, None

@@ -40,6 +40,7 @@ from difill.server.context.symbol_usage import (
     enclosing_call,
     token_before,
 )
+from difill.text.budget import Budget
 from difill.text.languages import family_of
 
 CACHED_MODULES = 256
@@ -54,6 +55,8 @@ FROM_MODULE = re.compile(r"(?<![ \t])[ \t]*+from[ \t]++[\w.]++[ \t]++$")
 COMPOUND_HEADER = re.compile(r"[ \t]*+(?:if|elif|else|while|for|with|try|except|finally|def|class|lambda|async|match|case)\b")
 MAX_PACKAGE_FILES = 64  # a Go package's files read for its names
 MAX_TSCONFIG_BYTES = 256 * 1024  # a bigger one reads as none
+MAX_REEXPORT_FILES = 64  # modules an ``export * from`` walk reads past the first (text/budget.py)
+REEXPORT_MS = 50.0
 
 
 @dataclass(frozen=True)
@@ -113,7 +116,8 @@ class Files:
     records: list[IndexedFile]
     by_relative: dict[tuple[str, str], IndexedFile]  # (folder, relative path) -> file
     by_base: dict[str, list[IndexedFile]]  # file name -> files
-    go_mods: dict[str, list[tuple[str, str]]]  # folder -> (go.mod's relative path, module path)
+    go_modules: dict[str, symbols_go.GoModules]  # folder -> its go.mod files, indexed
+    by_directory: dict[tuple[str, str], list[IndexedFile]]  # (folder, directory) -> Go files (a package)
 
 
 class SymbolLookup:
@@ -138,6 +142,7 @@ class SymbolLookup:
         self._names: OrderedDict[tuple, list[str]] = OrderedDict()  # a module file's names
         self._usage: OrderedDict[tuple, Usage] = OrderedDict()  # (module file, generation) -> usage
         self._aliases: OrderedDict[tuple, tuple[str, list[tuple[str, list[str]]]]] = OrderedDict()
+        self._reexports: OrderedDict[tuple, list[str]] = OrderedDict()  # (module file, generation) -> names
 
     def drafts(
         self, text: str, offset: int, current_path: str | None, language: str | None, source_texts: list[str]
@@ -288,7 +293,10 @@ class SymbolLookup:
         for record in records:
             by_base.setdefault(record.relative.rsplit("/", 1)[-1], []).append(record)
         go_mods: dict[str, list[tuple[str, str]]] = {}
+        by_directory: dict[tuple[str, str], list[IndexedFile]] = {}
         if rules.family == "go":
+            for record in records:
+                by_directory.setdefault((record.folder, os.path.dirname(record.relative)), []).append(record)
             for record in everything:
                 module = (
                     symbols_go.module_path(record.text)
@@ -297,7 +305,9 @@ class SymbolLookup:
                 )
                 if module:
                     go_mods.setdefault(record.folder, []).append((record.relative, module))
-        snapshot = Files(generation, records, {(r.folder, r.relative): r for r in records}, by_base, go_mods)
+        go_modules = {folder: symbols_go.GoModules.of(mods) for folder, mods in go_mods.items()}
+        by_relative = {(r.folder, r.relative): r for r in records}
+        snapshot = Files(generation, records, by_relative, by_base, go_modules, by_directory)
         with self.lock:
             self._files[rules.family] = snapshot
         return snapshot
@@ -306,16 +316,12 @@ class SymbolLookup:
         self, module: str, current: str | None, folder: str | None, rules: ModuleRules, snapshot: Files
     ) -> list[IndexedFile]:
         if rules.family == "go":
-            directory = symbols_go.package_directory(module, snapshot.go_mods.get(folder or "", []))
+            modules = snapshot.go_modules.get(folder or "")
+            directory = symbols_go.package_directory(module, modules) if modules else None
             if directory is None:
                 return []
-            found = [
-                r
-                for r in snapshot.records
-                if r.folder == folder
-                and os.path.dirname(r.relative) == directory
-                and not r.relative.endswith("_test.go")
-            ]
+            package = snapshot.by_directory.get((folder or "", directory), [])
+            found = [r for r in package if not r.relative.endswith("_test.go")]
             return sorted(found, key=lambda r: r.relative)[:MAX_PACKAGE_FILES]
         # Python and JS: the one file a module is, its paths in the language's order of trial:
         # a path from the folder (relative imports, "/..."), else a tail anywhere in the folders.
@@ -402,18 +408,44 @@ class SymbolLookup:
             return found
         return ".", []
 
-    def _module_names(self, record: IndexedFile, rules: ModuleRules, depth: int = 0) -> list[str]:
+    def _module_names(self, record: IndexedFile, rules: ModuleRules) -> list[str]:
         """The names a module defines, and for JS/TS those it re-exports with ``export * from``
-        (an ``index.ts`` that gathers a folder), followed ``MAX_REEXPORT_DEPTH`` deep."""
-        names = self._names_of(record, rules)
-        if rules.family != "javascript" or depth >= symbols_js.MAX_REEXPORT_DEPTH:
-            return names
-        whole, _ = symbols_js.star_exports(record.text[: symbols.IMPORT_SCAN_CHARS * 4])
+        (an ``index.ts`` that gathers a folder), followed ``MAX_REEXPORT_DEPTH`` deep: each
+        module once (a visited set: ``index.ts`` <-> ``a.ts`` with 16 ``export *`` each was 16^4
+        walks, issue 62 row 6), at most ``MAX_REEXPORT_FILES`` files and ``REEXPORT_MS``, and the
+        answer kept per index generation (a changed file is a new generation)."""
+        if rules.family != "javascript":
+            return self._names_of(record, rules)
         snapshot = self._snapshot(rules)
-        for spec in whole[:16]:
-            for target in self._resolve(spec, record.relative, record.folder, rules, snapshot)[:1]:
-                if target.path != record.path:
-                    names = [*names, *self._module_names(target, rules, depth + 1)]
+        key = (record.path, snapshot.generation)
+        with self._cache_lock:
+            if key in self._reexports:
+                return self._reexports[key]
+        names = self._reexported_names(record, rules, snapshot)
+        with self._cache_lock:
+            self._reexports[key] = names
+            while len(self._reexports) > CACHED_MODULES:
+                self._reexports.popitem(last=False)
+        return names
+
+    def _reexported_names(self, record: IndexedFile, rules: ModuleRules, snapshot: Files) -> list[str]:
+        """Breadth first from ``record``: its names, then its ``export * from`` modules'."""
+        budget = Budget(REEXPORT_MS, MAX_REEXPORT_FILES)
+        visited = {record.path}
+        level, names = [record], []
+        for depth in range(symbols_js.MAX_REEXPORT_DEPTH + 1):
+            following = []
+            for module in level:
+                names += self._names_of(module, rules)
+                if depth == symbols_js.MAX_REEXPORT_DEPTH:
+                    continue
+                whole, _ = symbols_js.star_exports(module.text[: symbols.IMPORT_SCAN_CHARS * 4])
+                for spec in whole[:16]:
+                    for target in self._resolve(spec, module.relative, module.folder, rules, snapshot)[:1]:
+                        if target.path not in visited and budget.spend():
+                            visited.add(target.path)
+                            following.append(target)
+            level = following
         return list(dict.fromkeys(names))[: symbols.MAX_SCANNED_NAMES]
 
     def _names_of(self, record: IndexedFile, rules: ModuleRules) -> list[str]:

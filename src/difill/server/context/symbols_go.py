@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import posixpath
 import re
+from dataclasses import dataclass
 
 from difill.server.context.symbols import IMPORT_SCAN_CHARS, MAX_SCANNED_NAMES, Imports
 
@@ -62,24 +63,49 @@ def module_path(go_mod: str) -> str | None:
     return found.group(1) if found else None
 
 
-def package_directory(import_path: str, go_mods: list[tuple[str, str]]) -> str | None:
-    """The folder-relative directory of ``import_path`` given the workspace's ``go.mod`` files as
-    (relative path, module path): the longest module path it starts with; None when none does."""
-    roots = [posixpath.dirname(relative) for relative, _ in go_mods]
-    best: tuple[int, str] | None = None
-    for relative, module in go_mods:
-        if import_path == module or import_path.startswith(module + "/"):
-            rest = import_path[len(module) :].strip("/")
-            root = posixpath.dirname(relative)
-            directory = posixpath.normpath(posixpath.join(root, rest))
+@dataclass(frozen=True)
+class GoModules:
+    """A workspace folder's ``go.mod`` files, indexed once per index generation: module path ->
+    the folder-relative directories that declare it, and every module's directory.  A resolve
+    looks up the import path's prefixes, longest first: as many lookups as the path has
+    elements, whatever the count of modules (a 3,000-module monorepo compared every module with
+    every other at each resolve, issue 62 row 14)."""
+
+    by_module: dict[str, list[str]]
+    roots: frozenset[str]
+
+    @classmethod
+    def of(cls, go_mods: list[tuple[str, str]]) -> GoModules:
+        """From (go.mod's relative path, module path) pairs."""
+        by_module: dict[str, list[str]] = {}
+        for relative, module in go_mods:
+            by_module.setdefault(module, []).append(posixpath.dirname(relative))
+        return cls(by_module, frozenset(root for roots in by_module.values() for root in roots))
+
+
+def package_directory(import_path: str, modules: GoModules) -> str | None:
+    """The folder-relative directory of ``import_path`` given the workspace's ``go.mod`` files:
+    the longest module path it starts with; None when none does."""
+    parts = import_path.split("/")
+    for size in range(len(parts), 0, -1):
+        for root in modules.by_module.get("/".join(parts[:size]), ()):
+            directory = posixpath.normpath(posixpath.join(root, *parts[size:]))
             if directory.startswith("../") or directory == "..":
                 continue
             directory = "" if directory == "." else directory
-            if any(_below(directory, other) and _below(other, root) and other != root for other in roots):
-                continue  # a nested module's folder: its own go.mod names it, not this one
-            if best is None or len(module) > best[0]:
-                best = (len(module), directory)
-    return best[1] if best else None
+            if not _nested(directory, root, modules.roots):
+                return directory
+    return None
+
+
+def _nested(directory: str, root: str, roots: frozenset[str]) -> bool:
+    """Whether ``directory`` lies in a module nested below ``root``: its own go.mod names it."""
+    ancestor = directory
+    while ancestor and ancestor != root:
+        if ancestor in roots and _below(ancestor, root):
+            return True
+        ancestor = posixpath.dirname(ancestor)
+    return False
 
 
 def _below(path: str, folder: str) -> bool:

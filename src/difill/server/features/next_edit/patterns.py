@@ -20,8 +20,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from difill.server.context.drafts import in_comment, in_prose
+from difill.server.context.drafts import ProseScan, in_comment
 from difill.server.features.edits.proposals import changed_span
+from difill.text.budget import Budget
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
 IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
@@ -29,6 +30,11 @@ WINDOW_LINES = 30  # a pattern that is not a rename applies within this many lin
 ANCHOR_TOKENS = 2  # tokens before the change that must stand before it elsewhere too
 MAX_CHANGE_CHARS = 400  # a longer change (a paste, a reformat) is not a pattern
 MAX_PLACES = 32
+# A rename's matches looked at, and for how long: a 90 KB data literal of the renamed name is
+# 10,000 matches, and the nearest 32 are answered (issue 62 row 7).
+MAX_RENAME_MATCHES = 4096
+RENAME_MS = 500.0
+MAX_PLACE_LINE = 4000  # a rename's place stands on a line of code, not in a data literal this long
 
 
 @dataclass(frozen=True)
@@ -93,20 +99,31 @@ def pattern_of(before: str, after: str) -> Pattern | None:
     return Pattern(old, new, tuple(anchor), following.group() if following else "", start, rename=False)
 
 
-def places(pattern: Pattern, text: str, cursor: int, scope: tuple[int, int] | None = None) -> list[Place]:
+def places(
+    pattern: Pattern, text: str, cursor: int, scope: tuple[int, int] | None = None, budget: Budget | None = None
+) -> list[Place]:
     """Where ``pattern`` applies in ``text`` (the document after the edit), nearest the cursor
     first; never the edit's own place, never a place that already reads the new text.  A rename
-    applies within ``scope`` ([start, end) in ``text``; None: the whole text, scope.py)."""
+    applies within ``scope`` ([start, end) in ``text``; None: the whole text, scope.py).  A
+    rename looks at most at ``budget``'s steps of matches (``MAX_RENAME_MATCHES``), none on a
+    line longer than ``MAX_PLACE_LINE``, and stops with what it found when the budget's clock
+    runs out or its request is cancelled."""
     found: list[Place] = []
+    budget = budget or Budget(RENAME_MS, MAX_RENAME_MATCHES)
     if pattern.rename:
         guard = r"(?<=\.)" if pattern.attribute else r"(?<![\w.])"  # ``self.count`` is no parameter
         qualified = r"\s*\.\s*".join(map(re.escape, ["", pattern.qualifies[1:]])) if pattern.qualifies else ""
         low, high = scope or (0, len(text))
-        for match in re.compile(rf"{guard}{re.escape(pattern.old)}\b(?={qualified}\b)").finditer(text, low, high):
-            line_start = text.rfind("\n", 0, match.start()) + 1
-            if in_prose(text[line_start : match.start()], None):
-                continue
-            found.append(Place(match.start(), match.end(), pattern.new))
+        prose, at = ProseScan(text, None), low
+        regex = re.compile(rf"{guard}{re.escape(pattern.old)}\b(?={qualified}\b)")
+        while budget.spend() and (match := regex.search(text, at, high)):
+            at = match.end()
+            line_end = text.find("\n", at, high)
+            line_end = high if line_end < 0 else line_end
+            if line_end - text.rfind("\n", 0, match.start()) > MAX_PLACE_LINE:
+                at = line_end  # a data literal or minified code: no place, and not read again
+            elif not prose.kind_at(match.start()):
+                found.append(Place(match.start(), match.end(), pattern.new))
     else:
         low, high = _window(text, pattern.at)
         # The longest anchor that finds a place: "f(a, b" -> "f(c, b" needs both tokens, an

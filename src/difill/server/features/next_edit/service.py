@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -42,9 +43,16 @@ from difill.server.engine_host import EngineHost, JobCancelled, Jobs, OneJobPerD
 from difill.server.features.edits.service import range_json
 from difill.server.features.next_edit import model
 from difill.server.features.next_edit.history import EditHistory
-from difill.server.features.next_edit.patterns import Pattern, pattern_of, places
+from difill.server.features.next_edit.patterns import (
+    MAX_RENAME_MATCHES,
+    RENAME_MS,
+    Pattern,
+    pattern_of,
+    places,
+)
 from difill.server.features.next_edit.scope import rename_scope
 from difill.server.trees import MAX_TREE_BYTES
+from difill.text.budget import Budget
 from difill.text.languages import language_of
 from difill.text.pipeline import errors_with_replacement
 
@@ -111,8 +119,7 @@ class NextEditService(OneJobPerDocument):
             raise JsonRpcInvalidParams("the position is outside the document")
         if len(document.text) > MAX_TREE_BYTES:  # no edit is offered that could not be parse-checked
             return {"edits": []}
-        # Off the event loop: the patterns scan and each place's parse check read the document.
-        drafts = await asyncio.to_thread(self.edits, document, offset) if mode in ("on", "drafts") else []
+        drafts = await self._drafts(document, offset) if mode in ("on", "drafts") else []
         found = list(drafts)
         if mode in ("on", "model"):
             found += await self.model_edits(document, offset, drafts)
@@ -122,6 +129,17 @@ class NextEditService(OneJobPerDocument):
                 for start, end, text in _distinct(document.text, found)[:MAX_EDITS_ANSWERED]
             ]
         }
+
+    async def _drafts(self, document: Document, offset: int) -> list[Span]:
+        """``edits`` off the event loop (the patterns scan and each place's parse check read the
+        document), stopped when the request is: ``$/cancelRequest`` cancels this task, and the
+        thread, which no cancel can stop, sees the flag and returns (issue 62 row 7: a cancelled
+        scan kept a core busy, and each edit added a thread)."""
+        cancel = threading.Event()
+        try:
+            return await asyncio.to_thread(self.edits, document, offset, cancel)
+        finally:
+            cancel.set()  # cancelled, or answered: either way the work is over
 
     async def model_edits(self, document: Document, offset: int, drafts: list[Span]) -> list[Span]:
         """The model's edits of the region around ``offset`` (model.py), gated and parse-checked;
@@ -164,12 +182,16 @@ class NextEditService(OneJobPerDocument):
         now = self.documents.get(document.uri)
         return now is None or now.version != document.version or now.text != document.text
 
-    def _parse_checked(self, document: Document, spans: list[Span]) -> list[Span]:
+    def _parse_checked(
+        self, document: Document, spans: list[Span], cancel: threading.Event | None = None
+    ) -> list[Span]:
         """The edits after which the code around them parses no worse (tree-sitter, where it has a
         grammar; pipeline.errors_with_replacement: a window around each place, not the document)."""
         language = language_of(document.language_id, document.uri)
         out = []
         for start, end, text in spans:
+            if cancel is not None and cancel.is_set():
+                break
             now = errors_with_replacement(document.text, start, end, document.text[start:end], language)
             if (
                 now is not None
@@ -181,8 +203,11 @@ class NextEditService(OneJobPerDocument):
                 break
         return out
 
-    def edits(self, document: Document, offset: int) -> list[tuple[int, int, str]]:
-        """(start, end, new text) of the next edits for ``document`` at ``offset``, best first."""
+    def edits(
+        self, document: Document, offset: int, cancel: threading.Event | None = None
+    ) -> list[tuple[int, int, str]]:
+        """(start, end, new text) of the next edits for ``document`` at ``offset``, best first;
+        what was found so far once ``cancel`` is set."""
         last = self.history.last(document.uri)
         if last is None or last.after != document.text:
             return []  # no edit, or the document moved on in a way the history did not see
@@ -191,8 +216,8 @@ class NextEditService(OneJobPerDocument):
             return []
         language = language_of(document.language_id, document.uri)
         scope = rename_scope(document.text, pattern.at, pattern.old, pattern.attribute, language) if pattern.rename else None
-        found = places(pattern, document.text, offset, scope)
-        return self._parse_checked(document, [(p.start, p.end, p.text) for p in found])
+        found = places(pattern, document.text, offset, scope, Budget(RENAME_MS, MAX_RENAME_MATCHES, cancel))
+        return self._parse_checked(document, [(p.start, p.end, p.text) for p in found], cancel)
 
     def _breaks_code(self, document: Document, pattern: Pattern) -> bool:
         """The user's own edit parses worse than the code did before it: a half-made edit
