@@ -106,7 +106,11 @@ def find_drafts(
         for i, ((source, text), source_longest) in enumerate(zip(searched, longest, strict=True)):
             if source_longest < count:
                 continue
-            if not scanned.spend(len(text)):
+            # A source larger than what the budget has left is read over its end only: for the
+            # document itself, the text nearest the cursor (an 8 MB file still gets its drafts).
+            room = max(0, scanned.steps - scanned.spent)
+            text = text[len(text) - room :] if len(text) > room else text
+            if not text or not scanned.spend(len(text)):
                 return drafts
             current = source == "current"
             prose, stale, found = ProseScan(text, spec), 0, len(drafts)
