@@ -370,6 +370,12 @@ int main(int argc, char ** argv) {
     Worker w;
     llama_model_params mparams = llama_model_default_params();
     mparams.n_gpu_layers = o.gpu_layers;
+    // No extra CPU buffer types (weight repacking, AMX): on a CPU whose cpuinfo lists AMX but
+    // whose kernel or sandbox does not grant the tile state, ggml's AMX kernel for Q4_K faulted
+    // (SIGILL, then SIGSEGV) in the first prefill of a quantised GGUF (tests/lab/test_big_gguf.py,
+    // on the 2-core Sapphire Rapids machines).  The shipped model is not quantised: no repack
+    // applied to it, so its passes are unchanged.
+    mparams.use_extra_bufts = false;
     w.model = llama_model_load_from_file(o.model_path.c_str(), mparams);
     if (!w.model) {
         write_message(TAG_FAIL, "llama.cpp could not load " + o.model_path);
