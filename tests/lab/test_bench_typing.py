@@ -111,3 +111,16 @@ async def test_word_accepts_count_a_key_a_word():
     assert whole.accepts == 0
     assert words.accepts > 0 and words.accepted_chars > words.accepts
     assert words.summary()["net_saved"] > whole.summary()["net_saved"]
+
+
+def test_shown_precision_counts_a_suggestion_once_while_typing_agrees_with_it():
+    from difill.lab.bench_typing import Seen
+
+    out, seen = Replay(), Seen()
+    target = "value = compute(x)"
+    seen.count("value = comp", 0, target, out)  # shown at the start: right (a start of the rest)
+    seen.count("lue = comp", 2, target, out)  # "va" typed into it: the same suggestion
+    seen.count("wrong", 3, target, out)  # another one: wrong
+    seen.count("e = compute(y)", 4, target, out)  # right in its first word only
+    assert (out.suggestions, out.right, out.first_word_right) == (3, 1, 2)
+    assert out.summary()["shown_precision"] == round(1 / 3, 4)

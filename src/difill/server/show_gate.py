@@ -135,7 +135,7 @@ def _read(path: Path) -> Calibration:
         return FALLBACK
 
 
-class Shown(Protocol):
+class ShownCandidate(Protocol):
     """A candidate as the pipeline kept it (engine/api.py ``Candidate``)."""
 
     @property
@@ -162,7 +162,7 @@ class DraftLike(Protocol):
     def matched(self) -> int: ...
 
 
-def evidence(text: str, candidate: Shown, drafts: Sequence[DraftLike], ctx: FillContext) -> Evidence:
+def evidence(text: str, candidate: ShownCandidate, drafts: Sequence[DraftLike], ctx: FillContext) -> Evidence:
     """What is known of ``text``, shown from ``candidate`` (a draft's: one of ``drafts``)."""
     origin, matched = "model", 0
     # A draft shown as found (draft_policy.drafts_result); a canvas row the model wrote from a
@@ -257,7 +257,7 @@ def starts(text: str) -> list[str]:
 
 
 def with_text(e: Evidence, text: str) -> Evidence:
-    return Evidence(e.origin, e.score, e.matched, e.prose, e.python, e.mid_word, e.line_start, text)
+    return dataclasses.replace(e, text=text)
 
 
 def trace_key(document: str, offset: int) -> tuple[str, int] | None:
