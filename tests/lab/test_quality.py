@@ -121,3 +121,15 @@ def test_the_filler_experiment_ends_middles_without_the_fill_token(tmp_path: Pat
         assert "<|fill|>" not in text
     default = load_served(str(tiny_model_dir)).engine.ids
     assert default.filler == (fill_id,) and fill_id not in default.banned_in_hole
+
+
+def test_shown_precision_scores_only_the_cases_shown_something():
+    from difill.lab.training.evaluate import ShapeScore
+    from difill.lab.training.examples import InfillExample
+
+    score = ShapeScore()
+    for middle in ("total = w", "", "wrong", "total + 1"):  # right whole, nothing, wrong, first word right
+        example = InfillExample("def f(w, h):\n    ", ["total = w * h"], [], "\n", "line")
+        score.add(example, middle, 1, 1.0, 1.0, False)
+    summary = score.summary()
+    assert (summary["shown_precision"], summary["first_word_right"]) == (round(1 / 3, 4), round(2 / 3, 4))

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from difill.lab.training.corpus import read_jsonl
 from difill.lab.training.examples import EVAL_SHAPES, InfillExample, sample_eval_example
+from difill.server.show_gate import FIRST_WORD
 from difill.text.syntax import parses
 
 AR_BASELINE_DIRS = ("benchmarks/ar-baseline", "runs/ar/latest")  # committed yardstick, then a local run
@@ -28,6 +29,10 @@ class ShapeScore:
     cases: int = 0
     exact: int = 0
     empty: int = 0
+    # Shown precision (issue 60): of the cases shown something, those whose middle begins with it
+    # (what a typist takes with Tab), and those whose middle begins with its first word.
+    right: int = 0
+    first_word_right: int = 0
     similarity: list[float] = field(default_factory=list)
     parsed: int = 0
     parse_cases: int = 0
@@ -42,6 +47,10 @@ class ShapeScore:
         self.cases += 1
         self.exact += middle.rstrip() == target.rstrip()
         self.empty += not middle.strip()
+        if middle.strip():
+            self.right += target.startswith(middle)
+            word = FIRST_WORD.match(middle)
+            self.first_word_right += bool(word) and target.startswith(word.group())
         self.similarity.append(difflib.SequenceMatcher(None, middle, target).ratio())
         if original_parses:
             self.parse_cases += 1
@@ -57,6 +66,8 @@ class ShapeScore:
             "edit_similarity": round(statistics.fmean(self.similarity or [0]), 4),
             "parse_rate": round(self.parsed / max(1, self.parse_cases), 4),
             "empty_share": round(self.empty / max(1, self.cases), 4),
+            "shown_precision": round(self.right / max(1, self.cases - self.empty), 4),
+            "first_word_right": round(self.first_word_right / max(1, self.cases - self.empty), 4),
             "mean_forwards": round(statistics.fmean(self.forwards or [0]), 2),
             "tokens_per_forward": round(statistics.fmean(self.tokens_per_forward or [0]), 3),
             "p50_ms": round(statistics.median(self.ms or [0]), 1),
