@@ -42,6 +42,10 @@ MAX_STALE_MATCHES = 64  # matches in a row of one source, at one length, that gi
 MAX_REQUEST_MATCHES = 4096
 MAX_SCANNED_CHARS = 4 * 1024 * 1024  # of sources, each length scanned counted: 8 tabs of 64 KB at 8 lengths
 FIND_MS = 100.0
+# The document's own text read for drafts: the part before the cursor nearest it.  Its matches are
+# all enumerated (the nearest are wanted first), so an 8 MB document took the whole FIND_MS under
+# load and lost its drafts (test_malformed_jsonrpc's huge document).
+MAX_CURRENT_CHARS = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -88,7 +92,8 @@ def find_drafts(
     trailing = window[tokens[-1].end() :]  # whitespace between the last token and the cursor
     query = [m.group() for m in tokens]
     min_count = 1 if _is_word(query[-1]) and len(query[-1]) >= MIN_WORD_MATCH else 2
-    searched = _within_budget([("current", before_cursor), *sources], max_source_chars)
+    nearest = before_cursor[-MAX_CURRENT_CHARS:]
+    searched = _within_budget([("current", nearest), *sources], max_source_chars)
     patterns = {
         count: re.compile(_pattern(query[-count:], trailing)) for count in range(min_count, len(query) + 1)
     }
