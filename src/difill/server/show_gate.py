@@ -35,8 +35,9 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
+from difill.engine.api import Candidate
+from difill.server.context.drafts import Draft
 from difill.text.context import FillContext
 from difill.text.shape import ShapeKind
 
@@ -135,34 +136,7 @@ def _read(path: Path) -> Calibration:
         return FALLBACK
 
 
-class ShownCandidate(Protocol):
-    """A candidate as the pipeline kept it (engine/api.py ``Candidate``)."""
-
-    @property
-    def text(self) -> str: ...
-
-    @property
-    def score(self) -> float: ...
-
-    @property
-    def source(self) -> str: ...
-
-
-class DraftLike(Protocol):
-    @property
-    def text(self) -> str: ...
-
-    @property
-    def kind(self) -> str: ...
-
-    @property
-    def source(self) -> str: ...
-
-    @property
-    def matched(self) -> int: ...
-
-
-def evidence(text: str, candidate: ShownCandidate, drafts: Sequence[DraftLike], ctx: FillContext) -> Evidence:
+def evidence(text: str, candidate: Candidate, drafts: Sequence[Draft], ctx: FillContext) -> Evidence:
     """What is known of ``text``, shown from ``candidate`` (a draft's: one of ``drafts``)."""
     origin, matched = "model", 0
     # A draft shown as found (draft_policy.drafts_result); a canvas row the model wrote from a
@@ -187,7 +161,7 @@ def evidence(text: str, candidate: ShownCandidate, drafts: Sequence[DraftLike], 
     )
 
 
-def _draft_origin(draft: DraftLike) -> str:
+def _draft_origin(draft: Draft) -> str:
     if draft.kind == "lookup":
         return "lookup"
     if draft.kind == "symbol":
