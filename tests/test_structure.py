@@ -8,6 +8,7 @@
   dispatches to the lab's commands) imports ``lab/``; imports under ``if TYPE_CHECKING:`` and in
   function bodies count too.  tests/test_imports.py holds the finer rules (no pygls in the
   engine, no torch in text/, no circles, no feature importing server.py).
+* No feature package (``server/features/*``) imports another.
 
 ``EXCEPTIONS`` would name a module or function let off, each with its reason; there is none.
 """
@@ -99,6 +100,29 @@ def test_no_import_runs_upward_and_only_the_cli_imports_the_lab():
             elif target_rank is not None and target_rank > rank:
                 wrong.append(f"{name} -> {target} (upward)")
     assert not wrong, "; ".join(sorted(wrong))
+
+
+FEATURES = "difill.server.features."
+
+
+def feature_of(module: str) -> str | None:
+    """The feature package ``module`` belongs to (``edits``, ``next_edit``, ``suggestions``)."""
+    return module[len(FEATURES) :].split(".")[0] if module.startswith(FEATURES) else None
+
+
+def test_feature_packages_import_nothing_from_each_other():
+    # What two features share (spans of a change, an LSP range as JSON, the model request) lives
+    # below them, in text/ or server/; a feature importing another is a concept in the wrong home.
+    known = frozenset(sources())
+    crossing = sorted(
+        f"{name} -> {target}"
+        for name, path in sources().items()
+        if (own := feature_of(name))
+        for target in imports(path, with_type_checking=True, known=known) & known
+        if (other := feature_of(target)) and other != own
+    )
+    assert not crossing, "; ".join(crossing)
+    assert {feature_of(name) for name in sources()} >= {"edits", "next_edit", "suggestions"}
 
 
 def test_every_exception_still_names_something():

@@ -16,10 +16,9 @@ from typing import Any
 
 from difill.lab.next_edit_mining import Case
 from difill.server.config import Settings
-from difill.server.features.edits.plans import keep_edges
-from difill.server.features.edits.proposals import changed_span
 from difill.server.features.next_edit import model
 from difill.server.features.next_edit.history import EditHistory
+from difill.text.spans import changed_span, keep_edges
 
 KINDS = ("repeat", "follow", "none")
 

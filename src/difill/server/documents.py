@@ -17,6 +17,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from lsprotocol import types
 
@@ -59,6 +60,14 @@ def _width(ch: str, encoding: str) -> int:
     if encoding == UTF8:
         return 1 if code < 0x80 else 2 if code < 0x800 else 3 if code < 0x10000 else 4
     return 2 if code > 0xFFFF else 1
+
+
+def range_json(rng: types.Range) -> dict[str, Any]:
+    """An LSP range as the JSON a custom notification or command result carries."""
+    return {
+        "start": {"line": rng.start.line, "character": rng.start.character},
+        "end": {"line": rng.end.line, "character": rng.end.character},
+    }
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,11 @@ from difill.server.features.edits.plans import (
     available_edits,
     check_shown,
     fill_markers,
-    keep_edges,
     new_selection,
     stub_body,
 )
 from difill.server.trees import SyntaxTrees
+from difill.text.spans import keep_edges
 
 lines = st.lists(st.sampled_from(["a = 1\n", "b = 2\n", "é😀\n", "\n", "    c = 3\r\n", "d"]), max_size=8)
 

@@ -12,8 +12,9 @@ from lsprotocol import types
 
 from difill.server.documents import Documents
 from difill.server.engine_host import Job
-from difill.server.features.edits.proposals import Proposal, Proposals, changed_span
+from difill.server.features.edits.proposals import Proposal, Proposals
 from difill.server.features.edits.service import PREVIEW_INTERVAL_S, Previews
+from difill.text.spans import changed_span
 
 pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/conftest.py)
 

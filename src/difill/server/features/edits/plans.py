@@ -42,6 +42,7 @@ from difill.text.languages import is_stub, language_of, spec_of
 from difill.text.pipeline import shown_middles, shown_rewrite, shown_texts
 from difill.text.rules import with_middles
 from difill.text.shape import block_header_before
+from difill.text.spans import keep_edges
 
 REWRITE, FILL_HOLES, COMPLETE_BLOCK = "rewrite", "fillHoles", "completeBlock"
 TITLES = {
@@ -267,18 +268,6 @@ def fill_markers(document: Document, request: EditRequest, middles: list[str], s
     except ValueError as err:
         raise EditError(f"{err}; the selection is unchanged") from None
     return with_middles(document.text[request.start : request.end], marker, shown)
-
-
-def keep_edges(selection: str, new: str) -> str:
-    """Keep the selection's leading indentation and its final line ending: an edit that changes
-    what is selected should not pull the next line up or unindent the first one."""
-    lead = selection[: len(selection) - len(selection.lstrip(" \t"))]
-    if lead and not new[:1].isspace():
-        new = lead + new
-    for ending in ("\r\n", "\n", "\r"):
-        if selection.endswith(ending) and not new.endswith(("\n", "\r")):
-            return new + ending
-    return new
 
 
 def _without_selection(

@@ -30,6 +30,7 @@ from lsprotocol import types
 
 from difill.server.documents import Documents
 from difill.server.lifecycle import Feature
+from difill.text.spans import changed_span
 
 MAX_PENDING_PER_DOCUMENT = 8
 REMEMBERED_EXPIRIES = 64  # ids of proposals an accepted overlapping one expired, for the reason
@@ -134,26 +135,3 @@ class Proposals(Feature):
 
     def shutdown(self) -> None:
         self.pending.clear()
-
-
-def changed_span(old: str, new: str, leftmost: bool = False) -> tuple[int, int, int]:
-    """``(start, old_end, new_end)``: ``old[start:old_end]`` became ``new[start:new_end]``, the
-    smallest such span (common head and tail left out).  In repeated text it could sit in several
-    places: the rightmost by default, the leftmost with ``leftmost``."""
-    if leftmost:
-        tail = _common_prefix_len(old[::-1], new[::-1])
-        head = _common_prefix_len(old[: len(old) - tail], new[: len(new) - tail])
-    else:
-        head = _common_prefix_len(old, new)
-        tail = _common_prefix_len(old[head:][::-1], new[head:][::-1])
-    return head, len(old) - tail, len(new) - tail
-
-
-def _common_prefix_len(a: str, b: str, block: int = 4096) -> int:
-    """Block by block, then character by character: a keystroke in a large file stays cheap."""
-    limit, n = min(len(a), len(b)), 0
-    while n + block <= limit and a[n : n + block] == b[n : n + block]:
-        n += block
-    while n < limit and a[n] == b[n]:
-        n += 1
-    return n

@@ -24,7 +24,7 @@ from pygls.exceptions import JsonRpcContentModified, JsonRpcException, JsonRpcIn
 
 from difill.engine.api import BackendError, TooLarge
 from difill.server.config import Settings
-from difill.server.documents import Document, Documents
+from difill.server.documents import Document, Documents, range_json
 from difill.server.engine_host import EngineHost, Job, JobCancelled, Jobs, OneJobPerDocument
 from difill.server.features.edits.diff import text_edits
 from difill.server.features.edits.plans import (
@@ -179,13 +179,6 @@ class Computed:
     document: Document  # at the request's version
     edits: list[types.TextEdit]  # the smallest edits; none when the model changed nothing
     new_text: str  # the selection's new text
-
-
-def range_json(rng: types.Range) -> dict[str, Any]:
-    return {
-        "start": {"line": rng.start.line, "character": rng.start.character},
-        "end": {"line": rng.end.line, "character": rng.end.character},
-    }
 
 
 class Previews:

@@ -18,8 +18,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from difill.server.features.edits.proposals import changed_span
 from difill.server.features.next_edit.patterns import MAX_CHANGE_CHARS as MAX_PATTERN_CHARS
+from difill.text.spans import changed_span
 
 BURST_GAP_S = 2.0
 MAX_EDITS = 8

@@ -27,13 +27,12 @@ from dataclasses import dataclass
 from difill.engine.api import FillOptions, FillResult, InfillBackend, RewriteRequest, ShouldStop, about
 from difill.server.config import Settings
 from difill.server.context.policy import to_model
-from difill.server.features.edits.plans import keep_edges
-from difill.server.features.edits.proposals import changed_span
 from difill.server.features.next_edit.history import Edit
 from difill.server.suggestion_path import edit_options, model_declines
 from difill.text.characters import without_unsafe
 from difill.text.context import prefix_window, suffix_window
 from difill.text.languages import line_comment
+from difill.text.spans import changed_span, keep_edges
 
 REGION_ABOVE = 4  # lines of the region above the cursor's line
 REGION_BELOW = 5  # and below it: 10 lines with the cursor's own

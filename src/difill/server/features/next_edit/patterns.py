@@ -21,8 +21,8 @@ import re
 from dataclasses import dataclass
 
 from difill.server.context.drafts import ProseScan, in_comment
-from difill.server.features.edits.proposals import changed_span
 from difill.text.budget import Budget
+from difill.text.spans import changed_span
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
 IDENTIFIER = re.compile(r"[A-Za-z_]\w*")

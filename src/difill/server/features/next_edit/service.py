@@ -38,9 +38,8 @@ from pygls.exceptions import JsonRpcContentModified, JsonRpcInvalidParams
 
 from difill.engine.api import BackendError, TooLarge
 from difill.server.config import Settings
-from difill.server.documents import Document, Documents
+from difill.server.documents import Document, Documents, range_json
 from difill.server.engine_host import EngineHost, JobCancelled, Jobs, OneJobPerDocument
-from difill.server.features.edits.service import range_json
 from difill.server.features.next_edit import model
 from difill.server.features.next_edit.history import EditHistory
 from difill.server.features.next_edit.patterns import (
