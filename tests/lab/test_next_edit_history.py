@@ -88,7 +88,10 @@ def test_a_commit_gives_each_neighbouring_pair_both_ways_and_a_single_hunk_a_non
     } and len(cases) == 4  # fmt: skip
     for case in cases:  # the first hunk typed, the commit's other hunk expected, nothing else
         first, second = (int(x) for x in case.id.rsplit(":", 1)[1].split(">"))
-        assert case.expected == _replace_lines(BODY, {n: lines[n] for n in (first, second)})[: len(case.expected)]
+        assert (
+            case.expected
+            == _replace_lines(BODY, {n: lines[n] for n in (first, second)})[: len(case.expected)]
+        )
         start, end, new = case.edit
         typed = case.before[:start] + new + case.before[end:]
         assert typed == _replace_lines(BODY, {first: lines[first]})[: len(typed)]
@@ -165,6 +168,8 @@ def test_the_replay_names_the_language_and_counts_mid_word_asks(tiny_model_dir):
     assert ev.document(case, "case_0") == ("file:///next_edit_eval/case_0.go", "go")
     tsx = Case("t", "o/r", "c", "src/App.tsx", "none", "", (0, 0, "x"), "x")
     assert ev.document(tsx, "w")[1] == "typescriptreact"
-    assert ev.document(Case("m", "o/r", "c", "lib/a.mjs", "none", "", (0, 0, "x"), "x"), "w")[1] == "javascript"
+    assert (
+        ev.document(Case("m", "o/r", "c", "lib/a.mjs", "none", "", (0, 0, "x"), "x"), "w")[1] == "javascript"
+    )
     summary = row.summary()
     assert summary["half_typed"]["asks"] == 1 and summary["repeat"]["silent"] == 0.0

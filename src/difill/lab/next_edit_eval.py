@@ -11,6 +11,10 @@ is timed.  The first edit answered is applied and compared with the commit:
   hunk (multisets of ``-line`` / ``+line``), 0 when nothing is answered;
 * **noise** on "none" cases (a single-hunk commit): the share where anything is answered.
 
+Issue 63: each case is opened with its own file's language (lab/next_edit_history.py mines Go,
+TypeScript and JavaScript too), and words are typed in two halves; an ask between them, inside a
+word being typed, is scored apart (**half-typed asks answered**, per ask).
+
 Three rows, one server each: ``nextEdit`` = ``drafts`` (drafts alone), ``model`` (the model
 alone) and ``on`` (as served).  Nothing here knows the answers: the server gets only what an
 editor would send.  A last table (lab/next_edit_gate.py, in process) says what the model wrote
@@ -145,7 +149,12 @@ class Outcome:
 
 
 def score(
-    case: Case, text: str, edits: list[dict[str, Any]], ms: float, interim: int = 0, half: tuple[int, int] = (0, 0)
+    case: Case,
+    text: str,
+    edits: list[dict[str, Any]],
+    ms: float,
+    interim: int = 0,
+    half: tuple[int, int] = (0, 0),
 ) -> Outcome:
     """``edits`` (the server's answer for ``text``, the file after the first hunk) against ``case``;
     ``half``: (mid-word asks, those answered)."""
@@ -186,7 +195,11 @@ def _rates(outcomes: list[Outcome]) -> dict[str, Any]:
     interim = sum(o.interim > 0 for o in outcomes)
     out["interim"] = {"cases": len(outcomes), "noise": round(interim / max(1, len(outcomes)), 4)}
     asks, answered = sum(o.half_asks for o in outcomes), sum(o.half_answered for o in outcomes)
-    out["half_typed"] = {"asks": asks, "answered": round(answered / max(1, asks), 4), "ci": wilson(answered, asks)}
+    out["half_typed"] = {
+        "asks": asks,
+        "answered": round(answered / max(1, asks), 4),
+        "ci": wilson(answered, asks),
+    }
     return out
 
 
@@ -245,7 +258,6 @@ def copy_rule(case: Case) -> tuple[str, list[dict[str, Any]]]:
     return text, []
 
 
-
 def _offset_position(text: str, offset: int) -> dict[str, int]:
     return _position_json(position_of(text, offset))
 
@@ -263,7 +275,9 @@ class NextEditClient(ServeClient):
         ), python)  # fmt: skip
         await asyncio.wait_for(self.ready.wait(), 300)
 
-    async def ask(self, name: str, case: Case) -> tuple[str, list[dict[str, Any]], float, int, tuple[int, int]]:
+    async def ask(
+        self, name: str, case: Case
+    ) -> tuple[str, list[dict[str, Any]], float, int, tuple[int, int]]:
         """Open the file as it was, type the first hunk as an editor sends it (keystrokes(), words
         in two halves), ask after each step but the last as a client does after its debounce, then
         ask at the end; (the text after the hunk, the edits answered at the end, that round trip in
@@ -298,7 +312,9 @@ class NextEditClient(ServeClient):
         )
         return text, edits, ms, interim, (half[0], half[1])
 
-    async def _request(self, uri: str, version: int, text: str, cursor: int) -> tuple[list[dict[str, Any]], float]:
+    async def _request(
+        self, uri: str, version: int, text: str, cursor: int
+    ) -> tuple[list[dict[str, Any]], float]:
         params = {
             "textDocument": {"uri": uri, "version": version},
             "position": _position_json(position_of(text, cursor)),

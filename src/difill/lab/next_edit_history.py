@@ -22,6 +22,7 @@ drawn from the pool with ``random.Random(SEED)``.  Run:
 from __future__ import annotations
 
 import argparse
+import itertools
 import random
 import re
 import subprocess
@@ -73,7 +74,7 @@ def neighbour_pairs(hunks: list[Hunk]) -> list[tuple[Hunk, Hunk]]:
     """(first edit, next edit) for each two neighbouring small hunks of one file within the gap,
     both ways round."""
     pairs = []
-    for upper, lower in zip(hunks, hunks[1:]):
+    for upper, lower in itertools.pairwise(hunks):
         if small(upper) and small(lower) and 0 <= lower.old_start - _end(upper) <= MAX_GAP_LINES:
             pairs += [(upper, lower), (lower, upper)]
     return pairs
@@ -122,7 +123,7 @@ def commit_cases(repo: str, git_dir: str, commit: str) -> list[Case]:
     diff = _git(git_dir, "show", "-U0", "--no-renames", "--format=", commit, "--", *SOURCE)
     by_path = {p: h for p, h in parse_hunks(diff).items() if h and not SKIPPED.search(p)}
     if sum(len(h) for h in by_path.values()) == 1:
-        (path, hunks), = by_path.items()
+        ((path, hunks),) = by_path.items()
         if not small(hunks[0]) or (before := _before(git_dir, commit, path)) is None:
             return []
         case = case_of(repo, commit, path, before, hunks)
@@ -136,7 +137,9 @@ def commit_cases(repo: str, git_dir: str, commit: str) -> list[Case]:
     return cases
 
 
-def mine(repo: str, git_dir: str, rev: str = "HEAD", caps: dict[str, int] = CAPS, seed: int = SEED) -> list[Case]:
+def mine(
+    repo: str, git_dir: str, rev: str = "HEAD", caps: dict[str, int] = CAPS, seed: int = SEED
+) -> list[Case]:
     """Up to ``caps[kind]`` cases of each kind from ``rev``'s history (module docstring)."""
     rng = random.Random(f"{seed}:{repo}")
     commits = _git(git_dir, "log", "--no-merges", "--format=%H", rev, "--", *SOURCE).split()
@@ -163,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--caps", default=",".join(str(CAPS[k]) for k in KINDS), help="repeat,follow,none")
     parser.add_argument("--seed", type=int, default=SEED)
     args = parser.parse_args(argv)
-    caps = dict(zip(KINDS, (int(x) for x in args.caps.split(","))))
+    caps = dict(zip(KINDS, (int(x) for x in args.caps.split(",")), strict=True))
     cases: list[Case] = []
     for spec in args.repos:
         repo, where = spec.split("=", 1)
