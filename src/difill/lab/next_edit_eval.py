@@ -11,6 +11,10 @@ is timed.  The first edit answered is applied and compared with the commit:
   hunk (multisets of ``-line`` / ``+line``), 0 when nothing is answered;
 * **noise** on "none" cases (a single-hunk commit): the share where anything is answered.
 
+Issue 63: each case is opened with its own file's language (lab/next_edit_history.py mines Go,
+TypeScript and JavaScript too), and words are typed in two halves; an ask between them, inside a
+word being typed, is scored apart (**half-typed asks answered**, per ask).
+
 Three rows, one server each: ``nextEdit`` = ``drafts`` (drafts alone), ``model`` (the model
 alone) and ``on`` (as served).  Nothing here knows the answers: the server gets only what an
 editor would send.  A last table (lab/next_edit_gate.py, in process) says what the model wrote
@@ -29,7 +33,7 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from lsprotocol import types
@@ -38,6 +42,7 @@ from difill.lab.bench_server import position_of
 from difill.lab.bench_timing import percentile
 from difill.lab.next_edit_mining import TOKEN, Case, read_cases
 from difill.lab.serve_client import UNREAD, ServeClient, serve_args
+from difill.text.languages import language_for_path
 
 METHOD = "textDocument/copilotInlineEdit"
 DEFAULT_CASES = Path(__file__).resolve().parents[3] / "benchmarks" / "next_edit" / "cases.jsonl"
@@ -64,12 +69,15 @@ def offset_of(text: str, line: int, character: int) -> int:
 
 
 CHUNK = re.compile(r"\w+|[ \t]+|\n|[^\w\s]")  # what an editor sends per keystroke burst
+_WORD = re.compile(r"\w")
 
 
-def keystrokes(before: str, edit: tuple[int, int, str]) -> list[tuple[int, int, str]]:
+def keystrokes(before: str, edit: tuple[int, int, str], mid_word: bool = False) -> list[tuple[int, int, str]]:
     """The first hunk as an editor sends it, one ranged didChange a step: the old text selected
     and deleted, then the new text a word, a run of spaces, a line break or a symbol at a time.
-    Each step is (start, end, text) in the document as the steps before it left it."""
+    Each step is (start, end, text) in the document as the steps before it left it.  With
+    ``mid_word`` a word of two or more characters is typed in two halves (issue 63): the state
+    between them is a word half typed, where the right answer is none."""
     start, end, new = edit
     if start == end and new.endswith("\n") and before[start - 1 : start] == "\n":
         # A line inserted is typed as an editor types it: the line break first (``o``, Enter at
@@ -78,11 +86,22 @@ def keystrokes(before: str, edit: tuple[int, int, str]) -> list[tuple[int, int, 
     steps = [(start, end, "")] if end > start else []
     at = start
     for chunk in CHUNK.findall(new):
-        steps.append((at, at, chunk))
-        at += len(chunk)
+        parts = _halves(chunk) if mid_word and _WORD.match(chunk) else (chunk,)
+        for part in parts:
+            steps.append((at, at, part))
+            at += len(part)
     if not steps:
         return [(start, end, new)]
     return steps
+
+
+def _halves(word: str) -> tuple[str, ...]:
+    return (word[: len(word) // 2], word[len(word) // 2 :]) if len(word) >= 2 else (word,)
+
+
+def mid_word(text: str, at: int) -> bool:
+    """Is offset ``at`` of ``text`` (the document as the edit leaves it) inside a word?"""
+    return 0 < at < len(text) and _WORD.match(text[at - 1]) is not None and _WORD.match(text[at]) is not None
 
 
 def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -124,11 +143,21 @@ class Outcome:
     f1: float
     ms: float
     repo: str = ""
-    interim: int = 0  # intermediate asks (a half-typed edit) that answered anything
+    interim: int = 0  # intermediate asks after a whole token (a half-made edit) that answered anything
+    half_asks: int = 0  # intermediate asks with the cursor inside a word being typed (issue 63)
+    half_answered: int = 0  # of those, the ones that answered anything
 
 
-def score(case: Case, text: str, edits: list[dict[str, Any]], ms: float, interim: int = 0) -> Outcome:
-    """``edits`` (the server's answer for ``text``, the file after the first hunk) against ``case``."""
+def score(
+    case: Case,
+    text: str,
+    edits: list[dict[str, Any]],
+    ms: float,
+    interim: int = 0,
+    half: tuple[int, int] = (0, 0),
+) -> Outcome:
+    """``edits`` (the server's answer for ``text``, the file after the first hunk) against ``case``;
+    ``half``: (mid-word asks, those answered)."""
     results = []
     for edit in edits:
         start, end = edit["range"]["start"], edit["range"]["end"]
@@ -136,12 +165,12 @@ def score(case: Case, text: str, edits: list[dict[str, Any]], ms: float, interim
         high = offset_of(text, end["line"], end["character"])
         results.append(text[:low] + edit["text"] + text[high:])
     if case.kind == "none":
-        return Outcome(case.kind, bool(results), not results, not results, 0.0, ms, case.repo, interim)
+        return Outcome(case.kind, bool(results), not results, not results, 0.0, ms, case.repo, interim, *half)
     first = results[0] if results else text
     f1 = line_f1(changed_lines(text, first), changed_lines(text, case.expected)) if results else 0.0
     exact_any = any(r == case.expected for r in results)
     exact = first == case.expected and bool(results)
-    return Outcome(case.kind, bool(results), exact, exact_any, f1, ms, case.repo, interim)
+    return Outcome(case.kind, bool(results), exact, exact_any, f1, ms, case.repo, interim, *half)
 
 
 def _rates(outcomes: list[Outcome]) -> dict[str, Any]:
@@ -161,9 +190,16 @@ def _rates(outcomes: list[Outcome]) -> dict[str, Any]:
                 "exact_any": round(sum(o.exact_any for o in of) / n, 4),
                 "line_f1": round(sum(o.f1 for o in of) / n, 4),
                 "answered": round(sum(o.answered for o in of) / n, 4),
+                "silent": round(sum(not o.answered for o in of) / n, 4),
             }
     interim = sum(o.interim > 0 for o in outcomes)
     out["interim"] = {"cases": len(outcomes), "noise": round(interim / max(1, len(outcomes)), 4)}
+    asks, answered = sum(o.half_asks for o in outcomes), sum(o.half_answered for o in outcomes)
+    out["half_typed"] = {
+        "asks": asks,
+        "answered": round(answered / max(1, asks), 4),
+        "ci": wilson(answered, asks),
+    }
     return out
 
 
@@ -222,7 +258,6 @@ def copy_rule(case: Case) -> tuple[str, list[dict[str, Any]]]:
     return text, []
 
 
-
 def _offset_position(text: str, offset: int) -> dict[str, int]:
     return _position_json(position_of(text, offset))
 
@@ -240,15 +275,21 @@ class NextEditClient(ServeClient):
         ), python)  # fmt: skip
         await asyncio.wait_for(self.ready.wait(), 300)
 
-    async def ask(self, uri: str, case: Case) -> tuple[str, list[dict[str, Any]], float, int]:
-        """Open the file as it was, type the first hunk as an editor sends it (keystrokes()), ask
-        after each step but the last as a client does after its debounce, then ask at the end;
-        (the text after the hunk, the edits answered at the end, that round trip in ms, the
-        number of steps whose intermediate ask answered anything)."""
-        item = types.TextDocumentItem(uri=uri, language_id="python", version=1, text=case.before)
+    async def ask(
+        self, name: str, case: Case
+    ) -> tuple[str, list[dict[str, Any]], float, int, tuple[int, int]]:
+        """Open the file as it was, type the first hunk as an editor sends it (keystrokes(), words
+        in two halves), ask after each step but the last as a client does after its debounce, then
+        ask at the end; (the text after the hunk, the edits answered at the end, that round trip in
+        ms, the number of whole-token steps whose ask answered anything, (mid-word asks, those
+        answered))."""
+        uri, language = document(case, name)
+        item = types.TextDocumentItem(uri=uri, language_id=language, version=1, text=case.before)
         self.client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=item))
-        text, version, interim = case.before, 1, 0
-        steps = keystrokes(case.before, case.edit)
+        text, version, interim, half = case.before, 1, 0, [0, 0]
+        start, end, new = case.edit
+        final = case.before[:start] + new + case.before[end:]
+        steps = keystrokes(case.before, case.edit, mid_word=True)
         for i, (start, end, new) in enumerate(steps):
             rng = types.Range(start=position_of(text, start), end=position_of(text, end))
             version += 1
@@ -258,16 +299,22 @@ class NextEditClient(ServeClient):
             ))  # fmt: skip
             text = text[:start] + new + text[end:]
             if i < len(steps) - 1:  # a half-made edit: the right answer is none
-                edits, _ = await self._request(uri, version, text, start + len(new))
-                interim += bool(edits)
+                cursor = start + len(new)
+                edits, _ = await self._request(uri, version, text, cursor)
+                if mid_word(final, cursor):
+                    half = [half[0] + 1, half[1] + bool(edits)]
+                else:
+                    interim += bool(edits)
         start, _, new = case.edit
         edits, ms = await self._request(uri, version, text, start + len(new))
         self.client.text_document_did_close(
             types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
         )
-        return text, edits, ms, interim
+        return text, edits, ms, interim, (half[0], half[1])
 
-    async def _request(self, uri: str, version: int, text: str, cursor: int) -> tuple[list[dict[str, Any]], float]:
+    async def _request(
+        self, uri: str, version: int, text: str, cursor: int
+    ) -> tuple[list[dict[str, Any]], float]:
         params = {
             "textDocument": {"uri": uri, "version": version},
             "position": _position_json(position_of(text, cursor)),
@@ -293,15 +340,22 @@ def _plain(value: Any) -> Any:
     return value if value is not None else {}
 
 
+def document(case: Case, name: str) -> tuple[str, str]:
+    """The URI and language id an editor gives the case's file: its own extension's (a Go case is
+    opened as Go), in a folder of no workspace."""
+    suffix = PurePosixPath(case.path).suffix or ".py"
+    return f"file:///next_edit_eval/{name}{suffix}", language_for_path(case.path) or "python"
+
+
 async def run_row(name: str, mode: str, cases: list[Case], model_dir: str | None) -> Row:
     client = NextEditClient()
     await client.start(model_dir, mode)
     row = Row(name, mode)
     try:
-        await client.ask("file:///next_edit_eval/warm_up.py", cases[0])  # first-call setup, not scored
+        await client.ask("warm_up", cases[0])  # first-call setup, not scored
         for i, case in enumerate(cases):
-            text, edits, ms, interim = await client.ask(f"file:///next_edit_eval/case_{i}.py", case)
-            row.outcomes.append(score(case, text, edits, ms, interim))
+            text, edits, ms, interim, half = await client.ask(f"case_{i}", case)
+            row.outcomes.append(score(case, text, edits, ms, interim, half))
     finally:
         await client.stop()
     return row
@@ -323,36 +377,6 @@ def evaluate(cases: list[Case], model_dir: str | None, rows=ROWS) -> list[dict[s
     return [copy_rule_row(cases).summary(), *served]
 
 
-def _ci(pair: tuple[float, float]) -> str:
-    return f"[{pair[0]:.0%}, {pair[1]:.0%}]"
-
-
-def format_rows(summaries: list[dict[str, Any]]) -> str:
-    lines = [
-        "| row | repeat exact [95% CI] (any of 3) | follow exact (any of 3) | noise on none [95% CI] "
-        "| half-typed asks answered | p50 ms | p95 ms |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for s in summaries:
-        r, f, n = s["repeat"], s["follow"], s["none"]
-        lines.append(
-            f"| {s['row']} (`nextEdit: {s['nextEdit']}`) | {r['exact']:.1%} {_ci(r['exact_ci'])} "
-            f"({r['exact_any']:.1%}) | {f['exact']:.1%} ({f['exact_any']:.1%}) "
-            f"| {n['noise']:.1%} {_ci(n['noise_ci'])} | {s['interim']['noise']:.1%} "
-            f"| {s['p50_ms']:.0f} | {s['p95_ms']:.0f} |"
-        )
-    lines += ["", "By project (repeat exact / follow exact / noise / half-typed; cases r/f/n):", ""]
-    lines += ["| row | project | repeat | follow | noise | half-typed | cases |", "|---|---|---|---|---|---|---|"]
-    for s in summaries:
-        for repo, p in s["projects"].items():
-            r, f, n = p["repeat"], p["follow"], p["none"]
-            lines.append(
-                f"| {s['nextEdit']} | {repo} | {r['exact']:.0%} | {f['exact']:.0%} | {n['noise']:.0%} "
-                f"| {p['interim']['noise']:.0%} | {r['cases']}/{f['cases']}/{n['cases']} |"
-            )
-    return "\n".join(lines)
-
-
 def main(args: argparse.Namespace) -> int:
     paths = [Path(p) for p in (getattr(args, "next_edit_cases", None) or str(DEFAULT_CASES)).split(",")]
     cases = [case for path in paths for case in read_cases(path)]
@@ -365,6 +389,8 @@ def main(args: argparse.Namespace) -> int:
         raise SystemExit(f"--next-edit-rows: unknown {sorted(unknown)}; the rows are drafts, model, on")
     summaries = evaluate(cases, args.model, tuple(r for r in ROWS if r[1] in wanted))
     if not args.json:  # the rows first: the gate's table takes one more model pass
+        from difill.lab.next_edit_tables import format_rows
+
         print(format_rows(summaries), flush=True)
     from difill.lab.next_edit_gate import format_gate, gate_report
 
