@@ -12,6 +12,7 @@ export const SERVER_SETTING_KEYS = [
   "llamacppThreads",
   "llamacppGpuLayers",
   "remote",
+  "remoteKind",
   "remoteCanvas",
   "contextDrafts",
   "maxTokens",

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from difill.engine.names import CANVAS_MODES, ENGINES
+from difill.engine.names import CANVAS_MODES, ENGINES, REMOTE_KINDS
 from difill.server.setting_kinds import (
     BoundedInt,
     Choice,
@@ -136,9 +136,19 @@ class Settings:
     # The API key comes from the DIFILL_API_KEY environment variable, never from a setting.
     remote: str | None = setting(
         "remote", HttpUrl(), None, "send code to servers",
-        doc="URL of a `difill serve-http` or OpenAI-compatible (vLLM) server that runs the model instead of "
-        "this machine; the API key comes from the server process's `DIFILL_API_KEY` environment variable. "
-        "Empty: run the model locally. Changing it reloads (`docs/remote.md`).",
+        doc="URL of a `difill serve-http`, an OpenAI-compatible (vLLM) server or Inception's Mercury that runs "
+        "the model instead of this machine (`remoteKind`); the API key comes from the server process's "
+        "`DIFILL_API_KEY` environment variable. Empty: run the model locally. Changing it reloads "
+        "(`docs/remote.md`).",
+    )  # fmt: skip
+    # engine/backends/remote.py PROTOCOLS; not a destination: the URL says where code goes.
+    remote_kind: str = setting(
+        "remoteKind", Choice(REMOTE_KINDS), "auto", scope="machine-overridable",
+        doc="What the `remote` is: `difill` (`difill serve-http`), `openai` (an OpenAI-compatible server such "
+        "as vLLM), `mercury` (Inception's Mercury: its fill-in-the-middle endpoint for ghost text, its "
+        "next-edit endpoint for next edits and rewrites; the key in `DIFILL_API_KEY` or `INCEPTION_API_KEY`; "
+        "`docs/remote.md`), or `auto`: Mercury on `api.inceptionlabs.ai`, else asked of the server on the "
+        "first fill. Changing it reloads.",
     )  # fmt: skip
     # vLLM 0.32 or later (released) takes the seeded canvas; difill is tested against 0.33.0's rules.
     remote_canvas: str = setting(
@@ -304,7 +314,9 @@ def backend_spec(settings: Settings) -> BackendSpec:
         settings.llamacpp_threads or None,  # 0: half the cores, as torch takes
         settings.llamacpp_gpu_layers,
     )  # fmt: skip
-    return BackendSpec(settings.model_path, settings.device, settings.remote, settings.remote_canvas, engine)
+    return BackendSpec(
+        settings.model_path, settings.device, settings.remote, settings.remote_canvas, engine, settings.remote_kind
+    )
 
 
 def needs_reload(before: Settings, after: Settings) -> bool:
