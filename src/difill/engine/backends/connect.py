@@ -49,7 +49,11 @@ def connect(config: RemoteConfig) -> RemoteBackend:
 
 
 def _host(url: str) -> str:
-    return urlsplit(url).hostname or ""
+    """The URL's host; "" where it does not parse (the transport then says why, scrubbed)."""
+    try:
+        return urlsplit(url).hostname or ""
+    except ValueError:
+        return ""
 
 
 class AutoRemote(RemoteBackend):
