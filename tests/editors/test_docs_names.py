@@ -120,3 +120,9 @@ def test_every_vscode_keybinding_is_named():
     bindings = {words(binding["key"]) for binding in CONTRIBUTES["keybindings"]}
     assert "Ctrl+Alt+E" in bindings
     assert {key for key in bindings if f"`{key}`" not in EDITORS} == set()
+
+
+def test_the_settings_a_workspace_may_not_set_are_named_as_they_are():
+    """The README's sentence on destination settings lists config.DESTINATION_KEYS."""
+    sentence = README.split("Settings that name a program", 1)[1].split(")", 1)[0]
+    assert sorted(re.findall(r"`(\w+)`", sentence)) == sorted(config.DESTINATION_KEYS)
