@@ -81,3 +81,6 @@ def test_the_settings_a_workspace_may_not_set_are_one_list_everywhere():
         key for key, spec in config.KEYS.items() if isinstance(config.kind_of(spec), file_kinds)
     }
     assert names_something == set(config.DESTINATION_KEYS)  # a new path or URL setting is one too
+    # settings.ts's PATH_KEYS (an empty value: the server's default) are the same settings.
+    paths = (EXT / "src" / "settings.ts").read_text().split("PATH_KEYS = [", 1)[1].split("]", 1)[0]
+    assert set(re.findall(r'"(\w+)"', paths)) == names_something

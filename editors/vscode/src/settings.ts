@@ -1,28 +1,30 @@
 // What the extension sends the server, computed from VS Code's configuration without
 // importing `vscode`, so it can be unit-tested under plain Node.
 
+// generated from src/difill/server/config.py by `python -m difill.server.settings_clients --write`: begin
 /** The server's settings (server/config.py), by their camelCase keys. */
 export const SERVER_SETTING_KEYS = [
   "modelPath",
-  "remote",
-  "remoteCanvas",
-  "contextDrafts",
   "device",
   "engine",
   "ggufPath",
   "llamacppWorker",
   "llamacppThreads",
   "llamacppGpuLayers",
+  "remote",
+  "remoteKind",
+  "remoteCanvas",
+  "contextDrafts",
   "maxTokens",
   "minTokenProb",
   "minShowProbability",
   "commentSuggestions",
+  "editGate",
   "steps",
   "candidates",
   "languages",
   "contextTokens",
   "previews",
-  "editGate",
   "holeMarker",
   "debounceMs",
   "loadWaitMs",
@@ -32,16 +34,35 @@ export const SERVER_SETTING_KEYS = [
   "indexMaxBytes",
   "indexMaxFileBytes",
   "snippetTokens",
-  "contextExclude",
   "projectPython",
+  "contextExclude",
   "nextEdit",
 ] as const;
+/** Paths and URLs whose empty value means the server's default. */
+export const PATH_KEYS = [
+  "modelPath",
+  "ggufPath",
+  "llamacppWorker",
+  "remote",
+  "logFile",
+  "projectPython",
+] as const;
+/** Settings that choose where code goes, which files load as a model, which program runs or which
+ *  file the server writes: a workspace (a cloned repository's .vscode/settings.json) may not set
+ *  them behind the user's back. The server's config.DESTINATION_KEYS, and package.json's
+ *  restrictedConfigurations. */
+export const DESTINATION_KEYS = [
+  "modelPath",
+  "ggufPath",
+  "llamacppWorker",
+  "remote",
+  "logFile",
+  "projectPython",
+] as const;
+// generated: end
 
 export type ServerSettingKey = (typeof SERVER_SETTING_KEYS)[number];
 export type ServerSettings = Partial<Record<ServerSettingKey | "userApproved", unknown>>;
-
-/** Paths and URLs whose empty value means the server's default. */
-const PATH_KEYS: readonly string[] = ["modelPath", "remote", "ggufPath", "llamacppWorker", "logFile", "projectPython"];
 
 /** Reads one `difill.*` key; `vscode.WorkspaceConfiguration.get` fits. */
 export type ConfigGetter = (key: string) => unknown;
@@ -55,7 +76,7 @@ export function serverSettings(get: ConfigGetter): { difill: ServerSettings } {
     const value = get(key);
     if (value === undefined || value === null) continue;
     // Empty model path / remote URL: the shipped model, run locally (the server's defaults).
-    if (PATH_KEYS.includes(key) && typeof value === "string" && value.trim() === "") continue;
+    if ((PATH_KEYS as readonly string[]).includes(key) && typeof value === "string" && value.trim() === "") continue;
     out[key] = value;
   }
   return { difill: out };
@@ -67,11 +88,6 @@ export function withLogFile(settings: { difill: ServerSettings }, defaultLogFile
   return { difill: { ...settings.difill, logFile: settings.difill.logFile ?? defaultLogFile } };
 }
 
-/** Settings that choose where code goes, which files load as a model, which program runs or which
- *  file the server writes: a workspace (a cloned repository's .vscode/settings.json) may not set
- *  them behind the user's back. The same list as the server's config.DESTINATION_KEYS and
- *  package.json's restrictedConfigurations (test/manifest.test.ts, tests/editors/). */
-export const DESTINATION_KEYS = ["modelPath", "remote", "ggufPath", "llamacppWorker", "logFile", "projectPython"] as const;
 export type DestinationKey = (typeof DESTINATION_KEYS)[number];
 
 /** Beside the settings: the destination values the user chose (server/config.py APPROVED). */

@@ -103,7 +103,9 @@ class Candidate:
     hole_length: int
     score: float  # mean log-prob of the hole's tokens when they were committed
     complete: bool  # the model ended the middle (filler) before the hole ran out
-    source: str = "model"  # the row's starting canvas: "model" (noise) or "draft:<i>" (FillOptions.drafts[i])
+    # The row's starting canvas: "model" (noise) or "draft:<i>" (FillOptions.drafts[i]); "remote":
+    # a remote model that chose the edit itself and gives no per-token probabilities (Mercury).
+    source: str = "model"
     # A rewrite's row: the lowest log-prob (at temperature 1) among the slots where the model wrote
     # another token than the row started from (its seed); None when it changed none, or for a fill.  How sure
     # the model is of what it *changed* (a next edit's gate), not of what it copied.
@@ -135,6 +137,10 @@ class RewriteRequest:
     ``FillOptions.drafts`` (whole alternative selections: a next edit's drafts) each draft is one
     more canvas row, seeded and renoised the same way; ``FillOptions.context_block`` is read
     before the prefix, as for a fill.
+
+    ``cursor`` (an offset in ``selection``) and ``history`` (the user's last edit as a unified
+    diff) are what a next-edit model reads (Mercury's edit endpoint: engine/backends/mercury.py);
+    difill's own engines read the diff from ``FillOptions.context_block`` instead.
     """
 
     prefix: str
@@ -142,6 +148,8 @@ class RewriteRequest:
     suffix: str
     strength: float = 0.5
     instruction: str | None = None
+    cursor: int | None = None
+    history: str = ""
 
 
 @runtime_checkable

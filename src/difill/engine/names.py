@@ -34,3 +34,5 @@ ENGINES = ("auto", *LOCAL_ENGINES)
 ENGINE_LABELS = {name: engine.label for name, engine in LOCAL_ENGINES.items()} | {"ar": "the AR baseline"}
 # How fills reach a vLLM remote (the ``remoteCanvas`` setting; engine/backends/vllm.py).
 CANVAS_MODES = ("auto", "seeded", "plain")
+# A remote's wire protocol (engine/backends/remote.py; the remoteKind setting).
+REMOTE_KINDS = ("auto", "difill", "openai", "mercury")

@@ -9,180 +9,81 @@ replaces the previous one, so a key removed from the editor's config goes back t
 An invalid value never stops the server: it is reported and the value from the layer below is
 kept.  ``parse_settings`` returns the problems as sentences for ``window/showMessage``.
 
-Each ``Settings`` field declares its JSON key and its kind (``setting(key, kind, default)``); the
-kind alone decides which raw values are valid and what the message says about the others.  A new
-setting is one field here, its row in README.md and its entry in editors/vscode/package.json
-(tests/editors/test_vscode_extension.py checks keys, defaults, bounds and choices agree).
+Each ``Settings`` field declares its JSON key, its kind (server/setting_kinds.py), its default and
+its description (``setting(key, kind, default, doc=...)``); the kind alone decides which raw values
+are valid and what the message says about the others.  **A new setting is one field here**: the
+clients' lists (editors/vscode/package.json, editors/vscode/src/settings.ts,
+editors/neovim/lua/difill/config.lua) and the README's table are written from these fields by
+``python -m difill.server.settings_clients --write``, and tests/editors/test_settings_lists.py
+fails while any of them differs.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
-from difill.engine.names import CANVAS_MODES, ENGINES
+from difill.engine.names import CANVAS_MODES, ENGINES, REMOTE_KINDS
+from difill.server.setting_kinds import (
+    BoundedInt,
+    Choice,
+    Device,
+    DirectoryPath,
+    FilePath,
+    Flag,
+    Globs,
+    HttpUrl,
+    Kind,
+    LanguageIds,
+    OneLine,
+    Probability,
+)
 
 if TYPE_CHECKING:
     from difill.engine.backends import BackendSpec
 
 SECTION = "difill"
+__all__ = [
+    "APPROVED", "DESTINATION_KEYS", "KEYS", "RENAMED", "SECTION", "BoundedInt", "Choice", "Device",
+    "DirectoryPath", "FilePath", "Flag", "Globs", "HttpUrl", "Kind", "LanguageIds", "OneLine",
+    "Probability", "Settings", "SettingsLayers", "backend_spec", "command_line_settings", "kind_of",
+    "needs_reload", "parse_settings", "section_of", "setting", "unknown_setting",
+]  # fmt: skip
 
 
-# ---- kinds: what a setting may hold, and how a raw JSON value becomes it ----
-#
-# Each Settings field names its kind in its metadata; ``convert`` gives (value as the field's
-# type, None) or (None, what is wrong with it).  The problem text completes the sentence
-# "<key> ..., got <value>; using <default>" that parse_settings reports.
-
-
-@runtime_checkable
-class Kind(Protocol):
-    def convert(self, value: Any) -> tuple[Any, str | None]: ...
-
-
-def _blank(value: Any) -> bool:
-    """None or an empty/whitespace string: "not set", so the field's None default applies."""
-    return value is None or (isinstance(value, str) and value.strip() == "")
-
-
-@dataclass(frozen=True)
-class DirectoryPath:
-    """A directory path; blank: None (the default)."""
-
-    what = "a directory path"
-
-    def convert(self, value: Any) -> tuple[str | None, str | None]:
-        if _blank(value):
-            return None, None
-        return (value, None) if isinstance(value, str) else (None, f"must be {self.what} (string)")
-
-
-@dataclass(frozen=True)
-class FilePath(DirectoryPath):
-    """A file path; blank: None (the default)."""
-
-    what = "a file path"
-
-
-@dataclass(frozen=True)
-class HttpUrl:
-    """An http(s) URL, surrounding spaces dropped; blank: None (the default)."""
-
-    def convert(self, value: Any) -> tuple[str | None, str | None]:
-        if _blank(value):
-            return None, None
-        ok = isinstance(value, str) and value.startswith(("http://", "https://"))
-        return (value.strip(), None) if ok else (None, "must be an http:// or https:// URL")
-
-
-@dataclass(frozen=True)
-class Choice:
-    """One of a few fixed strings."""
-
-    values: tuple[str, ...]
-
-    def convert(self, value: Any) -> tuple[str | None, str | None]:
-        ok = isinstance(value, str) and value in self.values
-        return (value, None) if ok else (None, f"must be one of {', '.join(self.values)}")
-
-
-@dataclass(frozen=True)
-class Device:
-    """A torch device name difill supports: auto, cpu, cuda, cuda:N or mps."""
-
-    def convert(self, value: Any) -> tuple[str | None, str | None]:
-        ok = isinstance(value, str) and (
-            value in ("auto", "cpu", "cuda", "mps") or (value.startswith("cuda:") and value[5:].isdigit())
-        )
-        return (value, None) if ok else (None, "must be one of auto, cpu, cuda, cuda:N, mps")
-
-
-@dataclass(frozen=True)
-class LanguageIds:
-    """A list of non-empty language ids, kept as a tuple."""
-
-    def convert(self, value: Any) -> tuple[tuple[str, ...] | None, str | None]:
-        if isinstance(value, list) and all(isinstance(x, str) and x for x in value):
-            return tuple(value), None
-        return None, "must be a list of language ids"
-
-
-@dataclass(frozen=True)
-class Globs:
-    """A list of gitignore-style patterns (one line each, at most 1024 characters), as a tuple."""
-
-    def convert(self, value: Any) -> tuple[tuple[str, ...] | None, str | None]:
-        if (
-            isinstance(value, list)
-            and len(value) <= 1000
-            and all(isinstance(x, str) and x.strip() and "\n" not in x and len(x) <= 1024 for x in value)
-        ):
-            return tuple(value), None
-        return None, "must be a list of at most 1000 one-line glob patterns (gitignore syntax)"
-
-
-@dataclass(frozen=True)
-class Flag:
-    """true or false (not 0 or 1, not "true")."""
-
-    def convert(self, value: Any) -> tuple[bool | None, str | None]:
-        return (value, None) if isinstance(value, bool) else (None, "must be true or false")
-
-
-@dataclass(frozen=True)
-class OneLine:
-    """A non-blank string without a line break."""
-
-    def convert(self, value: Any) -> tuple[str | None, str | None]:
-        ok = isinstance(value, str) and value.strip() != "" and "\n" not in value
-        return (value, None) if ok else (None, "must be a non-empty one-line string")
-
-
-@dataclass(frozen=True)
-class Probability:
-    """A number from 0 to 1, as a float; None allowed (the default: "the checkpoint's choice")."""
-
-    def convert(self, value: Any) -> tuple[float | None, str | None]:
-        if value is None:
-            return None, None
-        # bool is an int in Python: refuse it explicitly.  NaN fails the range check.
-        ok = not isinstance(value, bool) and isinstance(value, int | float) and 0.0 <= value <= 1.0
-        return (float(value), None) if ok else (None, "must be a number between 0 and 1")
-
-
-@dataclass(frozen=True)
-class BoundedInt:
-    """An integer from ``low`` to ``high``; a float with no fraction (2.0) counts as one."""
-
-    low: int
-    high: int
-
-    def convert(self, value: Any) -> tuple[int | None, str | None]:
-        # bool is an int in Python: refuse it explicitly.  NaN and infinities are no integer.
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not math.isfinite(value)
-            or value != int(value)
-        ):
-            return None, f"must be an integer between {self.low} and {self.high}"
-        if not self.low <= value <= self.high:
-            return None, f"must be between {self.low} and {self.high}"
-        return int(value), None
-
-
-def setting(key: str, kind: Kind, default: Any, destination: str | None = None) -> Any:
+def setting(
+    key: str,
+    kind: Kind,
+    default: Any,
+    destination: str | None = None,
+    *,
+    doc: str,
+    shown_default: str | None = None,
+    scope: str | None = None,
+) -> Any:
     """A Settings field: its camelCase JSON ``key``, its ``kind``, its default.  Typed Any, as
     ``dataclasses.field`` is, so that the field's annotation stays its value's type.
 
+    ``doc``: what a user reads (markdown; the README's table, package.json, config.lua's first
+    sentence).  ``shown_default``: the default in words where the value says little (None: "the
+    shipped model").  ``scope``: VS Code's scope, where it is not the default ("machine": user
+    settings only).
+
     ``destination``: the field names a program to run, a file to load or write, or a server to
     send code to; the words say what difill would do ("run programs").  A workspace may not set
-    such a field (``DESTINATION_KEYS``, server/workspace_values.py)."""
-    metadata = {"key": key, "kind": kind} | ({"destination": destination} if destination else {})
+    such a field (``DESTINATION_KEYS``, server/workspace_values.py); VS Code lists it in
+    ``restrictedConfigurations`` and lets only a machine's settings set it."""
+    metadata: dict[str, Any] = {"key": key, "kind": kind, "doc": doc}
+    if destination:
+        metadata["destination"] = destination
+        scope = scope or "machine-overridable"
+    if shown_default is not None:
+        metadata["shown_default"] = shown_default
+    if scope is not None:
+        metadata["scope"] = scope
     return field(default=default, metadata=metadata)
 
 
@@ -190,139 +91,200 @@ def kind_of(spec: dataclasses.Field) -> Kind:
     return spec.metadata["kind"]
 
 
-# ---- the settings ----
+# ---- the settings (their order is the README's and the clients') ----
 
 
 @dataclass(frozen=True)
 class Settings:
-    # Directory of a DiffusionGemma checkpoint (config.json, *.safetensors, tokenizer.json).
-    # None: the model shipped with difill.  Changing it reloads the model.
-    model_path: str | None = setting("modelPath", DirectoryPath(), None, "load models from folders")
-
-    # URL of a difill serve-http or OpenAI-compatible (vLLM) server; None: run the model in this
-    # process.  The API key comes from the DIFILL_API_KEY environment variable.  Changing it reloads.
-    remote: str | None = setting("remote", HttpUrl(), None, "send code to servers")
-
-    # How fills reach a vLLM `remote`: "seeded" sends difill's own canvas (vLLM 0.32 or later,
-    # released; difill is tested against 0.33.0's rules: the code after the cursor clamped),
-    # "plain" the chat/suffix prompt, "auto" tries seeded first and falls back, remembered, when
-    # the server refuses it.  Changing it reloads.
-    remote_canvas: str = setting("remoteCanvas", Choice(CANVAS_MODES), "auto")
-
-    # "auto" (CUDA when available, else CPU), "cpu", "cuda", "cuda:N" or "mps".  Changing it reloads.
-    device: str = setting("device", Device(), "auto")
-
-    # Which in-process engine runs the model: "torch", "llamacpp" (llama.cpp's DiffusionGemma,
-    # docs/llamacpp.md; `difill build-native` first), "mlx" (mlx-vlm on a Mac, docs/mlx.md;
-    # `pip install "difill[mlx]"`) or "auto" (llama.cpp where `ggufPath` names a GGUF, else torch).
-    # Changing it reloads.
-    engine: str = setting("engine", Choice(ENGINES), "auto")
-
-    # The GGUF of `modelPath` for the llama.cpp engine (the shipped model's is exported on first
-    # use).  Changing it reloads.
-    gguf_path: str | None = setting("ggufPath", FilePath(), None, "load models from files")
-
-    # The difill-llama-worker binary; None: the one `difill build-native` built.  Changing it reloads.
-    llamacpp_worker: str | None = setting("llamacppWorker", FilePath(), None, "run programs")
-
-    # llama.cpp threads (0: half the cores, as torch takes) and layers offloaded to a GPU (a worker
-    # built with `difill build-native --cuda` or `--metal`).  Changing either reloads.
-    llamacpp_threads: int = setting("llamacppThreads", BoundedInt(0, 256), 0)
-    llamacpp_gpu_layers: int = setting("llamacppGpuLayers", BoundedInt(0, 1000), 0)
-
-    # A file the server also writes its log to (beside stderr and `--log-file`), for :DifillLog
-    # and the output channel; the clients send a default location.  None: no such file.
-    log_file: str | None = setting("logFile", FilePath(), None, "write to files")
-
-    # Longest suggestion, in tokens.  Single-line suggestions use at most this; an empty block body
-    # may use up to twice this (see text/shape.py).
-    max_tokens: int = setting("maxTokens", BoundedInt(1, 512), 32)
-
-    # Ghost text (automatic suggestions) ends before the first token the model gave less than this
-    # probability: it shows what the model is sure of.  0: whole middles.  None: the value chosen
-    # for the loaded checkpoint (0.25 for the shipped model, chosen on training files by
-    # scripts/tune_truncation.py; 0 for a checkpoint without one).  Invoked completions are never cut.
-    min_token_prob: float | None = setting("minTokenProb", Probability(), None)
-
-    # Ghost text is shown only when the show gate's estimate that it is right (server/show_gate.py)
-    # reaches this; a long text that does not is cut to a likely first line or word.  None: the
-    # calibration's own threshold (chosen so that at least half of what is shown was right on the
-    # tuning projects: docs/show_gate.md).  0 shows everything the filters keep.  Invoked
-    # completions are not gated.
-    min_show_probability: float | None = setting("minShowProbability", Probability(), None)
-
-    # Ghost text inside comments, strings and docstrings (above a higher bar than code: the
-    # model's prose is rarely what a person writes).  false: none there.
-    comment_suggestions: bool = setting("commentSuggestions", Flag(), True)
-
-    # Cap on denoising steps (decoder passes) per fill: fewer is faster, more is better.
-    steps: int = setting("steps", BoundedInt(1, 1024), 12)
-
-    # Distinct suggestions for an explicitly invoked completion; automatic requests get one.
-    candidates: int = setting("candidates", BoundedInt(1, 3), 3)
-
-    # Language ids (as the editor names them, e.g. "python") that get suggestions.
-    # Empty: every language.  Shapes and syntax checks use tree-sitter where a grammar is installed.
-    languages: tuple[str, ...] = setting("languages", LanguageIds(), ())
-
-    # Prefix budget in tokens; the model's own limit (from its checkpoint) caps it.
-    context_tokens: int = setting("contextTokens", BoundedInt(16, 32768), 1024)
-
-    # How drafts from the context (what followed the same text elsewhere: server/context/drafts.py)
-    # reach a suggestion: "show" (the best draft is the ghost text, no model run; explicit requests
-    # get it first, then the model's), "seed" (they seed canvas rows beside noise-seeded ones),
-    # "off", or "auto": the checkpoint's own choice ("show" for difill's shipped model, "seed" else).
-    context_drafts: str = setting("contextDrafts", Choice(("auto", "show", "seed", "off")), "auto")
-
-    # Send `difill/preview` notifications (the partly denoised text) while an edit (code action,
-    # command) is denoised.  Called `drafts` until issue 48 (still read: RENAMED).
-    previews: bool = setting("previews", Flag(), False)
-
-    # The edit gate (text/edit_gate.py, docs/edits.md): an edit that parses worse than the selection,
-    # repeats a name or a line, renames a name used outside the selection, moves its indentation,
-    # or (with an instruction) changes nothing is held back with a message instead of shown.
-    # false: every edit the model writes is shown, noise included (a rename the user asked for).
-    edit_gate: bool = setting("editGate", Flag(), True)
-
-    # The text that marks a hole for "Fill holes in selection" and `difill.fillHoles`.
-    hole_marker: str = setting("holeMarker", OneLine(), "<|hole|>")
-
-    # Wait this long after a completion request before running the model; a newer request for the
-    # same document within the wait replaces it.  0: run at once (newer requests still cancel).
-    debounce_ms: int = setting("debounceMs", BoundedInt(0, 5000), 0)
-
-    # While the model loads, a request waits this long for it, then answers empty.
-    load_wait_ms: int = setting("loadWaitMs", BoundedInt(0, 120000), 3000)
-
-    # The workspace index (server/context, docs/context.md): the open documents and the workspace
-    # folders' files, read on a worker thread, for snippets and drafts from other files.
-    workspace_index: bool = setting("workspaceIndex", Flag(), True)
-
-    # Caps on the workspace index: files indexed, bytes kept (text plus an estimate of its
-    # postings), and the largest file read (a larger one is skipped).  Changing one rebuilds it.
-    index_max_files: int = setting("indexMaxFiles", BoundedInt(0, 1_000_000), 20000)
-    index_max_bytes: int = setting("indexMaxBytes", BoundedInt(0, 8 * 1024**3), 128 * 1024 * 1024)
-    index_max_file_bytes: int = setting("indexMaxFileBytes", BoundedInt(0, 256 * 1024**2), 1024 * 1024)
-
-    # Files never read, indexed, offered or sent, beyond the built-in secrets deny list (.env,
-    # keys, credential files: server/context/policy.py), as gitignore patterns ("secrets/",
-    # "*.tfvars").  In such a file difill suggests nothing.  Changing it rebuilds the index.
-    context_exclude: tuple[str, ...] = setting("contextExclude", Globs(), ())
-
-    # The project's Python interpreter: jedi names the standard library and the installed
-    # packages of this one after ``x.`` and on import lines (server/context/jedi_names.py).
-    # None: the server's own.
-    project_python: str | None = setting("projectPython", FilePath(), None, "run programs")
-
-    # Next-edit suggestions (textDocument/copilotInlineEdit): "drafts" offers the last edit again
-    # at the other places it applies (a rename, an inserted argument; no model), "on" adds the
-    # model's edits of the lines around the cursor (the drafts seeded on its canvas), "model" the
-    # model's alone (a measurement), "off" none.  The default stays "drafts": the shipped model's
-    # edits are noise that its gate keeps off screen (docs/next_edit.md).
-    next_edit: str = setting("nextEdit", Choice(("on", "drafts", "model", "off")), "drafts")
-
-    # Budget, in tokens, of the snippets from other files put before the prefix; 0: none.
-    snippet_tokens: int = setting("snippetTokens", BoundedInt(0, 8192), 64)
+    model_path: str | None = setting(
+        "modelPath", DirectoryPath(), None, "load models from folders", shown_default="the shipped model",
+        doc="A local DiffusionGemma checkpoint directory (`config.json`, `*.safetensors`, `tokenizer.json`); "
+        "empty: the model shipped with difill. Changing it reloads the model; `--model` on the command line.",
+    )  # fmt: skip
+    device: str = setting(
+        "device", Device(), "auto",
+        doc="Where the model runs: `auto` (CUDA when present, else CPU), `cpu`, `cuda`, `cuda:N` or `mps`. "
+        "Changing it reloads the model; `--device` on the command line.",
+    )  # fmt: skip
+    engine: str = setting(
+        "engine", Choice(ENGINES), "auto",
+        doc="Which engine runs the model: `torch`, `llamacpp` (llama.cpp's DiffusionGemma in a worker process; "
+        "`difill build-native` first: `docs/llamacpp.md`), `mlx` (mlx-vlm on a Mac, `pip install \"difill[mlx]\"`: "
+        "`docs/mlx.md`) or `auto` (llama.cpp where `ggufPath` names a GGUF, or for the shipped model once "
+        "`difill build-native` has built the worker with difill's patches; else torch). Changing it reloads; "
+        "`--engine` on the command line.",
+    )  # fmt: skip
+    gguf_path: str | None = setting(
+        "ggufPath", FilePath(), None, "load models from files",
+        doc="The model's GGUF for the llama.cpp engine; empty: the shipped model's, exported on first use. "
+        "Changing it reloads; `--gguf` on the command line.",
+    )  # fmt: skip
+    llamacpp_worker: str | None = setting(
+        "llamacppWorker", FilePath(), None, "run programs", shown_default="the built one", scope="machine",
+        doc="The `difill-llama-worker` binary; empty: the one `difill build-native` built. Changing it reloads; "
+        "`--llamacpp-worker` on the command line.",
+    )  # fmt: skip
+    # llama.cpp threads (0: half the cores, as torch takes) and layers offloaded to a GPU.
+    llamacpp_threads: int = setting(
+        "llamacppThreads", BoundedInt(0, 256), 0,
+        doc="llama.cpp threads; 0: half the cores, as torch takes. Changing it reloads.",
+    )
+    llamacpp_gpu_layers: int = setting(
+        "llamacppGpuLayers", BoundedInt(0, 1000), 0,
+        doc="Layers llama.cpp offloads to a GPU, for a worker built with `--cuda` or `--metal`. Changing it reloads.",
+    )
+    # The API key comes from the DIFILL_API_KEY environment variable, never from a setting.
+    remote: str | None = setting(
+        "remote", HttpUrl(), None, "send code to servers",
+        doc="URL of a `difill serve-http`, an OpenAI-compatible (vLLM) server or Inception's Mercury that runs "
+        "the model instead of this machine (`remoteKind`); the API key comes from the server process's "
+        "`DIFILL_API_KEY` environment variable. Empty: run the model locally. Changing it reloads "
+        "(`docs/remote.md`).",
+    )  # fmt: skip
+    # engine/backends/remote.py PROTOCOLS; not a destination: the URL says where code goes.
+    remote_kind: str = setting(
+        "remoteKind", Choice(REMOTE_KINDS), "auto", scope="machine-overridable",
+        doc="What the `remote` is: `difill` (`difill serve-http`), `openai` (an OpenAI-compatible server such "
+        "as vLLM), `mercury` (Inception's Mercury: its fill-in-the-middle endpoint for ghost text, its "
+        "next-edit endpoint for next edits and rewrites; the key in `DIFILL_API_KEY` or `INCEPTION_API_KEY`; "
+        "`docs/remote.md`), or `auto`: Mercury on `api.inceptionlabs.ai`, else asked of the server on the "
+        "first fill. Changing it reloads.",
+    )  # fmt: skip
+    # vLLM 0.32 or later (released) takes the seeded canvas; difill is tested against 0.33.0's rules.
+    remote_canvas: str = setting(
+        "remoteCanvas", Choice(CANVAS_MODES), "auto", scope="machine-overridable",
+        doc="How fills reach a vLLM `remote`: `seeded` sends difill's own canvas with the code after the cursor "
+        "pinned (vLLM 0.32 or later; tested against 0.33.0's rules), `plain` the chat prompt, `auto` tries "
+        "seeded first and falls back, remembered, when the server refuses it; the status says which. Changing "
+        "it reloads; `--remote-canvas` for `difill fill`.",
+    )  # fmt: skip
+    # server/context/drafts.py finds the drafts; "auto" reads the checkpoint's About.drafts.
+    context_drafts: str = setting(
+        "contextDrafts", Choice(("auto", "show", "seed", "off")), "auto",
+        doc="How drafts from the context (what followed the same text elsewhere in the file, the open files "
+        "and the workspace) reach a suggestion: `show` (a draft that matched 4 or more tokens before the "
+        "cursor, or an import draft, is the ghost text as it stands, no model run; a draft on a shorter match "
+        "only where the model's text is empty; an explicit request gets the long-match drafts first, then the "
+        "model's middles, then the rest), `seed` (drafts seed canvas rows beside the noise-seeded ones), "
+        "`off`, or `auto`: the checkpoint's own choice (`show` for the shipped model, `seed` for others).",
+    )  # fmt: skip
+    # Single-line suggestions use at most this; an empty block body up to twice it (text/shape.py).
+    max_tokens: int = setting(
+        "maxTokens", BoundedInt(1, 512), 32,
+        doc="Longest suggestion, in tokens (an empty block body may use twice this).",
+    )
+    # None: the value chosen for the loaded checkpoint (scripts/tune_truncation.py on training files).
+    min_token_prob: float | None = setting(
+        "minTokenProb", Probability(), None, shown_default="the model's",
+        doc="Ghost text ends before the first token the model gave less than this probability (it shows what "
+        "the model is sure of): 0.25 for the shipped model (its config), 0 (whole middles) for a checkpoint "
+        "that names none; invoked completions are never cut.",
+    )  # fmt: skip
+    # server/show_gate.py; None: the calibration's threshold (docs/show_gate.md).
+    min_show_probability: float | None = setting(
+        "minShowProbability", Probability(), None, shown_default="the calibration's",
+        doc="Ghost text is shown only when the show gate's estimate that it is right reaches this; a long "
+        "suggestion is cut to a likely first line or word. The default keeps what was right at least half the "
+        "time on the tuning projects (`docs/show_gate.md`); 0 shows everything; invoked completions are not "
+        "gated; the log says why a suggestion was held back.",
+    )  # fmt: skip
+    comment_suggestions: bool = setting(
+        "commentSuggestions", Flag(), True,
+        doc="Ghost text in comments, strings and docstrings (above a higher bar than code: the model's prose "
+        "is rarely what a person writes); false: none there.",
+    )  # fmt: skip
+    # The edit gate: text/edit_gate.py, docs/edits.md.
+    edit_gate: bool = setting(
+        "editGate", Flag(), True,
+        doc="An edit (rewrite, instruction, fill holes, complete block) is applied only when it parses at least "
+        "as well as the selection, repeats nothing new, renames nothing used outside it, keeps its indentation "
+        "and (instructed) changes something; otherwise one line says what the model wrote and why it was held "
+        "back (`docs/edits.md`). false: every edit is shown, noise included.",
+    )  # fmt: skip
+    steps: int = setting(
+        "steps", BoundedInt(1, 1024), 12, doc="Cap on denoising steps (decoder passes) per fill: fewer is faster, more is better."
+    )
+    candidates: int = setting(
+        "candidates", BoundedInt(1, 3), 3,
+        doc="Distinct suggestions for an explicitly invoked completion (automatic requests get one).",
+    )
+    languages: tuple[str, ...] = setting(
+        "languages", LanguageIds(), (), shown_default="all",
+        doc="Language ids that get suggestions, as the editor names them (`python`); empty: every language.",
+    )
+    context_tokens: int = setting(
+        "contextTokens", BoundedInt(16, 32768), 1024,
+        doc="Prefix budget in tokens; the model's own limit caps it (256 for the shipped model).",
+    )
+    # Called `drafts` until issue 48 (still read: RENAMED).
+    previews: bool = setting(
+        "previews", Flag(), False,
+        doc="Send `difill/preview` `{token, text, step}` notifications (the partly denoised text) while an edit "
+        "denoises; `drafts`, its old name, is still read.",
+    )  # fmt: skip
+    hole_marker: str = setting(
+        "holeMarker", OneLine(), "<|hole|>", doc="The marker *Fill holes* (and `difill.fillHoles`) fills."
+    )
+    debounce_ms: int = setting(
+        "debounceMs", BoundedInt(0, 5000), 0,
+        doc="Server-side wait after a completion request before running the model; a newer request for the same "
+        "document replaces the waiting one. 0: at once.",
+    )  # fmt: skip
+    load_wait_ms: int = setting(
+        "loadWaitMs", BoundedInt(0, 120000), 3000,
+        doc="While the model loads, how long a request waits for it before answering empty.",
+    )
+    # The clients send a default location, so that the server always keeps a log they can open.
+    log_file: str | None = setting(
+        "logFile", FilePath(), None, "write to files", scope="machine",
+        shown_default="none (the clients send one: Neovim `stdpath(\"log\")/difill-server.log`, VS Code its log folder's `server.log`)",
+        doc="A file the server also writes its log to, beside stderr and `--log-file` (`:DifillLog` and "
+        "**difill: Open Server Log** open it).",
+    )  # fmt: skip
+    # server/context, docs/context.md; the index is read on a worker thread.
+    workspace_index: bool = setting(
+        "workspaceIndex", Flag(), True,
+        doc="Index the open documents and the workspace folders for snippets and drafts from other files "
+        "(`docs/context.md`). With a remote, that text is sent to it.",
+    )  # fmt: skip
+    # Caps on the workspace index; changing one rebuilds it.
+    index_max_files: int = setting(
+        "indexMaxFiles", BoundedInt(0, 1_000_000), 20000, doc="Files the workspace index holds at most."
+    )
+    index_max_bytes: int = setting(
+        "indexMaxBytes", BoundedInt(0, 8 * 1024**3), 128 * 1024 * 1024,
+        doc="Memory the workspace index may hold, in bytes (text plus an estimate of its tables).",
+    )
+    index_max_file_bytes: int = setting(
+        "indexMaxFileBytes", BoundedInt(0, 256 * 1024**2), 1024 * 1024, doc="A larger file is not indexed."
+    )
+    snippet_tokens: int = setting(
+        "snippetTokens", BoundedInt(0, 8192), 64,
+        doc="Token budget (estimated) of the block of workspace snippets the model reads before the prefix; "
+        "a block over half the model's prefix budget is left out; 0: none.",
+    )  # fmt: skip
+    # server/context/jedi_names.py runs it; only a file named like a Python interpreter is run.
+    project_python: str | None = setting(
+        "projectPython", FilePath(), None, "run programs", shown_default="the server's own Python",
+        doc="The project's Python interpreter (a virtual environment's `bin/python`): names after `x.` and on "
+        "import lines come from its standard library and packages. Only a file named like `python3.12` runs.",
+    )  # fmt: skip
+    # Matched by server/context/policy.py beside its built-in deny list; changing it rebuilds the index.
+    context_exclude: tuple[str, ...] = setting(
+        "contextExclude", Globs(), (),
+        doc="Files never read, indexed, offered or sent, beyond the built-in secrets deny list (`.env`, SSH and "
+        "cloud keys, credential files), as gitignore patterns (`secrets/`, `*.tfvars`); no suggestions inside them.",
+    )  # fmt: skip
+    # textDocument/copilotInlineEdit.  The default stays "drafts": the shipped model's edits are noise
+    # that its gate keeps off screen (docs/next_edit.md).
+    next_edit: str = setting(
+        "nextEdit", Choice(("on", "drafts", "model", "off")), "drafts",
+        doc="Next-edit suggestions (`textDocument/copilotInlineEdit`): `drafts` your last edit again where else "
+        "it applies (a rename, an inserted argument; no model), `on` also the model's edits of the ~10 lines "
+        "around the cursor with the drafts seeded on its canvas (for a real checkpoint or a remote: the shipped "
+        "model's are noise, kept off screen by a gate; `docs/next_edit.md`), `model` the model's alone (a "
+        "measurement), or `off`.",
+    )  # fmt: skip
 
     def enabled_for(self, language_id: str | None) -> bool:
         return not self.languages or (language_id or "") in self.languages
@@ -352,7 +314,9 @@ def backend_spec(settings: Settings) -> BackendSpec:
         settings.llamacpp_threads or None,  # 0: half the cores, as torch takes
         settings.llamacpp_gpu_layers,
     )  # fmt: skip
-    return BackendSpec(settings.model_path, settings.device, settings.remote, settings.remote_canvas, engine)
+    return BackendSpec(
+        settings.model_path, settings.device, settings.remote, settings.remote_canvas, engine, settings.remote_kind
+    )
 
 
 def needs_reload(before: Settings, after: Settings) -> bool:

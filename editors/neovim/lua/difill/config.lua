@@ -4,37 +4,41 @@
 ---@class difill.ServerSettings
 --- Mirrors the server's settings. Sent as initializationOptions and, on change, as
 --- workspace/didChangeConfiguration `{ difill = ... }`. Unset keys take the server's defaults.
----@field modelPath? string        model directory (default: the model shipped with difill)
----@field remote? string           URL of a difill serve-http / OpenAI-compatible server to use instead
----@field contextDrafts? "auto"|"show"|"seed"|"off"  drafts from the context: shown as ghost text, seeded into the canvas, or not used
----@field remoteCanvas? "auto"|"seeded"|"plain"  how fills reach a vLLM remote: seeded canvas (vLLM 0.32 or later, released; tested against 0.33.0's rules), chat prompt, or auto
----@field device? "auto"|"cpu"|"cuda"
----@field engine? "auto"|"torch"|"llamacpp"|"mlx"  the engine that runs the model (llamacpp: `difill build-native` first; mlx: `pip install "difill[mlx]"`)
----@field ggufPath? string         the model's GGUF for the llama.cpp engine (default: the shipped model's)
----@field llamacppWorker? string   the difill-llama-worker binary (default: the one built)
----@field llamacppThreads? integer llama.cpp threads (0: half the cores)
----@field llamacppGpuLayers? integer layers llama.cpp offloads to a GPU
----@field maxTokens? integer       longest completion, in tokens
----@field minTokenProb? number     ghost text ends before a token the model is less sure of (0: off; default: the model's)
----@field minShowProbability? number ghost text shown only when P(right) reaches this (default: the calibrated threshold)
----@field commentSuggestions? boolean ghost text in comments, strings and docstrings (default: true)
----@field steps? integer           denoising step cap
----@field candidates? integer      candidates for an invoked completion
----@field languages? string[]      language ids the server completes in
----@field contextTokens? integer   prefix/suffix context budget
----@field previews? boolean        stream difill/preview notifications (the partly denoised text) while an edit denoises (was `drafts`)
----@field editGate? boolean       hold back an edit that parses worse, repeats, renames or moves its indentation (default true)
----@field holeMarker? string       marker that :DifillFill fills (default "<|hole|>")
----@field debounceMs? integer      server-side wait before running the model (client debounces too)
----@field loadWaitMs? integer      how long a request waits for a loading model
----@field logFile? string          the server's log file, opened by :DifillLog (default: difill-server.log in stdpath("log"))
----@field workspaceIndex? boolean  index open documents and workspace folders (docs/context.md)
----@field indexMaxFiles? integer   files the workspace index holds at most
----@field indexMaxBytes? integer   memory the workspace index may hold, in bytes
----@field indexMaxFileBytes? integer a larger file is not indexed
----@field snippetTokens? integer   token budget of the snippets from other files (0: none)
----@field nextEdit? "on"|"drafts"|"model"|"off"  next-edit suggestions after an edit ("drafts": the last edit again where it applies; "on": also the model's; "model": the model's alone, a measurement; "off": none)
----@field contextExclude? string[] gitignore patterns of files never read or sent, beyond the secrets deny list
+--- generated from src/difill/server/config.py by `python -m difill.server.settings_clients --write`: begin
+---@field modelPath? string  A local DiffusionGemma checkpoint directory (`config.json`, `*.safetensors`, `tokenizer.json`); empty: the model shipped with difill.
+---@field device? string  Where the model runs: `auto` (CUDA when present, else CPU), `cpu`, `cuda`, `cuda:N` or `mps`.
+---@field engine? "auto"|"torch"|"llamacpp"|"mlx"  Which engine runs the model: `torch`, `llamacpp` (llama.cpp's DiffusionGemma in a worker process; `difill build-native` first: `docs/llamacpp.md`), `mlx` (mlx-vlm on a Mac, `pip install "difill[mlx]"`: `docs/mlx.md`) or `auto` (llama.cpp where `ggufPath` names a GGUF, or for the shipped model once `difill build-native` has built the worker with difill's patches; else torch).
+---@field ggufPath? string  The model's GGUF for the llama.cpp engine; empty: the shipped model's, exported on first use.
+---@field llamacppWorker? string  The `difill-llama-worker` binary; empty: the one `difill build-native` built.
+---@field llamacppThreads? integer  llama.cpp threads; 0: half the cores, as torch takes.
+---@field llamacppGpuLayers? integer  Layers llama.cpp offloads to a GPU, for a worker built with `--cuda` or `--metal`.
+---@field remote? string  URL of a `difill serve-http`, an OpenAI-compatible (vLLM) server or Inception's Mercury that runs the model instead of this machine (`remoteKind`); the API key comes from the server process's `DIFILL_API_KEY` environment variable.
+---@field remoteKind? "auto"|"difill"|"openai"|"mercury"  What the `remote` is: `difill` (`difill serve-http`), `openai` (an OpenAI-compatible server such as vLLM), `mercury` (Inception's Mercury: its fill-in-the-middle endpoint for ghost text, its next-edit endpoint for next edits and rewrites; the key in `DIFILL_API_KEY` or `INCEPTION_API_KEY`; `docs/remote.md`), or `auto`: Mercury on `api.inceptionlabs.ai`, else asked of the server on the first fill.
+---@field remoteCanvas? "auto"|"seeded"|"plain"  How fills reach a vLLM `remote`: `seeded` sends difill's own canvas with the code after the cursor pinned (vLLM 0.32 or later; tested against 0.33.0's rules), `plain` the chat prompt, `auto` tries seeded first and falls back, remembered, when the server refuses it; the status says which.
+---@field contextDrafts? "auto"|"show"|"seed"|"off"  How drafts from the context (what followed the same text elsewhere in the file, the open files and the workspace) reach a suggestion: `show` (a draft that matched 4 or more tokens before the cursor, or an import draft, is the ghost text as it stands, no model run; a draft on a shorter match only where the model's text is empty; an explicit request gets the long-match drafts first, then the model's middles, then the rest), `seed` (drafts seed canvas rows beside the noise-seeded ones), `off`, or `auto`: the checkpoint's own choice (`show` for the shipped model, `seed` for others).
+---@field maxTokens? integer  Longest suggestion, in tokens (an empty block body may use twice this).
+---@field minTokenProb? number  Ghost text ends before the first token the model gave less than this probability (it shows what the model is sure of): 0.25 for the shipped model (its config), 0 (whole middles) for a checkpoint that names none; invoked completions are never cut.
+---@field minShowProbability? number  Ghost text is shown only when the show gate's estimate that it is right reaches this; a long suggestion is cut to a likely first line or word.
+---@field commentSuggestions? boolean  Ghost text in comments, strings and docstrings (above a higher bar than code: the model's prose is rarely what a person writes); false: none there.
+---@field editGate? boolean  An edit (rewrite, instruction, fill holes, complete block) is applied only when it parses at least as well as the selection, repeats nothing new, renames nothing used outside it, keeps its indentation and (instructed) changes something; otherwise one line says what the model wrote and why it was held back (`docs/edits.md`).
+---@field steps? integer  Cap on denoising steps (decoder passes) per fill: fewer is faster, more is better.
+---@field candidates? integer  Distinct suggestions for an explicitly invoked completion (automatic requests get one).
+---@field languages? string[]  Language ids that get suggestions, as the editor names them (`python`); empty: every language.
+---@field contextTokens? integer  Prefix budget in tokens; the model's own limit caps it (256 for the shipped model).
+---@field previews? boolean  Send `difill/preview` `{token, text, step}` notifications (the partly denoised text) while an edit denoises; `drafts`, its old name, is still read.
+---@field holeMarker? string  The marker *Fill holes* (and `difill.fillHoles`) fills.
+---@field debounceMs? integer  Server-side wait after a completion request before running the model; a newer request for the same document replaces the waiting one.
+---@field loadWaitMs? integer  While the model loads, how long a request waits for it before answering empty.
+---@field logFile? string  A file the server also writes its log to, beside stderr and `--log-file` (`:DifillLog` and **difill: Open Server Log** open it).
+---@field workspaceIndex? boolean  Index the open documents and the workspace folders for snippets and drafts from other files (`docs/context.md`).
+---@field indexMaxFiles? integer  Files the workspace index holds at most.
+---@field indexMaxBytes? integer  Memory the workspace index may hold, in bytes (text plus an estimate of its tables).
+---@field indexMaxFileBytes? integer  A larger file is not indexed.
+---@field snippetTokens? integer  Token budget (estimated) of the block of workspace snippets the model reads before the prefix; a block over half the model's prefix budget is left out; 0: none.
+---@field projectPython? string  The project's Python interpreter (a virtual environment's `bin/python`): names after `x.` and on import lines come from its standard library and packages.
+---@field contextExclude? string[]  Files never read, indexed, offered or sent, beyond the built-in secrets deny list (`.env`, SSH and cloud keys, credential files), as gitignore patterns (`secrets/`, `*.tfvars`); no suggestions inside them.
+---@field nextEdit? "on"|"drafts"|"model"|"off"  Next-edit suggestions (`textDocument/copilotInlineEdit`): `drafts` your last edit again where else it applies (a rename, an inserted argument; no model), `on` also the model's edits of the ~10 lines around the cursor with the drafts seeded on its canvas (for a real checkpoint or a remote: the shipped model's are noise, kept off screen by a gate; `docs/next_edit.md`), `model` the model's alone (a measurement), or `off`.
+--- generated: end
 
 ---@class difill.Keymaps
 --- Insert-mode keys; `false` disables one. The defaults avoid <Tab>, <C-n>/<C-p>, <C-y>, <C-e>

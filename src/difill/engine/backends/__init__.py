@@ -17,7 +17,7 @@ from importlib import import_module
 from difill.engine.api import BackendError, InfillBackend
 from difill.engine.backends.connect import connect
 from difill.engine.backends.remote import API_KEY_ENV, RemoteBackend, RemoteConfig
-from difill.engine.names import CANVAS_MODES, ENGINES, LOCAL_ENGINES
+from difill.engine.names import CANVAS_MODES, ENGINES, LOCAL_ENGINES, REMOTE_KINDS
 from difill.engine.native.build import patched_worker_built
 
 __all__ = [
@@ -60,6 +60,7 @@ class BackendSpec:
     remote: str | None = None  # a server's URL; None: run the model in this process
     remote_canvas: str = "auto"  # how fills reach a vLLM remote (engine/backends/vllm.py CANVAS_MODES)
     engine: EngineChoice = EngineChoice()  # which in-process engine (unused with a remote)
+    remote_kind: str = "auto"  # the remote's wire protocol (engine/backends/remote.py PROTOCOLS)
 
     def __post_init__(self) -> None:
         if self.remote_canvas not in CANVAS_MODES:
@@ -68,6 +69,8 @@ class BackendSpec:
             )
         if self.engine.name not in ENGINES:
             raise ValueError(f"unknown engine {self.engine.name!r}; use one of {', '.join(ENGINES)}")
+        if self.remote_kind not in REMOTE_KINDS:
+            raise ValueError(f"unknown remote kind {self.remote_kind!r}; use one of {', '.join(REMOTE_KINDS)}")
 
 
 def local_backend(
@@ -120,5 +123,5 @@ def make_backend(spec: BackendSpec) -> InfillBackend:
     """The backend ``spec`` names: a remote one for its URL (the protocol's class, chosen once in
     ``connect``), else the local engine; raises ModelLoadError or BackendError saying how to fix it."""
     if spec.remote:
-        return connect(RemoteConfig(spec.remote, canvas=spec.remote_canvas))
+        return connect(RemoteConfig(spec.remote, protocol=spec.remote_kind, canvas=spec.remote_canvas))
     return local_backend(spec.model, spec.device, spec.engine)

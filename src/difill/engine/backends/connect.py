@@ -11,6 +11,8 @@ load can cancel it (server/engine_host.py).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
+from urllib.parse import urlsplit
 
 from difill.engine.api import (
     DEFAULT_HOLE_MARKER,
@@ -22,22 +24,36 @@ from difill.engine.api import (
     ShouldStop,
 )
 from difill.engine.backends.difill_remote import DifillRemote
+from difill.engine.backends.mercury import HOST as MERCURY_HOST
+from difill.engine.backends.mercury import MercuryRemote
 from difill.engine.backends.openai_remote import OpenAIRemote
 from difill.engine.backends.remote import RemoteBackend, RemoteConfig
 from difill.engine.backends.transport import HttpStatusError
 from difill.engine.backends.vllm_names import NameScoringFailed
 
-PROTOCOL_CLASSES: dict[str, type[DifillRemote | OpenAIRemote]] = {
+PROTOCOL_CLASSES: dict[str, type[DifillRemote | OpenAIRemote | MercuryRemote]] = {
     "difill": DifillRemote,
     "openai": OpenAIRemote,
+    "mercury": MercuryRemote,
 }
 
 
 def connect(config: RemoteConfig) -> RemoteBackend:
-    """The backend for ``config``'s server: its protocol's class, or one that finds the protocol."""
+    """The backend for ``config``'s server: its protocol's class, or one that finds the protocol.
+    Inception's host is Mercury (it has no ``/health`` to ask)."""
+    if config.protocol == "auto" and _host(config.url) == MERCURY_HOST:
+        config = replace(config, protocol="mercury")
     if config.protocol == "auto":
         return AutoRemote(config)
     return PROTOCOL_CLASSES[config.protocol](config)
+
+
+def _host(url: str) -> str:
+    """The URL's host; "" where it does not parse (the transport then says why, scrubbed)."""
+    try:
+        return urlsplit(url).hostname or ""
+    except ValueError:
+        return ""
 
 
 class AutoRemote(RemoteBackend):
@@ -106,5 +122,6 @@ class AutoRemote(RemoteBackend):
                     raise
                 health = None
             is_difill = isinstance(health, dict) and health.get("server") == "difill"
-            self.chosen = PROTOCOL_CLASSES["difill" if is_difill else "openai"](self.config, self.transport)
+            chosen = DifillRemote if is_difill else OpenAIRemote
+            self.chosen = chosen(self.config, self.transport)
         return self.chosen

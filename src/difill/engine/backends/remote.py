@@ -10,12 +10,16 @@ One class per wire protocol, each an ``InfillBackend`` on this module's ``Remote
   (released; difill is tested against 0.33.0's rules; engine/backends/vllm.py, chosen by
   ``canvas``: ``auto`` tries it first), else engine/backends/openai.py's ``suffix`` or chat
   prompt (``fim``);
-* ``"auto"`` (default) - engine/backends/connect.py: ``GET /health`` on the first fill (difill
-  answers ``{"server": "difill"}``), then one of the two above for good.
+* ``"mercury"`` - engine/backends/mercury.py: Inception's Mercury, its fill-in-the-middle and
+  next-edit endpoints;
+* ``"auto"`` (default) - engine/backends/connect.py: Mercury on Inception's host, else
+  ``GET /health`` on the first fill (difill answers ``{"server": "difill"}``), then the difill or
+  the OpenAI class for good.
 
 ``connect`` (engine/backends/connect.py) picks the class once, from ``RemoteConfig.protocol``.
 
-The API key comes from ``DIFILL_API_KEY`` unless one is given; it is only ever sent in the
+The API key comes from ``DIFILL_API_KEY`` unless one is given (for Mercury, ``INCEPTION_API_KEY``
+where ``DIFILL_API_KEY`` is unset); never from a setting; it is only ever sent in the
 Authorization header.  TLS certificates are verified against the system trust store.  Every
 answer is checked by engine/backends/answers.py before it is used; messages name the server by
 ``secrets.shown_url`` (no password, no query string).
@@ -33,10 +37,11 @@ import httpx2 as httpx
 from difill.engine import secrets
 from difill.engine.api import About, BackendError, ShouldStop
 from difill.engine.backends.transport import HttpTransport
-from difill.engine.names import CANVAS_MODES
+from difill.engine.names import CANVAS_MODES, REMOTE_KINDS
 
 API_KEY_ENV = "DIFILL_API_KEY"
-PROTOCOLS = ("auto", "difill", "openai")
+MERCURY_KEY_ENV = "INCEPTION_API_KEY"  # Inception's own name, read for Mercury where DIFILL_API_KEY is unset
+PROTOCOLS = REMOTE_KINDS
 FIM_MODES = ("auto", "suffix", "chat")
 
 
@@ -81,6 +86,8 @@ class RemoteConfig:
 def open_transport(config: RemoteConfig) -> HttpTransport:
     """The HTTP connection ``config`` describes; BackendError when its URL or CA bundle is unusable."""
     key = config.api_key if config.api_key is not None else os.environ.get(API_KEY_ENV)
+    if key is None and config.protocol == "mercury":
+        key = os.environ.get(MERCURY_KEY_ENV)
     try:
         return HttpTransport(
             config.url, key, timeout_s=config.timeout_s, retries=config.retries, backoff_s=config.backoff_s,
@@ -102,7 +109,7 @@ class RemoteBackend:
     ``transport`` lets the class that found the protocol (``auto``) hand its connection on.
     """
 
-    protocol: ClassVar[str]  # "difill" or "openai": the wire protocol this class speaks
+    protocol: ClassVar[str]  # "difill", "openai" or "mercury": the wire protocol this class speaks
     server_kind: ClassVar[str]  # how a message names such a server
 
     def __init__(self, config: RemoteConfig, transport: HttpTransport | None = None) -> None:

@@ -128,6 +128,19 @@ def diff_block(edit: Edit, language_id: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def diff_hunk(edit: Edit) -> str:
+    """The last edit as one unified-diff hunk (``@@ -l,n +l,m @@``; no file header), for a model
+    that reads one (``RewriteRequest.history``: Mercury's next-edit endpoint)."""
+    if not edit.before:
+        return ""
+    start, old_end, new_end = changed_span(edit.before, edit.after)
+    old_lines = _whole_lines(edit.before, start, old_end)[:DIFF_LINES]
+    new_lines = _whole_lines(edit.after, start, new_end)[:DIFF_LINES]
+    line = edit.before.count("\n", 0, start) + 1
+    body = [f"-{old}" for old in old_lines] + [f"+{new}" for new in new_lines]
+    return f"@@ -{line},{len(old_lines)} +{line},{len(new_lines)} @@\n" + "\n".join(body) + "\n"
+
+
 def plan(
     text: str,
     offset: int,
@@ -151,7 +164,10 @@ def plan(
             if row not in rows:
                 rows.append(row)
     prefix = prefix_window(text, region.start, settings.context_tokens)
-    request = RewriteRequest(prefix, region.text, suffix_window(text, region.end), STRENGTH)
+    request = RewriteRequest(
+        prefix, region.text, suffix_window(text, region.end), STRENGTH,
+        cursor=offset - region.start, history=diff_hunk(last),
+    )  # fmt: skip
     options = edit_options(settings, language)
     options.context_block = diff_block(last, language_id)
     options.drafts = tuple(rows[:MAX_DRAFT_ROWS])
