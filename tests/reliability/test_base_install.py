@@ -113,3 +113,14 @@ def test_version_and_initialize_import_no_torch(tmp_path):
     finally:
         server.close()
     assert imported(before_load).isdisjoint(HEAVY)
+
+
+def test_the_llama_cpp_engine_loads_no_modeling_code():
+    """Its forwards run in the worker: transformers' modeling code (with torch's compiler and
+    scipy, about 120 MB resident and seconds to import) is the torch engine's alone."""
+    probe = (
+        "import sys, difill.engine.native.engine, difill.engine.infill; "
+        "print(sorted(m for m in sys.modules if m.startswith(('transformers.modeling_utils', 'torch._dynamo', 'scipy'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"  # before: modeling_utils, torch._dynamo and scipy
