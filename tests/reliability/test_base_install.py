@@ -75,14 +75,22 @@ def test_the_base_install_has_no_torch_and_serves_a_remote(base_venv, fake_url, 
         assert ghost_text(server, fake_url, tmp_path) == "a + b"
     finally:
         server.close()
-    # A local engine says what to install, in one line, and fails.
+    # A local engine says what to install, in one line, and fails: in the editor's status ...
+    server = StdioServer(None, tmp_path / "stderr-local.txt", env=no_path, python=base_venv)
+    try:
+        server.initialize(options={"engine": "llamacpp"}, root_uri=tmp_path.as_uri())
+        status = server.wait_ready(120)["params"]
+    finally:
+        server.close()
+    assert status["state"] == "error" and 'pip install "difill[torch]"' in status["message"], status
+    # ... and from `difill fill`.
     (tmp_path / "add.py").write_text(DOCUMENT)
     fill = subprocess.run(
         [base_venv, "-m", "difill", "fill", f"{tmp_path / 'add.py'}:2:12", "--engine", "torch"],
         capture_output=True, text=True, env={**os.environ, **no_path}, cwd=tmp_path,
     )  # fmt: skip
     assert fill.returncode != 0
-    assert "pip install 'difill[torch]'" in fill.stderr and "Traceback" not in fill.stderr, fill.stderr
+    assert 'pip install "difill[torch]"' in fill.stderr and "Traceback" not in fill.stderr, fill.stderr
 
 
 def test_a_served_remote_imports_no_torch(fake_url, tmp_path):

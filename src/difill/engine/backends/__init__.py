@@ -19,7 +19,7 @@ from pathlib import Path
 from difill.engine.api import BackendError, InfillBackend, ModelLoadError
 from difill.engine.backends.connect import connect
 from difill.engine.backends.remote import API_KEY_ENV, RemoteBackend, RemoteConfig
-from difill.engine.names import CANVAS_MODES, ENGINE_LABELS, ENGINES, LOCAL_ENGINES
+from difill.engine.names import CANVAS_MODES, ENGINES, LOCAL_ENGINES
 from difill.engine.native.build import patched_worker_built
 
 __all__ = [
@@ -90,7 +90,7 @@ def local_backend(
         try:
             from difill.engine.ar_baseline import ARBackend  # transformers' modeling code: seconds
         except ModuleNotFoundError as err:
-            raise missing_extra("ar", err) from err
+            raise missing_extra("the AR baseline", "torch", err) from err
         return ARBackend(model)
     if engine.name != "auto":
         return _load(engine.name, model, device, engine)
@@ -119,20 +119,20 @@ def _load(name: str, model: str | None, device: str, engine: EngineChoice) -> In
     try:
         return getattr(import_module(module), function)(model, device, engine)
     except ModuleNotFoundError as err:  # a loader imports its engine's modules when it runs
-        raise missing_extra(name, err) from err
+        extra = "mlx" if name == "mlx" else "torch"
+        raise missing_extra(f"the {LOCAL_ENGINES[name].label} engine", extra, err) from err
 
 
-def missing_extra(engine: str, err: ModuleNotFoundError) -> Exception:
+def missing_extra(what: str, extra: str, err: ModuleNotFoundError) -> Exception:
     """What to install when an engine's modules are missing from a base install (docs/install.md).
 
     Every in-process engine still runs difill's sampler in torch (the llama.cpp and MLX engines
     too: only their forwards run elsewhere), so a base install serves remotes only."""
-    if err.name not in ("torch", "mlx", "mlx_vlm"):
+    if err.name != "torch":  # the MLX engine names its own packages (engine/mlx/runtime.py)
         return err
-    extra = "mlx" if engine == "mlx" else "torch"
     return ModelLoadError(
-        f"the {ENGINE_LABELS.get(engine, engine)} engine needs {err.name}, which is not installed: "
-        f"pip install 'difill[{extra}]', or serve a remote (setting `remote`; docs/install.md)"
+        f"{what} needs {err.name}, which is not installed: "
+        f'pip install "difill[{extra}]", or serve a remote (setting `remote`; docs/install.md)'
     )
 
 
