@@ -6,7 +6,8 @@ import pytest
 from transformers import AutoTokenizer
 
 from difill.engine.api import FillOptions, RewriteRequest
-from difill.engine.ar_baseline import ARBackend, is_ar_checkpoint
+from difill.engine.ar_baseline import ARBackend
+from difill.engine.backends import is_ar_checkpoint
 from difill.engine.vocab import TokenIds
 from difill.lab.training.train import build_ar_model
 

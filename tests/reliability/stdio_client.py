@@ -37,8 +37,9 @@ class StdioServer:
         stderr_path: Path,
         extra_args: tuple[str, ...] = (),
         env: dict[str, str] | None = None,
+        python: Path | str = sys.executable,  # another venv's, to serve what it installed
     ) -> None:
-        command = [sys.executable, "-m", "difill", "serve"]
+        command = [str(python), "-m", "difill", "serve"]
         if model_dir is not None:
             command += ["--model", str(model_dir)]
         self.stderr_path = stderr_path

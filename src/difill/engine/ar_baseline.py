@@ -6,7 +6,6 @@ model so that speed and quality are compared in the same run, on the same cases.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,8 +116,3 @@ class ARBackend:
 
     def rewrite(self, request, options=None, should_stop=None, on_preview=None):
         raise NotImplementedError("the autoregressive baseline cannot rewrite a selection")
-
-
-def is_ar_checkpoint(path: str | Path) -> bool:
-    config = Path(path) / "config.json"
-    return config.is_file() and json.loads(config.read_text()).get("model_type") == "llama"

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -34,7 +35,6 @@ from difill.engine.api import (
     TooLarge,
 )
 from difill.engine.canvas import Canvas, Segment, build_canvas, hole_tokens, seeded_canvas, used_length
-from difill.engine.decoder import CanvasDecoder
 from difill.engine.model import LoadedModel, checkpoint_drafts, difill_meta
 from difill.engine.name_scores import (
     MAX_NAME_TOKENS,
@@ -43,7 +43,6 @@ from difill.engine.name_scores import (
     split_partial_word,
     word_continuing,
 )
-from difill.engine.prefix_cache import PrefixCache, expand_cache
 from difill.engine.sampler import DenoiseRequest, DenoiseResult, SamplerConfig, denoise
 from difill.engine.tokens import (
     block_tokens,
@@ -54,6 +53,9 @@ from difill.engine.tokens import (
 )
 from difill.text.instruction import with_instruction_comment
 from difill.text.rules import with_middles
+
+if TYPE_CHECKING:  # the torch forwards: imported where they run, so the llama.cpp engine never loads them
+    from difill.engine.decoder import CanvasDecoder
 
 WORD_END = re.compile(r"[A-Za-z0-9_]$")
 StepCallback = Callable[[int, torch.Tensor], None]  # (step, current best canvas): sampler.denoise's on_step
@@ -80,7 +82,10 @@ class InfillEngine:
         self.model = loaded.model
         self.tokenizer = loaded.tokenizer
         self.ids = loaded.ids
-        self.prefix_cache = PrefixCache(self.model)
+        if self.model is not None:  # the torch forwards' cache; an engine without a model sets its own
+            from difill.engine.prefix_cache import PrefixCache  # transformers' modeling code: seconds
+
+            self.prefix_cache: PrefixCache = PrefixCache(self.model)
         # Reentrant: the server may run a ghost-text fill between two steps of a long edit, on the
         # same thread (server/engine_host.py); that fill's prefix cache work leaves the edit's own
         # copy of the cache alone (expand_cache copies every layer).
@@ -424,7 +429,9 @@ class InfillEngine:
     def _decoder(self, cache, request: DenoiseRequest, config: SamplerConfig) -> CanvasDecoder:
         """The decoder pass for one fill's canvases; engine/batcher.py overrides it to share
         passes, engine/native/engine.py to run them in llama.cpp."""
-        return CanvasDecoder(self.model, expand_cache(cache, request.canvas.shape[0]))
+        from difill.engine import decoder, prefix_cache  # transformers' modeling code: seconds
+
+        return decoder.CanvasDecoder(self.model, prefix_cache.expand_cache(cache, request.canvas.shape[0]))
 
     def _draft_reporter(
         self, on_preview: PreviewCallback | None, span: tuple[int, int], heal_text: str, row: int

@@ -10,13 +10,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from transformers import (
     AutoTokenizer,
     DiffusionGemmaConfig,
-    DiffusionGemmaForBlockDiffusion,
     GenerationConfig,
     PreTrainedTokenizerBase,
 )
@@ -25,6 +24,9 @@ from transformers.utils import logging as hf_logging
 from difill.engine.api import ModelLoadError
 from difill.engine.sampler import SamplerConfig
 from difill.engine.vocab import TokenIds
+
+if TYPE_CHECKING:  # imported by load_model: the llama.cpp engine reads the checkpoint without it
+    from transformers import DiffusionGemmaForBlockDiffusion
 
 DEFAULT_MODEL_DIR = Path(__file__).parent / "default_model"
 # A tiny vision tower: DiffusionGemma always builds one, and the default is 167M parameters.
@@ -162,6 +164,8 @@ def load_model(
     path: str | os.PathLike | None = None, device: str = "auto", dtype: str | None = None
 ) -> LoadedModel:
     """``dtype`` None: the ``DIFILL_DTYPE`` environment variable, else ``auto`` (see pick_dtype)."""
+    from transformers import DiffusionGemmaForBlockDiffusion
+
     path = Path(path).expanduser() if path else DEFAULT_MODEL_DIR
     dtype = dtype or os.environ.get(DTYPE_ENV) or "auto"
     check_model_dir(path)

@@ -50,11 +50,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import torch
 
 from difill.engine.api import Cancelled
-from difill.engine.decoder import CanvasDecoder
 from difill.engine.slot_rules import (
     choose_accepted,
     entropy_of_logp,
@@ -64,6 +64,9 @@ from difill.engine.slot_rules import (
     shows_text,
     verified_rows,
 )
+
+if TYPE_CHECKING:  # the torch forwards (transformers' modeling code): the llama.cpp engine has its own
+    from difill.engine.decoder import CanvasDecoder
 
 
 @dataclass

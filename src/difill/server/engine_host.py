@@ -363,7 +363,10 @@ class EngineHost(Feature):
 
 
 def _import_engine() -> None:
-    import difill.engine.infill  # noqa: F401  (torch and transformers: seconds)
+    try:
+        import difill.engine.infill  # noqa: F401  (torch and transformers: seconds)
+    except ModuleNotFoundError:  # a base install without torch: the load says what to install
+        pass
 
 
 def _load_engine(spec: BackendSpec) -> InfillBackend:

@@ -9,12 +9,14 @@ Importing this package loads no torch: the local engine is imported only when on
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from dataclasses import dataclass, replace
 from importlib import import_module
+from pathlib import Path
 
-from difill.engine.api import BackendError, InfillBackend
+from difill.engine.api import BackendError, InfillBackend, ModelLoadError
 from difill.engine.backends.connect import connect
 from difill.engine.backends.remote import API_KEY_ENV, RemoteBackend, RemoteConfig
 from difill.engine.names import CANVAS_MODES, ENGINES, LOCAL_ENGINES, REMOTE_KINDS
@@ -22,7 +24,7 @@ from difill.engine.native.build import patched_worker_built
 
 __all__ = [
     "API_KEY_ENV", "BackendError", "BackendSpec", "EngineChoice", "InfillBackend", "RemoteBackend",
-    "RemoteConfig", "connect", "load_torch_engine", "local_backend", "make_backend",
+    "RemoteConfig", "connect", "is_ar_checkpoint", "load_torch_engine", "local_backend", "make_backend",
 ]  # fmt: skip
 ENGINE_ENV = "DIFILL_ENGINE"  # replaces "auto" where it is set
 log = logging.getLogger(__name__)
@@ -82,14 +84,16 @@ def local_backend(
     Every other engine is made by its loader in engine/names.py ``LOCAL_ENGINES``: the one place
     that names engines (a new engine touches no branch here).
     """
-    from difill.engine.ar_baseline import ARBackend, is_ar_checkpoint
-
     engine = engine or EngineChoice()
     if engine.name == "auto" and os.environ.get(ENGINE_ENV):  # the test suite pins its reference engine
         engine = replace(engine, name=os.environ[ENGINE_ENV])
     if engine.name not in ENGINES:
         raise ValueError(f"unknown engine {engine.name!r}; use one of {', '.join(ENGINES)}")
     if model and is_ar_checkpoint(model):
+        try:
+            from difill.engine.ar_baseline import ARBackend  # transformers' modeling code: seconds
+        except ModuleNotFoundError as err:
+            raise missing_extra("the AR baseline", "torch", err) from err
         return ARBackend(model)
     if engine.name != "auto":
         return _load(engine.name, model, device, engine)
@@ -105,10 +109,34 @@ def local_backend(
     return _load("torch", model, device, engine)
 
 
+def is_ar_checkpoint(path: str | os.PathLike) -> bool:
+    """Whether ``path`` holds the autoregressive baseline (a Llama): read from its config alone,
+    so that choosing an engine imports no model code."""
+    config = Path(path) / "config.json"
+    return config.is_file() and json.loads(config.read_text()).get("model_type") == "llama"
+
+
 def _load(name: str, model: str | None, device: str, engine: EngineChoice) -> InfillBackend:
     """The engine ``name`` made by its loader (engine/names.py), imported only now."""
     module, function = LOCAL_ENGINES[name].loader.split(":")
-    return getattr(import_module(module), function)(model, device, engine)
+    try:
+        return getattr(import_module(module), function)(model, device, engine)
+    except ModuleNotFoundError as err:  # a loader imports its engine's modules when it runs
+        extra = "mlx" if name == "mlx" else "torch"
+        raise missing_extra(f"the {LOCAL_ENGINES[name].label} engine", extra, err) from err
+
+
+def missing_extra(what: str, extra: str, err: ModuleNotFoundError) -> Exception:
+    """What to install when an engine's modules are missing from a base install (docs/install.md).
+
+    Every in-process engine still runs difill's sampler in torch (the llama.cpp and MLX engines
+    too: only their forwards run elsewhere), so a base install serves remotes only."""
+    if err.name != "torch":  # the MLX engine names its own packages (engine/mlx/runtime.py)
+        return err
+    return ModelLoadError(
+        f"{what} needs {err.name}, which is not installed: "
+        f'pip install "difill[{extra}]", or serve a remote (setting `remote`; docs/install.md)'
+    )
 
 
 def load_torch_engine(model: str | None, device: str, engine: EngineChoice) -> InfillBackend:
