@@ -6,7 +6,8 @@ at the cursor (``uire``) waits for the same Tab.  So an automatic ask is answere
 while the document's last edit (history.py) is a word being typed at the cursor:
 
 * the ask is at the end of the span the edit's keystrokes touched, right after a word character;
-* the edit typed there (or deleted word characters there: ``requirement`` backspaced to ``requ``);
+* the edit typed there, or deleted only word characters there (``requirement`` backspaced to
+  ``requ``; not ``, b`` deleted after ``a``);
 * its last keystroke came less than ``PAUSE_S`` before the ask.
 
 The edit is finished once the user pauses, leaves the word (the cursor elsewhere, or a space or a
@@ -37,7 +38,7 @@ def half_typed(edit: Edit, offset: int, now: float) -> bool:
         return False  # a space, a bracket, a dot after the word: the user left it
     typed = edit.high > edit.low
     old = edit.before[edit.low : len(edit.before) - (len(edit.after) - edit.high)]
-    return typed or (bool(old) and _word_char(old[-1]))
+    return typed or (bool(old) and all(_word_char(c) for c in old))
 
 
 def _word_char(char: str) -> bool:
