@@ -43,6 +43,9 @@ METHOD = "textDocument/copilotInlineEdit"
 DEFAULT_CASES = Path(__file__).resolve().parents[3] / "benchmarks" / "next_edit" / "cases.jsonl"
 ROWS = (("drafts alone", "drafts"), ("model alone", "model"), ("as served", "on"))
 KINDS = ("repeat", "follow", "none")
+# The clients' pause before they ask with the cursor at the end of a word (issue 63:
+# FINISHED_PAUSE_MS in editors/vscode/src/nextEditView.ts and editors/neovim/lua/difill/next_edit.lua).
+FINISHED_PAUSE_S = 1.0
 
 
 def offset_of(text: str, line: int, character: int) -> int:
@@ -125,9 +128,12 @@ class Outcome:
     ms: float
     repo: str = ""
     interim: int = 0  # intermediate asks (a half-typed edit) that answered anything
+    mid_word: tuple[int, int] = (0, 0)  # intermediate asks right after a word character: (made, answered)
 
 
-def score(case: Case, text: str, edits: list[dict[str, Any]], ms: float, interim: int = 0) -> Outcome:
+def score(
+    case: Case, text: str, edits: list[dict[str, Any]], ms: float, interim: int = 0, mid_word: tuple[int, int] = (0, 0)
+) -> Outcome:
     """``edits`` (the server's answer for ``text``, the file after the first hunk) against ``case``."""
     results = []
     for edit in edits:
@@ -136,12 +142,12 @@ def score(case: Case, text: str, edits: list[dict[str, Any]], ms: float, interim
         high = offset_of(text, end["line"], end["character"])
         results.append(text[:low] + edit["text"] + text[high:])
     if case.kind == "none":
-        return Outcome(case.kind, bool(results), not results, not results, 0.0, ms, case.repo, interim)
+        return Outcome(case.kind, bool(results), not results, not results, 0.0, ms, case.repo, interim, mid_word)
     first = results[0] if results else text
     f1 = line_f1(changed_lines(text, first), changed_lines(text, case.expected)) if results else 0.0
     exact_any = any(r == case.expected for r in results)
     exact = first == case.expected and bool(results)
-    return Outcome(case.kind, bool(results), exact, exact_any, f1, ms, case.repo, interim)
+    return Outcome(case.kind, bool(results), exact, exact_any, f1, ms, case.repo, interim, mid_word)
 
 
 def _rates(outcomes: list[Outcome]) -> dict[str, Any]:
@@ -164,6 +170,8 @@ def _rates(outcomes: list[Outcome]) -> dict[str, Any]:
             }
     interim = sum(o.interim > 0 for o in outcomes)
     out["interim"] = {"cases": len(outcomes), "noise": round(interim / max(1, len(outcomes)), 4)}
+    made, answered = sum(o.mid_word[0] for o in outcomes), sum(o.mid_word[1] for o in outcomes)
+    out["mid_word"] = {"asks": made, "answered": answered, "rate": round(answered / max(1, made), 4)}
     return out
 
 
@@ -240,14 +248,15 @@ class NextEditClient(ServeClient):
         ), python)  # fmt: skip
         await asyncio.wait_for(self.ready.wait(), 300)
 
-    async def ask(self, uri: str, case: Case) -> tuple[str, list[dict[str, Any]], float, int]:
+    async def ask(self, uri: str, case: Case) -> tuple[str, list[dict[str, Any]], float, int, tuple[int, int]]:
         """Open the file as it was, type the first hunk as an editor sends it (keystrokes()), ask
-        after each step but the last as a client does after its debounce, then ask at the end;
-        (the text after the hunk, the edits answered at the end, that round trip in ms, the
-        number of steps whose intermediate ask answered anything)."""
+        after each step but the last as a client does after its debounce, then ask at the end,
+        after the clients' pause when the cursor ends a word; (the text after the hunk, the edits
+        answered at the end, that round trip in ms, the number of steps whose intermediate ask
+        answered anything, (intermediate asks right after a word character, those answered))."""
         item = types.TextDocumentItem(uri=uri, language_id="python", version=1, text=case.before)
         self.client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=item))
-        text, version, interim = case.before, 1, 0
+        text, version, interim, mid_word, mid_word_answered = case.before, 1, 0, 0, 0
         steps = keystrokes(case.before, case.edit)
         for i, (start, end, new) in enumerate(steps):
             rng = types.Range(start=position_of(text, start), end=position_of(text, end))
@@ -260,12 +269,16 @@ class NextEditClient(ServeClient):
             if i < len(steps) - 1:  # a half-made edit: the right answer is none
                 edits, _ = await self._request(uri, version, text, start + len(new))
                 interim += bool(edits)
+                if _word_end(text[: start + len(new)]):  # the word may go on, as a client sees it
+                    mid_word, mid_word_answered = mid_word + 1, mid_word_answered + bool(edits)
         start, _, new = case.edit
+        if _word_end(text[: start + len(new)]):
+            await asyncio.sleep(FINISHED_PAUSE_S)  # a client asks at a word's end only after a pause
         edits, ms = await self._request(uri, version, text, start + len(new))
         self.client.text_document_did_close(
             types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
         )
-        return text, edits, ms, interim
+        return text, edits, ms, interim, (mid_word, mid_word_answered)
 
     async def _request(self, uri: str, version: int, text: str, cursor: int) -> tuple[list[dict[str, Any]], float]:
         params = {
@@ -276,6 +289,11 @@ class NextEditClient(ServeClient):
         started = time.perf_counter()
         answer = await self.client.protocol.send_request_async(METHOD, params)
         return _plain(answer).get("edits", []), (time.perf_counter() - started) * 1000
+
+
+def _word_end(before_cursor: str) -> bool:
+    """The cursor is right after a word character (the clients' atWordEnd / mid_word)."""
+    return bool(before_cursor) and (before_cursor[-1].isalnum() or before_cursor[-1] == "_")
 
 
 def _position_json(position: types.Position) -> dict[str, int]:
@@ -300,8 +318,8 @@ async def run_row(name: str, mode: str, cases: list[Case], model_dir: str | None
     try:
         await client.ask("file:///next_edit_eval/warm_up.py", cases[0])  # first-call setup, not scored
         for i, case in enumerate(cases):
-            text, edits, ms, interim = await client.ask(f"file:///next_edit_eval/case_{i}.py", case)
-            row.outcomes.append(score(case, text, edits, ms, interim))
+            text, edits, ms, interim, mid_word = await client.ask(f"file:///next_edit_eval/case_{i}.py", case)
+            row.outcomes.append(score(case, text, edits, ms, interim, mid_word))
     finally:
         await client.stop()
     return row
@@ -341,6 +359,12 @@ def format_rows(summaries: list[dict[str, Any]]) -> str:
             f"| {n['noise']:.1%} {_ci(n['noise_ci'])} | {s['interim']['noise']:.1%} "
             f"| {s['p50_ms']:.0f} | {s['p95_ms']:.0f} |"
         )
+    lines += [""] + [
+        f"{s['row']}: half-typed asks answered (asked right after a word character, no pause): "
+        f"{s['mid_word']['answered']} of {s['mid_word']['asks']} ({s['mid_word']['rate']:.1%})"
+        for s in summaries
+        if s.get("mid_word", {}).get("asks")
+    ]
     lines += ["", "By project (repeat exact / follow exact / noise / half-typed; cases r/f/n):", ""]
     lines += ["| row | project | repeat | follow | noise | half-typed | cases |", "|---|---|---|---|---|---|---|"]
     for s in summaries:
