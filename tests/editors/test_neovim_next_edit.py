@@ -125,6 +125,13 @@ def test_a_request_in_flight_is_cancelled_and_its_answer_never_shown(results):
     assert record["shown_after_cancel"] is None
 
 
+def test_nothing_is_asked_while_ghost_text_is_shown_and_esc_asks_as_invoked(results):
+    record = scenario(results, "ghost_text_first")
+    assert record["requests_with_ghost"] == 0  # the word was left, but Tab is the ghost text's
+    assert record["trigger_after_esc"] == 1  # Esc ended the edit: asked as Invoked
+    assert record["shown"]["text"] == "wid"
+
+
 def test_next_edit_off_asks_nothing(results):
     record = scenario(results, "setting_off")
     assert record["requests_off"] == 0

@@ -283,7 +283,7 @@ def test_next_edits_in_a_900k_module_neither_block_the_loop_nor_parse_the_module
                                           "end": {"line": line, "character": 9 + len(old)}}, "text": new}],
         })  # fmt: skip
         answer = server.request("textDocument/copilotInlineEdit", {
-            "textDocument": {"uri": uri, "version": version}, "position": {"line": line, "character": 9 + len(new)},
+            "textDocument": {"uri": uri, "version": version}, "position": {"line": line, "character": 10 + len(new)},  # past `)`: the word left (issue 63)
         })["result"]  # fmt: skip
         return answer["edits"], time.perf_counter() - started
 

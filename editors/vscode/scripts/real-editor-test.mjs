@@ -413,13 +413,22 @@ try {
   await waitUntil(async () => JSON.stringify((await docLines()).slice(0, 3)) === JSON.stringify(renamed), 10_000, "the rename");
   const nextEditShown = async () => (await decorationText()).includes("difill: next edit") && (await struck()) > 0;
   const ghostShown = () => page.evaluate(() => !!document.querySelector(".ghost-text-decoration, .ghost-text"));
-  await waitUntil(nextEditShown, 30_000, "the next edit after the rename");
-  if (await ghostShown()) {
-    // Ghost text at the cursor takes Tab and Esc first (as it should): hide it, keep ours.
-    await page.keyboard.press("Escape");
-    await page.waitForTimeout(300);
-    if (!(await nextEditShown())) throw new Error("Esc on the ghost text dismissed the next edit too");
-  }
+  // Issue 63: while ghost text is shown at `w|` no next edit is asked; Esc hides it and ends the
+  // edit, and the next edit is asked then.
+  const nextEditOrEsc = async (what) => {
+    await waitUntil(async () => (await nextEditShown()) || (await ghostShown()), 30_000, what);
+    if (!(await nextEditShown())) {
+      await page.keyboard.press("Escape");
+      await waitUntil(nextEditShown, 30_000, `${what}, after Esc hid the ghost text`);
+    }
+    if (await ghostShown()) {
+      // Ghost text came after the next edit: it takes Tab and Esc first (as it should): hide it, keep ours.
+      await page.keyboard.press("Escape");
+      await page.waitForTimeout(300);
+      if (!(await nextEditShown())) throw new Error("Esc on the ghost text dismissed the next edit too");
+    }
+  };
+  await nextEditOrEsc("the next edit after the rename");
   if (JSON.stringify((await docLines()).slice(0, 3)) !== JSON.stringify(renamed)) throw new Error("showing the next edit changed the document");
   log(`next edit shown as a diff: ${await struck()} struck-through span(s), ${JSON.stringify((await decorationText()).slice(0, 80))}`);
   await page.screenshot({ path: join(shots, "vscode-next-edit.png") });
@@ -431,14 +440,100 @@ try {
   const afterNextEdit = ["def area(w, height):", "    half = w / 2", "    return width * height + half"];
   await waitUntil(async () => JSON.stringify((await docLines()).slice(0, 3)) === JSON.stringify(afterNextEdit), 10_000, "Tab to apply the next edit");
   log("Tab accepted the next edit: the rename applied at the next use");
-  await waitUntil(nextEditShown, 30_000, "the follow-up at the third use");
+  await nextEditOrEsc("the follow-up at the third use");
   await page.screenshot({ path: join(shots, "vscode-next-edit-follow-up.png") });
-  if (await ghostShown()) await page.keyboard.press("Escape"); // the ghost text first
   await page.keyboard.press("Escape");
   await waitUntil(async () => !(await nextEditShown()), 10_000, "Esc to dismiss the next edit");
   await page.waitForTimeout(500);
   if (JSON.stringify((await docLines()).slice(0, 3)) !== JSON.stringify(afterNextEdit)) throw new Error("Esc changed the document");
   log("the follow-up was offered, and Esc dismissed it: the document is unchanged");
+
+  // 6. Issue 63's trap: in typo.py, double-click `requirement` on the line that assigns it, type
+  //    `req` a key at a time, then press Tab as the hints say. The first Tab takes the ghost
+  //    text; no next edit renames the half-typed name; the code is never corrupted.
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("Control+P");
+  await page.waitForSelector(".quick-input-widget:not([style*='display: none']) input", { timeout: 30_000 });
+  await page.keyboard.type("typo.py");
+  await page.waitForSelector(".quick-input-list .monaco-list-row:has-text('typo.py')", { timeout: 30_000 });
+  await page.waitForTimeout(300);
+  await page.keyboard.press("Enter");
+  const typo = ["def check(dep_chain):", "    requirement = parse(dep_chain[-1])", "    name = requirement.name", "    return distribution(requirement.name)"];
+  await waitUntil(async () => (await docLines())[0] === typo[0], 30_000, "typo.py open");
+  await page.waitForTimeout(500);
+  const nextEditsLogged = () => {
+    try {
+      return execFileSync("grep", ["-rh", "next edit {", process.env.DIFILL_LOG_DIR], { encoding: "utf8" }).trim().split("\n").filter(Boolean);
+    } catch {
+      return []; // grep found none
+    }
+  };
+  const loggedBefore = nextEditsLogged().length;
+  // The word on line 2 (Monaco's lines sorted by `top`), double-clicked where it is drawn.
+  const where = await page.evaluate(() => {
+    const rects = [];
+    for (const line of document.querySelectorAll(".monaco-editor .view-lines .view-line")) {
+      const walker = document.createTreeWalker(line, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        const at = (node.textContent ?? "").indexOf("requirement");
+        if (at < 0) continue;
+        const range = document.createRange();
+        range.setStart(node, at);
+        range.setEnd(node, at + "requirement".length);
+        rects.push(range.getBoundingClientRect());
+      }
+    }
+    rects.sort((a, b) => a.top - b.top);
+    const r = rects[0];
+    return r ? { x: r.left + r.width / 2, y: r.top + r.height / 2 } : null;
+  });
+  if (!where) throw new Error("`requirement` is not drawn on line 2");
+  await page.mouse.dblclick(where.x, where.y);
+  await page.waitForTimeout(300);
+  let halfTypedHint = null;
+  for (const key of "req") {
+    await page.keyboard.type(key);
+    for (let i = 0; i < 4; i++) {
+      await page.waitForTimeout(50); // a typist's ~200 ms between keys, looking at the screen
+      if (!halfTypedHint && (await nextEditShown())) halfTypedHint = await decorationText();
+    }
+  }
+  await waitUntil(async () => (await docLines())[1] === "    req = parse(dep_chain[-1])", 10_000, "`req` typed over the selection");
+  // The ghost text comes, or not; the hints are read for 2 s after the last key, the pause.
+  let ghostAt = null;
+  for (let i = 0; i < 20; i++) {
+    await page.waitForTimeout(100);
+    if (!ghostAt && (await ghostShown())) ghostAt = await cursor();
+    const hint = await decorationText();
+    if ((await ghostShown()) && /Tab jumps|Tab accepts/.test(hint)) throw new Error(`"Tab jumps" shown with ghost text: ${hint}`);
+  }
+  const halfTyped = nextEditsLogged().slice(loggedBefore).filter((l) => /"text":"(r|re|req)"/.test(l));
+  if (halfTypedHint || halfTyped.length) throw new Error(`a next edit was offered while \`req\` was typed: ${halfTypedHint ?? halfTyped[0]}`);
+  await page.screenshot({ path: join(shots, "vscode-typo-typed.png") });
+  log(`typed \`req\` over \`requirement\`: no next edit offered while typing (ghost text ${ghostAt ? "shown" : "not shown"})`);
+  // Tab as the hints say: ghost text first, then the next edit, if any; never a bare Tab.
+  let tabs = 0;
+  for (; tabs < 6; tabs++) {
+    const ghostNow = await ghostShown();
+    const hint = await decorationText();
+    if (!ghostNow && !/difill: next edit.*Tab/.test(hint)) break; // no hint names Tab: done
+    const lines = await docLines();
+    const at = await cursor();
+    await page.keyboard.press("Tab");
+    await waitUntil(async () => JSON.stringify(await docLines()) !== JSON.stringify(lines) || (await cursor()).join(":") !== at.join(":"), 10_000, "Tab to act");
+    if (tabs === 0 && ghostAt) {
+      const taken = (await docLines())[1];
+      if (!taken.startsWith("    req") || taken === "    req = parse(dep_chain[-1])") throw new Error(`the first Tab did not take the ghost text: ${taken}`);
+      log(`the first Tab took the ghost text: ${JSON.stringify(taken)}`);
+    }
+    await page.waitForTimeout(1500); // the pause after it: a next edit may come
+  }
+  const final = await docLines();
+  const name = (final[1].match(/^    (\w+)/) ?? [])[1];
+  const ok = (line, before) => line === before || (name && line === before.replace("requirement", name));
+  if (!name || !ok(final[2], typo[2]) || !ok(final[3], typo[3])) throw new Error(`Tab corrupted the code: ${JSON.stringify(final.slice(0, 4))}`);
+  await page.screenshot({ path: join(shots, "vscode-typo-after-tabs.png") });
+  log(`Tab ${tabs} time(s) as the hints said: the code is not corrupted ${JSON.stringify(final.slice(1, 4))}`);
 } catch (err) {
   failed = true;
   console.error(`FAILED: ${err}`);

@@ -10,7 +10,9 @@
 # bar says loading, text typed then (loadWaitMs 0: answered empty) gets ghost text once the model
 # is ready, with no further keystroke. Last (issue 35), a next edit: rename a parameter in
 # rename.py, the same rename offered at its next use as a diff, Tab jumps there, Tab applies it,
-# the follow-up is offered and Esc dismisses it.
+# the follow-up is offered and Esc dismisses it. Then issue 63's trap: `requirement` double-clicked
+# in typo.py and `req` typed a key at a time: no next edit is offered while it is typed, the
+# first Tab takes the ghost text, Tab pressed as the hints say never corrupts the code.
 # Saves vscode-ghost-text.png, vscode-edit.png (instruction | proposal), vscode-proposal-*.png,
 # vscode-code-action-canvas.png, vscode-ready-reask.png, vscode-next-edit.png and
 # vscode-next-edit-follow-up.png.
@@ -72,6 +74,7 @@ export XDG_CONFIG_HOME="$RUN/config" XDG_DATA_HOME="$RUN/share"
 cp "$ROOT/tests/editors/sample_stats.txt" "$WORK/stats.py"
 printf 'def greet(name):\n' > "$WORK/early.py"  # typed in while the model loads (step 4)
 printf 'def area(width, height):\n    half = width / 2\n    return width * height + half\n' > "$WORK/rename.py"  # step 5
+printf 'def check(dep_chain):\n    requirement = parse(dep_chain[-1])\n    name = requirement.name\n    return distribution(requirement.name)\n' > "$WORK/typo.py"  # step 6
 # difill.editGate false: the model's edits are noise the edit gate holds back (docs/edits.md),
 # and this test is about how a proposal is drawn and applied.
 cat > "$DATA/User/settings.json" <<JSON

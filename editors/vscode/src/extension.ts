@@ -31,6 +31,7 @@ import { becameReady, previewText, StatusParams, statusLogLine, statusView } fro
 import { Proposals, proposalsCapability } from "./proposals";
 import { Preview, proposalOf } from "./proposalView";
 import { NextEdits } from "./nextEdits";
+import { GhostText } from "./nextEditView";
 
 let client: LanguageClient | undefined;
 let output: vscode.LogOutputChannel;
@@ -40,6 +41,8 @@ let lastState: string | undefined; // the last difill/status state, to see the m
 let defaultLogFile = ""; // server.log in the extension's log folder: the logFile setting's default
 const pacer = new Pacer(); // adaptive debounce of ghost-text requests (src/pacing.ts)
 let proposals: Proposals; // edits shown for review before they land (proposals.ts)
+const ghost = new GhostText(); // where difill's ghost text is shown: no next edit competes with it
+let nextEdits: NextEdits | undefined;
 
 let answers: vscode.Memento | undefined; // the user's answers about workspace values, per workspace
 
@@ -103,15 +106,16 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   defaultLogFile = path.join(context.logUri.fsPath, "server.log");
   proposals = new Proposals(() => client, (message) => output.info(message));
   context.subscriptions.push(proposals);
-  // The next edit after each edit (textDocument/copilotInlineEdit): Tab jumps, Tab accepts.
-  context.subscriptions.push(
-    new NextEdits(
-      () => client,
-      () => config().get("nextEdit"),
-      (message) => output.info(message),
-      vscode.Uri.joinPath(context.extensionUri, "media", "next-edit.svg"),
-    ),
+  // The next edit after each finished edit (textDocument/copilotInlineEdit): Tab jumps, Tab
+  // accepts; Tab takes ghost text first.
+  nextEdits = new NextEdits(
+    () => client,
+    () => config().get("nextEdit"),
+    (message) => output.info(message),
+    vscode.Uri.joinPath(context.extensionUri, "media", "next-edit.svg"),
+    ghost,
   );
+  context.subscriptions.push(nextEdits);
 
   context.subscriptions.push(
     vscode.commands.registerCommand("difill.editSelectionWithInstruction", editSelectionWithInstruction),
@@ -166,7 +170,15 @@ function createClient(): LanguageClient {
       // keystroke cancelled during the wait.
       provideInlineCompletionItems: async (document, position, context, token, next) => {
         if (!(await pacer.wait(token))) return undefined;
-        return pacer.track(async () => next(document, position, context, token));
+        const answer = await pacer.track(async () => next(document, position, context, token));
+        // Ghost text for this version at this cursor: no next edit is asked while it is shown.
+        const items = Array.isArray(answer) ? answer.length : (answer?.items.length ?? 0);
+        if (!token.isCancellationRequested) {
+          const at = { uri: document.uri.toString(), version: document.version, line: position.line, character: position.character };
+          ghost.answered(at, items);
+          nextEdits?.ghostChanged();
+        }
+        return answer;
       },
       // "Rewrite selection" and "Edit selection with instruction..." both carry difill.editSelection
       // without an instruction; only the title tells them apart. The second goes through a client

@@ -12,6 +12,60 @@ export const SHOWN = "textDocument/didShowInlineEdit";
 export const DEBOUNCE_MS = 250;
 /** LSP InlineCompletionTriggerKind.Automatic: asked because the user edited, not by a key. */
 export const AUTOMATIC = 2;
+/** InlineCompletionTriggerKind.Invoked: asked because the user ended the edit (Esc). */
+export const INVOKED = 1;
+/** A word at the cursor may still be growing (`req` typed over `requirement`): then the ask waits
+ *  this long, unless the user leaves the word or presses Esc first (issue 63). Over the server's
+ *  750 ms: it answers nothing to an ask at a word typed less than that before
+ *  (server/features/next_edit/typing.py), so the ask after this pause is answered. */
+export const FINISHED_PAUSE_MS = 1000;
+
+/** The cursor is right after a word character: the word there may still be typed. */
+export function atWordEnd(lineText: string, character: number): boolean {
+  return /[\p{L}\p{N}_]$/u.test(lineText.slice(0, character));
+}
+
+/** Where the cursor is after a change that put `text` at `start` (a keystroke, a paste). */
+export function endOfTyped(start: Position, text: string): Position {
+  const lines = text.split("\n");
+  if (lines.length === 1) return { line: start.line, character: start.character + text.length };
+  return { line: start.line + lines.length - 1, character: lines[lines.length - 1].length };
+}
+
+/** How long to wait after an edit before asking: the debounce, or the pause when the cursor ends
+ *  a word that may still be typed. An edit the client applied itself (Tab on a next edit) is
+ *  finished: the short debounce. */
+export function waitAfterEdit(lineText: string, cursor: Position, applied: boolean): number {
+  return !applied && atWordEnd(lineText, cursor.character) ? FINISHED_PAUSE_MS : DEBOUNCE_MS;
+}
+
+/** Where ghost text was last answered: the document, its version and the cursor. */
+export interface GhostAt {
+  uri: string;
+  version: number;
+  line: number;
+  character: number;
+}
+
+/** Whether difill's ghost text is on screen, as the client can tell: its last inline completion
+ *  answered items for this version of the document at this cursor, and Esc has not hidden it
+ *  since (a keystroke changes the version, a cursor move the position; either hides it). */
+export class GhostText {
+  private at: GhostAt | undefined;
+
+  answered(at: GhostAt, items: number): void {
+    this.at = items > 0 ? at : undefined;
+  }
+
+  hidden(): void {
+    this.at = undefined;
+  }
+
+  shownAt(now: GhostAt): boolean {
+    const at = this.at;
+    return at !== undefined && at.uri === now.uri && at.version === now.version && at.line === now.line && at.character === now.character;
+  }
+}
 
 /** One edit of the answer: replace `range` of the document at `textDocument.version` by `text`. */
 export interface InlineEdit {
@@ -76,8 +130,13 @@ export function marker(
   edit: InlineEdit,
   visible: readonly { start: number; end: number }[],
   cursorLine: number,
+  ghost = false,
 ): { line: number; hint: string } {
   const line = edit.range.start.line;
+  if (ghost) {
+    // Tab takes the ghost text first (the keybinding yields to it): the hint names the key that acts.
+    return { line: cursorLine, hint: `difill: next edit at line ${line + 1} (Tab takes the ghost text; Esc hides it)` };
+  }
   if (visible.some((v) => v.start <= line && line <= v.end)) {
     const next = tabAction(edit, { line: cursorLine, character: 0 }) === "accept" ? "Tab accepts" : "Tab jumps, Tab again accepts";
     return { line, hint: `difill: next edit (${next}, Esc dismisses)` };
@@ -103,27 +162,43 @@ const realTimers: Timers = {
 };
 
 /** Asks after an edit, once the user paused for `delayMs`; a new edit meanwhile restarts the wait
- *  and cancels a request already sent, whose answer is then never shown. */
+ *  and cancels a request already sent, whose answer is then never shown. While `blocked` (ghost
+ *  text on screen) it does not ask: the ask waits for `finished` (Esc, the word left) or the next
+ *  edit, so a next edit and ghost text never compete for Tab (issue 63). */
 export class Debouncer<T> {
   private timer: unknown;
   private pending: Pending<T> | undefined;
+  private deferred = false; // the pause ended while ghost text was shown: asked when it goes
   private generation = 0;
 
   constructor(
-    private ask: () => Pending<T> | undefined,
+    private ask: (trigger: number) => Pending<T> | undefined,
     private show: (answer: T) => void,
     private delayMs = DEBOUNCE_MS,
     private timers: Timers = realTimers,
+    private blocked: () => boolean = () => false,
   ) {}
 
-  /** The document was edited: cancel what is waiting or running, and ask again after the pause. */
-  edited(): void {
+  /** The document was edited: cancel what is waiting or running, and ask again after the pause
+   *  (`delayMs`: longer when a word may still be typed, waitAfterEdit). */
+  edited(delayMs = this.delayMs): void {
     this.cancel();
     const generation = this.generation;
     this.timer = this.timers.set(() => {
       this.timer = undefined;
-      if (generation === this.generation) this.start(generation);
-    }, this.delayMs);
+      if (generation !== this.generation) return;
+      if (this.blocked()) this.deferred = true;
+      else this.start(generation, AUTOMATIC);
+    }, delayMs);
+  }
+
+  /** The edit is finished (Esc: `INVOKED`; the cursor left the word: `AUTOMATIC`): an ask that
+   *  waits (for the pause, or for ghost text to go) is made now; nothing else is asked. */
+  finished(trigger: number): void {
+    if (this.timer === undefined && !this.deferred) return;
+    this.cancel();
+    if (!this.blocked()) this.start(this.generation, trigger);
+    else this.deferred = true;
   }
 
   /** Stop waiting and cancel the request in flight (the user typed, or dismissed). */
@@ -131,16 +206,17 @@ export class Debouncer<T> {
     this.generation += 1;
     if (this.timer !== undefined) this.timers.clear(this.timer);
     this.timer = undefined;
+    this.deferred = false;
     this.pending?.cancel();
     this.pending = undefined;
   }
 
   get waiting(): boolean {
-    return this.timer !== undefined || this.pending !== undefined;
+    return this.timer !== undefined || this.pending !== undefined || this.deferred;
   }
 
-  private start(generation: number): void {
-    const pending = this.ask();
+  private start(generation: number, trigger: number): void {
+    const pending = this.ask(trigger);
     if (!pending) return;
     this.pending = pending;
     pending.answer.then(

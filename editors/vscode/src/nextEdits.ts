@@ -4,6 +4,9 @@
 // when the edit is off screen. Tab jumps to it, Tab again applies it (one undo step), Esc drops
 // it. Any edit of the document drops it and asks again after a pause (nextEditView.ts Debouncer),
 // cancelling a request still in flight; an edit is applied only to the version it was made for.
+// Next edits and ghost text never compete (issue 63): a word at the cursor may still be typed, so
+// the ask waits for a longer pause, the cursor leaving the word, or Esc; while difill's ghost text
+// is shown nothing is asked, and the hint names the key that acts (Tab takes the ghost text).
 import * as vscode from "vscode";
 import type { LanguageClient } from "vscode-languageclient/node";
 import { diffView } from "./proposalView";
@@ -12,15 +15,21 @@ import {
   applicable,
   asProposal,
   AUTOMATIC,
+  DEBOUNCE_MS,
   Debouncer,
+  endOfTyped,
+  GhostAt,
+  GhostText,
   InlineEdit,
   inlineEditsOf,
+  INVOKED,
   marker,
   METHOD,
   nextEditEnabled,
   Pending,
   SHOWN,
   tabAction,
+  waitAfterEdit,
 } from "./nextEditView";
 
 const removedStyle = vscode.window.createTextEditorDecorationType({
@@ -37,22 +46,33 @@ export class NextEdits implements vscode.Disposable {
   private debouncer: Debouncer<unknown>;
   private markerStyle: vscode.TextEditorDecorationType;
   private subscriptions: vscode.Disposable[] = [];
+  private typedAt: GhostAt | undefined; // where the last edit left the cursor, while an ask waits
+  private applying = false; // Tab is applying the next edit: that change is a finished edit
+  private wordPending = false; // the difill.wordPending context: Esc ends the word
 
   constructor(
     private client: () => LanguageClient | undefined,
     private setting: () => unknown,
     private log: (message: string) => void,
     icon: vscode.Uri,
+    private ghost: GhostText,
   ) {
     this.markerStyle = vscode.window.createTextEditorDecorationType({ gutterIconPath: icon, gutterIconSize: "contain" });
-    this.debouncer = new Debouncer(() => this.ask(), (answer) => this.show(answer));
+    this.debouncer = new Debouncer(
+      (trigger) => this.ask(trigger),
+      (answer) => this.show(answer),
+      undefined,
+      undefined,
+      () => this.ghostShown(),
+    );
     this.subscriptions.push(
       this.markerStyle,
       vscode.commands.registerCommand("difill.nextEditTab", () => this.tab()),
       vscode.commands.registerCommand("difill.dismissNextEdit", () => this.dismiss()),
+      vscode.commands.registerCommand("difill.finishEdit", () => this.finishEdit()),
       vscode.workspace.onDidChangeTextDocument((e) => this.documentChanged(e)),
       vscode.window.onDidChangeActiveTextEditor(() => this.dismiss()),
-      vscode.window.onDidChangeTextEditorSelection(() => this.redraw()),
+      vscode.window.onDidChangeTextEditorSelection((e) => this.selectionChanged(e)),
       vscode.window.onDidChangeTextEditorVisibleRanges(() => this.redraw()),
       vscode.workspace.onDidChangeConfiguration((e) => {
         if (e.affectsConfiguration("difill.nextEdit") && !nextEditEnabled(this.setting())) this.dismiss();
@@ -85,12 +105,62 @@ export class NextEdits implements vscode.Disposable {
       this.debouncer.cancel();
       return;
     }
-    this.debouncer.edited();
+    // The cursor after the change: at the end of a word, that word may still be typed.
+    const last = e.contentChanges[e.contentChanges.length - 1];
+    const at = endOfTyped(last.range.start, last.text);
+    const line = at.line < e.document.lineCount ? e.document.lineAt(at.line).text : "";
+    const wait = waitAfterEdit(line, at, this.applying);
+    this.typedAt = { uri, version: e.document.version, ...at };
+    this.debouncer.edited(wait);
+    this.setWordPending(wait > DEBOUNCE_MS);
+  }
+
+  /** A cursor move: redraw the hint; one that leaves the word an ask waits for finishes it. */
+  private selectionChanged(e: vscode.TextEditorSelectionChangeEvent): void {
+    this.redraw();
+    const at = this.typedAt;
+    const cursor = e.selections[0]?.active;
+    if (!at || !cursor || e.textEditor.document.uri.toString() !== at.uri) return;
+    if (cursor.line !== at.line || cursor.character !== at.character) {
+      this.typedAt = undefined;
+      this.setWordPending(false);
+      this.debouncer.finished(AUTOMATIC);
+    }
+  }
+
+  /** Esc while ghost text is shown or a word may still be typed: the ghost text hidden, the edit
+   *  finished, and the next edit asked now. */
+  private async finishEdit(): Promise<void> {
+    await vscode.commands.executeCommand("editor.action.inlineSuggest.hide");
+    this.ghost.hidden();
+    this.setWordPending(false);
+    this.debouncer.finished(INVOKED);
+    this.redraw();
+  }
+
+  /** difill's ghost text answered anew: the hint says which key acts now. */
+  ghostChanged(): void {
+    if (this.shown) this.redraw();
+  }
+
+  private ghostShown(): boolean {
+    const editor = vscode.window.activeTextEditor;
+    if (!editor) return false;
+    const cursor = editor.selection.active;
+    const uri = editor.document.uri.toString();
+    return this.ghost.shownAt({ uri, version: editor.document.version, line: cursor.line, character: cursor.character });
+  }
+
+  private setWordPending(pending: boolean): void {
+    if (pending === this.wordPending) return;
+    this.wordPending = pending;
+    void vscode.commands.executeCommand("setContext", "difill.wordPending", pending);
   }
 
   /** The request, for the active editor at its cursor; none when the feature is off or the
    *  server does not offer it. */
-  private ask(): Pending<unknown> | undefined {
+  private ask(trigger: number): Pending<unknown> | undefined {
+    this.setWordPending(false);
     const c = this.client();
     const editor = vscode.window.activeTextEditor;
     if (!c?.isRunning() || !editor || !nextEditEnabled(this.setting())) return undefined;
@@ -101,7 +171,7 @@ export class NextEdits implements vscode.Disposable {
     const params = {
       textDocument: { uri: c.code2ProtocolConverter.asUri(doc.uri), version: doc.version },
       position: c.code2ProtocolConverter.asPosition(editor.selection.active),
-      context: { triggerKind: AUTOMATIC },
+      context: { triggerKind: trigger },
     };
     const answer = c.sendRequest(METHOD, params, source.token).finally(() => source.dispose());
     return { answer, cancel: () => source.cancel() };
@@ -143,7 +213,13 @@ export class NextEdits implements vscode.Disposable {
       );
       return;
     }
-    const applied = await editor.edit((b) => b.replace(range, edit.text));
+    this.applying = true;
+    let applied: boolean;
+    try {
+      applied = await editor.edit((b) => b.replace(range, edit.text));
+    } finally {
+      this.applying = false;
+    }
     if (!applied) {
       this.log(`next edit not applied ${JSON.stringify(edit)}`);
       return;
@@ -161,6 +237,7 @@ export class NextEdits implements vscode.Disposable {
   /** Esc: drop the edit shown, and stop asking until the next edit. */
   dismiss(): void {
     this.debouncer.cancel();
+    this.setWordPending(false);
     this.hide();
   }
 
@@ -187,7 +264,7 @@ export class NextEdits implements vscode.Disposable {
       editor.setDecorations(removedStyle, view.removed.map(asRange));
       editor.setDecorations(addedStyle, view.added.map((o) => afterText(o, "gitDecoration.addedResourceForeground", false)));
       const visible = editor.visibleRanges.map((r) => ({ start: r.start.line, end: r.end.line }));
-      const where = marker(edit, visible, editor.selection.active.line);
+      const where = marker(edit, visible, editor.selection.active.line, this.ghostShown());
       const markAt = new vscode.Range(where.line, 0, where.line, 0);
       editor.setDecorations(this.markerStyle, [{ range: markAt, hoverMessage: where.hint }]);
       const hintAt = new vscode.Range(where.line, lineLength(where.line), where.line, lineLength(where.line));

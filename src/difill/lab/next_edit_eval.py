@@ -48,6 +48,9 @@ METHOD = "textDocument/copilotInlineEdit"
 DEFAULT_CASES = Path(__file__).resolve().parents[3] / "benchmarks" / "next_edit" / "cases.jsonl"
 ROWS = (("drafts alone", "drafts"), ("model alone", "model"), ("as served", "on"))
 KINDS = ("repeat", "follow", "none")
+# The clients' pause before they ask with the cursor at the end of a word (issue 63:
+# FINISHED_PAUSE_MS in editors/vscode/src/nextEditView.ts and editors/neovim/lua/difill/next_edit.lua).
+FINISHED_PAUSE_S = 1.0
 
 
 def offset_of(text: str, line: int, character: int) -> int:
@@ -306,6 +309,8 @@ class NextEditClient(ServeClient):
                 else:
                     interim += bool(edits)
         start, _, new = case.edit
+        if _word_end(text[: start + len(new)]):
+            await asyncio.sleep(FINISHED_PAUSE_S)  # a client asks at a word's end only after a pause
         edits, ms = await self._request(uri, version, text, start + len(new))
         self.client.text_document_did_close(
             types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
@@ -323,6 +328,11 @@ class NextEditClient(ServeClient):
         started = time.perf_counter()
         answer = await self.client.protocol.send_request_async(METHOD, params)
         return _plain(answer).get("edits", []), (time.perf_counter() - started) * 1000
+
+
+def _word_end(before_cursor: str) -> bool:
+    """The cursor is right after a word character (the clients' atWordEnd / mid_word)."""
+    return bool(before_cursor) and (before_cursor[-1].isalnum() or before_cursor[-1] == "_")
 
 
 def _position_json(position: types.Position) -> dict[str, int]:

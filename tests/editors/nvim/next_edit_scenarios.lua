@@ -176,6 +176,29 @@ S[#S + 1] = { name = "typing_cancels", fn = function(r)
   assert(ok, err)
 end }
 
+--- Issue 63: while ghost text is shown nothing is asked, even once the word is left; Esc ends
+--- the edit and asks, as asked for (Invoked: the server answers at once).
+S[#S + 1] = { name = "ghost_text_first", fn = function(r)
+  open("ghost.py", SOURCE)
+  local restore = spy(r)
+  local ghost = require("difill.ghost")
+  local suggestion = ghost.suggestion
+  local ok, err = pcall(function()
+    ghost.suggestion = function() return "th" end -- `wid|th` shown at the cursor
+    vim.api.nvim_win_set_cursor(0, { 1, 9 })
+    T.input("ciwwid<Right>") -- past the `,`: the word is left
+    T.sleep(800)
+    r.requests_with_ghost = #r.requests
+    ghost.suggestion = suggestion -- Esc hides it
+    T.input("<Esc>")
+    r.shown = T.wait(function() return next_edit.current(0) end, SHOW_MS, "the next edit after Esc")
+    r.trigger_after_esc = r.requests[1] and r.requests[1].trigger or vim.NIL
+  end)
+  ghost.suggestion = suggestion
+  restore()
+  assert(ok, err)
+end }
+
 --- nextEdit = "off": nothing is asked; "on" asks like "drafts".
 S[#S + 1] = { name = "setting_off", fn = function(r)
   open("off.py", SOURCE)

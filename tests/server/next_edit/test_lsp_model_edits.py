@@ -22,6 +22,8 @@ METHOD = "textDocument/copilotInlineEdit"
 SOURCE = "".join(f"def f{i}(width, height):\n    return width * height + {i}\n\n" for i in range(8))
 
 
+# The asks are made past the comma after the renamed `w`: a cursor still at its end is a word
+# that may be typed on, and an automatic ask there gets nothing (issue 63, typing.py).
 def _params(uri: str, version: int, line: int, character: int) -> dict:
     return {"textDocument": {"uri": uri, "version": version}, "position": {"line": line, "character": character},
             "context": {"triggerKind": 2}}  # fmt: skip
@@ -33,12 +35,12 @@ async def test_as_served_the_drafts_come_first_and_every_edit_names_the_version(
     change_text(client, uri, 2, 0, 7, 12, "w")  # f0(width -> f0(w
     async with changed_settings(client, {"nextEdit": "drafts"}):
         drafts = _plain(
-            await send_raw_request(client, METHOD, _params(uri, 2, 0, 8), f"ne-d-{client.profile}")
+            await send_raw_request(client, METHOD, _params(uri, 2, 0, 9), f"ne-d-{client.profile}")
         )
     busy = len(client.statuses)
     async with changed_settings(client, {"nextEdit": "on"}):
         served = _plain(
-            await send_raw_request(client, METHOD, _params(uri, 2, 0, 8), f"ne-on-{client.profile}")
+            await send_raw_request(client, METHOD, _params(uri, 2, 0, 9), f"ne-on-{client.profile}")
         )
     assert drafts["edits"] and served["edits"][: len(drafts["edits"])] == drafts["edits"]
     assert all(e["textDocument"] == {"uri": uri, "version": 2} for e in served["edits"])
@@ -60,7 +62,7 @@ async def test_a_change_while_the_model_runs_cancels_it_and_the_answer_is_refuse
             seen = len(client.statuses)
             pending = asyncio.ensure_future(
                 send_raw_request(
-                    client, METHOD, _params(uri, version, 3 * k, 8), f"ne-c-{client.profile}-{k}"
+                    client, METHOD, _params(uri, version, 3 * k, 9), f"ne-c-{client.profile}-{k}"
                 )
             )
             await wait_for(

@@ -561,6 +561,9 @@ function M.setup(opts)
     end,
     key = next_key and next_key or ":DifillNextEdit",
     sign_column = cfg.sign_column,
+    ghost_shown = function(bufnr)
+      return ghost.suggestion(bufnr) ~= nil -- Tab is the ghost text's: no next edit competes
+    end,
   }
   -- <Plug> mappings, for users who pick their own keys (the defaults map to these).
   vim.keymap.set({ "n", "i" }, "<Plug>(difill-next-edit)", M.next_edit, { desc = "difill: jump to / accept the next edit" })

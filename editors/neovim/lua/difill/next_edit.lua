@@ -5,6 +5,8 @@
 -- (<Plug>(difill-next-edit), default <M-n>) jumps to it, and again applies it as its own undo
 -- step. Each edit of the buffer drops what is shown, cancels a request in flight and asks again
 -- once the typing pauses; an edit is applied only to the version it was made for.
+-- Next edits and ghost text never compete (issue 63): nothing is asked while a word may still be
+-- typed (until the cursor leaves it or insert mode ends) or while ghost text is shown.
 local util = require("difill.util")
 
 local api = vim.api
@@ -14,13 +16,18 @@ M.METHOD = "textDocument/copilotInlineEdit"
 M.SHOWN = "textDocument/didShowInlineEdit"
 M.ns = api.nvim_create_namespace("difill.next_edit")
 local AUTOMATIC = 2 -- InlineCompletionTriggerKind: asked because the user edited
+local INVOKED = 1 -- asked because the user ended the edit (Esc): the server answers at once
 
 --- debounce_ms: quiet time after an edit before asking (drafts answer in a few ms: this is about
 --- not asking on every keystroke of a word). setting(): the nextEdit setting; key: how hints
---- name the key; sign_column: keep the sign column open where the sign is drawn. init.lua sets them.
+--- name the key; sign_column: keep the sign column open where the sign is drawn; ghost_shown(bufnr):
+--- ghost text is on screen there (ghost.lua), when nothing is asked. init.lua sets them.
 M.opts = {
   debounce_ms = 250,
   sign_column = true,
+  ghost_shown = function()
+    return false
+  end,
   setting = function()
     return nil
   end,
@@ -183,9 +190,10 @@ local function show(bufnr, client, edit)
   client:notify(M.SHOWN, { item = edit })
 end
 
---- Ask the server for the next edit at the cursor now.
+--- Ask the server for the next edit at the cursor now (`trigger`: Automatic unless given).
 ---@param bufnr? integer
-function M.request(bufnr)
+---@param trigger? integer
+function M.request(bufnr, trigger)
   bufnr = resolve(bufnr)
   local client = util.client(bufnr)
   if not client or not M.enabled() or not vim.tbl_get(client.server_capabilities, "experimental", "difill", "nextEdit") then
@@ -200,7 +208,7 @@ function M.request(bufnr)
     -- Client:request flushes the pending didChange first: the server has this version.
     textDocument = { uri = vim.uri_from_bufnr(bufnr), version = version },
     position = util.to_lsp(bufnr, row - 1, col, client.offset_encoding),
-    context = { triggerKind = AUTOMATIC },
+    context = { triggerKind = trigger or AUTOMATIC },
   }
   local ok, id
   ok, id = client:request(M.METHOD, params, function(err, result)
@@ -243,10 +251,11 @@ function M.mid_word(bufnr)
   end)
 end
 
---- Ask after the pause, unless the cursor is then in the middle of a word: that ask waits for
---- insert mode to end (`deferred`), or for the next change.
+--- Ask after the pause, unless the cursor is then in the middle of a word or ghost text is shown:
+--- that ask waits for insert mode to end or the cursor to leave (`deferred`), or the next change.
 ---@param bufnr integer
-local function schedule(bufnr)
+---@param trigger? integer
+local function schedule(bufnr, trigger)
   local s = state(bufnr)
   s.deferred = false
   s.timer = s.timer or vim.uv.new_timer()
@@ -254,10 +263,10 @@ local function schedule(bufnr)
     if not api.nvim_buf_is_valid(bufnr) or api.nvim_get_current_buf() ~= bufnr then
       return
     end
-    if M.mid_word(bufnr) then
+    if M.mid_word(bufnr) or M.opts.ghost_shown(bufnr) then
       s.deferred = true
     else
-      M.request(bufnr)
+      M.request(bufnr, trigger)
     end
   end))
 end
@@ -368,7 +377,7 @@ function M.attach(bufnr)
     callback = function()
       local s = states[bufnr]
       if s and s.deferred and M.enabled() then
-        schedule(bufnr)
+        schedule(bufnr, INVOKED)
       end
     end,
   })

@@ -50,6 +50,7 @@ from difill.server.features.next_edit.patterns import (
     places,
 )
 from difill.server.features.next_edit.scope import rename_scope
+from difill.server.features.next_edit.typing import INVOKED, Applied, half_typed
 from difill.server.trees import MAX_TREE_BYTES
 from difill.text.budget import Budget
 from difill.text.languages import language_of
@@ -81,6 +82,7 @@ class NextEditService(OneJobPerDocument):
         self.host = host  # None: drafts only, whatever the setting
         self.jobs = Jobs()
         self.history = EditHistory()
+        self.applied = Applied()  # next edits answered, so applying one is no keystroke (typing.py)
         self.shown = 0  # didShowInlineEdit notifications heard
         # Model runs, runs whose rows changed the region, rows kept off screen by the gate, and
         # model edits answered (after the parse check): the noise the gate stops is gated/changed.
@@ -92,14 +94,17 @@ class NextEditService(OneJobPerDocument):
         """After a didChange: the edit it makes (coalesced with the keystrokes before it)."""
         if before is not None and after.uri == before.uri:
             self.history.changed(after.uri, before.text, after.text, after.version)
+            self.applied.changed(after.uri, (before.version, before.text), (after.version, after.text))
 
     def document_closed(self, uri: str) -> None:
         super().document_closed(uri)
         self.history.forget(uri)
+        self.applied.forget(uri)
 
     def shutdown(self) -> None:
         super().shutdown()
         self.history = EditHistory()
+        self.applied = Applied()
 
     # ---- the request ----
 
@@ -118,16 +123,25 @@ class NextEditService(OneJobPerDocument):
             raise JsonRpcInvalidParams("the position is outside the document")
         if len(document.text) > MAX_TREE_BYTES:  # no edit is offered that could not be parse-checked
             return {"edits": []}
+        if self._half_typed(document, offset, params):
+            return {"edits": []}  # a word still being typed: its half is offered nowhere (typing.py)
         drafts = await self._drafts(document, offset) if mode in ("on", "drafts") else []
         found = list(drafts)
         if mode in ("on", "model"):
             found += await self.model_edits(document, offset, drafts)
-        return {
-            "edits": [
-                self._edit_json(document, start, end, text)
-                for start, end, text in _distinct(document.text, found)[:MAX_EDITS_ANSWERED]
-            ]
-        }
+        answered = _distinct(document.text, found)[:MAX_EDITS_ANSWERED]
+        self.applied.answered(uri, document.version, answered)
+        return {"edits": [self._edit_json(document, start, end, text) for start, end, text in answered]}
+
+    def _half_typed(self, document: Document, offset: int, params: Any) -> bool:
+        """An automatic ask while the document's last edit is a word still being typed at the
+        cursor (issue 63); an edit the client applied from an answer is finished."""
+        last = self.history.last(document.uri)
+        if last is None or last.after != document.text or _trigger_kind(params) == INVOKED:
+            return False
+        if self.applied.applied(document.uri, document.version):
+            return False
+        return half_typed(last, offset, self.history.clock())
 
     async def _drafts(self, document: Document, offset: int) -> list[Span]:
         """``edits`` off the event loop (the patterns scan and each place's parse check read the
@@ -249,6 +263,17 @@ def _distinct(text: str, spans: list[Span]) -> list[Span]:
             seen.add(result)
             out.append((start, end, new))
     return out
+
+
+def _trigger_kind(params: Any) -> Any:
+    """``context.triggerKind`` of a request (a dict, or pygls's namedtuple of a custom method's
+    params); None when absent."""
+
+    def field(obj: Any, name: str) -> Any:
+        return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+    context = field(params, "context")
+    return field(context, "triggerKind") if context is not None else None
 
 
 def _read_params(params: Any) -> tuple[str, int | None, Any]:
