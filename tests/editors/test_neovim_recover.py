@@ -67,6 +67,8 @@ end
 out.killed = pid ~= nil and vim.uv.kill(pid, "sigkill") == 0
 local t0 = vim.uv.now()
 wait(2000, function() return client_of(main) == nil end)
+wait(120000, function() return client_of(main) ~= nil end)
+out.attached_ms = vim.uv.now() - t0
 out.back = wait(120000, function()
   return client_of(main) ~= nil and client_of(main) ~= out.first.client and difill.suggestion() ~= nil
 end)
@@ -108,4 +110,7 @@ def test_ghost_text_comes_back_after_the_server_is_killed(tmp_path, tiny_model_d
     assert result["said_in_insert"] == [], result
     (said,) = result["messages"]
     assert said.startswith("difill: the server stopped (signal 9); restarting it"), said
-    print(f"ghost text back {result['back_ms']} ms after kill -9")
+    loads = [line for line in (tmp_path / "server.log").read_text().splitlines() if "model ready" in line]
+    print(
+        f"kill -9: attached again after {result['attached_ms']} ms, ghost text back after {result['back_ms']} ms; {loads}"
+    )

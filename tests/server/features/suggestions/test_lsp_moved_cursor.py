@@ -41,3 +41,16 @@ async def test_a_cursor_that_only_moved_before_code_gets_no_ghost_text(tiny_mode
         assert await texts(client, uri, 7, 5, invoked=False)
         # Moved on from where it typed, in the same text: nothing again.
         assert await texts(client, uri, 6, 8, invoked=False) == []
+
+
+def test_the_places_where_a_cursor_only_moved_to():
+    from difill.server.documents import Document
+    from difill.server.features.suggestions.inline_completion import only_moved_to
+
+    opened = Document("file:///a.py", "python", 1, "x = f(a)\ny = 2\n")
+    assert only_moved_to(opened, 4)  # before `f(a)`: code would be pushed right
+    assert not only_moved_to(opened, 7)  # before `)` alone: an auto-closer, a line's end as shape.py counts
+    assert not only_moved_to(opened, 8)  # the line's end
+    typed = Document("file:///a.py", "python", 2, "x = f(a)\ny = 2\n", changed=(3, 4))
+    assert not only_moved_to(typed, 4) and not only_moved_to(typed, 3)  # where the change put text
+    assert only_moved_to(typed, 10)  # elsewhere, before `= 2`

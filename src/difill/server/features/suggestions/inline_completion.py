@@ -8,7 +8,8 @@ malformed answer), the answer is empty: the status already says what the server 
 (engine_host.py), and ghost text is never an error popup per keystroke.
 
 An automatic request where the cursor only moved to (no change there), with code after it on the
-line, is answered empty (``only_moved_to``): a suggestion there would push that code right.
+line (not closers only), is answered empty (``only_moved_to``): a suggestion there would push
+that code right.
 
 ``selectedCompletionInfo`` (LSP 3.18; VS Code sends it while its completion popup has an item
 selected): the suggestions are asked for the document as it would be with that item accepted,
@@ -25,6 +26,7 @@ from difill.engine.api import BackendError
 from difill.server.documents import UTF32, Document
 from difill.server.features.suggestions.service import Suggestions
 from difill.server.request_context import RequestContext, document_for_request
+from difill.text.shape import only_closers
 
 EMPTY = types.InlineCompletionList(items=[])
 
@@ -80,12 +82,13 @@ def only_moved_to(document: Document, offset: int) -> bool:
     code, as a whole line copied from elsewhere once was (issue 66), so it gets none.  Typed means
     inside (or at either end of) the latest change, so text the editor auto-closed after the cursor
     (``(`` typed, ``)`` added) still counts as typed; at a line's end, or before blanks only, a
-    cursor that only moved is asked for as before."""
+    cursor that only moved is asked for as before, and so is one before closers only (``foo(█)``:
+    text/shape.py counts that as a line's end, and what is filled there pushes no code)."""
     changed = document.changed
     if changed is not None and changed[0] <= offset <= changed[1]:
         return False
-    line = document.position_at(offset, UTF32).line
-    return document.text[offset : document.line_end(line)].strip() != ""
+    rest = document.text[offset : document.line_end(document.position_at(offset, UTF32).line)]
+    return rest.strip() != "" and not only_closers(rest)
 
 
 def _selected_range(document: Document, cursor: int, rng: types.Range, encoding: str) -> tuple[int, int]:
