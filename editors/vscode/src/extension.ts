@@ -169,7 +169,8 @@ function createClient(): LanguageClient {
     // A server that dies is restarted by vscode-languageclient (which opens every document on the
     // new one again), at most three times a minute; said once, the status item says the rest.
     errorHandler: {
-      error: () => ({ action: ErrorAction.Continue }),
+      // As vscode-languageclient's default: a few errors on the connection are let pass.
+      error: (_error, _message, count) => ({ action: count && count <= 3 ? ErrorAction.Continue : ErrorAction.Shutdown }),
       closed: () => serverClosed(c),
     },
     middleware: {
