@@ -34,10 +34,12 @@ def uri_for(client, name: str) -> str:
     return f"file:///tmp/{client.profile}/edits/{name}.py"
 
 
-async def actions_for(client, uri: str, rng: types.Range, only: list[str] | None = None) -> list[dict]:
+async def actions_for(
+    client, uri: str, rng: types.Range, only: list[str] | None = None, trigger: int | None = None
+) -> list[dict]:
     """The code actions as JSON: lsprotocol would read an action that carries a command as a bare
     Command (any object with a "command" key), losing its kind."""
-    context = types.CodeActionContext(diagnostics=[], only=only)
+    context = types.CodeActionContext(diagnostics=[], only=only, trigger_kind=trigger)
     params = client.protocol._converter.unstructure(
         types.CodeActionParams(
             text_document=types.TextDocumentIdentifier(uri=uri), range=rng, context=context
@@ -139,6 +141,13 @@ async def test_actions_at_the_cursor_with_no_selection(client):
     assert instruct["arguments"][0]["range"] == whole and instruct["arguments"][0]["version"] == 3
     holes = target((await at(7, 6))["Fill holes"])
     assert holes["range"] == {"start": {"line": 7, "character": 0}, "end": {"line": 7, "character": 17}}
+
+    # VS Code's light bulb asks at every cursor move (Automatic): the stub and the holes light it,
+    # not every line of every function.
+    automatic = types.CodeActionTriggerKind.Automatic
+    bulb = [a["title"] for a in await actions_for(client, uri, selection(5, 6, 5, 6), trigger=automatic)]
+    assert bulb == ["Complete block"]
+    assert not await actions_for(client, uri, selection(1, 4, 1, 4), trigger=automatic)
 
     complete = (await at(5, 6))["Complete block"]
     assert target(complete)["range"] == {

@@ -67,17 +67,22 @@ def code_actions(server: RequestContext, params: types.CodeActionParams) -> list
         return []
     marker = server.settings().hole_marker
     if start == end:  # no selection: what applies where the cursor is (issue 66)
-        targets = cursor_targets(document, start, marker, server.trees)
+        # VS Code asks at every cursor move for its light bulb (Automatic): the function's actions
+        # would light it on every line of every function, so they come when asked (Ctrl+., gra).
+        asked = params.context.trigger_kind != types.CodeActionTriggerKind.Automatic
+        targets = cursor_targets(document, start, marker, server.trees, with_function=asked)
     else:
         targets = [Target(kind, TITLES[kind], start, end) for kind in available_edits(document, start, end, marker, server.trees)]  # fmt: skip
         targets += [Target(None, WITH_INSTRUCTION, start, end)] if targets else []
     return [_action(server, document, target) for target in targets]
 
 
-def cursor_targets(document: Document, at: int, marker: str, trees: SyntaxTrees) -> list[Target]:
+def cursor_targets(
+    document: Document, at: int, marker: str, trees: SyntaxTrees, with_function: bool = True
+) -> list[Target]:
     """The edits at a cursor with no selection: Complete block on a stub body (or anywhere in a
-    function whose body is one), Fill holes on a line with a hole marker, and Rewrite / Edit this
-    function inside a named function (text/syntax.py) short enough to edit."""
+    function whose body is one), Fill holes on a line with a hole marker, and (``with_function``)
+    Rewrite / Edit this function inside a named function (text/syntax.py) short enough to edit."""
     text = document.text
     start = line_start(text, at)
     end = text.find("\n", at)
@@ -94,7 +99,7 @@ def cursor_targets(document: Document, at: int, marker: str, trees: SyntaxTrees)
         targets.append(Target(COMPLETE_BLOCK, TITLES[COMPLETE_BLOCK], *stub))
     if marker in line:
         targets.append(Target(FILL_HOLES, "Fill holes", start, start + len(line)))
-    if function is not None and function[1] - function[0] <= MAX_SELECTION_CHARS:
+    if with_function and function is not None and function[1] - function[0] <= MAX_SELECTION_CHARS:
         targets.append(Target(REWRITE, REWRITE_FUNCTION, *function))
         targets.append(Target(None, EDIT_FUNCTION, *function))
     return targets
