@@ -250,6 +250,17 @@ def test_instruction_code_action_asks_for_the_instruction_then_edits(nvim_result
     assert record["after"] != record["before"]
 
 
+def test_gra_with_no_selection_offers_the_actions_under_the_cursor(nvim_results):
+    """Issue 66: `gra` in normal mode on a `pass` body said "No code actions available"."""
+    record = scenario(nvim_results, "code_actions_at_the_cursor")
+    function = ["Rewrite this function", "Edit this function with instruction..."]
+    titles = {at: [t.split(": ", 1)[-1] for t in record[at]] for at in ("at_2_5", "at_4_6", "at_7_8")}
+    assert titles["at_2_5"] == ["Complete block", *function]  # on `pass`
+    assert titles["at_4_6"] == ["Fill holes"]  # on a line with <|hole|>
+    assert titles["at_7_8"] == function  # inside a function
+    assert record["mode"] == "n"
+
+
 def test_the_code_action_menu_shows_the_first_draft_within_a_second(nvim_results):
     # A deadline, not a benchmark: it was ~4 s (Neovim's pause after a menu left in Visual mode).
     record = scenario(nvim_results, "code_action_menu_to_first_draft")

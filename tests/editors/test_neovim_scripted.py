@@ -287,3 +287,69 @@ vim.cmd("qa!")
     assert result["after_word"] == ["def f(x):", "    result)"]
     assert result["cursor_word"] == [2, 10]
     assert result["after_line"] == ["def f(x):", "    result = compute(x))"]
+
+
+def test_ghost_text_is_asked_where_the_cursor_rests(results):
+    """Issue 66: entering insert mode at a line's end, or moving the cursor in insert mode, asks
+    (once, behind the debounce); entering it mid-line does not."""
+    record = scenario(results, "ask_where_the_cursor_rests")
+    assert record["asked_on_enter"] == [[1, 11]]  # `A` on `    return `: one request, at its end
+    assert record["shown_on_enter"] == "x + 1"
+    assert record["asked_mid_line"] == []
+    assert record["asked_after_move"] == [[0, 9]]  # <Up><End>: at the end of `def f(x):`
+    assert record["shown_after_move"] == "x + 1"
+
+
+def test_the_default_statusline_shows_each_server_state(results):
+    record = scenario(results, "statusline")
+    assert "v:lua.require'difill'.statusline()" in record["option"]
+    words = {
+        "loading": "difill: loading",
+        "ready": "difill: ready",
+        "learning": "difill: learning this project",
+        "error": "difill: error",
+    }
+    for state in record["states"]:
+        assert state["component"] == words[state["sent"]], state
+        assert state["component"] in state["shown"] and state["shown"].rstrip().endswith("All"), state
+    # A buffer difill does not serve: the default statusline as Neovim draws it, nothing added.
+    assert record["other_buffer"]["component"] == "" and "difill" not in record["other_buffer"]["shown"]
+
+
+def test_a_crashed_server_is_restarted_and_every_buffer_attached(results):
+    record = scenario(results, "recover")
+    assert record["statusline_restarting"] == "difill: restarting"
+    assert record["status_restarting"] == "difill: restarting (the server stopped: signal 9)"
+    message = "difill: the server stopped (signal 9); restarting it (:DifillStatus, :DifillLog)"
+    assert [h.strip() for h in record["hint"]] == [message]  # at the cursor, in insert mode
+    # Ghost text back in the same buffer, still typing, from one new server for both buffers.
+    assert record["back"] == "x + 1" and record["mode"] == "i" and record["started"] == 1
+    clients = record["clients"]
+    assert clients["this"] != clients["first"] and clients["this"] == clients["other"]
+    # Said once, on leaving insert mode; Neovim's own "Client difill quit ..." is left out.
+    assert record["said_in_insert"] == [] and record["said"] == [message]
+    # A fourth crash in the minute: no fifth start; said once, and the status says how to go on.
+    stopped = record["stopped"]
+    assert stopped["state"]["what"] == "stopped" and stopped["attached"] is None
+    assert stopped["statusline"] == "difill: stopped"
+    assert stopped["status"] == "difill: stopped (the server stopped: signal 9; :DifillRestart)"
+    (said,) = stopped["said"]
+    assert said.startswith(
+        "difill: the server stopped again (signal 9), 4 times in a minute: it stays stopped."
+    )
+    # :DifillRestart starts over, silently; on a running server it restarts it for every buffer.
+    assert record["after_restart"] == {"state": None, "said": []}
+    assert record["second_restart"] == {"same_for_both": True, "state": None, "said": []}
+
+
+def test_the_statusline_is_set_only_where_the_user_left_it_default(tmp_path, monkeypatch):
+    record = SETUP_AND_RECORD.replace(
+        "{ messages = messages }", "{ messages = messages, statusline = vim.o.statusline }"
+    )
+    assert "require'difill'.statusline()" in _run_script(tmp_path, record)["statusline"]
+    theirs = record.replace(
+        'require("difill").setup(', 'vim.o.statusline = "%f %= mine"\nrequire("difill").setup('
+    )
+    assert _run_script(tmp_path, theirs)["statusline"] == "%f %= mine"
+    monkeypatch.setenv("DIFILL_OPTS", json.dumps({"statusline": False}))
+    assert _run_script(tmp_path, record)["statusline"] == ""

@@ -137,3 +137,19 @@ def test_the_line_index_after_a_change_equals_a_fresh_one(text, piece, data):
     fresh = Document("file:///a.py", "python", 2, spliced.text)
     assert spliced.text == text[:start] + piece + text[end:]
     assert spliced.line_starts == fresh.line_starts
+
+
+def test_a_document_knows_where_its_latest_change_put_text():
+    """Where a user typed, against where a cursor only went (issue 66): the span of the latest
+    change in the new text; a whole-text change's is what differs; an opened document has none."""
+    docs = Documents()
+    assert docs.open("file:///c.py", "python", 1, "ab\ncd\n").changed is None
+    typed = docs.change("file:///c.py", 2, [change((1, 1), (1, 1), "XY")], UTF16)
+    assert typed.text == "ab\ncXYd\n" and typed.changed == (4, 6)
+    deleted = docs.change("file:///c.py", 3, [change((1, 1), (1, 3), "")], UTF16)
+    assert deleted.text == "ab\ncd\n" and deleted.changed == (4, 4)
+    whole = docs.change(
+        "file:///c.py", 4, [types.TextDocumentContentChangeWholeDocument(text="ab\ncQd\n")], UTF16
+    )
+    assert whole.changed == (4, 5)
+    assert docs.change("file:///c.py", 5, [], UTF16).changed == (4, 5)  # no change: still there

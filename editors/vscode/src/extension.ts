@@ -5,6 +5,9 @@
 import * as path from "path";
 import * as vscode from "vscode";
 import {
+  CloseAction,
+  CloseHandlerResult,
+  ErrorAction,
   ExecuteCommandRequest,
   LanguageClient,
   LanguageClientOptions,
@@ -32,6 +35,7 @@ import { Proposals, proposalsCapability } from "./proposals";
 import { Preview, proposalOf } from "./proposalView";
 import { NextEdits } from "./nextEdits";
 import { GhostText } from "./nextEditView";
+import { crashMessage, RestartPolicy } from "./recover";
 
 let client: LanguageClient | undefined;
 let output: vscode.LogOutputChannel;
@@ -43,6 +47,7 @@ const pacer = new Pacer(); // adaptive debounce of ghost-text requests (src/paci
 let proposals: Proposals; // edits shown for review before they land (proposals.ts)
 const ghost = new GhostText(); // where difill's ghost text is shown: no next edit competes with it
 let nextEdits: NextEdits | undefined;
+const restarts = new RestartPolicy(); // a crashed server's restarts (recover.ts)
 
 let answers: vscode.Memento | undefined; // the user's answers about workspace values, per workspace
 
@@ -165,6 +170,13 @@ function createClient(): LanguageClient {
     // Flat in initializationOptions, nested under `difill` in didChangeConfiguration.
     initializationOptions: settingsForServer().difill,
     outputChannel: output,
+    // A server that dies is restarted by vscode-languageclient (which opens every document on the
+    // new one again), at most three times a minute; said once, the status item says the rest.
+    errorHandler: {
+      // As vscode-languageclient's default: a few errors on the connection are let pass.
+      error: (_error, _message, count) => ({ action: count && count <= 3 ? ErrorAction.Continue : ErrorAction.Shutdown }),
+      closed: () => serverClosed(c),
+    },
     middleware: {
       // Ghost text: wait only while the server is busy or slow, and drop a request that a newer
       // keystroke cancelled during the wait.
@@ -199,8 +211,9 @@ function createClient(): LanguageClient {
   const c = new LanguageClient("difill", "difill", serverOptions, clientOptions);
   c.registerFeature(proposalsCapability);
   c.onDidChangeState((e) => {
-    if (e.newState === State.Starting) showStatus({ state: "starting" });
-    if (e.newState === State.Stopped) showStatus({ state: "stopped" });
+    // While a crashed server restarts, the status keeps saying so until the new one reports.
+    if (e.newState === State.Starting && lastState !== "restarting") showStatus({ state: "starting" });
+    if (e.newState === State.Stopped && lastState !== "stopped") showStatus({ state: "stopped" });
   });
   return c;
 }
@@ -227,7 +240,27 @@ async function start(): Promise<void> {
   }
 }
 
+/** The close handler: restart a server that ran and died (after the policy's wait), or leave it
+ *  stopped; a server that never started is reported by start() instead. */
+async function serverClosed(c: LanguageClient): Promise<CloseHandlerResult> {
+  const ran = c.state === State.Running;
+  const plan = ran ? restarts.next() : undefined;
+  const message = crashMessage(plan);
+  if (!ran) return { action: CloseAction.DoNotRestart, handled: true };
+  output.warn(message);
+  if (!plan) {
+    showStatus({ state: "stopped", message });
+    void vscode.window.showErrorMessage(message);
+    return { action: CloseAction.DoNotRestart, message, handled: true };
+  }
+  showStatus({ state: "restarting", message });
+  if (plan.first) void vscode.window.showWarningMessage(message);
+  await new Promise((resolve) => setTimeout(resolve, plan.delayMs));
+  return { action: CloseAction.Restart, message, handled: true };
+}
+
 async function restart(): Promise<void> {
+  restarts.reset();
   const old = client;
   client = undefined;
   try {

@@ -1,6 +1,16 @@
 // The status bar item's text for the server's difill/status notifications (pure).
 
-export type ServerState = "starting" | "loading" | "ready" | "busy" | "error" | "stopped";
+// "learning": the server adapts its model to this project; "restarting": the server crashed and
+// is started again (recover.ts); "stopped": it is not running (its restarts ran out, or stopped).
+export type ServerState =
+  | "starting"
+  | "loading"
+  | "ready"
+  | "busy"
+  | "learning"
+  | "error"
+  | "restarting"
+  | "stopped";
 
 export interface StatusParams {
   state: ServerState | string;
@@ -20,9 +30,14 @@ const ICONS: Record<string, string> = {
   loading: "$(loading~spin)",
   busy: "$(sync~spin)",
   ready: "$(check)",
+  learning: "$(mortar-board)",
   error: "$(error)",
+  restarting: "$(debug-restart)",
   stopped: "$(circle-slash)",
 };
+
+/** How a state reads where it differs from its name. */
+const WORDS: Record<string, string> = { learning: "learning this project" };
 
 /** The latest status, keeping the last latency across notifications that carry none
  *  (a "busy" has no latency; showing the previous one until the next "ready" is useful). */
@@ -31,8 +46,9 @@ export function statusView(params: StatusParams, lastLatencyMs?: number): Status
   const latency = params.latencyMs ?? lastLatencyMs;
   const icon = ICONS[state] ?? "$(question)";
   const latencyText = latency !== undefined && state !== "loading" ? ` ${Math.round(latency)} ms` : "";
-  const text = `${icon} difill${state === "ready" ? "" : ` ${state}`}${latencyText}`;
-  const lines = [`difill: ${state}`];
+  const words = WORDS[state] ?? state;
+  const text = `${icon} difill${state === "ready" ? "" : ` ${words}`}${latencyText}`;
+  const lines = [`difill: ${words}`];
   if (params.message) lines.push(params.message);
   if (latency !== undefined) lines.push(`last answer: ${Math.round(latency)} ms`);
   lines.push("Click for the server output");
@@ -47,9 +63,13 @@ export function previewText(params: { text?: string; step?: number }, width = 40
 }
 
 /** Whether this status is the model becoming ready after it loaded (not a "ready" after each
- *  answer): the moment to ask for ghost text again, as requests made while it loaded got none. */
+ *  answer), a restarted server's included: the moment to ask for ghost text again, as requests
+ *  made while it loaded got none. */
 export function becameReady(previous: string | undefined, next: string): boolean {
-  return next === "ready" && (previous === undefined || previous === "starting" || previous === "loading");
+  return (
+    next === "ready" &&
+    (previous === undefined || ["starting", "loading", "restarting", "stopped"].includes(previous))
+  );
 }
 
 /** What the output channel records of a status: the model and engine once loaded, errors. */

@@ -43,3 +43,13 @@ test("only the instruction action asks for an instruction; Rewrite selection run
   assert.equal(asksInstruction(action("Fill holes in selection", "difill.fillHoles")), false);
   assert.equal(asksInstruction({ title: "Edit selection with instruction..." }), false);
 });
+
+test("the cursor's actions (no selection): Edit this function asks for an instruction, Rewrite this function runs", () => {
+  const args = [{ uri: "file:///a.py", range: r(0, 0, 2, 31), version: 3 }];
+  assert.equal(
+    asksInstruction({ title: "Edit this function with instruction...", command: { command: "difill.editSelection", arguments: args } }),
+    true,
+  );
+  assert.equal(asksInstruction({ title: "Rewrite this function", command: { command: "difill.editSelection", arguments: args } }), false);
+  assert.equal(findAction([{ title: "Rewrite this function", kind: "refactor.rewrite" }], "Rewrite")?.title, "Rewrite this function");
+});

@@ -54,3 +54,16 @@ test("the output channel records the model loaded and errors, not every answer",
   assert.equal(statusLogLine({ state: "error", message: "no model at /x" }), "difill error: no model at /x");
   assert.equal(statusLogLine({ state: "busy" }), undefined);
 });
+
+test("each state the client shows: loading, ready, learning this project, error, restarting, stopped", () => {
+  assert.equal(statusView({ state: "learning", message: "40%" }).text, "$(mortar-board) difill learning this project");
+  assert.match(statusView({ state: "learning" }).tooltip, /^difill: learning this project/);
+  assert.equal(statusView({ state: "restarting" }).text, "$(debug-restart) difill restarting");
+  assert.equal(statusView({ state: "stopped", message: "restarted 3 times" }).text, "$(circle-slash) difill stopped");
+  assert.equal(statusView({ state: "learning" }).error, false);
+});
+
+test("a restarted server becoming ready asks for ghost text again", () => {
+  assert.equal(becameReady("restarting", "ready"), true);
+  assert.equal(becameReady("stopped", "ready"), true);
+});

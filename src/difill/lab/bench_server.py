@@ -1,7 +1,8 @@
 """The server half of `difill bench`: `difill serve` over stdio, driven as an editor drives it.
 
-* independent cases: open the document without its middle, ask for an inline completion
-  (Automatic trigger, as ghost text does) and time the round trip;
+* independent cases: open the document without its middle, the prefix's last character typed
+  (a didChange), ask for an inline completion (Automatic trigger, as ghost text does) and time
+  the round trip;
 * typing replay: held-out lines typed one character at a time (didChange + inlineCompletion per
   keystroke); a suggestion that the rest of the line starts with is accepted, as a user would, and
   the share of the line's characters accepted that way is reported;
@@ -83,6 +84,15 @@ class BenchClient(ServeClient):
         )
         return text[:offset] + new + text[offset:]
 
+    def open_typed(self, text: str, offset: int) -> None:
+        """Open ``text`` as a user who just typed the character before ``offset``: the server
+        answers nothing automatic at a cursor that only moved in front of code (issue 66)."""
+        if offset == 0 or text[offset - 1] == "\n":
+            self.open(text)
+            return
+        self.open(text[: offset - 1] + text[offset:])
+        self.insert(text[: offset - 1] + text[offset:], offset - 1, text[offset - 1])
+
     async def suggest(self, text: str, offset: int) -> tuple[str, float]:
         params = types.InlineCompletionParams(
             text_document=types.TextDocumentIdentifier(uri=URI),
@@ -102,7 +112,7 @@ async def _bench(model_dir: str | None, cases: dict[str, list[InfillExample]], q
     started = time.perf_counter()
     pid = await bench.start(model_dir)
     first = next(ex for exs in cases.values() for ex in exs)
-    bench.open(first.prefix + first.suffix)
+    bench.open_typed(first.prefix + first.suffix, len(first.prefix))
     await asyncio.wait_for(bench.ready.wait(), 120)
     await bench.suggest(first.prefix + first.suffix, len(first.prefix))
     start_to_first_s = time.perf_counter() - started
@@ -113,7 +123,7 @@ async def _bench(model_dir: str | None, cases: dict[str, list[InfillExample]], q
         for shape in shapes:
             for ex in cases[shape]:
                 text = ex.prefix + ex.suffix
-                bench.open(text)
+                bench.open_typed(text, len(ex.prefix))
                 suggestion, ms = await bench.suggest(text, len(ex.prefix))
                 bench.close()
                 t = groups[group]

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from tree_sitter import Tree
 
 from difill.server.lifecycle import Feature
+from difill.text.characters import common_prefix
 from difill.text.languages import language_of
 from difill.text.syntax import parser_for
 
@@ -79,25 +80,13 @@ def byte_edit(old: bytes, new: bytes) -> dict | None:
     """The one edit (as ``Tree.edit`` keywords) that turns ``old`` into ``new``; None if equal."""
     if old == new:
         return None
-    start = _common_prefix(old, new)
-    tail = _common_prefix(old[start:][::-1], new[start:][::-1])
+    start = common_prefix(old, new)
+    tail = common_prefix(old[start:][::-1], new[start:][::-1])
     old_end, new_end = len(old) - tail, len(new) - tail
     return dict(
         start_byte=start, old_end_byte=old_end, new_end_byte=new_end,
         start_point=_point(old, start), old_end_point=_point(old, old_end), new_end_point=_point(new, new_end),
     )  # fmt: skip
-
-
-def _common_prefix(a: bytes, b: bytes) -> int:
-    """Length of the common prefix, by bisection on slice equality (memcmp, not a Python loop)."""
-    low, high = 0, min(len(a), len(b))
-    while low < high:
-        mid = (low + high + 1) // 2
-        if a[:mid] == b[:mid]:
-            low = mid
-        else:
-            high = mid - 1
-    return low
 
 
 def _point(source: bytes, byte: int) -> tuple[int, int]:

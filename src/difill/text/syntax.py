@@ -11,7 +11,7 @@ import functools
 import threading
 from importlib import import_module
 
-from tree_sitter import Language, Node, Parser
+from tree_sitter import Language, Node, Parser, Tree
 
 from difill.text.languages import spec_of
 
@@ -62,3 +62,38 @@ def syntax_errors(text: str, language: str | None) -> int | None:
 def parses(text: str, language: str | None) -> bool | None:
     errors = syntax_errors(text, language)
     return None if errors is None else errors == 0
+
+
+# Function nodes of the grammars: a rename walks the innermost (features/next_edit/scope.py); a
+# code action at the cursor rewrites the innermost named one, a lambda or closure being part of
+# the function around it.
+ANONYMOUS_FUNCTIONS = frozenset({"lambda", "arrow_function", "function_expression", "function", "func_literal",
+                                 "closure_expression"})  # fmt: skip
+NAMED_FUNCTIONS = frozenset({
+    "function_definition",  # Python, C
+    "function_declaration", "method_definition",  # JavaScript, TypeScript, Go
+    "method_declaration",  # Go, Java
+    "function_item",  # Rust
+})  # fmt: skip
+FUNCTIONS = NAMED_FUNCTIONS | ANONYMOUS_FUNCTIONS
+
+
+def enclosing_function(tree: Tree, text: str, at: int) -> tuple[int, int] | None:
+    """The [start, end) character span of the innermost named function around offset ``at`` of
+    ``text`` (the text ``tree`` was parsed from); None outside every function."""
+    source = text.encode("utf-8")
+    byte = len(text[:at].encode("utf-8"))
+    node = _named_function_at(tree, byte)
+    if node is None and byte > 0:  # a cursor just after the function's last character
+        node = _named_function_at(tree, byte - 1)
+    if node is None:
+        return None
+    start = len(source[: node.start_byte].decode("utf-8", errors="ignore"))
+    return start, start + len(source[node.start_byte : node.end_byte].decode("utf-8", errors="ignore"))
+
+
+def _named_function_at(tree: Tree, byte: int) -> Node | None:
+    node: Node | None = tree.root_node.descendant_for_byte_range(byte, byte)
+    while node is not None and node.type not in NAMED_FUNCTIONS:
+        node = node.parent
+    return node

@@ -223,4 +223,119 @@ S[#S + 1] = { name = "proposal_label", fn = function(r)
   F.proposal_text = nil
 end }
 
+--- Ghost text where a user pauses (issue 66): entering insert mode at a line's end asks, a cursor
+--- move in insert mode asks; entering it mid-line does not (the server would answer nothing).
+S[#S + 1] = { name = "ask_where_the_cursor_rests", fn = function(r)
+  F.completion = "x + 1"
+  open("rests.py", { "def f(x):", "    return ", "y = 2" })
+  local function asked()
+    return vim.tbl_map(function(q) return { q.params.position.line, q.params.position.character } end,
+      F.of("textDocument/inlineCompletion"))
+  end
+  local before = #asked()
+  T.input("2GA")
+  r.shown_on_enter = T.wait(difill.suggestion, 5000, "ghost text on entering insert mode")
+  r.asked_on_enter = vim.list_slice(asked(), before + 1)
+  T.input("<Esc>")
+  before = #asked()
+  T.input("3G0i")
+  T.sleep(200)
+  r.asked_mid_line = vim.list_slice(asked(), before + 1)
+  T.input("<Esc>")
+  T.input("2GA")
+  T.wait(difill.suggestion, 5000, "ghost text again")
+  before = #asked()
+  T.input("<Up><End>")
+  r.shown_after_move = T.wait(difill.suggestion, 5000, "ghost text after a cursor move")
+  r.asked_after_move = vim.list_slice(asked(), before + 1)
+  T.input("<Esc>")
+  F.completion = nil
+end }
+
+--- The statusline component in Neovim's default statusline: each state the server reports.
+S[#S + 1] = { name = "statusline", fn = function(r)
+  open("status.py", { "x = 1" })
+  r.option = vim.o.statusline
+  local client = vim.lsp.get_clients({ bufnr = 0, name = "difill" })[1]
+  local function shown()
+    return vim.api.nvim_eval_statusline(vim.o.statusline, { winid = 0 }).str
+  end
+  r.states = {}
+  for _, params in ipairs({ { state = "loading" }, { state = "ready" }, { state = "learning", message = "40%" },
+    { state = "error", message = "the model server failed" }, { state = "ready", latencyMs = 80 } }) do
+    difill.statuses[client.id] = nil
+    F.send("difill/status", params)
+    T.sleep(30)
+    r.states[#r.states + 1] = { sent = params.state, component = difill.statusline(), shown = shown() }
+  end
+  vim.cmd.enew()
+  vim.bo.filetype = "text"
+  r.other_buffer = { component = difill.statusline(), shown = shown() }
+  vim.cmd("bwipeout!")
+end }
+
+--- A server that dies comes back: restarted at once, every open buffer attached to the new one,
+--- said once (after leaving insert mode); three tries a minute, then it stays stopped until
+--- :DifillRestart.
+S[#S + 1] = { name = "recover", fn = function(r)
+  local recover = require("difill.recover")
+  recover.delays_ms = { 300, 20, 20 } -- the first long enough to see "restarting"
+  F.completion = "x + 1"
+  open("other.py", { "z = 3" })
+  local other = vim.api.nvim_get_current_buf()
+  open("crash.py", { "def f(x):", "    return " })
+  local bufnr = vim.api.nvim_get_current_buf()
+  local function client_of(b)
+    local c = vim.lsp.get_clients({ bufnr = b, name = "difill" })[1]
+    return c and c.id or vim.NIL
+  end
+  local first = client_of(bufnr)
+  local notified = #T.notifications()
+  T.input("2GA")
+  T.wait(difill.suggestion, 5000, "ghost text")
+  local starts = F.starts
+  F.crash()
+  T.wait(function() return recover.state ~= nil end, 2000, "the restart to be planned")
+  r.statusline_restarting = difill.statusline()
+  r.status_restarting = difill.status()
+  r.hint = vim.tbl_map(function(m) return m[4].virt_text[1][1] end,
+    vim.api.nvim_buf_get_extmarks(bufnr, require("difill.progress").ns, 0, -1, { details = true }))
+  r.back = T.wait(difill.suggestion, 5000, "ghost text back with no user action")
+  r.mode = vim.api.nvim_get_mode().mode
+  r.said_in_insert = vim.list_slice(T.notifications(), notified + 1)
+  r.started = F.starts - starts
+  r.clients = { first = first, this = client_of(bufnr), other = client_of(other) }
+  T.input("<Esc>")
+  T.sleep(50)
+  r.said = vim.list_slice(T.notifications(), notified + 1)
+  -- Three more crashes inside the minute: two more restarts, then it stays stopped.
+  notified = #T.notifications()
+  for _ = 1, 2 do
+    local serving = client_of(bufnr)
+    F.crash()
+    T.wait(function()
+      local c = vim.lsp.get_client_by_id(client_of(bufnr) ~= vim.NIL and client_of(bufnr) or -1)
+      return c and c.id ~= serving and c.initialized
+    end, 5000, "a restarted server")
+  end
+  F.crash()
+  T.wait(function() return recover.state and recover.state.what == "stopped" end, 2000, "the tries to run out")
+  T.sleep(300)
+  r.stopped = { state = recover.state, attached = client_of(bufnr), statusline = difill.statusline(),
+    status = difill.status(), said = vim.list_slice(T.notifications(), notified + 1) }
+  notified = #T.notifications()
+  vim.cmd("DifillRestart")
+  T.wait(function() return client_of(bufnr) ~= vim.NIL and client_of(other) ~= vim.NIL end, 5000, ":DifillRestart")
+  r.after_restart = { state = recover.state or vim.NIL, said = vim.list_slice(T.notifications(), notified + 1) }
+  -- :DifillRestart of a running server: stopped on purpose, not a crash; a new one serves both.
+  local before, t0 = client_of(bufnr), vim.uv.now()
+  vim.cmd("DifillRestart")
+  T.wait(function() return client_of(bufnr) ~= before and client_of(bufnr) ~= vim.NIL end, 5000, "a second restart")
+  r.second_restart_ms = vim.uv.now() - t0
+  r.second_restart = { same_for_both = client_of(bufnr) == client_of(other), state = recover.state or vim.NIL,
+    said = vim.list_slice(T.notifications(), notified + 1) }
+  recover.delays_ms = { 200, 2000, 10000 }
+  F.completion = nil
+end }
+
 return S

@@ -36,11 +36,25 @@ function F.send(method, params)
   dispatchers.notification(method, params)
 end
 
+local crash ---@type fun()?
+
+--- The server process dies as under `kill -9`: the client sees exit code 0, signal 9.
+function F.crash()
+  assert(crash, "the fake server has not been started")()
+end
+
+F.starts = 0 -- how many servers were started (a restart starts another)
+
 ---@param d vim.lsp.rpc.Dispatchers
 ---@return vim.lsp.rpc.PublicClient
 function F.cmd(d)
   dispatchers = d
+  F.starts = F.starts + 1
   local closing = false
+  crash = function()
+    closing = true
+    d.on_exit(0, 9)
+  end
   return {
     request = function(method, params, callback)
       next_id = next_id + 1

@@ -349,6 +349,31 @@ S[#S + 1] = { name = "code_action_menu_to_first_draft", fn = function(r)
   assert(ok, err)
 end }
 
+--- `gra` in normal mode with no selection (issue 66): the actions for what is under the cursor.
+S[#S + 1] = { name = "code_actions_at_the_cursor", fn = function(r)
+  local select = vim.ui.select
+  local menus = {}
+  vim.ui.select = function(items, opts, on_choice)
+    menus[#menus + 1] = vim.tbl_map(opts.format_item or tostring, items)
+    on_choice(nil) -- closed without a choice
+  end
+  local ok, err = pcall(function()
+    open("cursor_actions.py", { "def later(a, b):", "    pass", "", "x = [<|hole|>, 2]", "", "def total(p):",
+      "    return sum(p)" })
+    local notified = #T.notifications()
+    for _, at in ipairs({ { 2, 5 }, { 4, 6 }, { 7, 8 } }) do
+      vim.api.nvim_win_set_cursor(0, at)
+      local before = #menus
+      T.input("gra")
+      T.wait(function() return #menus > before or #T.notifications() > notified end, ANSWER_MS, "the menu")
+      r[("at_%d_%d"):format(at[1], at[2])] = menus[#menus] or vim.NIL
+      r.mode = vim.api.nvim_get_mode().mode
+    end
+  end)
+  vim.ui.select = select
+  assert(ok, err)
+end }
+
 S[#S + 1] = { name = "ghost_is_drawn_in_its_own_highlight", fn = function(r)
   open("hl.py", { "x = 1", "y = " })
   T.input("2GA")

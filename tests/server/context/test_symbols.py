@@ -443,7 +443,9 @@ async def test_the_model_orders_undecided_names_through_the_server(tmp_path):
     options = {"workspaceIndex": True, "contextDrafts": "show", "minShowProbability": 0}  # the ordering's test
     async with running_server(DEFAULT_MODEL_DIR, init_options=options, root_uri=root.as_uri()) as client:
         uri = (root / "pkg/run.py").as_uri()
-        open_document(client, uri, AT_LEVELS + "('starting')\n")
+        # The `.` typed before `('starting')`: a cursor that only moved there would get nothing (issue 66).
+        open_document(client, uri, AT_LEVELS[:-1] + "('starting')\n")
+        change_text(client, uri, 2, 4, 10, 10, ".")
         for _ in range(100):  # the index builds in the background; the server answers meanwhile
             result = await client.text_document_inline_completion_async(
                 inline_params(uri, 4, 11, invoked=False)

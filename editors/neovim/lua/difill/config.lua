@@ -78,6 +78,7 @@
 ---@field progress boolean             echo the model's loading progress in the message area
 ---@field next_edit_debounce_ms integer quiet time after an edit before the next edit is asked for
 ---@field sign_column boolean          keep the sign column open ('signcolumn' auto -> yes) in windows of attached buffers, so the next edit's sign never shifts the text; false leaves 'signcolumn' alone (the sign is then left out where it would shift the text)
+---@field statusline boolean           show difill's state in Neovim's default statusline (left alone once 'statusline' is set; otherwise require("difill").statusline())
 local defaults = {
   cmd = { "difill", "serve" },
   -- Every language the server has a grammar for (text/languages.py, docs/languages.md).
@@ -112,6 +113,7 @@ local defaults = {
   progress = true,
   next_edit_debounce_ms = 250,
   sign_column = true,
+  statusline = true,
 }
 
 return defaults

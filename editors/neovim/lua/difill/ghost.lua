@@ -23,6 +23,7 @@ local AUTOMATIC, INVOKED = 2, 1
 ---@field timer? uv.uv_timer_t
 ---@field kind? integer    trigger kind of the items shown
 ---@field in_flight? integer  requests sent and not yet answered
+---@field spot? string     what the last request asked: kind, changedtick, row, column
 
 ---@type table<integer, difill.BufState>
 local states = {}
@@ -191,10 +192,15 @@ function M.request(bufnr, kind, on_items)
   if not client then
     return
   end
-  cancel_request(bufnr)
   local s = state(bufnr)
   local row, col = cursor()
   local tick = api.nvim_buf_get_changedtick(bufnr)
+  local spot = ("%d:%d:%d:%d"):format(kind, tick, row, col)
+  if kind == AUTOMATIC and s.request_id and s.spot == spot then
+    return -- the same question is in flight (InsertEnter and CursorMovedI both ask on `A`)
+  end
+  cancel_request(bufnr)
+  s.spot = spot
   local params = {
     textDocument = vim.lsp.util.make_text_document_params(bufnr),
     position = util.to_lsp(bufnr, row, col, client.offset_encoding),
@@ -239,7 +245,7 @@ function M.schedule(bufnr)
   end
   s.timer:start(wait, 0, vim.schedule_wrap(function()
     if api.nvim_buf_is_valid(bufnr) and api.nvim_get_current_buf() == bufnr
-      and api.nvim_get_mode().mode:sub(1, 1) == "i" then
+      and api.nvim_get_mode().mode:sub(1, 1) == "i" and not M.suggestion(bufnr) then
       M.request(bufnr, AUTOMATIC)
     end
   end))
@@ -403,7 +409,29 @@ function M.attach(bufnr, auto_trigger)
       -- TextChangedI just scheduled. Answers for the old position are dropped on arrival.
       if not M.render(bufnr) then
         hide(bufnr)
+        -- Where the cursor rests after a move, ask as VS Code does, behind the same debounce (a
+        -- keystroke's TextChangedI restarts the same timer). The server answers nothing where the
+        -- cursor only moved in front of code (issue 66).
+        if auto_trigger then
+          M.schedule(bufnr)
+        end
       end
+    end,
+  })
+  api.nvim_create_autocmd("InsertEnter", {
+    group = group,
+    buffer = bufnr,
+    callback = function()
+      -- `a`, `A`, `o`: the cursor reaches its insert place after InsertEnter; ask there when it is
+      -- a line's end (issue 66: ghost text came only after a keystroke).
+      vim.schedule(function()
+        if auto_trigger and api.nvim_get_current_buf() == bufnr and api.nvim_get_mode().mode:sub(1, 1) == "i" then
+          local row, col = cursor()
+          if col >= #(api.nvim_buf_get_lines(bufnr, row, row + 1, false)[1] or "") then
+            M.schedule(bufnr)
+          end
+        end
+      end)
     end,
   })
   api.nvim_create_autocmd({ "CompleteChanged", "TextChangedP" }, {
@@ -444,6 +472,10 @@ function M.attach(bufnr, auto_trigger)
       pcall(api.nvim_del_augroup_by_id, group)
     end,
   })
+  -- Attached while the user types (a server restarted after a crash): ask, as typing would.
+  if auto_trigger and api.nvim_get_current_buf() == bufnr and api.nvim_get_mode().mode:sub(1, 1) == "i" then
+    M.schedule(bufnr)
+  end
 end
 
 return M

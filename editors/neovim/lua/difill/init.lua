@@ -6,6 +6,7 @@ local ghost = require("difill.ghost")
 local proposals = require("difill.proposals")
 local next_edit = require("difill.next_edit")
 local progress = require("difill.progress")
+local recover = require("difill.recover")
 
 local api = vim.api
 local M = {}
@@ -310,11 +311,20 @@ end
 ---@type string?
 M.start_error = nil
 
---- One line for a statusline: "difill: ready 120ms" (the last suggestion's latency).
+--- How a server state reads where it differs from its name. "learning": the server adapts its
+--- model to this project (difill/status `{ state = "learning", message? }`).
+local STATE_WORDS = { learning = "learning this project" }
+
+--- One line for :DifillStatus: "difill: ready 120ms (model loaded ...)" (the last suggestion's
+--- latency), "difill: restarting (the server stopped: signal 9)".
 ---@return string
 function M.status()
   local client = util.client(buf())
   if not client then
+    if recover.state then
+      return ("difill: %s (the server stopped: %s%s)"):format(recover.state.what, recover.state.why,
+        recover.state.what == "stopped" and "; :DifillRestart" or "")
+    end
     local exit = M.last.exit
     local why = M.start_error
       or (exit and ("the server exited with code %d%s"):format(exit.code, exit.signal ~= 0 and
@@ -326,7 +336,7 @@ function M.status()
     return "difill: starting"
   end
   -- While loading, the step it is at says more than the state: "difill: reading the model (30%)".
-  local parts = { st.state == "loading" and M.progress[client.id] or ("difill: " .. st.state) }
+  local parts = { st.state == "loading" and M.progress[client.id] or ("difill: " .. (STATE_WORDS[st.state] or st.state)) }
   if st.latencyMs then
     parts[#parts + 1] = ("%dms"):format(st.latencyMs)
   end
@@ -334,6 +344,43 @@ function M.status()
     parts[#parts + 1] = "(" .. st.message .. ")"
   end
   return table.concat(parts, " ")
+end
+
+--- The statusline component: "difill: ready", "difill: loading the model (30%)", "difill: learning
+--- this project", "difill: error", "difill: restarting"; "" in a buffer difill does not serve.
+--- setup() puts it into Neovim's default statusline (option `statusline`); lualine and others
+--- can call it (editors/README.md).
+---@return string
+function M.statusline()
+  local bufnr = buf()
+  local client = util.client(bufnr)
+  if not client then
+    local served = vim.tbl_contains(M.config.filetypes or {}, vim.bo[bufnr].filetype)
+    return served and recover.state and ("difill: " .. recover.state.what) or ""
+  end
+  local st = M.statuses[client.id]
+  if not st then
+    return "difill: starting"
+  end
+  if st.state == "loading" then
+    return M.progress[client.id] or "difill: loading"
+  end
+  return "difill: " .. (STATE_WORDS[st.state] or st.state)
+end
+
+-- The default statusline's own items (:help 'statusline', 'ruler') with difill's before the ruler;
+-- %( %) leaves nothing where difill says nothing. %{} (not %{%): "30%" is text, not an item.
+local COMPONENT = "%(%{v:lua.require'difill'.statusline()}  %)"
+local DEFAULT_STATUSLINE = "%<%f %h%w%m%r%=" .. COMPONENT .. "%-14.(%l,%c%V%) %P"
+
+--- Put the component into the statusline when the user left 'statusline' as Neovim sets it.
+local function default_statusline()
+  local info = api.nvim_get_option_info2("statusline", {})
+  if info.was_set or vim.o.statusline ~= info.default then
+    return -- theirs: they add require("difill").statusline() where they like
+  end
+  vim.o.statusline = info.default == "" and DEFAULT_STATUSLINE
+    or info.default:gsub("%%=", function() return "%=" .. COMPONENT end, 1)
 end
 
 ------------------------------------------------------------------------------------------
@@ -439,6 +486,10 @@ local function create_commands()
     lines[#lines + 1] = ("log: %s (:DifillLog); Neovim's: %s (:LspLog)"):format(M.log_file(), vim.lsp.get_log_path())
     vim.notify(table.concat(lines, "\n"))
   end, { desc = "difill: server state, model, last error, log file" })
+
+  api.nvim_create_user_command("DifillRestart", function()
+    recover.restart()
+  end, { desc = "difill: restart the server and attach it to every open buffer" })
 
   api.nvim_create_user_command("DifillLog", function()
     local file = M.log_file()
@@ -553,6 +604,9 @@ function M.setup(opts)
   proposals.highlights()
   next_edit.highlights()
   progress.setup()
+  if cfg.statusline then
+    default_statusline()
+  end
   local next_key = cfg.keymaps and cfg.keymaps.next_edit
   next_edit.opts = {
     debounce_ms = cfg.next_edit_debounce_ms,
@@ -615,12 +669,17 @@ function M.setup(opts)
         return proposals.on_preview(...)
       end,
     },
-    on_exit = function(code, signal)
-      if code == 0 and signal == 0 then
+    on_exit = function(code, signal, client_id)
+      if code ~= 0 or signal ~= 0 then
+        M.last.exit = { code = code, signal = signal, stderr = stderr_tail }
+      end
+      local last_line = vim.trim(stderr_tail):match("[^\n]*$")
+      local why = (signal ~= 0 and ("signal %d"):format(signal) or ("code %d"):format(code))
+        .. (last_line ~= "" and (": " .. last_line) or "")
+      -- A server that ran and died is started again (recover.lua); one that never ran is reported.
+      if recover.on_exit(code, signal, client_id, why) or (code == 0 and signal == 0) then
         return
       end
-      M.last.exit = { code = code, signal = signal, stderr = stderr_tail }
-      local last_line = vim.trim(stderr_tail):match("[^\n]*$")
       vim.schedule(function()
         vim.notify(("difill: the server exited with code %d%s (:DifillStatus, :DifillLog)"):format(code,
           last_line ~= "" and (": " .. last_line) or ""), vim.log.levels.ERROR)
@@ -642,6 +701,7 @@ function M.setup(opts)
     on_init = function(client)
       -- A new process: what an older one wrote, or how it ended, is not its.
       stderr_tail, M.last.exit, M.last.error = "", nil, nil
+      recover.on_init(client)
       local provider = client.server_capabilities.codeActionProvider
       if type(provider) == "table" then
         provider.resolveProvider = false
@@ -672,6 +732,9 @@ function M.setup(opts)
     },
   })
   vim.lsp.enable("difill")
+  recover.before_start = function()
+    stderr_tail = "" -- the new process's own; the last exit keeps the old one's (M.last.exit)
+  end
 
   local group = api.nvim_create_augroup("difill.attach", { clear = true })
   api.nvim_create_autocmd("LspProgress", { group = group, callback = show_progress })

@@ -34,10 +34,12 @@ def uri_for(client, name: str) -> str:
     return f"file:///tmp/{client.profile}/edits/{name}.py"
 
 
-async def actions_for(client, uri: str, rng: types.Range, only: list[str] | None = None) -> list[dict]:
+async def actions_for(
+    client, uri: str, rng: types.Range, only: list[str] | None = None, trigger: int | None = None
+) -> list[dict]:
     """The code actions as JSON: lsprotocol would read an action that carries a command as a bare
     Command (any object with a "command" key), losing its kind."""
-    context = types.CodeActionContext(diagnostics=[], only=only)
+    context = types.CodeActionContext(diagnostics=[], only=only, trigger_kind=trigger)
     params = client.protocol._converter.unstructure(
         types.CodeActionParams(
             text_document=types.TextDocumentIdentifier(uri=uri), range=rng, context=context
@@ -85,7 +87,7 @@ async def test_actions_are_offered_for_selections_and_not_for_empty_ranges(clien
     open_document(client, uri, FUNCTION + "\ndef later():\n    pass\n\nx = [<|hole|>, 2]\n")
     busy_before = sum(s["state"] == "busy" for s in client.statuses)
 
-    assert not await actions_for(client, uri, selection(1, 4, 1, 4))
+    assert not await actions_for(client, uri, selection(3, 0, 3, 0))  # a cursor outside every function
     titles = [a["title"] for a in await actions_for(client, uri, selection(1, 4, 2, 10))]
     assert titles == ["Rewrite selection", "Edit selection with instruction..."]
     assert not await actions_for(client, uri, selection(1, 4, 2, 10), only=["quickfix"])
@@ -105,6 +107,59 @@ async def test_actions_are_offered_for_selections_and_not_for_empty_ranges(clien
     assert instruct["command"]["command"] == "difill.editSelection"
     assert "instruction" not in instruct["command"]["arguments"][0]
     assert sum(s["state"] == "busy" for s in client.statuses) == busy_before  # no model work yet
+
+
+async def test_actions_at_the_cursor_with_no_selection(client):
+    # Issue 66: `gra` in normal mode on a `pass` body said "No code actions available".
+    uri = uri_for(client, "cursor")
+    text = (
+        FUNCTION
+        + "\ndef later():\n    pass\n\nx = [<|hole|>, 2]\n\ndef todo(a):\n    raise NotImplementedError\n"
+    )
+    open_document(client, uri, text, version=3)
+
+    async def at(line: int, character: int) -> dict[str, dict]:
+        actions = await actions_for(client, uri, selection(line, character, line, character))
+        return {a["title"]: a for a in actions}
+
+    function = ["Rewrite this function", "Edit this function with instruction..."]
+    assert list(await at(5, 6)) == ["Complete block", *function]  # on `pass`
+    assert list(await at(4, 2)) == ["Complete block", *function]  # on the header of a stub function
+    assert list(await at(10, 30)) == ["Complete block", *function]  # `raise NotImplementedError`, at its end
+    assert list(await at(1, 4)) == function  # inside a function with a body
+    assert list(await at(7, 6)) == ["Fill holes"]  # on a line with a hole marker
+    assert list(await at(3, 0)) == []  # a blank line outside every function
+
+    def target(action: dict) -> dict:
+        return action.get("data") or action["command"]["arguments"][0]
+
+    inside = await at(1, 4)
+    whole = {"start": {"line": 0, "character": 0}, "end": {"line": 2, "character": 31}}
+    assert target(inside["Rewrite this function"])["range"] == whole
+    instruct = inside["Edit this function with instruction..."]["command"]
+    assert instruct["command"] == "difill.editSelection" and "instruction" not in instruct["arguments"][0]
+    assert instruct["arguments"][0]["range"] == whole and instruct["arguments"][0]["version"] == 3
+    holes = target((await at(7, 6))["Fill holes"])
+    assert holes["range"] == {"start": {"line": 7, "character": 0}, "end": {"line": 7, "character": 17}}
+
+    # VS Code's light bulb asks at every cursor move (Automatic): the stub and the holes light it,
+    # not every line of every function.
+    automatic = types.CodeActionTriggerKind.Automatic
+    bulb = [a["title"] for a in await actions_for(client, uri, selection(5, 6, 5, 6), trigger=automatic)]
+    assert bulb == ["Complete block"]
+    assert not await actions_for(client, uri, selection(1, 4, 1, 4), trigger=automatic)
+
+    complete = (await at(5, 6))["Complete block"]
+    assert target(complete)["range"] == {
+        "start": {"line": 5, "character": 4},
+        "end": {"line": 5, "character": 8},
+    }
+    async with changed_settings(client, NO_GATE):
+        resolved = await client.code_action_resolve_async(
+            client.protocol._converter.structure(complete, types.CodeAction)
+        )
+    for edit in edits_of(client, resolved.edit, uri, 3):  # the stub body is what is written
+        assert (edit.range.start.line, edit.range.end.line) == (5, 5), edit
 
 
 async def test_resolve_returns_an_edit_inside_the_selection(client):

@@ -1,24 +1,28 @@
-"""``textDocument/codeAction`` on a selection, and ``codeAction/resolve``.
+"""``textDocument/codeAction`` on a selection or at the cursor, and ``codeAction/resolve``.
 
 Offering actions costs nothing: no model work happens until the user picks one.  Clients that
 resolve code actions get each action with ``data`` and its edit computed in
 ``codeAction/resolve``; other clients get the same action as a ``difill.*`` command, which
 computes the edit and sends ``workspace/applyEdit``.  A client that reviews edits gets commands
 too: the command answers a proposal, where a resolved edit would be applied at once.  "Edit selection with instruction..." is
-always a command without an instruction: the client asks the user for one.
+always a command without an instruction: the client asks the user for one.  With no selection
+(an empty range: ``gra`` in normal mode, VS Code's lightbulb) the actions name what is under the
+cursor: the stub body, the line's holes, the function (issue 66).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
+from difill.server.documents import Document
 from difill.server.features.edits.diff import workspace_edit
 from difill.server.features.edits.plans import (
     COMPLETE_BLOCK,
     FILL_HOLES,
+    MAX_SELECTION_CHARS,
     REWRITE,
     TITLES,
     EditRequest,
@@ -26,7 +30,9 @@ from difill.server.features.edits.plans import (
     stub_body,
 )
 from difill.server.request_context import RequestContext, document_for_request
-from difill.text.characters import without_lone_surrogates
+from difill.server.trees import SyntaxTrees
+from difill.text.characters import line_start, without_lone_surrogates
+from difill.text.syntax import enclosing_function
 
 EDIT_SELECTION, FILL_HOLES_COMMAND, COMPLETE_BLOCK_COMMAND = (
     "difill.editSelection",
@@ -35,7 +41,17 @@ EDIT_SELECTION, FILL_HOLES_COMMAND, COMPLETE_BLOCK_COMMAND = (
 )
 COMMANDS = {REWRITE: EDIT_SELECTION, FILL_HOLES: FILL_HOLES_COMMAND, COMPLETE_BLOCK: COMPLETE_BLOCK_COMMAND}
 WITH_INSTRUCTION = "Edit selection with instruction..."
+REWRITE_FUNCTION, EDIT_FUNCTION = "Rewrite this function", "Edit this function with instruction..."
 KIND = types.CodeActionKind.RefactorRewrite
+
+
+class Target(NamedTuple):
+    """One action offered: an edit of [start, end); ``kind`` None asks the user for an instruction."""
+
+    kind: str | None
+    title: str
+    start: int
+    end: int
 
 
 def code_actions(server: RequestContext, params: types.CodeActionParams) -> list[types.CodeAction]:
@@ -47,28 +63,67 @@ def code_actions(server: RequestContext, params: types.CodeActionParams) -> list
         return []
     start = document.offset_at(params.range.start, server.encoding)
     end = document.offset_at(params.range.end, server.encoding)
-    if start is None or end is None or start >= end:
+    if start is None or end is None or start > end:
         return []
-    kinds = available_edits(document, start, end, server.settings().hole_marker, server.trees)
-    if not kinds:
-        return []
+    marker = server.settings().hole_marker
+    if start == end:  # no selection: what applies where the cursor is (issue 66)
+        # VS Code asks at every cursor move for its light bulb (Automatic): the function's actions
+        # would light it on every line of every function, so they come when asked (Ctrl+., gra).
+        asked = params.context.trigger_kind != types.CodeActionTriggerKind.Automatic
+        targets = cursor_targets(document, start, marker, server.trees, with_function=asked)
+    else:
+        targets = [Target(kind, TITLES[kind], start, end) for kind in available_edits(document, start, end, marker, server.trees)]  # fmt: skip
+        targets += [Target(None, WITH_INSTRUCTION, start, end)] if targets else []
+    return [_action(server, document, target) for target in targets]
+
+
+def cursor_targets(
+    document: Document, at: int, marker: str, trees: SyntaxTrees, with_function: bool = True
+) -> list[Target]:
+    """The edits at a cursor with no selection: Complete block on a stub body (or anywhere in a
+    function whose body is one), Fill holes on a line with a hole marker, and (``with_function``)
+    Rewrite / Edit this function inside a named function (text/syntax.py) short enough to edit."""
+    text = document.text
+    start = line_start(text, at)
+    end = text.find("\n", at)
+    line = text[start : len(text) if end < 0 else end].rstrip("\r")
+    content = line.strip()
+    tree = trees.tree_for(document)
+    function = enclosing_function(tree, text, at) if tree is not None else None
+    targets = []
+    stub_at = start + line.find(content) if content else at
+    stub = stub_body(document, stub_at, stub_at + len(content), trees) if content else None
+    if stub is None and function is not None:
+        stub = stub_body(document, *function, trees)
+    if stub is not None:
+        targets.append(Target(COMPLETE_BLOCK, TITLES[COMPLETE_BLOCK], *stub))
+    if marker in line:
+        targets.append(Target(FILL_HOLES, "Fill holes", start, start + len(line)))
+    if with_function and function is not None and function[1] - function[0] <= MAX_SELECTION_CHARS:
+        targets.append(Target(REWRITE, REWRITE_FUNCTION, *function))
+        targets.append(Target(None, EDIT_FUNCTION, *function))
+    return targets
+
+
+def _action(server: RequestContext, document: Document, target: Target) -> types.CodeAction:
+    """The action for ``target``: resolvable (``data``) for a client that resolves edits and applies
+    them, else a ``difill.*`` command; an instruction is always asked for by the client."""
     selection = {
         "uri": document.uri,
-        "range": server.protocol._converter.unstructure(document.range_of(start, end, server.encoding)),
+        "range": server.protocol._converter.unstructure(
+            document.range_of(target.start, target.end, server.encoding)
+        ),
         "version": document.version,
     }
-    actions = []
-    for kind in kinds:
-        if server.client_resolves_code_action_edits and not server.client_reviews_edits:
-            actions.append(
-                types.CodeAction(title=TITLES[kind], kind=KIND, data={"difill": kind, **selection})
-            )
-        else:
-            command = types.Command(title=TITLES[kind], command=COMMANDS[kind], arguments=[selection])
-            actions.append(types.CodeAction(title=TITLES[kind], kind=KIND, command=command))
-    instruct = types.Command(title=WITH_INSTRUCTION, command=EDIT_SELECTION, arguments=[selection])
-    actions.append(types.CodeAction(title=WITH_INSTRUCTION, kind=KIND, command=instruct))
-    return actions
+    if (
+        target.kind is not None
+        and server.client_resolves_code_action_edits
+        and not server.client_reviews_edits
+    ):
+        return types.CodeAction(title=target.title, kind=KIND, data={"difill": target.kind, **selection})
+    name = COMMANDS[target.kind] if target.kind is not None else EDIT_SELECTION
+    command = types.Command(title=target.title, command=name, arguments=[selection])
+    return types.CodeAction(title=target.title, kind=KIND, command=command)
 
 
 async def resolve_code_action(server: RequestContext, action: types.CodeAction) -> types.CodeAction:

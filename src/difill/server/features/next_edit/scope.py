@@ -11,15 +11,8 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from difill.text.syntax import parser_for
+from difill.text.syntax import FUNCTIONS, parser_for
 
-FUNCTIONS = frozenset({
-    "function_definition", "lambda",  # Python
-    "function_declaration", "method_definition", "arrow_function", "function_expression",
-    "function",  # JavaScript, TypeScript
-    "method_declaration", "func_literal",  # Go
-    "function_item", "closure_expression",  # Rust
-})  # fmt: skip
 CLASSES = frozenset({"class_definition", "class_declaration", "class", "impl_item", "type_declaration"})
 
 
