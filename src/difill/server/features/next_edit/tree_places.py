@@ -1,0 +1,79 @@
+"""Generalised next edits end to end (issue 63): the user's last edit parsed, its example
+anti-unified (generalise.py; a statement added or removed: statements.py), its places matched
+and weighed by the gate (gate.py).  Runs on the request's worker thread, within a ``Budget``: a
+file over ``MAX_PARSE_BYTES`` or an edit on a line over ``MAX_LINE_BYTES`` gets nothing, a
+transformation that matches thousands of nodes matches at most ``MAX_CANDIDATES`` of them,
+nearest first, and a cancelled request stops between two of them.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+
+from difill.server.features.edits.proposals import changed_span
+from difill.server.features.next_edit.gate import LIKENESS, Features, shown
+from difill.server.features.next_edit.generalise import MAX_CANDIDATES, MAX_LINE_BYTES, example, matches
+from difill.server.features.next_edit.patterns import Place, finished, line_being_written
+from difill.server.features.next_edit.generalise import BLOCKS
+from difill.server.features.next_edit.statements import statement_matches
+from difill.text.budget import Budget
+from difill.text.syntax import parser_for
+
+MAX_PARSE_BYTES = 256 * 1024  # both texts are parsed: a larger file gets no generalised edit
+TREE_MS = 40.0  # the candidates' matching, at most
+
+
+def tree_places(
+    before: str, after: str, cursor: int, language: str | None, cancel: threading.Event | None = None
+) -> list[Place]:
+    """The places of the edit ``before`` -> ``after`` (whole documents) generalised on the tree,
+    that pass the gate, nearest ``cursor`` (characters in ``after``) first."""
+    parser = parser_for(language)
+    old, new = before.encode("utf-8"), after.encode("utf-8")
+    if parser is None or language is None or len(new) > MAX_PARSE_BYTES or len(old) > MAX_PARSE_BYTES:
+        return []
+    start, old_end, new_end = changed_span(old, new)
+    line_start = new.rfind(b"\n", 0, start) + 1
+    line_end = new.find(b"\n", new_end)
+    if (len(new) if line_end < 0 else line_end) - line_start > MAX_LINE_BYTES:
+        return []  # a minified or data line: no place, and no scan
+    low, old_high, new_high = _chars(old, start), _chars(old, old_end), _chars(new, new_end)
+    if line_being_written(before, after, low, old_high, new_high):
+        return []  # a line cleared to write another is no statement removed
+    # The change itself is finished too (``f(a, 2,)`` waits for an argument), or it is a
+    # qualifier put before a name (``const.`` in ``const.MONTH_NAMES``).
+    if not finished(before[low:old_high], after[low:new_high]) and not _qualifier(after, new_high):
+        return []
+    if low == new_high and re.fullmatch(r"\w+", before[low:old_high].strip()):
+        return []  # a word deleted alone is being retyped (the first keystroke of a rename)
+    t = example(parser.parse(old), tree := parser.parse(new), start, old_end, new_end)
+    # Finished: the example's subtrees, not the change alone (``const.`` before a name).
+    if t is None or not (done := finished(t.before.text.decode("utf-8", "replace"), t.after.text.decode("utf-8", "replace"))):
+        return []
+    budget = Budget(TREE_MS, MAX_CANDIDATES, cancel)
+    at = len(after[:cursor].encode("utf-8"))
+    found = statement_matches(t, tree, new, language, at, budget) if t.before.type in BLOCKS else None
+    if found is None:
+        found = [] if t.before.type in BLOCKS else matches(t, tree, new, language, at, budget)
+    row = after.count("\n", 0, cursor)
+    kept = []
+    for match in found:
+        likeness = match.same / max(1, t.leaves)
+        features = Features(
+            leaves=t.leaves, anchored=t.constants > 0 or likeness >= LIKENESS, places=len(found),
+            lines=abs(match.line - row), in_scope=match.in_scope, finished=done,
+        )  # fmt: skip
+        if shown(features):
+            kept.append((not match.in_scope, -round(likeness, 1), features.lines, match))
+    # In scope first, then the places most like the example, then the nearest.
+    kept.sort(key=lambda k: k[:3])
+    return [Place(_chars(new, m.start), _chars(new, m.end), m.text.decode("utf-8", "replace")) for *_, m in kept]
+
+
+def _chars(source: bytes, byte: int) -> int:
+    return byte if source.isascii() else len(source[:byte].decode("utf-8", errors="ignore"))
+
+
+def _qualifier(after: str, end: int) -> bool:
+    return after[end - 1 : end] == "." and (after[end : end + 1].isalnum() or after[end : end + 1] == "_")
