@@ -25,18 +25,18 @@ place.
 
 from __future__ import annotations
 
-import re
+import functools
 from dataclasses import dataclass, field
 
 from tree_sitter import Node, Query, QueryCursor, QueryError, Tree
 
 from difill.server.features.next_edit.scope import CLASSES, FUNCTIONS
+from difill.server.features.next_edit.strings import StringEdit, string_edit
 from difill.text.budget import Budget
 from difill.text.syntax import count_errors, grammar_for
 
 MAX_EXAMPLE_BYTES = 240  # a larger subtree is a paste or a rewrite, not an edit to repeat
 MAX_BLOCK_BYTES = 8000  # a block whose statements are compared (statements.py)
-MAX_STRING_EDIT = 12  # text put in or taken out at a string's end: ``: %w``, not a sentence
 MAX_LINE_BYTES = 4000  # a place on a longer line (data, minified code) is never matched
 MAX_CANDIDATES = 2000  # nodes matched against the example, nearest first (the budget's steps)
 STRINGS = frozenset({
@@ -45,36 +45,8 @@ STRINGS = frozenset({
 ARGUMENTS = frozenset({"argument_list", "arguments"})
 CALLS = frozenset({"call", "call_expression", "new_expression"})
 BLOCKS = frozenset({"block", "statement_block", "statement_list", "compound_statement"})
-DELIMITED = re.compile(rb"(?s)([A-Za-z]*('''|\"\"\"|'|\"|`))(.*)(\2)")
 
 Path = tuple[int, ...]  # child indices (comments left out) from the example's root
-
-
-@dataclass(frozen=True)
-class StringEdit:
-    """A string's change at one end: its delimiters (``open``/``close`` -> the new ones, the
-    content kept), or text right after its opening quote or right before its closing one."""
-
-    open: bytes
-    close: bytes
-    new_open: bytes
-    new_close: bytes
-    old_text: bytes = b""  # the text replaced next to a delimiter (empty: an insertion)
-    new_text: bytes = b""
-    at_end: bool = True  # beside the closing delimiter (else the opening one)
-
-    def apply(self, text: bytes) -> bytes | None:
-        parts = DELIMITED.fullmatch(text)
-        if parts is None or parts.group(1) != self.open or parts.group(4) != self.close:
-            return None
-        content = parts.group(3)
-        if self.at_end and content.endswith(self.old_text):
-            content = content[: len(content) - len(self.old_text)] + self.new_text
-        elif not self.at_end and content.startswith(self.old_text):
-            content = self.new_text + content[len(self.old_text) :]
-        else:
-            return None
-        return self.new_open + content + self.new_close
 
 
 Piece = bytes | tuple[Path, StringEdit | None]  # template text, or a part of the example copied
@@ -120,7 +92,12 @@ def example(before: Tree, after: Tree, start: int, old_end: int, new_end: int) -
     node: Node | None = after.root_node.descendant_for_byte_range(start, max(start, new_end))
     while node is not None and node.end_byte - node.start_byte <= MAX_BLOCK_BYTES:
         # An argument list is its call's: the function's name says which calls are places.
-        if node.is_named and node.start_byte <= start and node.end_byte >= new_end and node.type not in ARGUMENTS:
+        if (
+            node.is_named
+            and node.start_byte <= start
+            and node.end_byte >= new_end
+            and node.type not in ARGUMENTS
+        ):
             old = _node_at(before.root_node, node.start_byte, node.end_byte - delta, node.type)
             if old is None and node.type in BLOCKS and node.parent is not None:
                 old = _block_at(before.root_node, node, delta)  # a statement put first moved its start
@@ -175,7 +152,7 @@ def _code(node: Node) -> bytes:
 
 def _one_changed(old: Node, new: Node) -> tuple[Node, Node] | None:
     a, b = [c for c in kids(old) if c.is_named], [c for c in kids(new) if c.is_named]
-    changed = [(x, y) for x, y in zip(a, b) if x.text != y.text]
+    changed = [(x, y) for x, y in zip(a, b, strict=False) if x.text != y.text]
     return changed[0] if len(a) == len(b) and len(changed) == 1 else None
 
 
@@ -210,6 +187,8 @@ def _anti_unify(old: Node, new: Node) -> Transformation | None:
             callees.append(path)  # the function called is never a hole, nor any part of it
         if node.is_named and not any(path[: len(c)] == c for c in callees):
             index.setdefault((node.type, node.text), path)
+            if not kids(node):
+                index.setdefault(("", node.text), path)
         if node.type in STRINGS:
             strings.append((path, node))
     template: list[Piece] = []
@@ -217,6 +196,8 @@ def _anti_unify(old: Node, new: Node) -> Transformation | None:
 
     def emit(node: Node) -> None:
         copied = index.get((node.type, node.text)) if node.is_named else None
+        if copied is None and node.is_named and not kids(node):
+            copied = index.get(("", node.text))  # a name as another kind of leaf (``x`` -> ``c.x``)
         if copied is not None:
             template.append((copied, None))
             return
@@ -242,14 +223,21 @@ def _anti_unify(old: Node, new: Node) -> Transformation | None:
     # A part copied from inside another copied part is the example's own text: at another place
     # the outer part reads anything, and what stands at the inner one's path is unknown.
     nested = {p for p in refs if any(p[: len(q)] == q and p != q for q in refs)}
-    template = [_at(old, piece[0]).text if isinstance(piece, tuple) and piece[0] in nested else piece for piece in template]
+    template = [
+        _at(old, piece[0]).text if isinstance(piece, tuple) and piece[0] in nested else piece
+        for piece in template
+    ]
     holes = frozenset(refs - nested)
-    leaves = [(path, n) for path, n in _walk(old) if n.is_named and (not kids(n) or n.type in STRINGS)]  # _leaves
+    leaves = [
+        (path, n) for path, n in _walk(old) if n.is_named and (not kids(n) or n.type in STRINGS)
+    ]  # _leaves
     constants = sum(1 for path, _ in leaves if not any(path[: len(h)] == h for h in holes))
     parent = old.parent
     field_name = None
     if parent is not None:
-        field_name = next((parent.field_name_for_child(i) for i, c in enumerate(parent.children) if c == old), None)
+        field_name = next(
+            (parent.field_name_for_child(i) for i, c in enumerate(parent.children) if c == old), None
+        )
     return Transformation(
         old, new, template, holes, edits, parent.type if parent else "", field_name, len(leaves), constants
     )
@@ -260,37 +248,6 @@ def _callee(node: Node) -> bool:
     return parent is not None and parent.type in CALLS and parent.child_by_field_name("function") == node
 
 
-def string_edit(old: bytes, new: bytes) -> StringEdit | None:
-    """``old`` -> ``new`` (two string literals) as a change at one end, or None."""
-    a, b = DELIMITED.fullmatch(old), DELIMITED.fullmatch(new)
-    if a is None or b is None or old == new:
-        return None
-    (open_a, _, text_a, close_a), (open_b, _, text_b, close_b) = a.groups(), b.groups()
-    if text_a == text_b:
-        return StringEdit(open_a, close_a, open_b, close_b)  # quote style
-    if (open_a, close_a) != (open_b, close_b):
-        return None
-    head = len(_common_prefix(text_a, text_b))
-    tail = min(len(_common_prefix(text_a[::-1], text_b[::-1])), min(len(text_a), len(text_b)) - head)
-    old_cut, new_cut = text_a[head : len(text_a) - tail], text_b[head : len(text_b) - tail]
-    # Only punctuation put in or taken out at one end (``"x %q"`` -> ``"x %q: %w"``): a changed
-    # word or number (a version bumped) is the string's content, not its form.
-    if (old_cut and new_cut) or not re.search(rb"[^\w.]", old_cut + new_cut) or (head and tail):
-        return None
-    if b"\n" in old + new or len(old_cut + new_cut) > MAX_STRING_EDIT:
-        return None  # prose added to a docstring is being written
-    if tail == 0:
-        return StringEdit(open_a, close_a, open_b, close_b, old_cut, new_cut, True)
-    return StringEdit(open_a, close_a, open_b, close_b, old_cut, new_cut, False)
-
-
-def _common_prefix(a: bytes, b: bytes) -> bytes:
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    return a[:n]
-
-
 def _walk(root: Node, path: Path = ()):
     yield path, root
     if root.type in STRINGS:
@@ -299,7 +256,9 @@ def _walk(root: Node, path: Path = ()):
         yield from _walk(child, path + (i,))
 
 
-def matches(t: Transformation, tree: Tree, source: bytes, language: str, cursor: int, budget: Budget) -> list[Match]:
+def matches(
+    t: Transformation, tree: Tree, source: bytes, language: str, cursor: int, budget: Budget
+) -> list[Match]:
     """Where ``t`` applies in ``tree`` (the text after the edit), besides the edit itself: in the
     edit's function or class first, then the file, nearest ``cursor`` (bytes) first; at most
     ``budget``'s steps of candidates are matched, none on a line over ``MAX_LINE_BYTES``."""
@@ -334,12 +293,25 @@ def candidates(t: Transformation, tree: Tree, language: str) -> list[Node]:
     if grammar is None:
         return []
     inner = f"({t.before.type}) @n"
-    pattern = f"({t.parent} {t.field_name + ': ' if t.field_name else ''}{inner})" if t.parent else inner
+    # A name alone, a string or a block needs its parent's kind (``MONTH_NAMES`` as a subscript's
+    # value, a docstring, a function's body); any other example has shape enough of its own.
+    loose = kids(t.before) and t.before.type not in STRINGS and t.before.type not in BLOCKS
+    pattern = (
+        f"({t.parent} {t.field_name + ': ' if t.field_name else ''}{inner})"
+        if t.parent and not loose
+        else inner
+    )
+    query = _query(language, pattern)
+    return [] if query is None else QueryCursor(query).captures(tree.root_node).get("n", [])
+
+
+@functools.lru_cache(maxsize=256)
+def _query(language: str, pattern: str) -> Query | None:
+    """The compiled query (compiling one takes longer than matching a file's candidates)."""
     try:
-        query = Query(grammar, pattern)
+        return Query(grammar_for(language), pattern)
     except (QueryError, NameError, ValueError):
-        return []
-    return QueryCursor(query).captures(tree.root_node).get("n", [])
+        return None
 
 
 def indent(source: bytes, at: int) -> bytes:
@@ -391,7 +363,7 @@ def _match(t: Transformation, b: Node, c: Node, path: Path, free: bool) -> int |
     if len(b_kids) != len(c_kids):
         return None
     same = 0
-    for i, (bc, cc) in enumerate(zip(b_kids, c_kids)):
+    for i, (bc, cc) in enumerate(zip(b_kids, c_kids, strict=True)):
         got = _match(t, bc, cc, path + (i,), free)
         if got is None:
             return None

@@ -13,7 +13,6 @@ from __future__ import annotations
 from tree_sitter import Node, Tree
 
 from difill.server.features.next_edit.generalise import (
-    BLOCKS,
     MAX_LINE_BYTES,
     Match,
     Transformation,
@@ -58,7 +57,9 @@ def statement_matches(
             break
         if block.start_byte <= t.after.start_byte < block.end_byte or block.start_point[1] > MAX_LINE_BYTES:
             continue
-        place = _added(source, block, added, run, prev, following) if added else _removed(source, block, removed)
+        place = (
+            _added(source, block, added, run, prev, following) if added else _removed(source, block, removed)
+        )
         if place is not None:
             found.append(Match(*place, same=1, in_scope=inside(block, scope), line=block.start_point[0]))
     return found
@@ -81,7 +82,9 @@ def _scope_of(block: Node) -> Node | None:
     return function.parent if function is not None else None
 
 
-def _added(source: bytes, block: Node, added: list[Node], run: bytes, prev: bytes | None, following: bytes | None):
+def _added(
+    source: bytes, block: Node, added: list[Node], run: bytes, prev: bytes | None, following: bytes | None
+):
     statements = _statements(block)
     texts = [s.text for s in statements]
     if all(a.text in texts for a in added):
@@ -89,9 +92,17 @@ def _added(source: bytes, block: Node, added: list[Node], run: bytes, prev: byte
     for statement in statements:
         indent = _indent(source, statement)
         if prev is not None and statement.text == prev:
-            return statement.end_byte, statement.end_byte, b"\n" + indent + _reindent(source, run, added[0], indent)
+            return (
+                statement.end_byte,
+                statement.end_byte,
+                b"\n" + indent + _reindent(source, run, added[0], indent),
+            )
         if prev is None and following is not None and statement.text == following:
-            return statement.start_byte, statement.start_byte, _reindent(source, run, added[0], indent) + b"\n" + indent
+            return (
+                statement.start_byte,
+                statement.start_byte,
+                _reindent(source, run, added[0], indent) + b"\n" + indent,
+            )
     return None
 
 

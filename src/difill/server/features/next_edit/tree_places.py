@@ -13,15 +13,20 @@ import threading
 
 from difill.server.features.edits.proposals import changed_span
 from difill.server.features.next_edit.gate import LIKENESS, Features, shown
-from difill.server.features.next_edit.generalise import MAX_CANDIDATES, MAX_LINE_BYTES, example, matches
+from difill.server.features.next_edit.generalise import (
+    BLOCKS,
+    MAX_CANDIDATES,
+    MAX_LINE_BYTES,
+    example,
+    matches,
+)
 from difill.server.features.next_edit.patterns import Place, finished, line_being_written
-from difill.server.features.next_edit.generalise import BLOCKS
 from difill.server.features.next_edit.statements import statement_matches
 from difill.text.budget import Budget
 from difill.text.syntax import parser_for
 
 MAX_PARSE_BYTES = 256 * 1024  # both texts are parsed: a larger file gets no generalised edit
-TREE_MS = 40.0  # the candidates' matching, at most
+TREE_MS = 100.0  # the candidates' matching, at most (a partial answer after it)
 
 
 def tree_places(
@@ -41,15 +46,17 @@ def tree_places(
     low, old_high, new_high = _chars(old, start), _chars(old, old_end), _chars(new, new_end)
     if line_being_written(before, after, low, old_high, new_high):
         return []  # a line cleared to write another is no statement removed
-    # The change itself is finished too (``f(a, 2,)`` waits for an argument), or it is a
-    # qualifier put before a name (``const.`` in ``const.MONTH_NAMES``).
-    if not finished(before[low:old_high], after[low:new_high]) and not _qualifier(after, new_high):
-        return []
     if low == new_high and re.fullmatch(r"\w+", before[low:old_high].strip()):
         return []  # a word deleted alone is being retyped (the first keystroke of a rename)
     t = example(parser.parse(old), tree := parser.parse(new), start, old_end, new_end)
-    # Finished: the example's subtrees, not the change alone (``const.`` before a name).
-    if t is None or not (done := finished(t.before.text.decode("utf-8", "replace"), t.after.text.decode("utf-8", "replace"))):
+    if t is None:
+        return []
+    # Finished: the example's subtrees, and the change itself (``f(a, 2,)`` waits for an argument)
+    # unless it is a qualifier put before a name (``const.`` in ``const.MONTH_NAMES``) or text in a
+    # string (``"x %q: %w"``).
+    done = finished(t.before.text.decode("utf-8", "replace"), t.after.text.decode("utf-8", "replace"))
+    own = finished(before[low:old_high], after[low:new_high]) or _qualifier(after, new_high) or bool(t.edits)
+    if not (done and own):
         return []
     budget = Budget(TREE_MS, MAX_CANDIDATES, cancel)
     at = len(after[:cursor].encode("utf-8"))
@@ -68,7 +75,9 @@ def tree_places(
             kept.append((not match.in_scope, -round(likeness, 1), features.lines, match))
     # In scope first, then the places most like the example, then the nearest.
     kept.sort(key=lambda k: k[:3])
-    return [Place(_chars(new, m.start), _chars(new, m.end), m.text.decode("utf-8", "replace")) for *_, m in kept]
+    return [
+        Place(_chars(new, m.start), _chars(new, m.end), m.text.decode("utf-8", "replace")) for *_, m in kept
+    ]
 
 
 def _chars(source: bytes, byte: int) -> int:
