@@ -26,6 +26,7 @@ place.
 from __future__ import annotations
 
 import functools
+import threading
 from dataclasses import dataclass, field
 
 from tree_sitter import Node, Query, QueryCursor, QueryError, Tree
@@ -39,6 +40,8 @@ MAX_EXAMPLE_BYTES = 240  # a larger subtree is a paste or a rewrite, not an edit
 MAX_BLOCK_BYTES = 8000  # a block whose statements are compared (statements.py)
 MAX_LINE_BYTES = 4000  # a place on a longer line (data, minified code) is never matched
 MAX_CANDIDATES = 2000  # nodes matched against the example, nearest first (the budget's steps)
+MATCH_MS = 100.0  # the matching, at most: then the places found so far
+MAX_FOUND = 64  # places enough: the nearest are answered, and the gate counts at most this many
 STRINGS = frozenset({
     "string", "interpreted_string_literal", "raw_string_literal", "template_string", "string_literal",
 })  # fmt: skip
@@ -257,24 +260,26 @@ def _walk(root: Node, path: Path = ()):
 
 
 def matches(
-    t: Transformation, tree: Tree, source: bytes, language: str, cursor: int, budget: Budget
+    t: Transformation, tree: Tree, source: bytes, language: str, cursor: int, cancel: threading.Event | None
 ) -> list[Match]:
     """Where ``t`` applies in ``tree`` (the text after the edit), besides the edit itself: in the
     edit's function or class first, then the file, nearest ``cursor`` (bytes) first; at most
-    ``budget``'s steps of candidates are matched, none on a line over ``MAX_LINE_BYTES``."""
+    ``MAX_CANDIDATES`` candidates are matched in ``MATCH_MS``, none on a line over
+    ``MAX_LINE_BYTES``, until ``cancel`` is set."""
     found_nodes = candidates(t, tree, language)
     scope = _scope(t.after)
-    line = tree.root_node.descendant_for_byte_range(cursor, cursor)
-    row = line.start_point[0] if line is not None else 0
+    row = source.count(b"\n", 0, cursor)
+    long_rows = long_lines(source)
+    if long_rows:  # a data or minified line has no place, and its nodes are not matched
+        found_nodes = [n for n in found_nodes if n.start_point[0] not in long_rows and n.end_point[0] not in long_rows]
     found_nodes.sort(key=lambda n: (not inside(n, scope), abs(n.start_point[0] - row), n.start_byte))
     found: list[Match] = []
+    budget = Budget(MATCH_MS, MAX_CANDIDATES, cancel)  # the clock starts with the matching
     for node in found_nodes:
-        if not budget.spend():
+        if len(found) >= MAX_FOUND or not budget.spend():
             break
         if node.start_byte < t.after.end_byte and t.after.start_byte < node.end_byte:
             continue  # the edit's own place
-        if node.end_point[1] > MAX_LINE_BYTES or node.start_point[1] > MAX_LINE_BYTES:
-            continue
         at_indent = indent(source, node.start_byte)
         done = apply(t, node, at_indent)
         if done is None or done[0] == node.text:
@@ -284,6 +289,11 @@ def matches(
             start, text = start - len(at_indent), b"\n" * t.lead + at_indent + text
         found.append(Match(start, node.end_byte, text, done[1], inside(node, scope), node.start_point[0]))
     return found
+
+
+def long_lines(source: bytes) -> set[int]:
+    """The rows of the lines over ``MAX_LINE_BYTES`` (one pass over the text)."""
+    return {row for row, line in enumerate(source.split(b"\n")) if len(line) > MAX_LINE_BYTES}
 
 
 def candidates(t: Transformation, tree: Tree, language: str) -> list[Node]:

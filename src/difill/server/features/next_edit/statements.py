@@ -10,16 +10,20 @@ where the same statements stand.  A block that already has the added statements 
 
 from __future__ import annotations
 
+import threading
+
 from tree_sitter import Node, Tree
 
 from difill.server.features.next_edit.generalise import (
-    MAX_LINE_BYTES,
+    MATCH_MS,
+    MAX_CANDIDATES,
     Match,
     Transformation,
     candidates,
     indent,
     inside,
     kids,
+    long_lines,
 )
 from difill.text.budget import Budget
 
@@ -29,7 +33,7 @@ BARE = frozenset({"identifier", "attribute", "selector_expression", "member_expr
 
 
 def statement_matches(
-    t: Transformation, tree: Tree, source: bytes, language: str, cursor: int, budget: Budget
+    t: Transformation, tree: Tree, source: bytes, language: str, cursor: int, cancel: threading.Event | None
 ) -> list[Match] | None:
     """The places of the statements ``t`` adds or removes; None when ``t`` is not such an edit."""
     old, new = _statements(t.before), _statements(t.after)
@@ -49,13 +53,14 @@ def statement_matches(
     run = source[added[0].start_byte : added[-1].end_byte] if added else b""
     # The blocks of the example's kind under a parent of its kind: the other functions' bodies.
     siblings, scope = candidates(t, tree, language), _scope_of(t.after)
-    row = tree.root_node.descendant_for_byte_range(cursor, cursor).start_point[0]
+    row = source.count(b"\n", 0, cursor)
     siblings.sort(key=lambda n: (not inside(n, scope), abs(n.start_point[0] - row), n.start_byte))
-    found = []
+    found, long_rows = [], long_lines(source)
+    budget = Budget(MATCH_MS, MAX_CANDIDATES, cancel)
     for block in siblings:
         if not budget.spend():
             break
-        if block.start_byte <= t.after.start_byte < block.end_byte or block.start_point[1] > MAX_LINE_BYTES:
+        if block.start_byte <= t.after.start_byte < block.end_byte or block.start_point[0] in long_rows:
             continue
         place = (
             _added(source, block, added, run, prev, following) if added else _removed(source, block, removed)

@@ -11,22 +11,22 @@ from __future__ import annotations
 import re
 import threading
 
+from tree_sitter import Tree
+
 from difill.server.features.edits.proposals import changed_span
 from difill.server.features.next_edit.gate import LIKENESS, Features, shown
 from difill.server.features.next_edit.generalise import (
     BLOCKS,
-    MAX_CANDIDATES,
     MAX_LINE_BYTES,
     example,
     matches,
 )
-from difill.server.features.next_edit.patterns import Place, finished, line_being_written
+from difill.server.features.next_edit.patterns import MAX_PLACES, Place, finished, line_being_written
 from difill.server.features.next_edit.statements import statement_matches
-from difill.text.budget import Budget
+from difill.server.trees import byte_edit
 from difill.text.syntax import parser_for
 
 MAX_PARSE_BYTES = 256 * 1024  # both texts are parsed: a larger file gets no generalised edit
-TREE_MS = 100.0  # the candidates' matching, at most (a partial answer after it)
 
 
 def tree_places(
@@ -48,7 +48,8 @@ def tree_places(
         return []  # a line cleared to write another is no statement removed
     if low == new_high and re.fullmatch(r"\w+", before[low:old_high].strip()):
         return []  # a word deleted alone is being retyped (the first keystroke of a rename)
-    t = example(parser.parse(old), tree := parser.parse(new), start, old_end, new_end)
+    before_tree, tree = _parsed(language, old, new)
+    t = example(before_tree, tree, start, old_end, new_end)
     if t is None:
         return []
     # Finished: the example's subtrees, and the change itself (``f(a, 2,)`` waits for an argument)
@@ -58,11 +59,10 @@ def tree_places(
     own = finished(before[low:old_high], after[low:new_high]) or _qualifier(after, new_high) or bool(t.edits)
     if not (done and own):
         return []
-    budget = Budget(TREE_MS, MAX_CANDIDATES, cancel)
     at = len(after[:cursor].encode("utf-8"))
-    found = statement_matches(t, tree, new, language, at, budget) if t.before.type in BLOCKS else None
+    found = statement_matches(t, tree, new, language, at, cancel) if t.before.type in BLOCKS else None
     if found is None:
-        found = [] if t.before.type in BLOCKS else matches(t, tree, new, language, at, budget)
+        found = [] if t.before.type in BLOCKS else matches(t, tree, new, language, at, cancel)
     row = after.count("\n", 0, cursor)
     kept = []
     for match in found:
@@ -76,8 +76,39 @@ def tree_places(
     # In scope first, then the places most like the example, then the nearest.
     kept.sort(key=lambda k: k[:3])
     return [
-        Place(_chars(new, m.start), _chars(new, m.end), m.text.decode("utf-8", "replace")) for *_, m in kept
+        Place(_chars(new, m.start), _chars(new, m.end), m.text.decode("utf-8", "replace"))
+        for *_, m in kept[:MAX_PLACES]
     ]
+
+
+_cache: dict[str, tuple[bytes, Tree, bytes, Tree]] = {}  # language -> the last texts and trees
+_cache_lock = threading.Lock()
+
+
+def _parsed(language: str, old: bytes, new: bytes) -> tuple[Tree, Tree]:
+    """The trees of the texts before and after the edit.  While an edit is typed its text before
+    stays the same and its text after changes by a keystroke: the last pair is kept, the tree
+    before is reused as it is and the tree after is re-parsed incrementally (a 2,000-line file
+    takes tens of milliseconds to parse whole on a loaded machine, a keystroke's re-parse one)."""
+    parser = parser_for(language)
+    with _cache_lock:
+        last = _cache.get(language)
+    if last is not None and last[0] == old:
+        before_tree, base, base_source = last[1], last[3], last[2]
+    else:
+        before_tree = parser.parse(old)
+        base, base_source = before_tree, old
+    if base_source == new:
+        tree = base
+    else:
+        edited = base.copy()  # the kept trees are never edited: another thread may read them
+        change = byte_edit(base_source, new)
+        if change is not None:
+            edited.edit(**change)
+        tree = parser.parse(new, edited)
+    with _cache_lock:
+        _cache[language] = (old, before_tree, new, tree)
+    return before_tree, tree
 
 
 def _chars(source: bytes, byte: int) -> int:
