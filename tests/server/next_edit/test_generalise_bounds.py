@@ -16,18 +16,19 @@ from difill.server.features.next_edit.tree_places import MAX_PARSE_BYTES, tree_p
 pytestmark = pytest.mark.unit
 
 EDIT = ("str(total / 99999)", "str(int(total / 99999))")
+RECEIVER = ("cls._T99999", "self._T99999")  # ``cls`` must read the same: every place is anchored
 
 
-def edited(before: str) -> tuple[str, int]:
-    after = before.replace(*EDIT, 1)
-    return after, after.index(EDIT[1]) + len(EDIT[1])
+def edited(before: str, edit: tuple[str, str] = EDIT) -> tuple[str, int]:
+    after = before.replace(*edit, 1)
+    return after, after.index(edit[1]) + len(edit[1])
 
 
 def test_thousands_of_matches_offer_a_bounded_number_nearest_first():
-    lines = [f"v{i} = str(total / {i + 2})" for i in range(6000)]
-    lines[3000] = "a = str(total / 99999)"
+    lines = [f"v{i} = cls._T{i}" for i in range(6000)]
+    lines[3000] = "a = cls._T99999"
     before = "\n".join(lines) + "\n"
-    after, cursor = edited(before)
+    after, cursor = edited(before, RECEIVER)
     started = time.perf_counter()
     found = tree_places(before, after, cursor, "python")
     took = time.perf_counter() - started
@@ -60,8 +61,8 @@ def test_a_file_over_the_parse_cap_gets_nothing():
 
 
 def test_a_cancelled_request_stops():
-    before = "a = str(total / 99999)\n" + "b = str(total / 7)\n" * 50
-    after, cursor = edited(before)
+    before = "a = cls._T99999\n" + "b = cls._T7\n" * 50
+    after, cursor = edited(before, RECEIVER)
     cancel = threading.Event()
     assert len(tree_places(before, after, cursor, "python", cancel)) == MAX_PLACES
     cancel.set()

@@ -25,15 +25,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 MAX_LEAVES = 12
-LIKENESS = 0.5  # the share of the example's names a place must share to be anchored by them
+LIKENESS = 0.75  # the share of the example's names a place must share to be anchored by them
 LOOSE_PLACES = 3
-MAX_LINES = 60
+MAX_LINES = 20
 
 
 @dataclass(frozen=True)
 class Features:
     leaves: int  # the example's named leaves
-    anchored: bool  # the place shares a name with the example, or the example has a constant part
+    fixed: bool  # the example has a part that must read the same at every place (``cls``)
+    likeness: float  # the share of the example's names that read the same at this place
     places: int  # how many places the transformation matched (bounded)
     lines: int  # the place's distance from the cursor, in lines
     in_scope: bool  # in the edit's function or class
@@ -43,6 +44,6 @@ class Features:
 def shown(f: Features) -> bool:
     if not f.finished or f.leaves > MAX_LEAVES or f.places == 0:
         return False
-    if not f.anchored and f.places > LOOSE_PLACES:
+    if not (f.fixed or f.likeness >= LIKENESS) and f.places > LOOSE_PLACES:
         return False
     return f.in_scope or f.lines <= MAX_LINES

@@ -26,6 +26,7 @@ place.
 from __future__ import annotations
 
 import functools
+import re
 import threading
 from dataclasses import dataclass, field
 
@@ -100,6 +101,7 @@ def example(before: Tree, after: Tree, start: int, old_end: int, new_end: int) -
             and node.start_byte <= start
             and node.end_byte >= new_end
             and node.type not in ARGUMENTS
+            and not _in_string(node)  # a string's parts are its text: the string is the example
         ):
             old = _node_at(before.root_node, node.start_byte, node.end_byte - delta, node.type)
             if old is None and node.type in BLOCKS and node.parent is not None:
@@ -116,6 +118,15 @@ def example(before: Tree, after: Tree, start: int, old_end: int, new_end: int) -
     return None
 
 
+def _in_string(node: Node) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent.type in STRINGS:
+            return True
+        parent = parent.parent
+    return False
+
+
 def _checked(old: Node, new: Node, after: Tree, start: int) -> Transformation | None:
     """The pair's transformation, or None for a pair that is no edit to repeat."""
     if new.has_error or old.has_error:
@@ -127,6 +138,8 @@ def _checked(old: Node, new: Node, after: Tree, start: int) -> Transformation | 
     if _code(new) == _code(old):
         return None  # spaces or comments alone
     t = _anti_unify(old, new)
+    if not t.holes and (not kids(old) or old.type in STRINGS):
+        return None  # one literal or name for another: the token substitutions' case, not a shape
     # Lines added, moved or re-indented are code being written, but for a line put around the
     # example kept whole (a decorator added); a block's are statements.py's.
     whole = ((), None) in t.template
@@ -186,7 +199,7 @@ def _anti_unify(old: Node, new: Node) -> Transformation | None:
     strings: list[tuple[Path, Node]] = []
     callees: list[Path] = []
     for path, node in _walk(old):
-        if _callee(node):
+        if path and _callee(node):
             callees.append(path)  # the function called is never a hole, nor any part of it
         if node.is_named and not any(path[: len(c)] == c for c in callees):
             index.setdefault((node.type, node.text), path)
@@ -369,7 +382,7 @@ def _match(t: Transformation, b: Node, c: Node, path: Path, free: bool) -> int |
         if c.text == b.text:
             return 1
         # The example is one leaf copied whole (a qualifier added): a name of the same kind.
-        return 1 if free and shape(c.text) == shape(b.text) else None
+        return 1 if free and same_kind(c.text, b.text) else None
     if len(b_kids) != len(c_kids):
         return None
     same = 0
@@ -385,22 +398,34 @@ def _shared(b: Node, c: Node) -> int:
     """Of the example's named leaves under ``b``, how many read the same under ``c`` (a hole's
     likeness: ``wrapped_f`` with its own arguments, not any function)."""
     if b.text == c.text:
-        return sum(1 for _ in _leaves(b))
-    theirs = {leaf.text for leaf in _leaves(c)}
-    return sum(1 for leaf in _leaves(b) if leaf.text in theirs)
+        return sum(1 for _ in leaves(b))
+    theirs = {leaf.text for leaf in leaves(c)}
+    return sum(1 for leaf in leaves(b) if leaf.text in theirs)
 
 
-def _leaves(node: Node):
+def leaves(node: Node):
     for _, leaf in _walk(node):
         if leaf.is_named and (not kids(leaf) or leaf.type in STRINGS):
             yield leaf
 
 
+def same_kind(name: bytes, other: bytes) -> bool:
+    """Two names of the same kind: the same case and privacy, and a word in common
+    (``MONTH_NAMES`` and ``DAY_NAMES``, ``MonthNames`` and ``DayNames``; not ``values`` and ``fn``)."""
+    return shape(name) == shape(other) and bool(words(name) & words(other))
+
+
 def shape(name: bytes) -> tuple[bool, str]:
-    """What kind of name: private or not, and its case (``MONTH_NAMES`` and ``DAY_NAMES``)."""
+    """What kind of name: private or not, and its case."""
     core = name.lstrip(b"_")
     case = "upper" if core.isupper() else "title" if core[:1].isupper() else "lower"
     return name.startswith(b"_"), case
+
+
+def words(name: bytes) -> set[bytes]:
+    """The words of a name, lower case (``MONTH_NAMES``, ``monthNames``: month, names)."""
+    spaced = re.sub(rb"([a-z0-9])([A-Z])", rb"\1_\2", name)
+    return {w.lower() for w in spaced.split(b"_") if w}
 
 
 def _at(node: Node, path: Path) -> Node | None:

@@ -28,8 +28,12 @@ from difill.server.features.next_edit.generalise import (
 from difill.text.budget import Budget
 
 MAX_STATEMENTS = 3  # a longer run added is code being written, not an edit to repeat
-# A statement that is one name alone (``valid`` on its way to ``validate(x)``) is being typed.
-BARE = frozenset({"identifier", "attribute", "selector_expression", "member_expression"})
+ACTS = frozenset({
+    "call", "call_expression", "new_expression", "assignment", "augmented_assignment", "assignment_expression",
+    "augmented_assignment_expression", "assignment_statement", "short_var_declaration", "variable_declarator",
+    "inc_statement", "dec_statement",
+})  # fmt: skip
+RETURNS = frozenset({"return_statement", "break_statement", "continue_statement", "pass_statement"})
 
 
 def statement_matches(
@@ -46,7 +50,7 @@ def statement_matches(
     added, removed = new[head : len(new) - tail], old[head : len(old) - tail]
     if bool(added) == bool(removed) or len(added) + len(removed) > MAX_STATEMENTS:
         return None  # a statement changed: the generic transformation's
-    if any(_bare(s) for s in added):
+    if not all(_simple(s) for s in added):
         return None
     prev = old[head - 1].text if head > 0 else None
     following = old[head].text if head < len(old) else None
@@ -74,11 +78,19 @@ def _statements(block: Node) -> list[Node]:
     return [s for s in kids(block) if s.is_named]
 
 
-def _bare(statement: Node) -> bool:
-    inner = [c for c in kids(statement) if c.is_named]
-    return statement.type in BARE or (
-        statement.type == "expression_statement" and len(inner) == 1 and inner[0].type in BARE
-    )
+def _simple(statement: Node) -> bool:
+    """A statement to add elsewhere: one line that calls or assigns something (``self.log(n)``,
+    ``defer mu.Unlock()``).  A name alone (``valid`` on its way to ``validate(x)``), a bare
+    ``return`` and a block (an ``if`` with its body) are code being written."""
+    if b"\n" in statement.text or statement.type in RETURNS:
+        return False
+    stack = [statement]
+    while stack:
+        node = stack.pop()
+        if node.type in ACTS:
+            return True
+        stack.extend(c for c in kids(node) if c.is_named)
+    return False
 
 
 def _scope_of(block: Node) -> Node | None:

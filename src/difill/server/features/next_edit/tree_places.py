@@ -14,11 +14,13 @@ import threading
 from tree_sitter import Tree
 
 from difill.server.features.edits.proposals import changed_span
-from difill.server.features.next_edit.gate import LIKENESS, Features, shown
+from difill.server.features.next_edit.gate import Features, shown
 from difill.server.features.next_edit.generalise import (
     BLOCKS,
     MAX_LINE_BYTES,
+    Transformation,
     example,
+    leaves,
     matches,
 )
 from difill.server.features.next_edit.patterns import MAX_PLACES, Place, finished, line_being_written
@@ -32,8 +34,19 @@ MAX_PARSE_BYTES = 256 * 1024  # both texts are parsed: a larger file gets no gen
 def tree_places(
     before: str, after: str, cursor: int, language: str | None, cancel: threading.Event | None = None
 ) -> list[Place]:
-    """The places of the edit ``before`` -> ``after`` (whole documents) generalised on the tree,
-    that pass the gate, nearest ``cursor`` (characters in ``after``) first."""
+    """The places of the edit ``before`` -> ``after`` (whole documents) generalised on the tree
+    that pass the gate (gate.py), best first."""
+    return [place for place, features in weighed(before, after, cursor, language, cancel) if shown(features)][
+        :MAX_PLACES
+    ]
+
+
+def weighed(
+    before: str, after: str, cursor: int, language: str | None, cancel: threading.Event | None = None
+) -> list[tuple[Place, Features]]:
+    """Every place of the edit generalised on the tree, with what the gate weighs: in the
+    edit's scope first, then the places most like the example, then the nearest ``cursor``
+    (characters in ``after``).  (Apart from tree_places so that the gate can be chosen on them.)"""
     parser = parser_for(language)
     old, new = before.encode("utf-8"), after.encode("utf-8")
     if parser is None or language is None or len(new) > MAX_PARSE_BYTES or len(old) > MAX_PARSE_BYTES:
@@ -57,7 +70,7 @@ def tree_places(
     # string (``"x %q: %w"``).
     done = finished(t.before.text.decode("utf-8", "replace"), t.after.text.decode("utf-8", "replace"))
     own = finished(before[low:old_high], after[low:new_high]) or _qualifier(after, new_high) or bool(t.edits)
-    if not (done and own):
+    if not (done and own) or (not t.edits and _word_being_typed(t, new, start, new_end)):
         return []
     at = len(after[:cursor].encode("utf-8"))
     found = statement_matches(t, tree, new, language, at, cancel) if t.before.type in BLOCKS else None
@@ -68,17 +81,13 @@ def tree_places(
     for match in found:
         likeness = match.same / max(1, t.leaves)
         features = Features(
-            leaves=t.leaves, anchored=t.constants > 0 or likeness >= LIKENESS, places=len(found),
+            leaves=t.leaves, fixed=t.constants > 0, likeness=likeness, places=len(found),
             lines=abs(match.line - row), in_scope=match.in_scope, finished=done,
         )  # fmt: skip
-        if shown(features):
-            kept.append((not match.in_scope, -round(likeness, 1), features.lines, match))
-    # In scope first, then the places most like the example, then the nearest.
+        place = Place(_chars(new, match.start), _chars(new, match.end), match.text.decode("utf-8", "replace"))
+        kept.append((not match.in_scope, -round(likeness, 1), features.lines, place, features))
     kept.sort(key=lambda k: k[:3])
-    return [
-        Place(_chars(new, m.start), _chars(new, m.end), m.text.decode("utf-8", "replace"))
-        for *_, m in kept[:MAX_PLACES]
-    ]
+    return [(place, features) for *_, place, features in kept]
 
 
 _cache: dict[str, tuple[bytes, Tree, bytes, Tree]] = {}  # language -> the last texts and trees
@@ -113,6 +122,21 @@ def _parsed(language: str, old: bytes, new: bytes) -> tuple[Tree, Tree]:
 
 def _chars(source: bytes, byte: int) -> int:
     return byte if source.isascii() else len(source[:byte].decode("utf-8", errors="ignore"))
+
+
+def _word_being_typed(t: Transformation, source: bytes, low: int, high: int) -> bool:
+    """A name the edit typed (a name of the tree: no keyword) that stands nowhere else in the
+    document but begins a longer one that does (``self._curren`` on its way to
+    ``self._current_token``): it is still being typed."""
+    typed = {leaf.text for leaf in leaves(t.after) if leaf.end_byte > low and leaf.start_byte < high}
+    typed -= {leaf.text for leaf in leaves(t.before)}  # copied, not typed
+    elsewhere = source[:low] + b" " + source[high:]
+    for name in typed:
+        if not name[:1].isalpha() and name[:1] != b"_" or re.search(rb"(?<!\w)" + re.escape(name) + rb"(?!\w)", elsewhere):
+            continue
+        if re.search(rb"(?<!\w)" + re.escape(name) + rb"\w", elsewhere):
+            return True
+    return False
 
 
 def _qualifier(after: str, end: int) -> bool:
