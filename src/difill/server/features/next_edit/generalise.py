@@ -273,24 +273,33 @@ def _walk(root: Node, path: Path = ()):
 
 
 def matches(
-    t: Transformation, tree: Tree, source: bytes, language: str, cursor: int, cancel: threading.Event | None
+    t: Transformation,
+    tree: Tree,
+    source: bytes,
+    language: str,
+    cursor: int,
+    cancel: threading.Event | None,
+    reach: int,
 ) -> list[Match]:
     """Where ``t`` applies in ``tree`` (the text after the edit), besides the edit itself: in the
-    edit's function or class first, then the file, nearest ``cursor`` (bytes) first; at most
-    ``MAX_CANDIDATES`` candidates are matched in ``MATCH_MS``, none on a line over
-    ``MAX_LINE_BYTES``, until ``cancel`` is set."""
+    edit's function or class (or, made outside every one, outside every one), then within
+    ``reach`` lines of ``cursor`` (bytes), nearest first; at most ``MAX_CANDIDATES`` candidates
+    are matched in ``MATCH_MS``, none on a line over ``MAX_LINE_BYTES``, until ``cancel`` is set."""
     found_nodes = candidates(t, tree, language)
     scope = _scope(t.after)
     row = source.count(b"\n", 0, cursor)
     long_rows = long_lines(source)
     if long_rows:  # a data or minified line has no place, and its nodes are not matched
         found_nodes = [n for n in found_nodes if n.start_point[0] not in long_rows and n.end_point[0] not in long_rows]
-    found_nodes.sort(key=lambda n: (not inside(n, scope), abs(n.start_point[0] - row), n.start_byte))
+    keyed = sorted(
+        (((not same_scope(n, scope), abs(n.start_point[0] - row), n.start_byte), n) for n in found_nodes),
+        key=lambda pair: pair[0],
+    )
     found: list[Match] = []
     budget = Budget(MATCH_MS, MAX_CANDIDATES, cancel)  # the clock starts with the matching
-    for node in found_nodes:
-        if len(found) >= MAX_FOUND or not budget.spend():
-            break
+    for (outside, lines, _), node in keyed:
+        if len(found) >= MAX_FOUND or (outside and lines > reach) or not budget.spend():
+            break  # sorted: every candidate after it is as far or farther
         if node.start_byte < t.after.end_byte and t.after.start_byte < node.end_byte:
             continue  # the edit's own place
         at_indent = indent(source, node.start_byte)
@@ -300,7 +309,7 @@ def matches(
         start, text = node.start_byte, done[0]
         if t.lead and len(at_indent) == node.start_point[1]:
             start, text = start - len(at_indent), b"\n" * t.lead + at_indent + text
-        found.append(Match(start, node.end_byte, text, done[1], inside(node, scope), node.start_point[0]))
+        found.append(Match(start, node.end_byte, text, done[1], not outside, node.start_point[0]))
     return found
 
 
@@ -443,6 +452,11 @@ def _scope(node: Node) -> Node | None:
     while parent is not None and parent.type not in FUNCTIONS and parent.type not in CLASSES:
         parent = parent.parent
     return parent
+
+
+def same_scope(node: Node, scope: Node | None) -> bool:
+    """In ``scope`` (a function or class), or, for None, outside every function and class."""
+    return inside(node, scope) if scope is not None else _scope(node) is None
 
 
 def inside(node: Node, scope: Node | None) -> bool:

@@ -14,7 +14,7 @@ import threading
 from tree_sitter import Tree
 
 from difill.server.features.edits.proposals import changed_span
-from difill.server.features.next_edit.gate import Features, shown
+from difill.server.features.next_edit.gate import MAX_LINES, Features, shown
 from difill.server.features.next_edit.generalise import (
     BLOCKS,
     MAX_LINE_BYTES,
@@ -75,7 +75,7 @@ def weighed(
     at = len(after[:cursor].encode("utf-8"))
     found = statement_matches(t, tree, new, language, at, cancel) if t.before.type in BLOCKS else None
     if found is None:
-        found = [] if t.before.type in BLOCKS else matches(t, tree, new, language, at, cancel)
+        found = [] if t.before.type in BLOCKS else matches(t, tree, new, language, at, cancel, MAX_LINES)
     row = after.count("\n", 0, cursor)
     kept = []
     for match in found:
@@ -96,22 +96,18 @@ _cache_lock = threading.Lock()
 
 def _parsed(language: str, old: bytes, new: bytes) -> tuple[Tree, Tree]:
     """The trees of the texts before and after the edit.  While an edit is typed its text before
-    stays the same and its text after changes by a keystroke: the last pair is kept, the tree
-    before is reused as it is and the tree after is re-parsed incrementally (a 2,000-line file
-    takes tens of milliseconds to parse whole on a loaded machine, a keystroke's re-parse one)."""
+    stays the same: the last pair is kept, the tree before is reused as it is, and the tree after
+    is re-parsed incrementally from it, the edit being the one change between them (a 2,000-line
+    file takes tens of milliseconds to parse whole on a loaded machine, the edit's re-parse one)."""
     parser = parser_for(language)
     with _cache_lock:
         last = _cache.get(language)
-    if last is not None and last[0] == old:
-        before_tree, base, base_source = last[1], last[3], last[2]
-    else:
-        before_tree = parser.parse(old)
-        base, base_source = before_tree, old
-    if base_source == new:
-        tree = base
-    else:
-        edited = base.copy()  # the kept trees are never edited: another thread may read them
-        change = byte_edit(base_source, new)
+    before_tree = last[1] if last is not None and last[0] == old else parser.parse(old)
+    if last is not None and last[0] == old and last[2] == new:
+        tree = last[3]
+    else:  # re-parsed from the tree before: the change between the two is the user's edit alone
+        edited = before_tree.copy()  # the kept trees are never edited: another thread may read them
+        change = byte_edit(old, new)
         if change is not None:
             edited.edit(**change)
         tree = parser.parse(new, edited)
