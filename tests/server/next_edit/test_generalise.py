@@ -222,3 +222,13 @@ def test_strings_when_the_edit_is_in_one(language, before, old, new, expected):
 )  # fmt: skip
 def test_no_place(before, old, new):
     assert offered("python", before, old, new) == []
+
+
+def test_the_edits_own_function_first_then_the_nearest_places():
+    before = (
+        "class Q:\n    def match(self, s):\n        a = cls._PATTERN\n" + "        pass\n" * 12 + "        b = cls._TABLE\n\n"
+        "    def other(self):\n        return cls._OTHER\n"
+    )
+    after = before.replace("cls._PATTERN", "self._PATTERN")
+    rows = [after.count("\n", 0, p.start) for p in tree_places(before, after, after.index("self._PATTERN"), "python")]
+    assert rows == [15, 18]  # ``b`` in match() first, then other()'s, three lines farther

@@ -14,17 +14,8 @@ import threading
 
 from tree_sitter import Node, Tree
 
-from difill.server.features.next_edit.generalise import (
-    MATCH_MS,
-    MAX_CANDIDATES,
-    Match,
-    Transformation,
-    candidates,
-    indent,
-    inside,
-    kids,
-    long_lines,
-)
+from difill.server.features.next_edit.generalise import Match, Transformation, indent, kids
+from difill.server.features.next_edit.matching import MATCH_MS, MAX_CANDIDATES, candidates, inside, long_lines
 from difill.text.budget import Budget
 
 MAX_STATEMENTS = 3  # a longer run added is code being written, not an edit to repeat

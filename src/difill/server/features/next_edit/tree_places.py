@@ -15,14 +15,8 @@ from tree_sitter import Tree
 
 from difill.server.features.edits.proposals import changed_span
 from difill.server.features.next_edit.gate import MAX_LINES, Features, shown
-from difill.server.features.next_edit.generalise import (
-    BLOCKS,
-    MAX_LINE_BYTES,
-    Transformation,
-    example,
-    leaves,
-    matches,
-)
+from difill.server.features.next_edit.generalise import BLOCKS, Transformation, example, leaves
+from difill.server.features.next_edit.matching import MAX_LINE_BYTES, matches
 from difill.server.features.next_edit.patterns import MAX_PLACES, Place, finished, line_being_written
 from difill.server.features.next_edit.statements import statement_matches
 from difill.server.trees import byte_edit
