@@ -6,15 +6,16 @@ place say, and is shown only when every rule holds:
 
 * **the edit is finished**: the example parses without errors, its brackets and quotes balance,
   and it does not end on an operator or an opening bracket (generalise.py, patterns.finished);
-* **the transformation's size**: an example with at most ``MAX_LEAVES`` named leaves (a larger one is a
-  rewrite, not an edit to repeat);
-* **anchored, or few**: a place that shares at least ``LIKENESS`` of the example's names (a
-  name of the same kind counts for a name alone: ``DAY_NAMES`` for ``MONTH_NAMES``), or whose
-  example must read the same somewhere (``cls`` in ``cls._PATTERN``), is anchored; a loose transformation (every
-  part a hole: ``limit or default_limit()``) is shown only when it matches at most
-  ``LOOSE_PLACES`` places, and its one place when it is unique;
-* **near, or in scope**: a place in the edit's own function or class, or within
-  ``MAX_LINES`` lines of the cursor.
+* **the transformation's size**: an example with at most ``MAX_LEAVES`` named leaves (a larger
+  one is a rewrite, not an edit to repeat);
+* **anchored, or few**: a place is anchored when it shares at least ``LIKENESS`` of the
+  example's names (a name of the same kind counts for a name alone: ``DAY_NAMES`` for
+  ``MONTH_NAMES``), or when the example has a part that must read the same at every place
+  (``cls`` in ``cls._PATTERN``); a loose transformation (every part a hole: ``limit or
+  default_limit()``) is shown only where it matches at most ``LOOSE_PLACES`` places (a unique
+  place among them);
+* **near, or in scope**: a place in the edit's own function or class, or within ``MAX_LINES``
+  lines of the cursor (matching.py stops looking farther).
 
 The constants were chosen on the tuning cases only (docs/next_edit.md, "Edits generalised from
 one example").
