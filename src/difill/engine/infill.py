@@ -34,6 +34,7 @@ from difill.engine.api import (
     TooLarge,
 )
 from difill.engine.canvas import Canvas, Segment, build_canvas, hole_tokens, seeded_canvas, used_length
+from difill.engine.canvas_kv import CachedCanvasDecoder
 from difill.engine.decoder import CanvasDecoder
 from difill.engine.model import LoadedModel, checkpoint_drafts, difill_meta
 from difill.engine.name_scores import (
@@ -424,6 +425,10 @@ class InfillEngine:
     def _decoder(self, cache, request: DenoiseRequest, config: SamplerConfig) -> CanvasDecoder:
         """The decoder pass for one fill's canvases; engine/batcher.py overrides it to share
         passes, engine/native/engine.py to run them in llama.cpp."""
+        if config.canvas_cache_refresh > 0:
+            return CachedCanvasDecoder(
+                self.model, expand_cache(cache, request.canvas.shape[0]), config.canvas_cache_refresh
+            )
         return CanvasDecoder(self.model, expand_cache(cache, request.canvas.shape[0]))
 
     def _draft_reporter(

@@ -81,6 +81,9 @@ class SamplerConfig:
     # row, though slots are still open (0: never).  2 on the held-out cases (docs/bench.md): 30%
     # fewer passes, exact match and similarity within a case or 0.007 of every pass's
     settled_passes: int = 2
+    # Keep settled canvas slots' keys and values across passes, a full pass every this many
+    # (engine/canvas_kv.py: the approximate dual cache); 0: every pass computes every slot.
+    canvas_cache_refresh: int = 0
 
     @classmethod
     def from_checkpoint(cls, generation_config, difill_trained: bool) -> SamplerConfig:
