@@ -28,9 +28,12 @@ pass whose inputs did not change) and that a stale entry is recomputed.
 
 from __future__ import annotations
 
+import weakref
+from dataclasses import dataclass
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from transformers import DynamicCache
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 from transformers.models.diffusion_gemma.modeling_diffusion_gemma import (
@@ -121,15 +124,56 @@ class CachedCanvasDecoder(CanvasDecoder):
         )  # (B, n, D)
         hidden = conditioned_inputs(self.decoder, canvas.gather(1, columns), soft)  # (B, n, D)
         _, rotary = self.positions(torch.empty(1, canvas.shape[1], 0, dtype=hidden.dtype, device=hidden.device))
-        config = self.decoder.text_config
-        for i, layer in enumerate(self.decoder.layers[: config.num_hidden_layers]):
-            cos, sin = (t[0][columns] for t in rotary[config.layer_types[i]])  # (B, n, d) each
-            hidden = layer_pass(layer, hidden, (cos, sin), self.kv[i], self.prefix_length + columns)
-        return self.decoder.norm(hidden)  # (B, n, D)
+        kinds = self.decoder.text_config.layer_types
+        for i, lean in enumerate(lean_layers(self.decoder)):
+            cos, sin = (t[0][columns] for t in rotary[kinds[i]])  # (B, n, d) each
+            hidden = layer_pass(lean, hidden, (cos, sin), self.kv[i], self.prefix_length + columns)
+        return rms(self.decoder.norm, hidden)  # (B, n, D)
+
+
+@dataclass(frozen=True)
+class LeanLayer:
+    """One decoder layer's weights laid out for few launches: q, k and v in one matrix, the
+    MLP's gate and up in one, the router's scale folded.  A small pass is launch-bound on a CPU
+    (a 4M model's pass is ~400 ops whatever its width), so fewer ops is what makes it cheaper."""
+
+    layer: Any
+    qkv: torch.Tensor  # (H * d + 2 * Hkv * d, D); v's rows are k's where the layer has no v_proj
+    split: tuple[int, int, int]
+    gate_up: torch.Tensor  # (2 * I, D)
+    router_scale: torch.Tensor  # (D,)
+    dense_experts: bool  # few experts: run them all on every slot and weight them (no host reads)
+
+
+_LEAN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # decoder module -> its LeanLayers
+
+
+def lean_layers(decoder: Any) -> list[LeanLayer]:
+    """The decoder's layers as LeanLayer, made once per model."""
+    if decoder not in _LEAN:
+        layers = []
+        for layer in decoder.layers[: decoder.text_config.num_hidden_layers]:
+            attn = layer.self_attn
+            v = attn.v_proj.weight if attn.v_proj is not None else attn.k_proj.weight
+            parts = (attn.q_proj.weight, attn.k_proj.weight, v)
+            router = layer.router
+            layers.append(LeanLayer(
+                layer, torch.cat(parts).detach(), tuple(p.shape[0] for p in parts),
+                torch.cat([layer.mlp.gate_proj.weight, layer.mlp.up_proj.weight]).detach(),
+                (router.scale * router.scalar_root_size).detach(), layer.experts.num_experts <= 8,
+            ))  # fmt: skip
+        _LEAN[decoder] = layers
+    return _LEAN[decoder]
+
+
+def rms(norm: Any, x: torch.Tensor) -> torch.Tensor:
+    """``DiffusionGemmaRMSNorm`` in one op: x / sqrt(mean(x^2) + eps) * weight, in fp32."""
+    weight = norm.weight.float() if norm.with_scale else None
+    return F.rms_norm(x.float(), (x.shape[-1],), weight, norm.variance_epsilon).type_as(x)
 
 
 def layer_pass(
-    layer: Any,
+    lean: LeanLayer,
     hidden: torch.Tensor,
     rotary: tuple[torch.Tensor, torch.Tensor],
     kv: tuple[torch.Tensor, torch.Tensor],
@@ -137,34 +181,59 @@ def layer_pass(
 ) -> torch.Tensor:
     """``DiffusionGemmaDecoderTextLayer.forward`` for the slots at buffer positions ``slots``
     (B, n): their new keys and values are written into ``kv`` before the attention reads it."""
+    layer = lean.layer
     residual = hidden
-    attended = attention_pass(layer.self_attn, layer.input_layernorm(hidden), rotary, kv, slots)
-    hidden = residual + layer.post_attention_layernorm(attended)
+    attended = attention_pass(lean, rms(layer.input_layernorm, hidden), rotary, kv, slots)
+    hidden = residual + rms(layer.post_attention_layernorm, attended)
     residual = hidden
-    dense = layer.post_feedforward_layernorm_1(layer.mlp(layer.pre_feedforward_layernorm(hidden)))
+    gate, up = F.linear(rms(layer.pre_feedforward_layernorm, hidden), lean.gate_up).chunk(2, dim=-1)
+    dense = rms(layer.post_feedforward_layernorm_1, layer.mlp.down_proj(layer.mlp.act_fn(gate) * up))
     flat = residual.reshape(-1, residual.shape[-1])  # (B * n, D): the router reads the residual
-    _, weights, chosen = layer.router(flat)
-    experts = layer.experts(layer.pre_feedforward_layernorm_2(flat), chosen, weights).reshape(residual.shape)
-    hidden = dense + layer.post_feedforward_layernorm_2(experts)
-    hidden = residual + layer.post_feedforward_layernorm(hidden)
+    experts = expert_pass(lean, rms(layer.pre_feedforward_layernorm_2, flat), *route(lean, flat))
+    hidden = dense + rms(layer.post_feedforward_layernorm_2, experts.reshape(residual.shape))
+    hidden = residual + rms(layer.post_feedforward_layernorm, hidden)
     return hidden * layer.layer_scalar
 
 
+def route(lean: LeanLayer, flat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``DiffusionGemmaTextRouter.forward``: flat (N, D) -> the chosen experts (N, K) and weights (N, K)."""
+    router = lean.layer.router
+    scores = router.proj(rms(router.norm, flat) * lean.router_scale)  # (N, E)
+    probs = scores.softmax(-1, dtype=torch.float32)
+    weights, chosen = probs.topk(router.config.top_k_experts, dim=-1)  # (N, K) each
+    weights = weights / weights.sum(-1, keepdim=True) * router.per_expert_scale[chosen]
+    return chosen, weights
+
+
+def expert_pass(lean: LeanLayer, flat: torch.Tensor, chosen: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """The experts on flat (N, D): with few experts every one runs on every slot and a dense
+    (N, E) weight keeps the chosen ones (the eager loop's host reads and index ops cost more
+    than the wasted product on a small pass); with many, the model's own implementation."""
+    experts = lean.layer.experts
+    if not lean.dense_experts:
+        return experts(flat, chosen, weights)
+    gate, up = torch.matmul(flat, experts.gate_up_proj.transpose(1, 2)).chunk(2, dim=-1)  # (E, N, I) each
+    out = torch.matmul(experts.act_fn(gate) * up, experts.down_proj.transpose(1, 2))  # (E, N, D)
+    dense = torch.zeros(flat.shape[0], experts.num_experts, dtype=out.dtype, device=out.device)
+    dense.scatter_(1, chosen, weights.to(out.dtype))  # (N, E)
+    return torch.einsum("end,ne->nd", out, dense)
+
+
 def attention_pass(
-    attn: Any,
+    lean: LeanLayer,
     hidden: torch.Tensor,
     rotary: tuple[torch.Tensor, torch.Tensor],
     kv: tuple[torch.Tensor, torch.Tensor],
     slots: torch.Tensor,
 ) -> torch.Tensor:
     """``DiffusionGemmaDecoderTextAttention.forward`` over [prefix | canvas] from the buffers."""
+    attn = lean.layer.self_attn
     cos, sin = rotary
     shape = (*hidden.shape[:-1], -1, attn.head_dim)  # (B, n, H, d)
-    query = apply_rotary_pos_emb(attn.q_norm(attn.q_proj(hidden).view(shape)), cos, sin, unsqueeze_dim=2)
-    key = attn.k_proj(hidden).view(shape)
-    value = attn.v_proj(hidden).view(shape) if attn.v_proj is not None else key
-    key = apply_rotary_pos_emb(attn.k_norm(key), cos, sin, unsqueeze_dim=2).transpose(1, 2)  # (B, Hkv, n, d)
-    value = attn.v_norm(value).transpose(1, 2)  # (B, Hkv, n, d)
+    query, key, value = (t.view(shape) for t in F.linear(hidden, lean.qkv).split(lean.split, dim=-1))
+    query = apply_rotary_pos_emb(rms(attn.q_norm, query), cos, sin, unsqueeze_dim=2)  # (B, n, H, d)
+    key = apply_rotary_pos_emb(rms(attn.k_norm, key), cos, sin, unsqueeze_dim=2).transpose(1, 2)  # (B, Hkv, n, d)
+    value = rms(attn.v_norm, value).transpose(1, 2)  # (B, Hkv, n, d)
     keys, values = kv
     at = slots[:, None, :, None].expand(-1, keys.shape[1], -1, keys.shape[3])  # (B, Hkv, n, d)
     keys.scatter_(2, at, key)
