@@ -3,7 +3,7 @@ for every variant, and the canvas cache's pass is timed in its steady state."""
 
 from __future__ import annotations
 
-from difill.lab.bench_editor import CACHED, DIFFUSION, bench_editor, format_editor, ratios
+from difill.lab.bench_editor import CACHED, CONFIDENT, DIFFUSION, bench_editor, format_editor, ratios
 from difill.lab.training.examples import InfillExample
 
 FILE = "".join(f"def f{i}(x):\n    y = x * {i}\n    return y + {i}\n\n\n" for i in range(6))
@@ -22,7 +22,7 @@ def cases() -> dict[str, list[InfillExample]]:
 
 def test_warm_rows_read_the_prefix_from_the_cache_and_fresh_rows_do_not(tiny_model_dir):
     report = bench_editor(str(tiny_model_dir), None, cases())
-    for variant in (DIFFUSION, CACHED):
+    for variant in (DIFFUSION, CACHED, CONFIDENT):
         for group in ("single_line", "multi_line"):
             fresh, warm = (report["rows"][variant][kind][group] for kind in ("fresh", "warm"))
             assert fresh["cases"] == warm["cases"] == (2 if group == "single_line" else 1)

@@ -9,10 +9,12 @@ machine slows them alike):
 * **warm**: the suggestion at the case's prefix less its last ``KEYSTROKE`` characters first
   (untimed: the keystroke before), then the case's own (timed).
 
-Variants, all through the server's suggestion path (``ServedModel``, drafts off so that the
+Variants (the last one adds Fast-dLLM's confidence-aware commit, ``commit_probability``),
+all through the server's suggestion path (``ServedModel``, drafts off so that the
 model answers every request) on the torch engine:
 diffusion with every slot computed each pass, diffusion with the canvas cache
-(``SamplerConfig.canvas_cache_refresh``, engine/canvas_kv.py), and the same-size AR baseline
+(``SamplerConfig.canvas_cache_refresh``, engine/canvas_kv.py), that and every slot at least
+``COMMIT_PROBABILITY`` sure committed in one pass, and the same-size AR baseline
 with its prompt cache (engine/ar_baseline.py).  Reported per variant, case kind and shape
 group: p50 / p95 ms, passes, ms per pass (the decoder's time over its passes; AR: its whole
 time over its forwards), ms to the first shown text (p50 over the cases that showed one) and
@@ -33,7 +35,9 @@ from difill.lab.training.examples import InfillExample
 
 KEYSTROKE = 1  # characters the warm case's previous request lacked
 CACHE_REFRESH = 4  # the canvas cache's full pass every this many passes
+COMMIT_PROBABILITY = 0.9  # Fast-dLLM's threshold: every slot this sure commits in the same pass
 DIFFUSION, CACHED, AR = "diffusion", f"diffusion, canvas cache (refresh {CACHE_REFRESH})", "ar"
+CONFIDENT = f"diffusion, canvas cache, commit >= {COMMIT_PROBABILITY}"
 
 
 @dataclass
@@ -68,7 +72,11 @@ def load_variants(model_dir: str | None, ar_dir: str | None) -> dict:
     # Drafts off: every request runs the model (a draft shown as it stands costs no pass).
     settings = Settings(context_drafts="off")
     diffusion = ServedModel(local_backend(model_dir, "cpu", EngineChoice("torch")), settings)
-    variants = {DIFFUSION: (diffusion, 0), CACHED: (diffusion, CACHE_REFRESH)}
+    variants = {
+        DIFFUSION: (diffusion, {"canvas_cache_refresh": 0, "commit_probability": 0.0}),
+        CACHED: (diffusion, {"canvas_cache_refresh": CACHE_REFRESH, "commit_probability": 0.0}),
+        CONFIDENT: (diffusion, {"canvas_cache_refresh": CACHE_REFRESH, "commit_probability": COMMIT_PROBABILITY}),
+    }
     if ar_dir:
         variants[AR] = (ServedModel(ARBackend(ar_dir, prompt_cache=True), settings), None)
     return variants
@@ -83,9 +91,10 @@ def forget(served) -> None:
         engine.baseline._cached = None
 
 
-def timed(served, refresh: int | None, ex: InfillExample, rows: Rows) -> None:
-    if refresh is not None:
-        served.engine.loaded.sampler.canvas_cache_refresh = refresh
+def timed(served, sampler: dict | None, ex: InfillExample, rows: Rows) -> None:
+    """One suggestion at ``ex``'s cursor, its engine's sampler set as ``sampler`` says, into ``rows``."""
+    for name, value in (sampler or {}).items():
+        setattr(served.engine.loaded.sampler, name, value)
     shown = served.suggest(ex.prefix + ex.suffix, len(ex.prefix), "file:///bench/case.py")
     stats = shown.result.stats
     rows.ms.append(shown.ms)
@@ -111,11 +120,11 @@ def bench_editor(model_dir: str | None, ar_dir: str | None, cases: dict[str, lis
             if len(ex.prefix) <= KEYSTROKE:
                 continue
             before = InfillExample(ex.prefix[:-KEYSTROKE], ex.middles, ex.betweens, ex.suffix, ex.shape)
-            for name, (served, refresh) in variants.items():
+            for name, (served, sampler) in variants.items():
                 forget(served)
-                timed(served, refresh, ex, rows[(name, "fresh", group)])
-                timed(served, refresh, before, Rows())  # the keystroke before: its prefix is cached
-                timed(served, refresh, ex, rows[(name, "warm", group)])
+                timed(served, sampler, ex, rows[(name, "fresh", group)])
+                timed(served, sampler, before, Rows())  # the keystroke before: its prefix is cached
+                timed(served, sampler, ex, rows[(name, "warm", group)])
     report: dict = {"keystroke_chars": KEYSTROKE, "rows": {}}
     for (name, kind, group), r in rows.items():
         report["rows"].setdefault(name, {}).setdefault(kind, {})[group] = r.summary()
@@ -206,7 +215,7 @@ def ratios(report: dict) -> dict:
     ar = report["rows"].get(AR)
     if not ar:
         return out
-    for name in (DIFFUSION, CACHED):
+    for name in (DIFFUSION, CACHED, CONFIDENT):
         for kind in ("fresh", "warm"):
             for group in SHAPE_GROUPS:
                 base = ar[kind][group]["p50_ms"]
