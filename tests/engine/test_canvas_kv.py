@@ -108,3 +108,28 @@ def test_a_fill_with_the_cache_refreshed_every_pass_is_the_fill_without_it(loade
     refreshed = engine.fill(prefix, suffix, options)
     assert [c.text for c in refreshed.candidates] == [c.text for c in plain.candidates]
     assert refreshed.stats.decoder_forwards == plain.stats.decoder_forwards
+
+
+def test_the_environment_turns_the_canvas_cache_on_and_a_bad_value_is_refused(tiny_model_dir, monkeypatch):
+    import pytest
+
+    from difill.engine.api import ModelLoadError
+    from difill.engine.model import load_model
+
+    assert load_model(tiny_model_dir, "cpu").sampler.canvas_cache_refresh == 0
+    monkeypatch.setenv("DIFILL_CANVAS_CACHE", "4")
+    loaded = load_model(tiny_model_dir, "cpu")
+    assert loaded.sampler.canvas_cache_refresh == 4
+    engine = InfillEngine(loaded)
+    request = engine._request([engine_canvas(loaded)])
+    assert isinstance(engine._decoder(PrefixCache(loaded.model).encode([loaded.ids.bos]).cache, request,
+                                      loaded.sampler), CachedCanvasDecoder)  # fmt: skip
+    monkeypatch.setenv("DIFILL_CANVAS_CACHE", "four")
+    with pytest.raises(ModelLoadError, match="DIFILL_CANVAS_CACHE"):
+        load_model(tiny_model_dir, "cpu")
+
+
+def engine_canvas(loaded):
+    from difill.engine.canvas import build_canvas
+
+    return build_canvas([4, [10, 11]], 8, loaded.ids, document_ends=True)
