@@ -25,7 +25,9 @@ def _setup(loaded, batch: int, length: int, seed: int = 0):
 def _soft(decoder: CanvasDecoder, canvas: torch.Tensor, open_mask: torch.Tensor, seed: int) -> torch.Tensor:
     """Settled slots self-condition on their own embedding, open ones on random logits."""
     n = int(open_mask.sum())
-    logits = torch.randn(n, decoder.model.config.text_config.vocab_size, generator=torch.Generator().manual_seed(seed))
+    logits = torch.randn(
+        n, decoder.model.config.text_config.vocab_size, generator=torch.Generator().manual_seed(seed)
+    )
     return decoder.soft_embeddings(canvas, open_mask, logits)
 
 
@@ -37,7 +39,10 @@ def _open(batch: int, length: int, columns: list[int]) -> torch.Tensor:
 
 def test_a_full_pass_and_a_cached_pass_of_unchanged_inputs_give_the_stock_logits(loaded):
     cache, canvas = _setup(loaded, batch=2, length=12)
-    stock, cached = CanvasDecoder(loaded.model, cache), CachedCanvasDecoder(loaded.model, cache, refresh_every=8)
+    stock, cached = (
+        CanvasDecoder(loaded.model, cache),
+        CachedCanvasDecoder(loaded.model, cache, refresh_every=8),
+    )
     open_mask = _open(2, 12, [1, 2, 7])
     slots = open_mask.nonzero(as_tuple=True)
     with torch.inference_mode():
@@ -52,7 +57,10 @@ def test_a_full_pass_and_a_cached_pass_of_unchanged_inputs_give_the_stock_logits
 
 def test_a_slot_changed_under_the_cache_is_recomputed_not_read(loaded):
     cache, canvas = _setup(loaded, batch=1, length=10)
-    stock, cached = CanvasDecoder(loaded.model, cache), CachedCanvasDecoder(loaded.model, cache, refresh_every=8)
+    stock, cached = (
+        CanvasDecoder(loaded.model, cache),
+        CachedCanvasDecoder(loaded.model, cache, refresh_every=8),
+    )
     open_mask = _open(1, 10, [0, 1])
     slots = open_mask.nonzero(as_tuple=True)
     with torch.inference_mode():
@@ -83,7 +91,10 @@ def test_a_slot_committed_in_a_pass_is_computed_once_more_before_it_is_read(load
 
 def test_a_canvas_wider_than_the_largest_bucket_runs_whole(loaded):
     cache, canvas = _setup(loaded, batch=1, length=150, seed=3)
-    stock, cached = CanvasDecoder(loaded.model, cache), CachedCanvasDecoder(loaded.model, cache, refresh_every=8)
+    stock, cached = (
+        CanvasDecoder(loaded.model, cache),
+        CachedCanvasDecoder(loaded.model, cache, refresh_every=8),
+    )
     open_mask = torch.ones(1, 150, dtype=torch.bool)
     open_mask[0, 140:] = False
     slots = open_mask.nonzero(as_tuple=True)

@@ -119,11 +119,15 @@ class CachedCanvasDecoder(CanvasDecoder):
         """The hidden states (B, n, D) of the canvas slots ``columns`` (B, n), the other slots'
         keys and values read from the buffers."""
         index = columns.unsqueeze(-1)  # (B, n, 1)
-        soft = None if soft_embeddings is None else soft_embeddings.gather(
-            1, index.expand(-1, -1, soft_embeddings.shape[-1])
+        soft = (
+            None
+            if soft_embeddings is None
+            else soft_embeddings.gather(1, index.expand(-1, -1, soft_embeddings.shape[-1]))
         )  # (B, n, D)
         hidden = conditioned_inputs(self.decoder, canvas.gather(1, columns), soft)  # (B, n, D)
-        _, rotary = self.positions(torch.empty(1, canvas.shape[1], 0, dtype=hidden.dtype, device=hidden.device))
+        _, rotary = self.positions(
+            torch.empty(1, canvas.shape[1], 0, dtype=hidden.dtype, device=hidden.device)
+        )
         kinds = self.decoder.text_config.layer_types
         for i, lean in enumerate(lean_layers(self.decoder)):
             cos, sin = (t[0][columns] for t in rotary[kinds[i]])  # (B, n, d) each
@@ -205,7 +209,9 @@ def route(lean: LeanLayer, flat: torch.Tensor) -> tuple[torch.Tensor, torch.Tens
     return chosen, weights
 
 
-def expert_pass(lean: LeanLayer, flat: torch.Tensor, chosen: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+def expert_pass(
+    lean: LeanLayer, flat: torch.Tensor, chosen: torch.Tensor, weights: torch.Tensor
+) -> torch.Tensor:
     """The experts on flat (N, D): with few experts every one runs on every slot and a dense
     (N, E) weight keeps the chosen ones (the eager loop's host reads and index ops cost more
     than the wasted product on a small pass); with many, the model's own implementation."""
@@ -232,13 +238,17 @@ def attention_pass(
     shape = (*hidden.shape[:-1], -1, attn.head_dim)  # (B, n, H, d)
     query, key, value = (t.view(shape) for t in F.linear(hidden, lean.qkv).split(lean.split, dim=-1))
     query = apply_rotary_pos_emb(rms(attn.q_norm, query), cos, sin, unsqueeze_dim=2)  # (B, n, H, d)
-    key = apply_rotary_pos_emb(rms(attn.k_norm, key), cos, sin, unsqueeze_dim=2).transpose(1, 2)  # (B, Hkv, n, d)
+    key = apply_rotary_pos_emb(rms(attn.k_norm, key), cos, sin, unsqueeze_dim=2).transpose(
+        1, 2
+    )  # (B, Hkv, n, d)
     value = rms(attn.v_norm, value).transpose(1, 2)  # (B, Hkv, n, d)
     keys, values = kv
     at = slots[:, None, :, None].expand(-1, keys.shape[1], -1, keys.shape[3])  # (B, Hkv, n, d)
     keys.scatter_(2, at, key)
     values.scatter_(2, at, value)
-    interface = ALL_ATTENTION_FUNCTIONS.get_interface(attn.config._attn_implementation, eager_attention_forward)
+    interface = ALL_ATTENTION_FUNCTIONS.get_interface(
+        attn.config._attn_implementation, eager_attention_forward
+    )
     out, _ = interface(
         attn, query.transpose(1, 2), keys, values, None, dropout=0.0, scaling=attn.scaling,
         sliding_window=attn.sliding_window, is_causal=False,

@@ -75,7 +75,10 @@ def load_variants(model_dir: str | None, ar_dir: str | None) -> dict:
     variants = {
         DIFFUSION: (diffusion, {"canvas_cache_refresh": 0, "commit_probability": 0.0}),
         CACHED: (diffusion, {"canvas_cache_refresh": CACHE_REFRESH, "commit_probability": 0.0}),
-        CONFIDENT: (diffusion, {"canvas_cache_refresh": CACHE_REFRESH, "commit_probability": COMMIT_PROBABILITY}),
+        CONFIDENT: (
+            diffusion,
+            {"canvas_cache_refresh": CACHE_REFRESH, "commit_probability": COMMIT_PROBABILITY},
+        ),
     }
     if ar_dir:
         variants[AR] = (ServedModel(ARBackend(ar_dir, prompt_cache=True), settings), None)
@@ -156,10 +159,12 @@ def pass_costs(model_dir: str | None, repeats: int = 200, prefix_tokens: int = 2
             cached = CachedCanvasDecoder(loaded.model, cache, refresh_every=10**9)
             cached.open_logits(canvas, soft, slots)  # the full pass; the rest read the cache
             runs[f"pass, {n} of 16 open"] = lambda c=canvas, s=soft, o=slots: stock.open_logits(c, s, o)
-            runs[f"pass, {n} of 16 open, canvas cache"] = lambda d=cached, c=canvas, s=soft, o=slots: d.open_logits(c, s, o)
+            runs[f"pass, {n} of 16 open, canvas cache"] = lambda d=cached, c=canvas, s=soft, o=slots: (
+                d.open_logits(c, s, o)
+            )
             logits = torch.randn(n, vocab)
-            runs[f"self-conditioning, {n} open, whole vocabulary"] = (
-                lambda m=open_mask, lg=logits: stock.soft_embeddings(canvas, m, lg)
+            runs[f"self-conditioning, {n} open, whole vocabulary"] = lambda m=open_mask, lg=logits: (
+                stock.soft_embeddings(canvas, m, lg)
             )
             runs[f"self-conditioning, {n} open, top 64"] = lambda lg=logits: top_k_soft(stock, lg, 64)
         times = {name: [] for name in runs}
@@ -219,11 +224,15 @@ def ratios(report: dict) -> dict:
         for kind in ("fresh", "warm"):
             for group in SHAPE_GROUPS:
                 base = ar[kind][group]["p50_ms"]
-                out[f"{name}, {kind}, {group}"] = round(report["rows"][name][kind][group]["p50_ms"] / max(base, 1e-9), 2)
+                out[f"{name}, {kind}, {group}"] = round(
+                    report["rows"][name][kind][group]["p50_ms"] / max(base, 1e-9), 2
+                )
     return out
 
 
-def main(model_dir: str | None, ar_dir: str | None, cases: dict[str, list[InfillExample]], quick: bool) -> dict:
+def main(
+    model_dir: str | None, ar_dir: str | None, cases: dict[str, list[InfillExample]], quick: bool
+) -> dict:
     report = bench_editor(model_dir, ar_dir, cases)
     report["ratios"] = ratios(report)
     report["pass_costs"] = pass_costs(model_dir, repeats=20 if quick else 200)
