@@ -73,8 +73,8 @@ def test_a_slot_changed_under_the_cache_is_recomputed_not_read(loaded):
     fresh = CachedCanvasDecoder(loaded.model, cache, refresh_every=8)
     with torch.inference_mode():
         fresh.open_logits(changed, soft, slots)
-    prefix = cached.prefix_length
-    assert torch.allclose(cached.kv[0][0][:, :, prefix + 6], fresh.kv[0][0][:, :, prefix + 6], atol=1e-5)
+    at = cached.offsets[0] + 6
+    assert torch.allclose(cached.kv[0][0][:, :, at], fresh.kv[0][0][:, :, at], atol=1e-5)
     assert cached.computed == [10, 4]  # the 2 open slots and the changed one, in a bucket of 4
 
 
@@ -87,6 +87,25 @@ def test_a_slot_committed_in_a_pass_is_computed_once_more_before_it_is_read(load
         narrow = _open(1, 10, [0])  # slots 1-4 were committed (entries made while they were open)
         stale = cached.stale(canvas, narrow)
     assert stale[0, :5].all() and not stale[0, 5:].any()
+
+
+def test_a_sliding_layer_that_kept_less_than_the_prefix_gets_its_canvas_where_it_reads_it(loaded):
+    import copy
+
+    model = copy.deepcopy(loaded.model)
+    model.config.text_config.sliding_window = 6  # its sliding layers keep the prefix's last 5 keys
+    tok, ids = loaded.tokenizer, loaded.ids
+    cache = PrefixCache(model).encode([ids.bos, *encode(tok, "def f(x):\n    return x + 1\n" * 3)]).cache
+    assert cache.layers[0].keys.shape[-2] == 5 < cache.get_seq_length()
+    canvas = torch.randint(0, ids.vocab_size, (1, 12), generator=torch.Generator().manual_seed(0))
+    stock, cached = CanvasDecoder(model, cache), CachedCanvasDecoder(model, cache, refresh_every=8)
+    open_mask = _open(1, 12, [2, 3])
+    slots = open_mask.nonzero(as_tuple=True)
+    with torch.inference_mode():
+        soft = _soft(stock, canvas, open_mask, seed=1)
+        want = stock.open_logits(canvas, soft, slots)
+        assert torch.allclose(cached.open_logits(canvas, soft, slots), want, atol=1e-4)
+        assert torch.allclose(cached.open_logits(canvas, soft, slots), want, atol=1e-4)
 
 
 def test_a_canvas_wider_than_the_largest_bucket_runs_whole(loaded):

@@ -66,6 +66,9 @@ class CachedCanvasDecoder(CanvasDecoder):
         super().__init__(model, cache)
         self.refresh_every = max(1, refresh_every)
         self.kv: list[tuple[torch.Tensor, torch.Tensor]] = []  # per layer (B, Hkv, P + L, d) x 2
+        # Per layer, where the canvas starts in its buffer: the prefix's keys that layer keeps (a
+        # sliding layer keeps at most its window's, fewer than the prefix's length).
+        self.offsets: list[int] = []
         self.cached_ids: torch.Tensor | None = None  # (B, L) the token each slot's entry was made from
         self.settled: torch.Tensor | None = None  # (B, L) the entry was made while the slot was settled
         self.passes = 0
@@ -104,7 +107,7 @@ class CachedCanvasDecoder(CanvasDecoder):
 
     def _reset_buffers(self, batch: int, length: int) -> None:
         """Fresh buffers: the prefix's keys and values, the canvas part to be written by the pass."""
-        self.kv = []
+        self.kv, self.offsets = [], [layer.keys.shape[-2] for layer in self.cache.layers]
         for layer in self.cache.layers:
             keys, values = layer.keys.expand(batch, -1, -1, -1), layer.values.expand(batch, -1, -1, -1)
             canvas_part = keys.new_zeros(batch, keys.shape[1], length, keys.shape[3])  # (B, Hkv, L, d)
@@ -131,7 +134,7 @@ class CachedCanvasDecoder(CanvasDecoder):
         kinds = self.decoder.text_config.layer_types
         for i, lean in enumerate(lean_layers(self.decoder)):
             cos, sin = (t[0][columns] for t in rotary[kinds[i]])  # (B, n, d) each
-            hidden = layer_pass(lean, hidden, (cos, sin), self.kv[i], self.prefix_length + columns)
+            hidden = layer_pass(lean, hidden, (cos, sin), self.kv[i], self.offsets[i] + columns)
         return rms(self.decoder.norm, hidden)  # (B, n, D)
 
 
