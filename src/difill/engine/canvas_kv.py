@@ -15,6 +15,10 @@ settled then.  A pass computes:
   slot no longer holds (a slot changed under the cache).  A stale entry is never read: the
   pass overwrites it before any attention reads the buffer.
 
+A fill's first pass has no self-conditioning signal yet (zeros), so its settled slots' entries
+are approximate in the same way as the deeper keys (their input changes to their own embedding
+on the second pass) until the next full pass.
+
 The computed slots are gathered into a (B, n) batch, n rounded up to a bucket (4, 8, 16, 32, 64,
 then multiples of 64, capped at L) so shapes repeat; a row with fewer slots to compute fills its
 bucket with settled ones, which are recomputed (fresh, never wrong).  A canvas wider than the
@@ -156,7 +160,8 @@ _LEAN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # decoder module
 
 
 def lean_layers(decoder: Any) -> list[LeanLayer]:
-    """The decoder's layers as LeanLayer, made once per model."""
+    """The decoder's layers as LeanLayer, made once per model (copies of its weights: a model
+    trained further in the same process would need them made again)."""
     if decoder not in _LEAN:
         layers = []
         for layer in decoder.layers[: decoder.text_config.num_hidden_layers]:
