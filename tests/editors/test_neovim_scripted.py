@@ -300,6 +300,15 @@ def test_ghost_text_is_asked_where_the_cursor_rests(results):
     assert record["shown_after_move"] == "x + 1"
 
 
+def test_an_explicit_ask_is_not_replaced_by_the_debounced_one(results):
+    """`A` schedules an automatic ask behind the debounce; a trigger right after it is the user's
+    question, and its answer (up to 3 candidates, never cut by the show gate) is what shows."""
+    record = scenario(results, "trigger_outlives_the_debounce")
+    assert record["shown"] == "invoked + 1"
+    assert record["shown_later"] == "invoked + 1"
+    assert 2 not in record["kinds"][record["kinds"].index(1) :]  # nothing automatic after the ask
+
+
 def test_the_default_statusline_shows_each_server_state(results):
     record = scenario(results, "statusline")
     assert "v:lua.require'difill'.statusline()" in record["option"]

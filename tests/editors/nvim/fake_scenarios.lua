@@ -252,6 +252,26 @@ S[#S + 1] = { name = "ask_where_the_cursor_rests", fn = function(r)
   F.completion = nil
 end }
 
+--- An explicit ask (trigger) right after `A`: the debounced automatic ask that `A` scheduled must
+--- not replace it when its timer fires while the invoked answer is still on its way.
+S[#S + 1] = { name = "trigger_outlives_the_debounce", fn = function(r)
+  local ghost = require("difill.ghost")
+  local debounce = ghost.opts.debounce_ms
+  ghost.opts.debounce_ms = 100
+  F.completion_by_kind, F.completion_delay_ms = { [1] = "invoked + 1", [2] = "automatic" }, 400
+  local before = #F.of("textDocument/inlineCompletion")
+  open("trigger.py", { "def f(x):", "    return " })
+  T.input("2GA")
+  difill.trigger()
+  r.shown = T.wait(difill.suggestion, 5000, "ghost text")
+  T.sleep(200)
+  r.shown_later = difill.suggestion() or vim.NIL
+  r.kinds = vim.tbl_map(function(q) return q.params.context.triggerKind end,
+    vim.list_slice(F.of("textDocument/inlineCompletion"), before + 1))
+  T.input("<Esc>")
+  ghost.opts.debounce_ms, F.completion_by_kind, F.completion_delay_ms = debounce, nil, nil
+end }
+
 --- The statusline component in Neovim's default statusline: each state the server reports.
 S[#S + 1] = { name = "statusline", fn = function(r)
   open("status.py", { "x = 1" })

@@ -64,7 +64,8 @@ function F.cmd(d)
         result = { capabilities = CAPABILITIES, serverInfo = F.server_info }
       elseif method == "textDocument/inlineCompletion" then
         local at = params.position
-        result = { items = F.completion and { { insertText = F.completion, range = { start = at, ["end"] = at } } } or {} }
+        local text = F.completion_by_kind and F.completion_by_kind[params.context.triggerKind] or F.completion
+        result = { items = text and { { insertText = text, range = { start = at, ["end"] = at } } } or {} }
       elseif method == "workspace/executeCommand" and params.command == "difill.editSelection" then
         local args = params.arguments[1]
         result = { proposal = { id = "p" .. next_id, uri = args.uri, version = args.version, range = args.range,
@@ -75,9 +76,10 @@ function F.cmd(d)
           return vim.tbl_extend("keep", e, { textDocument = params.textDocument })
         end, F.next_edits) }
       end
-      vim.schedule(function()
+      local delay = method == "textDocument/inlineCompletion" and F.completion_delay_ms or 0
+      vim.defer_fn(function()
         callback(nil, result)
-      end)
+      end, delay)
       return true, next_id
     end,
     notify = function(method, params)

@@ -199,6 +199,9 @@ function M.request(bufnr, kind, on_items)
   if kind == AUTOMATIC and s.request_id and s.spot == spot then
     return -- the same question is in flight (InsertEnter and CursorMovedI both ask on `A`)
   end
+  if kind == AUTOMATIC and s.request_id and s.spot == ("%d:%d:%d:%d"):format(INVOKED, tick, row, col) then
+    return -- the user asked here (trigger): a debounce timer firing now must not replace that ask
+  end
   cancel_request(bufnr)
   s.spot = spot
   local params = {
@@ -380,6 +383,10 @@ end
 
 ---@param bufnr integer
 function M.trigger(bufnr)
+  local s = state(bufnr)
+  if s.timer then
+    s.timer:stop() -- the debounced automatic ask is superseded by this one
+  end
   M.request(bufnr, INVOKED)
 end
 
