@@ -27,7 +27,7 @@ LET_OFF: dict[str, str] = {
     "difill.server.context.jedi_process:guard_reads.guarded": "jedi's process, after the server answered its read? with files.readable; read_regular's type and size checks",
     "difill.server.context.jedi_process:resident_mb": "/proc/self/status: the process's own memory, no user file",
     "difill.server.context.jedi_bounds:process_resident_mb": "/proc/<pid>/statm of jedi's process: its memory, no user file",
-    "difill.server.fill_command:main": "`difill fill FILE:LINE:COL`: the file the user names on the command line is the request itself",
+    "difill.server.fill_command:read_source": "`difill fill FILE:LINE:COL`: the file the user names on the command line is the request itself",
     "difill.server.server:document_handlers.did_open": "Documents.open: the editor's text of a document, no file is opened",
     "difill.server.show_gate:_read": "the show gate's calibration shipped inside the package, no user file",
     "difill.server.show_gate:_trace": "appends to the lab's trace file (DIFILL_SHOW_TRACE), a write; reads nothing",
