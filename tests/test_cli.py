@@ -127,6 +127,48 @@ def test_every_command_and_flag_has_help():
     assert not missing, f"no help text: {', '.join(missing)}"
 
 
+# Every command's arguments, in the order `-h` lists them: the command table in cli.py is data, and
+# an entry lost or moved there would otherwise pass every other test.
+OPTIONS = {
+    "serve": "--model --device --engine --gguf --llamacpp-worker --llamacpp-threads --llamacpp-gpu-layers "
+    "--tcp --host --port --allow-remote --log-file --log-level",
+    "fill": "location --model --device --engine --gguf --llamacpp-worker --llamacpp-threads "
+    "--llamacpp-gpu-layers --json --raw --holes --typing --marker --max-tokens --steps --remote --remote-canvas",
+    "serve-http": "--model --device --host --port --max-concurrent --batch-window-ms --header-timeout "
+    "--body-timeout --tls-cert --tls-key --log-level",
+    "build-native": "--source --cuda --metal --portable --jobs --no-patches",
+    "export-gguf": "model_dir out --type",
+    "corpus": "--out --cache",
+    "tokenizer": "--corpus --out --vocab-size",
+    "train": "--arch --out --corpus --tokenizer --init --minutes --cpu-hours --threads --seed --lr "
+    "--canvas-share --canvas-share-end --draft-share --hidden-size --num-layers --save-every-minutes "
+    "--batch-size --device --bf16",
+    "ship": "source --corpus --min-token-prob",
+    "eval": "--model --ar-model --no-ar --corpus --cases --seed --typing-files --typing-lines "
+    "--workspace-cases --workspace-typing-files --workspace-packages --cache --json --revise "
+    "--min-token-prob --context-drafts --snippet-tokens --filler --record --next-edit --next-edit-cases "
+    "--next-edit-rows",
+    "bench": "--model --ar-model --quick --json --typing --typing-repos --server-python --plot --engines "
+    "--engine --gguf --profile --editor --team",
+}
+
+
+def test_every_command_keeps_its_arguments_in_order():
+    from difill.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    found = {
+        name: " ".join(
+            (action.option_strings[0] if action.option_strings else action.dest)
+            for action in p._actions
+            if not isinstance(action, argparse._HelpAction)
+        )
+        for name, p in commands.choices.items()
+    }
+    assert found == OPTIONS
+
+
 def test_split_at_counts_lines_as_editors_do():
     # A form feed or U+2028 inside a line is not a line break for LSP or an editor.
     text = "a = 1\x0c  # page\nb = 2\u2028c\nd = 3\n"

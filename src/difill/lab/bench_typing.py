@@ -250,6 +250,26 @@ def accepted(shown: str, rest: str, by_word: bool) -> tuple[str, int]:
     return (taken, keys) if len(taken) > keys else ("", 0)
 
 
+def on_screen(asked: _Asked, seen: Seen, done: int, target: str, out: Replay) -> str:
+    """What the previous key's answer shows when the next key is typed ("" for none), counted
+    into ``out``: answered (empty or not), or late (no answer yet)."""
+    if asked.answer is None:
+        out.late += 1
+        out.late_new_line += asked.new_line
+        return ""
+    out.answered += 1
+    out.latencies.append(asked.ms or 0.0)
+    if asked.new_line:
+        out.new_line.append(asked.ms or 0.0)
+    if not asked.answer:
+        out.empty += 1
+        out.empty_new_line += asked.new_line
+        return ""
+    out.on_screen += 1
+    seen.count(asked.answer, done, target, out)
+    return asked.answer
+
+
 async def replay_case(
     bench: TypingClient, case: TypingCase, rate: float | None, out: Replay, by_word: bool = False,
     truth: dict[str, str] | None = None,
@@ -275,23 +295,9 @@ async def replay_case(
             await asyncio.sleep(max(0.0, next_key - loop.time()))
         shown = ""
         if asked is not None:  # the previous key's answer, if it came before this key
-            if asked.answer is not None:
-                out.answered += 1
-                out.latencies.append(asked.ms or 0.0)
-                if asked.new_line:
-                    out.new_line.append(asked.ms or 0.0)
-                if asked.answer:
-                    out.on_screen += 1
-                    shown = asked.answer
-                    seen.count(shown, done, case.target, out)
-                else:
-                    out.empty += 1
-                    out.empty_new_line += asked.new_line
-            else:
-                out.late += 1
-                out.late_new_line += asked.new_line
-                if waiter is not None:
-                    bench.cancel(asked.msg_id)  # the editor drops the request a key made stale
+            shown = on_screen(asked, seen, done, case.target, out)
+            if asked.answer is None and waiter is not None:
+                bench.cancel(asked.msg_id)  # the editor drops the request a key made stale
         if done >= len(case.target):
             break
         rest = case.target[done:]

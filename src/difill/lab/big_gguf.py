@@ -38,6 +38,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -54,6 +55,9 @@ from difill.lab.big_gguf_layout import (
     step_flops,
     tensor_plan,
 )
+
+if TYPE_CHECKING:
+    from difill.engine.native.worker import LlamaWorker
 
 CHUNK_BYTES = 32 << 20  # random blocks drawn and written per piece
 MEMORY_MARGIN = 1 * GIB  # prompt store, compute buffers and the worker itself, at the default context
@@ -302,17 +306,15 @@ def measure(
     """Load ``gguf`` in the worker and time it with token ids: load, prefill, one step per canvas
     (all slots open, self-conditioned after the first), and a fill of ``run.steps`` passes at the
     first canvas (difill's max_steps cap: random weights never settle)."""
-    threads, prompt, steps, canvases, repeats = run.threads, run.prompt, run.steps, run.canvases, run.repeats
-    cold, gpu_layers, flash_attn = run.cold, run.gpu_layers, run.flash_attn
     from difill.engine.native.build import built_worker
-    from difill.engine.native.worker import OPEN, FillRules, LlamaWorker, WorkerSettings
+    from difill.engine.native.worker import FillRules, LlamaWorker, WorkerSettings
 
     if binary is None:
         binary = built_worker()
-    if cold:
+    if run.cold:
         evict(gguf)
     settings = WorkerSettings(
-        Path(binary), Path(gguf), threads=threads, gpu_layers=gpu_layers, flash_attn=flash_attn,
+        Path(binary), Path(gguf), threads=run.threads, gpu_layers=run.gpu_layers, flash_attn=run.flash_attn,
         timeout_s=1800.0,
     )  # fmt: skip
     worker = LlamaWorker(settings)
@@ -320,10 +322,9 @@ def measure(
         "gguf": str(gguf),
         "gguf_bytes": gguf.stat().st_size,
         "command": settings.command(),
-        "cold": cold,
+        "cold": run.cold,
     }
-    plan = tensor_plan(config)
-    if bandwidth is None and not gpu_layers:
+    if bandwidth is None and not run.gpu_layers:
         bandwidth = read_bandwidth()
     result["bandwidth_bytes_per_s"] = bandwidth
     rng = np.random.default_rng(0)
@@ -335,43 +336,14 @@ def measure(
         result["after_load"] = proc_memory(worker.pid)
         log(f"loaded in {result['load_s']:.1f} s: {info}; memory {result['after_load']}")
         vocab = info.vocab_size
-        ids = [2] + [int(i) for i in rng.integers(300, vocab, prompt - 1)]
+        ids = [2] + [int(i) for i in rng.integers(300, vocab, run.prompt - 1)]
         started = time.perf_counter()
         worker.fill(ids, FillRules(vocab))
         result["prefill_s"] = time.perf_counter() - started
-        result["prefill_tokens"] = prompt
-        log(f"prefill {prompt} tokens: {result['prefill_s']:.2f} s")
-        result["steps"] = {}
-        for length in canvases:
-            canvas = rng.integers(300, vocab, (1, length))
-            flags = np.full((1, length), OPEN, dtype=np.uint8)
-            times = {}
-            for use_sc in (False, True):
-                runs = []
-                for _ in range(repeats):
-                    started = time.perf_counter()
-                    worker.step(canvas, flags, use_sc, 1.0, top_k=256)
-                    runs.append(time.perf_counter() - started)
-                times["sc" if use_sc else "no_sc"] = {"median_s": statistics.median(runs), "runs_s": runs}
-            times["step_bytes"] = step_bytes(config, plan, length)
-            times["step_flops"] = step_flops(config, plan, length)
-            times["gflops_no_sc"] = times["step_flops"] / times["no_sc"]["median_s"] / 1e9
-            if bandwidth:
-                times["roofline_s"] = times["step_bytes"] / bandwidth
-            result["steps"][length] = times
-            log(f"C={length}: {times}; memory {proc_memory(worker.pid)}")
-        # A ghost-text fill: a fresh FILL of the same prompt (its K,V reused), then `steps`
-        # self-conditioned passes at the first canvas, every slot open, as the sampler's cap.
-        length = canvases[0]
-        canvas = np.full((1, length), 4, dtype=np.int64)  # the mask token everywhere
-        flags = np.full((1, length), OPEN, dtype=np.uint8)
-        Path(f"/proc/{worker.pid}/clear_refs").write_text("1")  # the working set: from here
-        started = time.perf_counter()
-        worker.fill(ids, FillRules(vocab))
-        for n in range(steps):
-            out = worker.step(canvas, flags, n > 0, 1.0, top_k=256)
-            canvas = out.ids[:, 0].reshape(1, length).astype(np.int64)
-        result["fill"] = {"canvas": length, "steps": steps, "seconds": time.perf_counter() - started}
+        result["prefill_tokens"] = run.prompt
+        log(f"prefill {run.prompt} tokens: {result['prefill_s']:.2f} s")
+        result["steps"] = time_steps(worker, vocab, run, config, bandwidth, rng, log)
+        result["fill"] = time_fill(worker, ids, vocab, run)
         log(f"fill: {result['fill']}")
         result["working_set"] = referenced(worker.pid)
         log(f"pages the fill touched (GiB): {result['working_set']}")
@@ -380,6 +352,60 @@ def measure(
     finally:
         worker.close()
     return result
+
+
+def time_steps(
+    worker: LlamaWorker,
+    vocab: int,
+    run: Run,
+    config: BigConfig,
+    bandwidth: float | None,
+    rng: np.random.Generator,
+    log,
+) -> dict:
+    """One step at each of ``run.canvases`` (all slots open), without and with self-conditioning,
+    ``run.repeats`` times each, beside the bytes and flops a step reads and does."""
+    from difill.engine.native.worker import OPEN
+
+    plan = tensor_plan(config)
+    steps: dict = {}
+    for length in run.canvases:
+        canvas = rng.integers(300, vocab, (1, length))
+        flags = np.full((1, length), OPEN, dtype=np.uint8)
+        times = {}
+        for use_sc in (False, True):
+            runs = []
+            for _ in range(run.repeats):
+                started = time.perf_counter()
+                worker.step(canvas, flags, use_sc, 1.0, top_k=256)
+                runs.append(time.perf_counter() - started)
+            times["sc" if use_sc else "no_sc"] = {"median_s": statistics.median(runs), "runs_s": runs}
+        times["step_bytes"] = step_bytes(config, plan, length)
+        times["step_flops"] = step_flops(config, plan, length)
+        times["gflops_no_sc"] = times["step_flops"] / times["no_sc"]["median_s"] / 1e9
+        if bandwidth:
+            times["roofline_s"] = times["step_bytes"] / bandwidth
+        steps[length] = times
+        log(f"C={length}: {times}; memory {proc_memory(worker.pid)}")
+    return steps
+
+
+def time_fill(worker: LlamaWorker, ids: list[int], vocab: int, run: Run) -> dict:
+    """A ghost-text fill's time: the ``run.steps`` passes difill's cap allows at the first canvas."""
+    from difill.engine.native.worker import OPEN, FillRules
+
+    # A ghost-text fill: a fresh FILL of the same prompt (its K,V reused), then `steps`
+    # self-conditioned passes at the first canvas, every slot open, as the sampler's cap.
+    length = run.canvases[0]
+    canvas = np.full((1, length), 4, dtype=np.int64)  # the mask token everywhere
+    flags = np.full((1, length), OPEN, dtype=np.uint8)
+    Path(f"/proc/{worker.pid}/clear_refs").write_text("1")  # the working set: from here
+    started = time.perf_counter()
+    worker.fill(ids, FillRules(vocab))
+    for n in range(run.steps):
+        out = worker.step(canvas, flags, n > 0, 1.0, top_k=256)
+        canvas = out.ids[:, 0].reshape(1, length).astype(np.int64)
+    return {"canvas": length, "steps": run.steps, "seconds": time.perf_counter() - started}
 
 
 def gpu_bandwidth() -> float | None:
@@ -418,7 +444,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--flash-attn", action="store_true")
     run.add_argument("--hbm-gbps", type=float, help="memory bandwidth for the roofline (GPU: by name)")
     run.add_argument("--small", action="store_true", help="the file is the tiny config (roofline)")
-    run.add_argument("--worker", type=Path, help="this difill-llama-worker (default: the one build-native built)")
+    run.add_argument(
+        "--worker", type=Path, help="this difill-llama-worker (default: the one build-native built)"
+    )
     args = parser.parse_args(argv)
     if args.command == "write":
         config = SMALL if args.small else FULL

@@ -109,8 +109,30 @@ def instrumented(engine: Any, recorder: Recorder) -> Iterator[Recorder]:
         patch(infill_module, name, "tokenize")
     patch(path_module, "shown_texts", "pipeline")
     denoise = infill_module.denoise
+    saved_globals.append((infill_module, "denoise", denoise))
+    infill_module.denoise = timed_denoise(engine, recorder, denoise)
+    engine._decoder = timed_decoder(recorder, engine._decoder)
+    engine._decode = recorder.timed("tokenize", engine._decode)
+    engine.prefix_cache.encode = recorder.timed("prefix encode", engine.prefix_cache.encode)
+    engine.fill = recorder.timed("_fill", engine.fill)
+    handles = hook_decoder(recorder, engine.model.model.decoder)
+    try:
+        yield recorder
+    finally:
+        for handle in handles:
+            handle.remove()
+        for name in ("_decoder", "_decode", "fill"):
+            delattr(engine, name)  # the class's own method again
+        del engine.prefix_cache.encode
+        for module, name, original in reversed(saved_globals):
+            setattr(module, name, original)
 
-    def timed_denoise(decoder, request, config, generator, should_stop=None, on_step=None):
+
+def timed_denoise(engine: Any, recorder: Recorder, denoise: Callable) -> Callable:
+    """engine/infill.py's ``denoise``, timed into ``recorder``, and each pass's best canvas kept
+    to find the pass the fill settled at."""
+
+    def timed(decoder, request, config, generator, should_stop=None, on_step=None):
         hole = (~request.clamp_mask[0]).nonzero().squeeze(-1)  # (H,) row 0's hole slots
         bests: list = []
 
@@ -132,12 +154,14 @@ def instrumented(engine: Any, recorder: Recorder) -> Iterator[Recorder]:
         recorder.settled = settled_pass(result, request, hole, bests, engine.ids.filler)
         return result
 
-    saved_globals.append((infill_module, "denoise", denoise))
-    infill_module.denoise = timed_denoise
+    return timed
 
-    make_decoder = engine._decoder
 
-    def timed_decoder(cache, request, config):
+def timed_decoder(recorder: Recorder, make_decoder: Callable) -> Callable:
+    """The engine's ``_decoder``, its CanvasDecoders' LM head and self-conditioning input timed
+    (and the LM head's slots counted) into ``recorder``."""
+
+    def timed(cache, request, config):
         decoder = make_decoder(cache, request, config)
         logits = decoder.logits
 
@@ -152,21 +176,7 @@ def instrumented(engine: Any, recorder: Recorder) -> Iterator[Recorder]:
         )
         return decoder
 
-    engine._decoder = timed_decoder
-    engine._decode = recorder.timed("tokenize", engine._decode)
-    engine.prefix_cache.encode = recorder.timed("prefix encode", engine.prefix_cache.encode)
-    engine.fill = recorder.timed("_fill", engine.fill)
-    handles = hook_decoder(recorder, engine.model.model.decoder)
-    try:
-        yield recorder
-    finally:
-        for handle in handles:
-            handle.remove()
-        for name in ("_decoder", "_decode", "fill"):
-            delattr(engine, name)  # the class's own method again
-        del engine.prefix_cache.encode
-        for module, name, original in reversed(saved_globals):
-            setattr(module, name, original)
+    return timed
 
 
 def settled_pass(result: Any, request: Any, hole: Any, bests: list, filler: tuple[int, ...]) -> int | None:

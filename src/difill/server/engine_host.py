@@ -233,18 +233,28 @@ class EngineHost(Feature):
             if superseded():
                 progress.end("superseded")
                 return
-            clear = isinstance(err, ModelLoadError | BackendError)  # messages that say how to fix it
-            message = str(err) if clear else f"{type(err).__name__}: {err}"
-            self.state, self.error = ModelState.ERROR, message
-            self._ready_event().set()  # waiting requests give up at once: there is nothing to wait for
-            progress.end("failed")
-            log.error("difill could not load its model: %s", message, exc_info=err)  # where it failed
-            self.on_status("error", message, None)
+            self._failed(err, progress)
             return
         if superseded():
             await loop.run_in_executor(self._executor, _close, engine)
             progress.end("superseded")
             return
+        self._loaded(engine, model_path, started, progress)
+
+    def _failed(self, err: Exception, progress: LoadProgress) -> None:
+        """The latest load failed: say why, and let waiting requests go."""
+        clear = isinstance(err, ModelLoadError | BackendError)  # messages that say how to fix it
+        message = str(err) if clear else f"{type(err).__name__}: {err}"
+        self.state, self.error = ModelState.ERROR, message
+        self._ready_event().set()  # waiting requests give up at once: there is nothing to wait for
+        progress.end("failed")
+        log.error("difill could not load its model: %s", message, exc_info=err)  # where it failed
+        self.on_status("error", message, None)
+
+    def _loaded(
+        self, engine: InfillBackend, model_path: str | None, started: float, progress: LoadProgress
+    ) -> None:
+        """The latest load is ready: ``engine`` serves from now on, and the status says where it runs."""
         elapsed = (time.perf_counter() - started) * 1000
         self.engine, self.state, self.model_path = engine, ModelState.READY, model_path
         self._ready_event().set()
@@ -252,7 +262,11 @@ class EngineHost(Feature):
         # given) and the path its warm-up fill found; a local engine's checkpoint and its name,
         # so that :DifillStatus says which engine runs the model.
         said = about(engine)
-        where = said.where if said.engine == "remote" else f"{said.where} ({ENGINE_LABELS.get(said.engine, said.engine)})"
+        where = (
+            said.where
+            if said.engine == "remote"
+            else f"{said.where} ({ENGINE_LABELS.get(said.engine, said.engine)})"
+        )
         progress.end(f"ready ({elapsed / 1000:.1f} s)")
         log.info("model ready at %s in %.0f ms", where, elapsed)
         # The load time goes in the message: `latencyMs` is a suggestion's latency, which clients

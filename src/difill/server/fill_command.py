@@ -10,6 +10,11 @@ import re
 import sys
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from difill.engine.api import InfillBackend
+    from difill.server.suggestion_path import Shown, ShownHoles
 
 # A line and its ending: \n, \r\n or \r, as LSP and editors count lines (str.splitlines also
 # splits at form feeds and U+2028, which would shift every later line number).
@@ -43,21 +48,14 @@ def split_at(text: str, line: int, col: int) -> tuple[str, str]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from difill.engine.api import BackendError, ModelLoadError, about
+    from difill.engine.api import BackendError, ModelLoadError
     from difill.engine.backends import make_backend
     from difill.server.config import Settings, backend_spec, command_line_settings
     from difill.server.suggestion_path import ServedModel
     from difill.text.languages import language_for_path
 
     path, line, col = parse_location(args.location)
-    try:
-        text = path.read_bytes().decode("utf-8")  # as it is: read_text would turn CRLF into LF
-    except OSError as err:
-        raise SystemExit(f"difill: cannot read {path}: {err.strerror}") from err
-    except UnicodeDecodeError as err:
-        raise SystemExit(
-            f"difill: {path} is not UTF-8 text (byte {err.start}); difill reads UTF-8 files"
-        ) from err
+    text = read_source(path)
     if args.holes and args.marker not in text:  # before the model loads: nothing to fill
         raise SystemExit(f"difill: {path} has no hole marker {args.marker!r}; put one where code should go")
     settings = command_line_settings(
@@ -75,12 +73,7 @@ def main(args: argparse.Namespace) -> int:
             holes = served.fill_holes(text, args.marker, language, args.max_tokens)
         except BackendError as err:
             raise SystemExit(f"difill: {err}") from err
-        if args.json:
-            print(json.dumps({"text": holes.text, "middles": holes.middles, "model_middles": holes.result.middles,
-                              "steps": holes.result.stats.steps, "ms": round(holes.ms, 1),
-                              "stats": asdict(holes.result.stats)}))  # fmt: skip
-        else:
-            sys.stdout.write(holes.text)
+        print_holes(holes, args.json)
         return 0
     if line is None:
         raise SystemExit("difill: give a position as PATH:LINE:COL, or --holes")
@@ -94,6 +87,39 @@ def main(args: argparse.Namespace) -> int:
         )
     except BackendError as err:
         raise SystemExit(f"difill: {err}") from err
+    where = args.location if col else f"{args.location}:1"  # as the terminal view names it
+    print_shown(args, text, len(prefix), shown, engine, where)
+    return 0
+
+
+def read_source(path: Path) -> str:
+    """The file's text as it is (read_text would turn CRLF into LF); a clear exit when unreadable."""
+    try:
+        return path.read_bytes().decode("utf-8")
+    except OSError as err:
+        raise SystemExit(f"difill: cannot read {path}: {err.strerror}") from err
+    except UnicodeDecodeError as err:
+        raise SystemExit(
+            f"difill: {path} is not UTF-8 text (byte {err.start}); difill reads UTF-8 files"
+        ) from err
+
+
+def print_holes(holes: ShownHoles, as_json: bool) -> None:
+    """The file with its holes filled, or with --json the fills and what they cost."""
+    if as_json:
+        print(json.dumps({"text": holes.text, "middles": holes.middles, "model_middles": holes.result.middles,
+                          "steps": holes.result.stats.steps, "ms": round(holes.ms, 1),
+                          "stats": asdict(holes.result.stats)}))  # fmt: skip
+    else:
+        sys.stdout.write(holes.text)
+
+
+def print_shown(
+    args: argparse.Namespace, text: str, cursor: int, shown: Shown, engine: InfillBackend, where: str
+) -> None:
+    """The suggestion as JSON (--json), bare (--raw, or stdout not a terminal), or in its line."""
+    from difill.engine.api import about
+
     if args.json:
         result = shown.result
         print(json.dumps({
@@ -106,13 +132,11 @@ def main(args: argparse.Namespace) -> int:
             print(f"difill: {shown.declined}", file=sys.stderr)
         print(shown.text)
     else:
-        where = args.location if col else f"{args.location}:1"
         said = (
             f"{model_label(args, about(engine).engine)}, {shown.result.stats.steps} steps, {shown.ms:.0f} ms"
         )
         origin = origin_label(shown.sources[0]) if shown.sources else ""
-        print(terminal_view(text, len(prefix), shown.text, where, said, shown.declined, origin))
-    return 0
+        print(terminal_view(text, cursor, shown.text, where, said, shown.declined, origin))
 
 
 def model_label(args: argparse.Namespace, engine: str) -> str:

@@ -249,6 +249,13 @@ class DifillServer(LanguageServer):
 
 def create_server(base: Settings | None = None) -> DifillServer:
     server = DifillServer(base)
+    for register in (start_handlers, workspace_handlers, document_handlers, request_handlers, stop_handlers):
+        register(server)
+    return server
+
+
+def start_handlers(server: DifillServer) -> None:
+    """initialize (what the client can do, the first settings) and initialized (the model loads)."""
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: DifillServer, params: types.InitializeParams) -> None:
@@ -281,6 +288,10 @@ def create_server(base: Settings | None = None) -> DifillServer:
         ls.load_model()
         ls.context.start(ls)
 
+
+def workspace_handlers(server: DifillServer) -> None:
+    """The workspace's folders, watched files and settings change."""
+
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     def did_change_workspace_folders(ls: DifillServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
         ls.context.folders_changed(params.event)
@@ -306,6 +317,10 @@ def create_server(base: Settings | None = None) -> DifillServer:
         if needs_reload(before, after):
             log.info("model settings changed: reloading")
             ls.load_model()
+
+
+def document_handlers(server: DifillServer) -> None:
+    """Document sync: each event reaches every feature through ``ls.lifecycle``."""
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: DifillServer, params: types.DidOpenTextDocumentParams) -> None:
@@ -335,6 +350,10 @@ def create_server(base: Settings | None = None) -> DifillServer:
         uri = params.text_document.uri
         ls.lifecycle.document_closed(uri)
         ls.documents.close(uri)
+
+
+def request_handlers(server: DifillServer) -> None:
+    """What the editor asks for: ghost text, next edits, completions, code actions and commands."""
 
     @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
     async def on_inline_completion(ls: DifillServer, params: types.InlineCompletionParams):
@@ -376,6 +395,10 @@ def create_server(base: Settings | None = None) -> DifillServer:
     def on_reject_edit(ls: DifillServer, *arguments: Any):
         return reject_edit(ls, arguments)
 
+
+def stop_handlers(server: DifillServer) -> None:
+    """shutdown and exit."""
+
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: DifillServer, params: None) -> None:
         ls.lifecycle.shutdown()
@@ -386,8 +409,6 @@ def create_server(base: Settings | None = None) -> DifillServer:
         # quit: nothing is left to save, so flush the logs and leave at once (0 after shutdown).
         logging.shutdown()
         os._exit(0 if ls.protocol._shutdown else 1)
-
-    return server
 
 
 def edit_command(kind: str):

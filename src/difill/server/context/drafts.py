@@ -85,61 +85,92 @@ def find_drafts(
     """
     if max_drafts <= 0:
         return []
-    window = before_cursor[-QUERY_WINDOW:]
-    tokens = list(TOKEN.finditer(window))[-MAX_QUERY_TOKENS:]
-    if not tokens:
+    query = _query_at(before_cursor)
+    if query is None:
         return []
-    trailing = window[tokens[-1].end() :]  # whitespace between the last token and the cursor
-    query = [m.group() for m in tokens]
-    min_count = 1 if _is_word(query[-1]) and len(query[-1]) >= MIN_WORD_MATCH else 2
     nearest = before_cursor[-MAX_CURRENT_CHARS:]
     searched = _within_budget([("current", nearest), *sources], max_source_chars)
-    patterns = {
-        count: re.compile(_pattern(query[-count:], trailing)) for count in range(min_count, len(query) + 1)
-    }
-    longest = [
-        _longest_match(patterns, query, min_count, text, source == "current") for source, text in searched
-    ]
-    drafts: list[Draft] = []
-    seen: set[str] = set()
+    longest = [_longest_match(query, text, source == "current") for source, text in searched]
     spec = spec_of(language)
     if cursor_in_prose is None:
         cursor_in_prose = in_prose(before_cursor[before_cursor.rfind("\n") + 1 :], spec)
-    code_only = not cursor_in_prose
-    budget, scanned = Budget(FIND_MS, MAX_REQUEST_MATCHES), Budget(FIND_MS, MAX_SCANNED_CHARS)
-    for count in range(max(longest, default=0), min_count - 1, -1):
+    found = _Found(max_drafts, max_chars, spec, code_only=not cursor_in_prose)
+    for count in range(max(longest, default=0), query.min_count - 1, -1):
         for i, ((source, text), source_longest) in enumerate(zip(searched, longest, strict=True)):
             if source_longest < count:
                 continue
-            # A source larger than what the budget has left is read over its end only: for the
-            # document itself, the text nearest the cursor (an 8 MB file still gets its drafts).
-            room = max(0, scanned.steps - scanned.spent)
-            text = text[len(text) - room :] if len(text) > room else text
-            if not text or not scanned.spend(len(text)):
-                return drafts
-            current = source == "current"
-            prose, stale, found = ProseScan(text, spec), 0, len(drafts)
-            for end in _match_ends(patterns[count], text, exclude_end=len(text) if current else None):
-                if not budget.spend():
-                    return drafts
-                stale += 1
-                if stale > MAX_STALE_MATCHES:
-                    break  # the rest of this source repeats what was read
-                continuation = text[end : end + max_chars]
-                if continuation in seen and stale == 1 and count == source_longest and not current:
-                    break  # its first best match repeats an earlier draft: a copy of code read
-                if not continuation.strip() or continuation in seen:
-                    continue
-                if code_only and prose.kind_at(end):
-                    continue
-                stale = 0
-                seen.add(continuation)
-                drafts.append(Draft(continuation, source, count))
-                if len(drafts) >= max_drafts:
-                    return drafts
-            if count == source_longest and len(drafts) == found and not current:
+            before = len(found.drafts)
+            if not found.read(query.patterns[count], source, text, count, source_longest):
+                return found.drafts
+            if count == source_longest and len(found.drafts) == before and source != "current":
                 longest[i] = 0  # its best matches repeat earlier drafts: so will its shorter ones
-    return drafts
+    return found.drafts
+
+
+@dataclass(frozen=True)
+class _Query:
+    """The tokens that end at the cursor, and a pattern for each run of them a draft may follow."""
+
+    tokens: list[str]
+    min_count: int  # the shortest run that may match: one long identifier, else two tokens
+    patterns: dict[int, re.Pattern[str]]  # run length (tokens from the cursor back) -> its pattern
+
+
+def _query_at(before_cursor: str) -> _Query | None:
+    """The query of a cursor; None when no token precedes it."""
+    window = before_cursor[-QUERY_WINDOW:]
+    tokens = list(TOKEN.finditer(window))[-MAX_QUERY_TOKENS:]
+    if not tokens:
+        return None
+    trailing = window[tokens[-1].end() :]  # whitespace between the last token and the cursor
+    query = [m.group() for m in tokens]
+    min_count = 1 if _is_word(query[-1]) and len(query[-1]) >= MIN_WORD_MATCH else 2
+    patterns = {
+        count: re.compile(_pattern(query[-count:], trailing)) for count in range(min_count, len(query) + 1)
+    }
+    return _Query(query, min_count, patterns)
+
+
+class _Found:
+    """One request's drafts, and the budgets all its sources share."""
+
+    def __init__(self, max_drafts: int, max_chars: int, spec: LanguageSpec | None, code_only: bool) -> None:
+        self.max_drafts, self.max_chars, self.spec, self.code_only = max_drafts, max_chars, spec, code_only
+        self.drafts: list[Draft] = []
+        self.seen: set[str] = set()
+        self.matches = Budget(FIND_MS, MAX_REQUEST_MATCHES)
+        self.scanned = Budget(FIND_MS, MAX_SCANNED_CHARS)
+
+    def read(self, pattern: re.Pattern[str], source: str, text: str, count: int, source_longest: int) -> bool:
+        """Add the drafts that follow ``pattern``'s matches (``count`` tokens) in one source; False
+        when the request is over: a budget is spent, or ``max_drafts`` are found."""
+        # A source larger than what the budget has left is read over its end only: for the
+        # document itself, the text nearest the cursor (an 8 MB file still gets its drafts).
+        room = max(0, self.scanned.steps - self.scanned.spent)
+        text = text[len(text) - room :] if len(text) > room else text
+        if not text or not self.scanned.spend(len(text)):
+            return False
+        current = source == "current"
+        prose, stale = ProseScan(text, self.spec), 0
+        for end in _match_ends(pattern, text, exclude_end=len(text) if current else None):
+            if not self.matches.spend():
+                return False
+            stale += 1
+            if stale > MAX_STALE_MATCHES:
+                break  # the rest of this source repeats what was read
+            continuation = text[end : end + self.max_chars]
+            if continuation in self.seen and stale == 1 and count == source_longest and not current:
+                break  # its first best match repeats an earlier draft: a copy of code read
+            if not continuation.strip() or continuation in self.seen:
+                continue
+            if self.code_only and prose.kind_at(end):
+                continue
+            stale = 0
+            self.seen.add(continuation)
+            self.drafts.append(Draft(continuation, source, count))
+            if len(self.drafts) >= self.max_drafts:
+                return False
+        return True
 
 
 def in_prose(line: str, spec: LanguageSpec | None) -> bool:
@@ -210,9 +241,7 @@ class ProseScan:
                     break
 
 
-def _longest_match(
-    patterns: dict[int, re.Pattern[str]], query: list[str], min_count: int, text: str, current: bool
-) -> int:
+def _longest_match(query: _Query, text: str, current: bool) -> int:
     """The most query tokens (from the cursor back) that occur together in ``text``; 0 for none.
 
     A source lacking one of the tokens cannot match past it (a substring test, fast); the rest is a
@@ -221,18 +250,21 @@ def _longest_match(
     search that skips the end's own occurrence tests.
     """
     upper = 0
-    for token in reversed(query):
+    for token in reversed(query.tokens):
         if token not in text:
             break
         upper += 1
-    low, high = min_count - 1, upper  # invariant: low matches (or is below min_count), high + 1 does not
+    low, high = (
+        query.min_count - 1,
+        upper,
+    )  # invariant: low matches (or is below min_count), high + 1 does not
     while low < high:
         middle = (low + high + 1) // 2
-        if _search(patterns[middle], text, current):
+        if _search(query.patterns[middle], text, current):
             low = middle
         else:
             high = middle - 1
-    return low if low >= min_count else 0
+    return low if low >= query.min_count else 0
 
 
 def _search(pattern: re.Pattern[str], text: str, current: bool) -> bool:

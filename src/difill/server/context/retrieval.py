@@ -30,7 +30,7 @@ from difill.server.context.imports import (
 from difill.server.context.jedi_names import JediNames
 from difill.server.context.policy import ContextPolicy
 from difill.server.context.similarity import identifiers, jaccard, query_text, window_around
-from difill.server.context.store import IndexedFile, Store
+from difill.server.context.store import ChunkHit, IndexedFile, Store
 from difill.server.context.symbol_lookup import SymbolLookup, rules_for
 from difill.text.languages import family_of, language_of
 
@@ -75,6 +75,18 @@ class Shared:
     own_changes: dict[str, int] = field(default_factory=dict)  # those of each open document
 
 
+@dataclass
+class IndexRead:
+    """What one lookup copied from the index under its lock (``Retriever._read_index``)."""
+
+    folders: list[str]
+    open_similar: list[tuple[ChunkHit, OpenDocument]]  # windows of open documents like the cursor's
+    others: list[OpenDocument]  # the other open documents inside the folders
+    edits: list[tuple[str, int]]  # (uri, line) of the other documents, most recent first
+    workspace: list[tuple[ChunkHit, IndexedFile]]  # the workspace files' most similar windows
+    definitions: list  # (sites, name, [(file, file id, offset)]) of the names near the cursor
+
+
 class Retriever:
     """Lookups over the index's store and shared state, under its lock."""
 
@@ -117,13 +129,35 @@ class Retriever:
         before, after = lf(text[:offset]), lf(text[offset:])
         text, offset = before + after, len(before)
         query = identifiers(query_text(text, offset))
-        local = {
-            a or b
-            for a, b in LOCAL_DEFINITION.findall(
-                text, max(0, offset - LOCAL_SCAN_CHARS), offset + LOCAL_SCAN_CHARS
-            )
-        }
         current_path = path_of(uri)
+        read = self._read_index(uri, current_path, query, local_names(text, offset))
+        similar = self._similar(
+            query, read.open_similar, read.others, read.edits, read.workspace, read.folders
+        )
+        snippets = [*self._definition_snippets(read.definitions), *similar]
+        drafts = []
+        language = language_of(language_id, uri)
+        if language_id == "python":
+            drafts += self._import_drafts(text, offset, current_path)
+        if rules_for(language) is not None:  # Python, JavaScript/TypeScript, Go
+            source_texts = [o.text for o in read.others[:MAX_OPEN_SOURCES]] + [
+                r.text for _, r in read.workspace[:MAX_WORKSPACE_SOURCES]
+            ]
+            drafts += self._symbol_drafts(text, offset, current_path, source_texts, language)
+        sources = draft_sources(read, language, current_path or uri)
+        names, waiting = (
+            self._symbols.import_line_names(text, offset, current_path)
+            if language_id == "python"
+            else (None, False)
+        )
+        # jedi's list after ``x.`` still coming: this answer lacks it, and the next ask reads it.
+        waiting = waiting or (
+            language_id == "python" and self._symbols.jedi_pending(text, offset, current_path)
+        )
+        return Retrieval(sources, snippets, drafts, names, waiting)
+
+    def _read_index(self, uri: str, current_path: str | None, query: set[str], local: set[str]) -> IndexRead:
+        """What a lookup needs from the index and the open documents, copied under the lock."""
         with self.lock:
             store, shared = self.store, self.shared
             self._refresh_open(uri)
@@ -148,43 +182,7 @@ class Retriever:
                 found = store.definitions_of(name, current_ids)
                 if 0 < len(found) <= MAX_DEFINITION_SITES:
                     definitions.append((len(found), name, [(store.files[f], f, at) for f, at in found]))
-        similar = self._similar(query, open_similar, others, edits, workspace, folders)
-        snippets = [*self._definition_snippets(definitions), *similar]
-        drafts = []
-        language = language_of(language_id, uri)
-        if language_id == "python":
-            drafts += self._import_drafts(text, offset, current_path)
-        if rules_for(language) is not None:  # Python, JavaScript/TypeScript, Go
-            source_texts = [o.text for o in others[:MAX_OPEN_SOURCES]] + [
-                r.text for _, r in workspace[:MAX_WORKSPACE_SOURCES]
-            ]
-            drafts += self._symbol_drafts(text, offset, current_path, source_texts, language)
-        # Draft sources: the document's language (or family: TS and JS) only - a Go file got
-        # Python from the workspace; test code after library code for library code, and the
-        # other way round in a test file; open documents most recently edited first.
-        family = family_of(language)
-        testing = is_test_path(current_path or uri)
-        recent = {u: rank for rank, (u, _) in reversed(list(enumerate(edits)))}
-        open_sources = [
-            o for o in others if family is None or family_of(language_of(o.language_id, o.uri)) == family
-        ]
-        open_sources.sort(
-            key=lambda o: (is_test_path(o.path or o.uri) != testing, recent.get(o.uri, len(edits)), o.uri)
-        )
-        files_sources = [r for _, r in workspace if family is None or family_of(r.language) == family]
-        files_sources.sort(key=lambda r: is_test_path(r.path) != testing)  # stable: by similarity within
-        # The current document is not a source here: the finder searches it itself, before and
-        # after the cursor, never at the cursor (draft_policy.drafts_at).  Without its line, the text
-        # before the cursor runs on into the next line, and a source made of it "matched" there:
-        # at the start of a line, a full-length match whose draft repeated the line below.
-        sources = [(o.uri, o.text) for o in open_sources[:MAX_OPEN_SOURCES]]
-        sources += [(record.path, record.text) for record in files_sources[:MAX_WORKSPACE_SOURCES]]
-        names, waiting = (
-            self._symbols.import_line_names(text, offset, current_path) if language_id == "python" else (None, False)
-        )
-        # jedi's list after ``x.`` still coming: this answer lacks it, and the next ask reads it.
-        waiting = waiting or (language_id == "python" and self._symbols.jedi_pending(text, offset, current_path))
-        return Retrieval(sources, snippets, drafts, names, waiting)
+        return IndexRead(folders, open_similar, others, edits, workspace, definitions)
 
     def _import_drafts(self, text: str, offset: int, current_path: str | None) -> list[Draft]:
         """The cursor's ``from`` line (or a new line among the imports) completed with the names
@@ -323,6 +321,42 @@ class Retriever:
 
 
 # A test file by its path: a tests/ or test/ folder, or a test naming convention of its language.
+def local_names(text: str, offset: int) -> set[str]:
+    """The names the document defines itself near the cursor: their definitions are at hand."""
+    return {
+        a or b
+        for a, b in LOCAL_DEFINITION.findall(
+            text, max(0, offset - LOCAL_SCAN_CHARS), offset + LOCAL_SCAN_CHARS
+        )
+    }
+
+
+def draft_sources(read: IndexRead, language: str | None, current: str) -> list[tuple[str, str]]:
+    """The (source, text) pairs drafts are looked up in, for a document at ``current`` (its path,
+    else its uri)."""
+    # Draft sources: the document's language (or family: TS and JS) only - a Go file got
+    # Python from the workspace; test code after library code for library code, and the
+    # other way round in a test file; open documents most recently edited first.
+    family = family_of(language)
+    testing = is_test_path(current)
+    recent = {u: rank for rank, (u, _) in reversed(list(enumerate(read.edits)))}
+    open_sources = [
+        o for o in read.others if family is None or family_of(language_of(o.language_id, o.uri)) == family
+    ]
+    open_sources.sort(
+        key=lambda o: (is_test_path(o.path or o.uri) != testing, recent.get(o.uri, len(read.edits)), o.uri)
+    )
+    files_sources = [r for _, r in read.workspace if family is None or family_of(r.language) == family]
+    files_sources.sort(key=lambda r: is_test_path(r.path) != testing)  # stable: by similarity within
+    # The current document is not a source here: the finder searches it itself, before and
+    # after the cursor, never at the cursor (draft_policy.drafts_at).  Without its line, the text
+    # before the cursor runs on into the next line, and a source made of it "matched" there:
+    # at the start of a line, a full-length match whose draft repeated the line below.
+    sources = [(o.uri, o.text) for o in open_sources[:MAX_OPEN_SOURCES]]
+    sources += [(record.path, record.text) for record in files_sources[:MAX_WORKSPACE_SOURCES]]
+    return sources
+
+
 TEST_PATH = re.compile(
     r"(?:^|/)(?:tests?|__tests__|spec)/|(?:^|/)test_[^/]*$|_test\.\w+$|[./](?:test|spec)\.[jt]sx?$|Tests?\.\w+$"
 )

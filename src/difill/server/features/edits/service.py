@@ -118,21 +118,7 @@ class EditService(OneJobPerDocument):
         document and the range they will replace."""
         settings = self.settings()
         document = self.current(request.uri, request.version)
-        if self.excluded(request.uri):
-            raise JsonRpcException(
-                message="difill does not read this file: it is on the secrets deny list or in the "
-                "contextExclude setting (README, Security notes)",
-                code=REQUEST_FAILED,
-            )
-        try:
-            check_size(request, document, settings.hole_marker)
-        except EditError as err:
-            raise JsonRpcException(message=str(err), code=REQUEST_FAILED) from None
-        engine = await self.host.wait_ready(settings.load_wait_ms / 1000)
-        if engine is None:
-            raise JsonRpcException(
-                message=f"the model is not available ({self.host.state.value})", code=REQUEST_FAILED
-            )
+        await self._check_runnable(request, document, settings)
         where = None
         if proposal_id is not None:
             rng = document.range_of(request.start, request.end, self.encoding())
@@ -172,6 +158,24 @@ class EditService(OneJobPerDocument):
         edits = text_edits(document, request.start, old, new, self.encoding())
         log.info("%s: %d edit(s) in %d steps", request.kind, len(edits), result.stats.steps)
         return Computed(document, edits, new)
+
+    async def _check_runnable(self, request: EditRequest, document: Document, settings: Settings) -> None:
+        """Refuse ``request`` (an error the editor shows) unless the file is one difill reads, the
+        selection is not too large, and the model is ready (waiting up to ``loadWaitMs`` for it)."""
+        if self.excluded(request.uri):
+            raise JsonRpcException(
+                message="difill does not read this file: it is on the secrets deny list or in the "
+                "contextExclude setting (README, Security notes)",
+                code=REQUEST_FAILED,
+            )
+        try:
+            check_size(request, document, settings.hole_marker)
+        except EditError as err:
+            raise JsonRpcException(message=str(err), code=REQUEST_FAILED) from None
+        if await self.host.wait_ready(settings.load_wait_ms / 1000) is None:
+            raise JsonRpcException(
+                message=f"the model is not available ({self.host.state.value})", code=REQUEST_FAILED
+            )
 
 
 @dataclass(frozen=True)

@@ -133,15 +133,8 @@ class SuggestionService(OneJobPerDocument):
 
         if settings.debounce_ms:
             await asyncio.sleep(settings.debounce_ms / 1000)
-        if self.host.state is not ModelState.READY:
-            # Drafts need no model: offered while it loads, and when it could not load (a remote
-            # that is down still leaves jedi's names and the workspace's). On a thread: the
-            # workspace's sources may be large.
-            early = await asyncio.to_thread(drafts_without_model, settings, request, self.workspace)
-            if early:
-                return Suggestions(early[:count], f"drafts, the model {self.host.state.value}", auto_closed(ctx))
-        if await self.host.wait_ready(settings.load_wait_ms / 1000) is None:
-            return Suggestions([], self.host.state.value)
+        if (unready := await self._until_ready(request, settings, count)) is not None:
+            return unready
         if (stale := self._stale(document)) is not None:  # changed while this waited: not worth a fill
             return stale
         fill = self._start(request, asked, settings)
@@ -159,6 +152,23 @@ class SuggestionService(OneJobPerDocument):
         if not invoked:
             self._speculate(document, offset, texts[0] if texts else "", asked, settings)
         return Suggestions(texts[:count], "model", auto_closed(ctx))
+
+    async def _until_ready(
+        self, request: SuggestionRequest, settings: Settings, count: int
+    ) -> Suggestions | None:
+        """None once the model is ready (waiting up to ``loadWaitMs`` for it); else what shows
+        without it."""
+        if self.host.state is not ModelState.READY:
+            # Drafts need no model: offered while it loads, and when it could not load (a remote
+            # that is down still leaves jedi's names and the workspace's). On a thread: the
+            # workspace's sources may be large.
+            early = await asyncio.to_thread(drafts_without_model, settings, request, self.workspace)
+            if early:
+                state = self.host.state.value
+                return Suggestions(early[:count], f"drafts, the model {state}", auto_closed(request.ctx))
+        if await self.host.wait_ready(settings.load_wait_ms / 1000) is None:
+            return Suggestions([], self.host.state.value)
+        return None
 
     # ------------------------------------------------------------------ fills
 
