@@ -413,6 +413,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", action="store_true",
                    help="where a fill's and a keystroke's time goes, part by part (in process and through "
                         "the server), passes needed by middle length, and one step at C=16")  # fmt: skip
+    p.add_argument("--editor", action="store_true",
+                   help="only the editor's case: a warm prefix (the keystroke before cached) beside a fresh "
+                        "file, diffusion with and without the canvas cache and the AR baseline, interleaved, "
+                        "and one pass's cost by slots open (lab/bench_editor.py)")  # fmt: skip
     p.add_argument("--team", action="store_true",
                    help="the team path alone: round trips and bytes per keystroke through serve-http "
                         "and a fake vLLM (seeded canvas and plain), and a network latency model")  # fmt: skip

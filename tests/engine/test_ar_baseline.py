@@ -67,3 +67,23 @@ def test_ar_backend_refuses_canvas_only_work(tiny_ar_dir):
         backend.fill_holes("x = <|hole|>\n")
     with pytest.raises(NotImplementedError):
         backend.rewrite(RewriteRequest("x = ", "1", "\n"))
+
+
+def test_prompt_cache_reads_only_what_changed_and_fills_the_same(tiny_ar_dir):
+    from difill.engine.ar_baseline import ARBaseline
+
+    plain, cached = ARBaseline(tiny_ar_dir), ARBaseline(tiny_ar_dir, prompt_cache=True)
+    read: list[int] = []
+    for model in (plain.model, cached.model):
+        model.forward = (lambda f: lambda *a, **k: (read.append(k["input_ids"].shape[1]), f(*a, **k))[1])(
+            model.forward
+        )
+    prefix = "import os\n\n\ndef f(x):\n    y = x * 2\n    return "
+    for typed in (prefix, prefix + "y"):  # a keystroke at the end of the prefix
+        read.clear()
+        want = plain.fill(typed, "\n\nprint(f(1))\n", max_new_tokens=5)
+        whole = read[0]
+        read.clear()
+        got = cached.fill(typed, "\n\nprint(f(1))\n", max_new_tokens=5)
+        assert got.text == want.text
+    assert read[0] < whole // 2  # the keystroke's prompt: its last tokens and the suffix, not the file again

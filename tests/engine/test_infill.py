@@ -209,10 +209,10 @@ def test_a_fill_superseded_before_it_starts_runs_no_encoder(engine):
 
 
 def test_a_canvas_past_the_cap_is_refused_before_any_model_work(engine, monkeypatch):
-    import difill.engine.infill as infill
+    import difill.engine.api as api
     from difill.engine.api import TooLarge
 
-    monkeypatch.setattr(infill, "MAX_CANVAS_TOKENS", 40)
+    monkeypatch.setattr(api, "MAX_CANVAS_TOKENS", 40)  # check_canvas reads it there
     calls = []
     original = engine._encode_and_denoise
     monkeypatch.setattr(engine, "_encode_and_denoise", lambda *a, **k: calls.append(1) or original(*a, **k))

@@ -296,3 +296,14 @@ def test_slots_past_the_ghost_text_cut_may_change_without_unsettling_it():
 
     assert settled_run(inside, passes=2, cut_below=cut).steps > 3
     assert settled_run(past_the_cut, passes=0, cut_below=cut).steps > 3  # off: the usual stop
+
+
+def test_slots_at_least_as_sure_as_commit_probability_are_all_committed_in_one_pass(setup):
+    every_pass, _ = run(setup, config=SamplerConfig(max_steps=6, entropy_bound=1e-9, settled_passes=0))
+    # Any probability clears a threshold this low: every hole slot commits in the first pass.
+    one_pass, _ = run(setup, config=SamplerConfig(max_steps=6, entropy_bound=1e-9, settled_passes=0,
+                                                  commit_probability=1e-30))  # fmt: skip
+    assert every_pass.steps > 1 and one_pass.steps == 1
+    never, _ = run(setup, config=SamplerConfig(max_steps=6, entropy_bound=1e-9, settled_passes=0,
+                                               commit_probability=1.0 - 1e-12))  # fmt: skip
+    assert torch.equal(never.canvas, every_pass.canvas) and never.steps == every_pass.steps

@@ -230,3 +230,27 @@ class InfillBackend(Protocol):
         should_stop: ShouldStop | None = None,
         on_preview: PreviewCallback | None = None,
     ) -> FillResult: ...
+
+
+def check_canvas(length: int, what: str) -> None:
+    """Refuse a canvas past MAX_CANVAS_TOKENS before any model work."""
+    if length > MAX_CANVAS_TOKENS:
+        raise TooLarge(
+            f"{what} would need {length:,} canvas slots; difill denoises at most {MAX_CANVAS_TOKENS:,} "
+            "at a time: select less (a function or a block)"
+        )
+
+
+def model_order(candidates: list[Candidate]) -> list[Candidate]:
+    """Best first by the model's own judgement: complete middles, then highest mean log-prob.
+
+    Empty middles and repeats are dropped.  The pipeline (text/pipeline.py) ranks again
+    on the text as shown, adding the syntax errors around it.
+    """
+    seen: set[str] = set()
+    out = []
+    for c in sorted(candidates, key=lambda c: (not c.complete, -c.score)):
+        if c.text and c.text not in seen:
+            seen.add(c.text)
+            out.append(c)
+    return out

@@ -21,7 +21,6 @@ import torch
 from difill.engine.api import (
     DEFAULT_HOLE_MARKER,
     HOLE_TOKENS,
-    MAX_CANVAS_TOKENS,
     About,
     Cancelled,
     Candidate,
@@ -32,7 +31,8 @@ from difill.engine.api import (
     PreviewCallback,
     RewriteRequest,
     ShouldStop,
-    TooLarge,
+    check_canvas,
+    model_order,
 )
 from difill.engine.canvas import Canvas, Segment, build_canvas, hole_tokens, seeded_canvas, used_length
 from difill.engine.model import LoadedModel, checkpoint_drafts, difill_meta
@@ -431,7 +431,12 @@ class InfillEngine:
         passes, engine/native/engine.py to run them in llama.cpp."""
         from difill.engine import decoder, prefix_cache  # transformers' modeling code: seconds
 
-        return decoder.CanvasDecoder(self.model, prefix_cache.expand_cache(cache, request.canvas.shape[0]))
+        expanded = prefix_cache.expand_cache(cache, request.canvas.shape[0])
+        if config.canvas_cache_refresh > 0:
+            from difill.engine.canvas_kv import CachedCanvasDecoder
+
+            return CachedCanvasDecoder(self.model, expanded, config.canvas_cache_refresh)
+        return decoder.CanvasDecoder(self.model, expanded)
 
     def _draft_reporter(
         self, on_preview: PreviewCallback | None, span: tuple[int, int], heal_text: str, row: int
@@ -474,27 +479,3 @@ def confident_length(result: DenoiseResult, row: int, start: int, count: int, mi
     confidence = result.token_confidence[row, start : start + count]  # (count,) log-probs, temperature 1
     unsure = (confidence < math.log(min_prob)).nonzero()
     return int(unsure[0]) if len(unsure) else count
-
-
-def check_canvas(length: int, what: str) -> None:
-    """Refuse a canvas past MAX_CANVAS_TOKENS before any model work."""
-    if length > MAX_CANVAS_TOKENS:
-        raise TooLarge(
-            f"{what} would need {length:,} canvas slots; difill denoises at most {MAX_CANVAS_TOKENS:,} "
-            "at a time: select less (a function or a block)"
-        )
-
-
-def model_order(candidates: list[Candidate]) -> list[Candidate]:
-    """Best first by the model's own judgement: complete middles, then highest mean log-prob.
-
-    Empty middles and repeats are dropped.  The pipeline (text/pipeline.py) ranks again
-    on the text as shown, adding the syntax errors around it.
-    """
-    seen: set[str] = set()
-    out = []
-    for c in sorted(candidates, key=lambda c: (not c.complete, -c.score)):
-        if c.text and c.text not in seen:
-            seen.add(c.text)
-            out.append(c)
-    return out

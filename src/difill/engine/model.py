@@ -149,6 +149,22 @@ DTYPES = {"auto": None, "float32": torch.float32, "fp32": torch.float32, "bfloat
           "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}  # fmt: skip
 
 
+CANVAS_CACHE_ENV = "DIFILL_CANVAS_CACHE"  # the canvas cache's refresh (SamplerConfig.canvas_cache_refresh)
+
+
+def canvas_cache_refresh() -> int:
+    """``DIFILL_CANVAS_CACHE``: the torch engine keeps settled canvas slots' keys and values, a
+    full pass every that many (engine/canvas_kv.py); unset or 0: off, the default (it changes
+    some fills: docs/bench.md).  The typing replay sets it on the server it starts."""
+    value = os.environ.get(CANVAS_CACHE_ENV, "").strip()
+    if not value:
+        return 0
+    try:
+        return max(0, int(value))
+    except ValueError:
+        raise ModelLoadError(f"{CANVAS_CACHE_ENV}={value!r} is not a whole number of passes") from None
+
+
 def pick_dtype(requested: str, target: torch.device) -> torch.dtype:
     """``auto``: bf16 on CUDA, fp32 elsewhere.  bf16 on a CPU halves the memory (the 26B: ~52 GB
     instead of ~104 GB) at a speed cost where the CPU has no native bf16."""
@@ -200,6 +216,7 @@ def checkpoint_settings(model, config, generation_config, tokenizer, path: Path,
     meta = difill_meta(config)
     max_prefix = int(meta.get("max_prefix_tokens", min(text_config.max_position_embeddings // 2, 4096)))
     sampler = SamplerConfig.from_checkpoint(generation_config, bool(meta))
+    sampler.canvas_cache_refresh = canvas_cache_refresh()
     min_token_prob = checkpoint_min_token_prob(config)
     languages = checkpoint_languages(config)
     return LoadedModel(

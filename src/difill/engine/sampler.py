@@ -84,6 +84,12 @@ class SamplerConfig:
     # row, though slots are still open (0: never).  2 on the held-out cases (docs/bench.md): 30%
     # fewer passes, exact match and similarity within a case or 0.007 of every pass's
     settled_passes: int = 2
+    # Keep settled canvas slots' keys and values across passes, a full pass every this many
+    # (engine/canvas_kv.py: the approximate dual cache); 0: every pass computes every slot.
+    canvas_cache_refresh: int = 0
+    # monotone: also commit, in the same pass, every open slot whose token the model gives at least
+    # this probability (temperature 1): Fast-dLLM's confidence-aware parallel decoding; 0: off
+    commit_probability: float = 0.0
 
     @classmethod
     def from_checkpoint(cls, generation_config, difill_trained: bool) -> SamplerConfig:
@@ -274,8 +280,9 @@ def denoise(
             outcome = revise_step(state, proposal, slots, config)
         else:
             outcome = monotone_step(
-                state, proposal, request, slots, config.entropy_bound, config.max_steps - step
-            )
+                state, proposal, request, slots, config.entropy_bound, config.max_steps - step,
+                math.log(config.commit_probability) if config.commit_probability > 0 else -math.inf,
+            )  # fmt: skip
         state = outcome.state
         if on_step is not None:
             on_step(step, outcome.shown)
@@ -398,15 +405,19 @@ def monotone_step(
     slots: Slots,
     bound: float,
     steps_left: int,
+    commit_above: float = -math.inf,
 ) -> StepOutcome:
-    """Commit the accepted proposals for good; at least ceil(open / steps_left) per row."""
+    """Commit the accepted proposals for good; at least ceil(open / steps_left) per row, and
+    every one at least as sure as ``commit_above`` (a temperature-1 log-prob)."""
     open_mask = proposal.open_mask
     most_open = open_mask.sum(-1).max()  # () the batch's largest count of open slots
     min_accept = (most_open + steps_left - 1) // steps_left  # () ceil, kept on the device
     accept = choose_accepted(proposal.entropy, open_mask, bound, min_accept) & open_mask  # (B, L)
-    current = torch.where(accept, proposal.proposal, state.current)
     picked_logprob = proposal.at_open(proposal.logprob_of(proposal.picked))  # (B, L)
     picked_confidence = proposal.at_open(proposal.confidence_of(proposal.picked))  # (B, L)
+    if commit_above > -math.inf:
+        accept |= open_mask & (picked_confidence >= commit_above)
+    current = torch.where(accept, proposal.proposal, state.current)
     token_logprob = torch.where(accept, picked_logprob, state.token_logprob)
     token_confidence = torch.where(accept, picked_confidence, state.token_confidence)
     committed = state.committed | accept

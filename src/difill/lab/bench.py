@@ -16,6 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+from difill.lab.bench_editor import format_editor
+from difill.lab.bench_editor import main as bench_editor_main
 from difill.lab.bench_server import bench_server
 from difill.lab.bench_timing import SHAPE_GROUPS, Timing
 from difill.lab.training.evaluate import default_ar_baseline
@@ -145,6 +147,20 @@ def typing_section(args: argparse.Namespace) -> int:
     return 0
 
 
+def editor_section(args: argparse.Namespace, cases: dict[str, list[InfillExample]]) -> int:
+    """`difill bench --editor`: only the editor's case (lab/bench_editor.py), its JSON beside the plot path."""
+    report = bench_editor_main(args.model, args.ar_model or default_ar_baseline(), cases, args.quick)
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0
+    path = Path(args.plot or ("runs/bench-editor-quick.png" if args.quick else "runs/bench-editor.png"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
+    print(format_editor(report))
+    print(f"\nfigures: {path.with_suffix('.json')}")
+    return 0
+
+
 def main(args: argparse.Namespace) -> int:
     if getattr(args, "profile", False):  # each part of a fill and a keystroke (lab/bench_profile.py)
         from difill.lab.bench_profile import main as profile_main
@@ -165,6 +181,8 @@ def main(args: argparse.Namespace) -> int:
         return typing_section(args)
     per_shape = 4 if args.quick else 40
     cases = load_cases(Path("data/corpus"), per_shape, seed=99)
+    if getattr(args, "editor", False):
+        return editor_section(args, cases)
     report: dict = {"cases_per_shape": per_shape}
     report["engine"] = {"diffusion": bench_in_process(args.model, cases)}
     # The sampler's settled stop changes what some fills return: the row without it shows both.
@@ -172,6 +190,8 @@ def main(args: argparse.Namespace) -> int:
     ar_dir = args.ar_model or default_ar_baseline()
     if ar_dir:
         report["engine"]["ar"] = bench_in_process(ar_dir, cases)
+    # The editor's case (a warm prefix) beside the fresh file's, with and without the canvas cache.
+    report["editor"] = bench_editor_main(args.model, ar_dir, cases, args.quick)
     report["engine_peak_rss_mb"] = round(peak_rss_mb(), 1)
     # The same server runs either model: a Llama checkpoint is served as the AR baseline.
     report["server"] = {"diffusion": bench_server(args.model, cases, quick=args.quick)}
@@ -197,6 +217,7 @@ def main(args: argparse.Namespace) -> int:
         data = plot_path.with_suffix(".json")
         data.write_text(json.dumps(report, indent=1) + "\n")
         print(format_table(report))
+        print("\n" + format_editor(report["editor"]))
         print(f"\nplot: {plot_path}, figures: {data}; engine peak RSS {report['engine_peak_rss_mb']} MB")
     return 0
 

@@ -81,7 +81,7 @@ def pattern_of(before: str, after: str) -> Pattern | None:
     old, new = before[start:old_end], after[start:new_end]
     if old.strip() == new.strip() or not _complete(old, new) or _in_comment(after, start, old + new):
         return None
-    if _line_being_written(before, after, start, old_end, new_end):
+    if line_being_written(before, after, start, old_end, new_end):
         return None
     if IDENTIFIER.fullmatch(old) and IDENTIFIER.fullmatch(new):
         # ``typing.Pattern`` -> ``re.Pattern`` swaps a module for one attribute, not every use of it.
@@ -199,9 +199,16 @@ def _complete(old: str, new: str) -> bool:
         return False
     if not new and re.fullmatch(r"\w+", old.strip()):
         return False  # a word deleted alone is being retyped (a rename's first keystroke, ``6`` -> ``7``)
+    return finished(old, new)
+
+
+def finished(old: str, new: str) -> bool:
+    """Whether ``old`` -> ``new`` is no longer being typed: its brackets and quotes balance as the
+    old text's did, and it does not end on what waits for more (``_open``) unless the old text
+    did (``is`` -> ``==`` swaps one operator for another)."""
     if _depth(old) != _depth(new) or any(old.count(q) % 2 != new.count(q) % 2 for q in "\"'`"):
         return False
-    return not _open(new) or _open(old)  # ``is`` -> ``==`` swaps one operator for another
+    return not _open(new) or _open(old)
 
 
 def _open(text: str) -> bool:
@@ -211,7 +218,7 @@ def _open(text: str) -> bool:
     return tail.endswith(OPEN_ENDS) or bool(re.search(r"(?<!\w)(?:is|in|and|or|not)$", tail))
 
 
-def _line_being_written(before: str, after: str, start: int, old_end: int, new_end: int) -> bool:
+def line_being_written(before: str, after: str, start: int, old_end: int, new_end: int) -> bool:
     """A line the edit cleared (what was on it deleted, to write something else) or whose
     whole text it is (a word typed on a new line): code being written, not an edit to repeat."""
     low, high = after.rfind("\n", 0, start) + 1, after.find("\n", new_end)

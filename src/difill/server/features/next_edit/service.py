@@ -50,6 +50,7 @@ from difill.server.features.next_edit.patterns import (
     places,
 )
 from difill.server.features.next_edit.scope import rename_scope
+from difill.server.features.next_edit.tree_places import tree_places
 from difill.server.features.next_edit.typing import INVOKED, Applied, half_typed
 from difill.server.trees import MAX_TREE_BYTES
 from difill.text.budget import Budget
@@ -224,12 +225,21 @@ class NextEditService(OneJobPerDocument):
         last = self.history.last(document.uri)
         if last is None or last.after != document.text:
             return []  # no edit, or the document moved on in a way the history did not see
-        pattern = pattern_of(last.before, last.after)
-        if pattern is None or last.undoes or self._breaks_code(document, pattern):
+        if last.undoes:
             return []
+        pattern = pattern_of(last.before, last.after)
         language = language_of(document.language_id, document.uri)
-        scope = rename_scope(document.text, pattern.at, pattern.old, pattern.attribute, language) if pattern.rename else None
-        found = places(pattern, document.text, offset, scope, Budget(RENAME_MS, MAX_RENAME_MATCHES, cancel))
+        found = []
+        if pattern is not None:  # the token substitutions: the simplest case, first
+            if self._breaks_code(document, pattern):
+                return []
+            scope = rename_scope(document.text, pattern.at, pattern.old, pattern.attribute, language) if pattern.rename else None
+            found = places(pattern, document.text, offset, scope, Budget(RENAME_MS, MAX_RENAME_MATCHES, cancel))
+        # The edit generalised on the syntax tree, through its gate (issue 63); never after a
+        # rename, whose scope has the last word: a walk that renamed every use in its function
+        # stops there, though the next function reads the same line.
+        if not found and not (pattern is not None and pattern.rename):
+            found = tree_places(last.before, last.after, offset, language, cancel)
         return self._parse_checked(document, [(p.start, p.end, p.text) for p in found], cancel)
 
     def _breaks_code(self, document: Document, pattern: Pattern) -> bool:
