@@ -247,6 +247,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seeds the initial weights, batches and noise")
     p.add_argument("--lr", type=float, default=2e-3, help="peak learning rate")
     p.add_argument(
+        "--warmup-steps", type=int, default=200, help="linear lr warm-up over this run's first steps"
+    )
+    p.add_argument(
+        "--ema-decay", type=float, default=0.998, help="decay of the weight average saved (short runs: lower)"
+    )
+    p.add_argument(
         "--canvas-share",
         type=float,
         default=1.0,
