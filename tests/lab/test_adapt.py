@@ -42,3 +42,16 @@ def test_train_takes_the_short_run_knobs(monkeypatch):
     assert (seen[0].ema_decay, seen[0].warmup_steps) == (0.99, 20)
     defaults = build_parser().parse_args(["train"])
     assert (defaults.ema_decay, defaults.warmup_steps) == (0.998, 200)  # the pretraining recipe's
+
+
+def test_loss_reports_each_models_held_out_losses_on_the_case_files(tmp_path, tiny_model_dir, capsys):
+    git_dir, commit = repository(tmp_path / "repo")
+    out = tmp_path / "corpus"
+    adapt.main(["corpus", "--repo", f"demo={git_dir}@{commit}", "--out", str(out)])
+    capsys.readouterr()
+    model = str(tiny_model_dir)
+    assert adapt.main(["loss", "--corpus", str(out), "--model", model, "--model", model]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [row["model"] for row in rows] == [model, model]
+    assert rows[0] == rows[1]  # fixed windows, examples and noise: the same weights score the same
+    assert 0 < rows[0]["heldout_lm_loss"] < 20 and 0 < rows[0]["heldout_canvas_loss"] < 20
