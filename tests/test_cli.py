@@ -140,7 +140,7 @@ OPTIONS = {
     "export-gguf": "model_dir out --type",
     "corpus": "--out --cache",
     "tokenizer": "--corpus --out --vocab-size",
-    "train": "--arch --out --corpus --tokenizer --init --minutes --cpu-hours --threads --seed --lr "
+    "train": "--arch --out --corpus --tokenizer --init --minutes --cpu-hours --threads --seed --lr --warmup-steps --ema-decay "
     "--canvas-share --canvas-share-end --draft-share --hidden-size --num-layers --save-every-minutes "
     "--batch-size --device --bf16",
     "ship": "source --corpus --min-token-prob",

@@ -279,6 +279,8 @@ COMMANDS = (
         arg("--threads", type=int, default=2, help="torch threads (this machine has 2 cores)"),
         arg("--seed", type=int, default=0, help="seeds the initial weights, batches and noise"),
         arg("--lr", type=float, default=2e-3, help="peak learning rate"),
+        arg("--warmup-steps", type=int, default=200, help="linear lr warm-up over this run's first steps"),
+        arg("--ema-decay", type=float, default=0.998, help="decay of the weight average saved (short runs: lower)"),
         arg(
             "--canvas-share",
             type=float,

@@ -42,6 +42,7 @@ def train_model(args: argparse.Namespace) -> int:
         canvas_share=args.canvas_share, canvas_share_end=args.canvas_share_end, draft_share=args.draft_share,
         hidden_size=args.hidden_size, num_layers=args.num_layers, save_every_minutes=args.save_every_minutes,
         batch_size=args.batch_size, device=args.device, bf16=args.bf16,
+        warmup_steps=args.warmup_steps, ema_decay=args.ema_decay,
     ))  # fmt: skip
     print(
         f"trained to step {state.step}: {state.target_tokens} supervised tokens, {state.cpu_hours:.2f} CPU-hours"

@@ -135,6 +135,14 @@ def cases_of(project: Project, per_file: int, rng: random.Random) -> list[FreshC
     return cases
 
 
+def draw_cases(project: Project, cases: int, per_file: int, seed: int) -> list[FreshCase]:
+    """The project's cases for ``seed``: up to ``per_file`` a file, ``cases`` of them drawn
+    (lab/adapt.py draws the same ones to hold their files out of the training text)."""
+    rng = random.Random(f"{seed}:{project.name}")
+    drawn = cases_of(project, per_file, rng)
+    return rng.sample(drawn, min(cases, len(drawn)))
+
+
 def line_after(case: FreshCase, edit_start: int, edit_end: int, new: str) -> str:
     """The cursor's line once ``new`` replaced [edit_start, edit_end) of the case's text."""
     text = case.text[:edit_start] + new + case.text[edit_end:]
@@ -389,9 +397,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="difill-fresh-") as tmp:
         for name, git_dir, commit in parse_repos(args.repos):
             project = export(name, git_dir, commit, Path(tmp))
-            rng = random.Random(f"{args.seed}:{name}")
-            cases = cases_of(project, args.per_file, rng)
-            cases = rng.sample(cases, min(args.cases, len(cases)))
+            cases = draw_cases(project, args.cases, args.per_file, args.seed)
             print(f"{name}: {len(project.files)} files, {len(cases)} cases", file=sys.stderr)
             if "copy" in rows:
                 outcomes += copy_outcomes(cases)
