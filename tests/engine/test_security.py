@@ -31,9 +31,11 @@ def test_loading_and_filling_make_no_network_connection(tiny_model_dir, no_netwo
 
 
 def test_trust_remote_code_is_never_enabled(tiny_model_dir, monkeypatch):
+    import transformers  # the model class is imported where it loads (engine/model.py), not at the top
+
     seen = []
     for name in ("AutoTokenizer", "DiffusionGemmaForBlockDiffusion"):
-        cls = getattr(model_module, name)
+        cls = getattr(transformers, name)
         original = cls.from_pretrained
 
         def spy(*args, _original=original, **kwargs):
