@@ -19,7 +19,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 from difill.server.documents import Document
 from difill.server.features.edits.diff import workspace_edit
-from difill.server.features.edits.plans import (
+from difill.server.features.edits.selection import (
     COMPLETE_BLOCK,
     FILL_HOLES,
     MAX_SELECTION_CHARS,

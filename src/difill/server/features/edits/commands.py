@@ -30,8 +30,8 @@ from pygls.exceptions import (
 from difill.server.documents import Document, range_json
 from difill.server.features.edits.code_actions import selection_request
 from difill.server.features.edits.diff import workspace_edit
-from difill.server.features.edits.plans import TITLES, EditRequest
 from difill.server.features.edits.proposals import MAX_PENDING_PER_DOCUMENT, Proposal, new_id
+from difill.server.features.edits.selection import TITLES, EditRequest
 from difill.server.features.edits.service import REQUEST_FAILED
 from difill.server.request_context import RequestContext, request_params
 

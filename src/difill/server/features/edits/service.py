@@ -27,7 +27,8 @@ from difill.server.config import Settings
 from difill.server.documents import Document, Documents, range_json
 from difill.server.engine_host import EngineHost, Job, JobCancelled, Jobs, OneJobPerDocument
 from difill.server.features.edits.diff import text_edits
-from difill.server.features.edits.plans import (
+from difill.server.features.edits.proposals import Proposals
+from difill.server.features.edits.selection import (
     EditError,
     EditRequest,
     HeldBack,
@@ -36,7 +37,6 @@ from difill.server.features.edits.plans import (
     engine_work,
     new_selection,
 )
-from difill.server.features.edits.proposals import Proposals
 from difill.server.trees import SyntaxTrees
 
 log = logging.getLogger("difill.server.edits")
