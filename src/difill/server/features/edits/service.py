@@ -110,14 +110,16 @@ class EditService(OneJobPerDocument):
         return document
 
     async def compute(
-        self, request: EditRequest, preview_token: str | None = None, proposal_id: str | None = None
-    ) -> Computed:
+        self, request: EditRequest, document: Document, preview_token: str | None = None,
+        proposal_id: str | None = None,
+    ) -> Computed:  # fmt: skip
         """The document (at ``request.version``) and the edits that make the selection new.
 
-        With ``proposal_id`` (a reviewing client) previews are always sent, and carry that id, the
+        ``document`` is what ``current`` gave the caller with nothing awaited since: the version is
+        checked again only after the awaits here (``unchanged``), not before them.  With
+        ``proposal_id`` (a reviewing client) previews are always sent, and carry that id, the
         document and the range they will replace."""
         settings = self.settings()
-        document = self.current(request.uri, request.version)
         await self._check_runnable(request, document, settings)
         where = None
         if proposal_id is not None:
