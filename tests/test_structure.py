@@ -12,6 +12,8 @@
   function bodies count too.  tests/test_imports.py holds the finer rules (no pygls in the
   engine, no torch in text/, no circles, no feature importing server.py).
 * No feature package (``server/features/*``) imports another.
+* One model request (issue 65): ``model_declines`` is called in server/model_request.py alone, so
+  every feature's "does the model decline" is that module's one check.
 
 ``EXCEPTIONS`` would name a module or function let off, each with its reason; there is none.
 ``LONG_FUNCTIONS`` names the functions let off the length limit, each with its reason, and each
@@ -180,6 +182,27 @@ def test_feature_packages_import_nothing_from_each_other():
     assert {feature_of(name) for name in sources()} >= {"edits", "next_edit", "suggestions"}
 
 
+def calls_of(source: str, name: str) -> int:
+    """How many calls of a function named ``name`` (``name(...)`` or ``x.name(...)``) ``source`` has."""
+    return sum(
+        1
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and (getattr(node.func, "id", None) == name or getattr(node.func, "attr", None) == name)
+    )
+
+
+def test_one_decline_check_for_every_feature():
+    # The features build their model work through model_request (plan_for, model_work); a
+    # feature with its own check would drift from the others (issue 65: there were three).
+    callers = {
+        name: count
+        for name, path in sources().items()
+        if (count := calls_of(path.read_text(encoding="utf-8"), "model_declines"))
+    }
+    assert callers == {"difill.server.model_request": 1}
+
+
 def test_every_exception_still_names_something():
     # A let-off that outlived its reason would hide the next one.
     for key in EXCEPTIONS:
@@ -205,3 +228,4 @@ def test_the_checks_find_what_they_look_for():
     assert (layer("difill.text.pipeline"), layer("difill.engine.api"), layer("difill.cli")) == (0, 1, 3)
     assert layer("difill.lab.bench") is None and layer("difill.textual") is None
     assert (SRC / "difill" / "engine" / "sampler.py").is_file()  # the sources are where we look
+    assert calls_of("x.model_declines(a)\nmodel_declines(b)\nmodel_declines\n", "model_declines") == 2

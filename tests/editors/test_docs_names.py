@@ -16,7 +16,7 @@ from difill.server.features.edits.code_actions import (
     FILL_HOLES_COMMAND,
 )
 from difill.server.features.edits.commands import ACCEPT_EDIT, REJECT_EDIT
-from difill.server.features.edits.plans import TITLES
+from difill.server.features.edits.selection import TITLES
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()

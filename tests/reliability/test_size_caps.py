@@ -11,7 +11,7 @@ import time
 import pytest
 from stdio_client import StdioServer
 
-from difill.server.features.edits.plans import MAX_HOLES, MAX_SELECTION_CHARS
+from difill.server.features.edits.selection import MAX_HOLES, MAX_SELECTION_CHARS
 
 URI = "file:///tmp/caps/a.py"
 

@@ -166,3 +166,25 @@ def test_show_falls_back_to_a_short_match_draft_where_the_model_shows_nothing(mo
     engine = Answering("")
     shown = ServedModel(engine, Settings(context_drafts="show")).suggest(SHORT, len(SHORT))
     assert len(engine.options) == 1 and shown.text == "total(items, tax)"
+
+
+def test_auto_with_a_checkpoint_that_says_off_looks_for_no_drafts(monkeypatch):
+    """Drafts on or off is decided once, by the plan (issue 65): with "auto" and a checkpoint whose
+    drafts mode is "off", no draft is found, parsed and thrown away."""
+    from difill.engine.api import About
+
+    looked: list[int] = []
+    fitting = draft_policy.fitting_drafts
+
+    def counted(*args, **kwargs):
+        looked.append(1)
+        return fitting(*args, **kwargs)
+
+    monkeypatch.setattr("difill.server.suggestion_path.fitting_drafts", counted)
+    engine = RecordingEngine()
+    engine.about = lambda: About("torch", "off", drafts="off")
+    shown = ServedModel(engine, Settings(context_drafts="auto")).suggest(SEEN, len(SEEN))
+    assert looked == [] and shown.drafts == []
+    assert engine.options[-1].drafts == ()  # the model alone, as before
+    ServedModel(RecordingEngine(), Settings(context_drafts="auto")).suggest(SEEN, len(SEEN))
+    assert looked == [1]  # a checkpoint that seeds: found once

@@ -10,7 +10,7 @@ import pytest
 from difill.engine.api import Candidate, FillResult, FillStats
 from difill.server.config import Settings
 from difill.server.documents import Document
-from difill.server.features.edits.plans import REWRITE, EditRequest, new_selection
+from difill.server.features.edits.selection import REWRITE, EditRequest, new_selection
 from difill.server.trees import SyntaxTrees
 from difill.text.characters import first_unsafe, line_ending_of, line_start, to_lf
 from difill.text.context import build_context

@@ -142,7 +142,7 @@ def run_case(engine, case: Case) -> dict:
     """What the server would do with ``case``: the new text, or why there is none."""
     from difill.server.config import Settings
     from difill.server.documents import Document
-    from difill.server.features.edits.plans import (
+    from difill.server.features.edits.selection import (
         COMPLETE_BLOCK,
         FILL_HOLES,
         REWRITE,

@@ -1,6 +1,6 @@
 """What the next-edit gate keeps off screen (`difill eval --next-edit`'s last table).
 
-In process, not through the server: the same plan and rewrite the server runs for ``nextEdit:
+In process, not through the server: the same region rewrite the server runs for ``nextEdit:
 model`` (server/features/next_edit/model.py), on each mined case, with what the model wrote
 *before* the gate: how often it changed the region at all, how often that change passed the gate,
 how often the ungated change was the commit's second hunk, and how sure the model was of what
@@ -38,18 +38,18 @@ def gate_report(cases: list[Case], model_dir: str | None) -> dict[str, Any]:
         history = EditHistory()
         history.changed("file:///gate.py", case.before, text, 2)
         last = history.last("file:///gate.py")
-        planned = model.plan(text, start + len(new), last, [], settings, "python", "python") if last else None
+        rewrite = model.region_rewrite(text, start + len(new), last, [], settings, "python", "python") if last else None
         row = rows[case.kind]
         row["cases"] += 1
-        if planned is None:
+        if rewrite is None:
             continue
-        result = planned.work(lambda: False)(engine)
+        result = rewrite.work(lambda: False)(engine)
         if result is None:
             continue
-        spans, gated = planned.edits(result)
+        spans, gated = rewrite.edits(result)
         st = result.stats
         runs.append((st.total_ms, st.hole_length, st.steps, st.decoder_ms, st.encoder_ms))
-        region = planned.region
+        region = rewrite.region
         best = result.candidates[0]
         rewritten = keep_edges(region.text, best.text)
         low, old_end, new_end = changed_span(region.text, rewritten)

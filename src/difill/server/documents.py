@@ -22,6 +22,7 @@ from typing import Any
 from lsprotocol import types
 
 from difill.text.characters import LINE_ENDING, common_prefix, without_lone_surrogates
+from difill.text.languages import language_of
 
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"  # the values of lsprotocol's PositionEncodingKind
 EOL = LINE_ENDING  # one definition of a line ending for the server and the text pipeline
@@ -79,6 +80,12 @@ class Document:
     # [start, end) of the text the latest change put in (empty for a deletion), in this text; None
     # for a document as opened. Where a user typed, against where a cursor only went (issue 66).
     changed: tuple[int, int] | None = field(default=None, compare=False)
+
+    @cached_property
+    def language(self) -> str | None:
+        """The document's language as text/languages.py names it: decided once per document,
+        read by every feature's model request (server/model_request.py)."""
+        return language_of(self.language_id, self.uri)
 
     @cached_property
     def line_starts(self) -> list[int]:

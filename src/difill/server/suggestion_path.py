@@ -9,8 +9,9 @@ model's worker thread; ``ServedModel`` runs it for ``difill fill``, ``difill eva
       workspace.retrieve(...)      draft sources, index drafts, snippets (server/context)
       snippet_block(...)           the snippets as the prompt reads them (server/context/prompt.py)
       plan_for(...)                the request's decisions, once: the model declines? draft mode?
+                                   (server/model_request.py, shared with the edits and next edits)
       ranked_by_model(...)         the model orders names the workspace cannot tell apart
-      fitting_drafts(...)          the drafts that fit the cursor (server/draft_policy.py)
+      drafts_for(...)              the drafts that fit the cursor, none looked for when they are off
       model_text(...)              drafts shown / seeded / off, then engine.fill (engine/api.py)
       shown_texts(...)             the text pipeline (text/pipeline.py)
 
@@ -25,31 +26,25 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from tree_sitter import Tree
-
 from difill.engine.api import (
     HOLE_TOKENS,
-    About,
     BackendError,
     Candidate,
-    FillOptions,
     FillResult,
     HolesResult,
     InfillBackend,
-    NameScorer,
     PreviewCallback,
     ShouldStop,
-    about,
 )
 from difill.server import show_gate
 from difill.server.config import Settings
 from difill.server.context.drafts import Draft
 from difill.server.context.found import Retrieval
-from difill.server.context.policy import to_model
 from difill.server.context.prompt import snippet_block
-from difill.server.draft_policy import draft_mode, drafts_result, fitting_drafts, is_sure
+from difill.server.draft_policy import drafts_result, fitting_drafts, is_sure
+from difill.server.model_request import Plan, context_for, edit_options, plan_for, suggestion_options
 from difill.server.trees import SyntaxTrees
-from difill.text.context import FillContext, build_context, to_lf
+from difill.text.context import FillContext, to_lf
 from difill.text.languages import language_of
 from difill.text.pipeline import shown_candidates, shown_middles, shown_texts
 from difill.text.rules import with_middles
@@ -70,30 +65,6 @@ class SuggestionRequest:
     language_id: str  # as the editor names it ("python", "typescriptreact", ...)
     ctx: FillContext  # the windows and shape at the cursor (``context_for``)
     invoked: bool = False  # the user asked (a completion list) rather than typed (ghost text)
-
-
-@dataclass(frozen=True)
-class Plan:
-    """A suggestion's decisions, made once (``plan_for``) and read by every later step (issue 48:
-    the model's refusal and the draft mode were each decided two or three times a request)."""
-
-    declined: str | None  # why the model is not asked for this language (``model_declines``), or None
-    draft_mode: str  # how drafts reach the answer: "show", "seed" or "off" (draft_policy.draft_mode)
-    scores_names: bool  # the model orders the names the workspace cannot tell apart (ranked_by_model)
-    context_block: str = ""  # the snippets the model reads before the prefix (context/prompt.py)
-    # The show gate judges what is shown (About.show_gate: its calibration was fitted on this
-    # model's answers); another model's answers are shown as its minTokenProb cuts them.
-    gated: bool = False
-
-
-def plan_for(
-    engine: InfillBackend, settings: Settings, request: SuggestionRequest, context_block: str = ""
-) -> Plan:
-    said = about(engine)  # the backend is asked what it is once a request; each decision reads that
-    declined = model_declines(said, request.ctx.language, request.language_id)
-    mode = draft_mode(said, settings)
-    scores = isinstance(engine, NameScorer) and said.scores_names and mode != "off" and declined is None
-    return Plan(declined, mode, scores, context_block, said.show_gate)
 
 
 class Workspace(Protocol):
@@ -172,9 +143,9 @@ def suggest(
     block = (
         snippet_block(retrieval.snippets, request.language_id, settings.snippet_tokens) if retrieval else ""
     )
-    plan = plan_for(engine, settings, request, block)
+    plan = plan_for(engine, settings, request.ctx.language, request.language_id, block)
     retrieval = ranked_by_model(engine, settings, request, retrieval, plan)
-    drafts = drafts_for(request, settings, retrieval)
+    drafts = drafts_for(request, plan.draft_mode, retrieval)
     retrieval_ms = (time.perf_counter() - started) * 1000
     result, fallback = model_text(engine, settings, request, drafts, plan, should_stop, on_preview)
     shown = shown_candidates(result.candidates, request.ctx, request.invoked)
@@ -256,9 +227,10 @@ def ranked_by_model(
     return replace(retrieval, drafts=by_score + rest)
 
 
-def drafts_for(request: SuggestionRequest, settings: Settings, retrieval: Retrieval | None) -> list[Draft]:
-    """The drafts that fit the request's cursor (``fitting_drafts``); none when they are off."""
-    if settings.context_drafts == "off":
+def drafts_for(request: SuggestionRequest, mode: str, retrieval: Retrieval | None) -> list[Draft]:
+    """The drafts that fit the request's cursor (``fitting_drafts``); none, and none looked for,
+    when ``mode`` (the plan's draft mode, decided once) is "off"."""
+    if mode == "off":
         return []
     sources, index_drafts = (retrieval.sources, retrieval.drafts) if retrieval else ((), ())
     return fitting_drafts(request.text, request.offset, request.ctx, sources, index_drafts)
@@ -277,7 +249,7 @@ def drafts_without_model(
         if workspace
         else None
     )
-    sure = [d for d in drafts_for(request, settings, retrieval) if is_sure(d)]
+    sure = [d for d in drafts_for(request, settings.context_drafts, retrieval) if is_sure(d)]
     return shown_texts(drafts_result(sure).candidates, request.ctx, request.invoked) if sure else []
 
 
@@ -303,7 +275,7 @@ def model_text(
     Where the model declines the language (``plan.declined``), only drafts are shown, or nothing.
     """
     ctx, invoked = request.ctx, request.invoked
-    usable = drafts if plan.draft_mode != "off" else []
+    usable = drafts  # none when the plan's draft mode is "off" (drafts_for)
     if plan.declined is not None:
         if plan.declined not in _SAID:
             _SAID.add(plan.declined)
@@ -323,67 +295,6 @@ def model_text(
         )
         result.text = result.candidates[0].text
     return result, ([] if invoked else weak)
-
-
-def suggestion_options(
-    ctx: FillContext, settings: Settings, invoked: bool, seeds: list[str], context_block: str
-) -> FillOptions:
-    """The engine options of a suggestion: the request's shape and the editor's settings.
-    ``seeds`` (LF texts continuing the cursor, shaped: ``fitting_drafts``) seed extra canvas rows."""
-    return to_model(
-        FillOptions(
-            max_hole_tokens=ctx.shape.max_tokens,
-            # Typing (automatic) shows one suggestion: one hole length, the longest, costs a third of
-            # the batch.  `difill eval` measured no exact-match loss from it (selection rules "engine"
-            # and "longest_hole" tie).  An explicit request tries three lengths for distinct candidates.
-            hole_candidates=() if invoked else (ctx.shape.max_tokens,),
-            single_line=ctx.shape.single_line,
-            language=ctx.language,
-            max_steps=settings.steps,
-            prefix_tokens=settings.context_tokens,
-            # Ghost text shows only what the model is sure of; an explicit request gets whole middles.
-            min_token_prob=0.0 if invoked else settings.min_token_prob,
-            drafts=tuple(seeds),  # from other files and tabs too: to_model redacts them with the block
-            context_block=context_block,
-        )
-    )
-
-
-def context_for(
-    text: str, offset: int, language_id: str, uri: str, settings: Settings, tree: Tree | None
-) -> FillContext:
-    """The FillContext of a cursor in a document, with the editor's budgets."""
-    language = language_of(language_id, uri)
-    return build_context(text, offset, language, settings.context_tokens, settings.max_tokens, tree)
-
-
-def model_declines(said: About, language: str | None, language_id: str) -> str | None:
-    """Why the model of the backend that ``said`` so (``about(engine)``) must show nothing in a document of ``language`` (as
-    text/languages.py names it; ``language_id`` as the editor does); None when it serves it.
-
-    A checkpoint names the languages it was trained on (config ``difill.languages``; the shipped
-    model: Python).  In any other language it writes noise, so suggestions and edits show none of
-    its text there; one that names no language serves all.  Every model call for an editor
-    (``model_text``, the edits) asks this first.
-    """
-    languages = said.languages
-    if not languages or language in languages:
-        return None
-    return (
-        f"the model was trained on {', '.join(languages)} only, so it writes nothing in "
-        f"{language or language_id or 'this language'}; set difill.modelPath or difill.remote to a "
-        "model trained on it"
-    )
-
-
-def edit_options(settings: Settings, language: str | None, max_hole_tokens: int = HOLE_TOKENS) -> FillOptions:
-    """The engine options of an edit (fill holes, rewrite, complete block) with the editor's settings."""
-    return FillOptions(
-        max_hole_tokens=max_hole_tokens,
-        language=language,
-        max_steps=settings.steps,
-        prefix_tokens=settings.context_tokens,
-    )
 
 
 @dataclass
@@ -431,15 +342,16 @@ class ServedModel:
     ) -> SuggestionRequest:  # fmt: skip
         """The request at ``offset``, with this document's syntax tree."""
         self._version += 1
-        tree = self.trees.tree(uri, language_id, self._version, text)
-        ctx = context_for(text, offset, language_id, uri, self.settings, tree)
+        language = language_of(language_id, uri)  # decided once: the tree and the context read it
+        tree = self.trees.tree(uri, language, self._version, text)
+        ctx = context_for(text, offset, language, self.settings, tree)
         return SuggestionRequest(uri, text, offset, language_id, ctx, invoked)
 
     def retrieved(self, text: str, offset: int, uri: str, retrieval: Retrieval | None = None) -> str:
         """The best draft alone as the filters show it: retrieval without a model (the eval's row),
         whatever ``contextDrafts`` says (the eval's "model" row turns drafts off)."""
         request = self.request(text, offset, uri)
-        drafts = drafts_for(request, replace(self.settings, context_drafts="show"), retrieval)
+        drafts = drafts_for(request, "show", retrieval)
         shown = shown_texts(drafts_result(drafts).candidates, request.ctx, request.invoked)
         return shown[0] if shown else ""
 
@@ -448,7 +360,7 @@ class ServedModel:
     ) -> ShownHoles:
         """Every ``marker`` in ``text`` filled in one canvas, each middle fitted where it sits.
         Raises BackendError in a language the model declines (``model_declines``)."""
-        declined = model_declines(about(self.engine), language, language or "")
+        declined = plan_for(self.engine, self.settings, language, language or "").declined
         if declined is not None:
             raise BackendError(declined)
         started = time.perf_counter()

@@ -14,7 +14,6 @@ from tree_sitter import Tree
 
 from difill.server.lifecycle import Feature
 from difill.text.characters import common_prefix
-from difill.text.languages import language_of
 from difill.text.syntax import parser_for
 
 if TYPE_CHECKING:  # the CLI parses without the LSP types (lsprotocol takes ~0.4 s to import)
@@ -41,11 +40,12 @@ class SyntaxTrees(Feature):
         self._parsed: dict[str, _Parsed] = {}
 
     def tree_for(self, document: Document) -> Tree | None:
-        return self.tree(document.uri, document.language_id, document.version, document.text)
+        return self.tree(document.uri, document.language, document.version, document.text)
 
-    def tree(self, uri: str, language_id: str, version: int, text: str) -> Tree | None:
-        """The tree of ``text``, version ``version`` of ``uri``; None without a grammar."""
-        parser = parser_for(language_of(language_id, uri))
+    def tree(self, uri: str, language: str | None, version: int, text: str) -> Tree | None:
+        """The tree of ``text``, version ``version`` of ``uri`` (in ``language``, as
+        text/languages.py names it: ``Document.language``); None without a grammar."""
+        parser = parser_for(language)
         if parser is None or len(text) > MAX_TREE_BYTES:  # characters <= bytes: cheap to check first
             self._parsed.pop(uri, None)
             return None
@@ -68,7 +68,7 @@ class SyntaxTrees(Feature):
 
     def parse_once(self, document: Document) -> Tree | None:
         """A tree for a throwaway text (nothing to reuse incrementally, nothing kept)."""
-        parser = parser_for(language_of(document.language_id, document.uri))
+        parser = parser_for(document.language)
         source = document.text.encode("utf-8")
         return parser.parse(source) if parser is not None and len(source) <= MAX_TREE_BYTES else None
 

@@ -17,7 +17,8 @@ from difill.lab.fake_vllm import COMPLETION_FIELDS, RELEASE_XARGS, VOCAB, FakeVl
 from difill.server.config import Settings
 from difill.server.context.drafts import Draft
 from difill.server.context.found import Retrieval
-from difill.server.suggestion_path import SuggestionRequest, plan_for, ranked_by_model
+from difill.server.model_request import plan_for
+from difill.server.suggestion_path import SuggestionRequest, ranked_by_model
 from difill.text.context import build_context
 
 PREFIX = "x = "
@@ -125,7 +126,7 @@ def test_logprobs_missing_nan_or_not_asked_fail_the_scoring_and_the_workspace_or
     drafts = [Draft(name, "symbols", kind="symbol", undecided=True) for name in NAMES]
     retrieval = Retrieval([], [], list(drafts))
     with caplog.at_level(logging.WARNING):
-        kept = ranked_by_model(remote, Settings(), request(), retrieval, plan_for(remote, Settings(), request()))
+        kept = ranked_by_model(remote, Settings(), request(), retrieval, plan_of(remote))
     assert [d.text for d in kept.drafts] == NAMES
     assert any(
         "scoring symbol candidates failed" in r.message and said in r.getMessage() for r in caplog.records
@@ -135,7 +136,7 @@ def test_logprobs_missing_nan_or_not_asked_fail_the_scoring_and_the_workspace_or
 def test_the_server_path_orders_the_workspace_candidates_through_the_auto_protocol(scorer):
     _, remote = scorer(protocol="auto", logits={ord("g"): 4.0, ord("b"): 2.0})
     drafts = [Draft(name, "symbols", kind="symbol", undecided=True) for name in NAMES]
-    ordered = ranked_by_model(remote, Settings(), request(), Retrieval([], [], drafts), plan_for(remote, Settings(), request()))
+    ordered = ranked_by_model(remote, Settings(), request(), Retrieval([], [], drafts), plan_of(remote))
     assert [d.text for d in ordered.drafts] == ["gamma", "beta", "alpha"]
 
 
@@ -144,10 +145,15 @@ def test_a_server_without_the_seeded_canvas_is_not_asked(scorer):
     assert not remote.scores_names
     drafts = [Draft(name, "symbols", kind="symbol", undecided=True) for name in NAMES]
     before = len(fake.requests)
-    kept = ranked_by_model(remote, Settings(), request(), Retrieval([], [], drafts), plan_for(remote, Settings(), request()))
+    kept = ranked_by_model(remote, Settings(), request(), Retrieval([], [], drafts), plan_of(remote))
     assert [d.text for d in kept.drafts] == NAMES and fake.paths(before) == []
     with pytest.raises(NameScoringFailed, match="plain OpenAI path"):
         remote.score_names(PREFIX, SUFFIX, NAMES)
+
+
+def plan_of(remote):
+    asked = request()
+    return plan_for(remote, Settings(), asked.ctx.language, asked.language_id)
 
 
 def request() -> SuggestionRequest:

@@ -69,28 +69,28 @@ def test_the_last_edit_is_a_diff_in_comments_and_none_where_there_are_no_comment
     assert model.diff_block(edit, "markdown") == ""
 
 
-def _plan_after_rename() -> tuple[str, model.ModelPlan]:
+def _rewrite_after_rename() -> tuple[str, model.RegionRewrite]:
     before = SOURCE
     after = before.replace("f0(width", "f0(w", 1)
     at = after.index("f0(w") + 3
     drafts = [(after.index("width"), after.index("width") + 5, "w"), (len(after) - 10, len(after) - 9, "x")]
-    plan = model.plan(
+    rewrite = model.region_rewrite(
         after, at + 1, Edit(before, after, at, at + 1, 0.0, 2), drafts, Settings(), "python", "python"
     )
-    assert plan is not None
-    return after, plan
+    assert rewrite is not None
+    return after, rewrite
 
 
-def test_a_plan_seeds_the_drafts_inside_the_region_and_clamps_the_rest():
-    after, plan = _plan_after_rename()
-    assert plan.region.start == 0 and plan.request.selection == plan.region.text
-    assert plan.request.strength == model.STRENGTH
-    assert plan.request.suffix.startswith(after[plan.region.end :][:20])
+def test_a_rewrite_seeds_the_drafts_inside_the_region_and_clamps_the_rest():
+    after, rewrite = _rewrite_after_rename()
+    assert rewrite.region.start == 0 and rewrite.request.selection == rewrite.region.text
+    assert rewrite.request.strength == model.STRENGTH
+    assert rewrite.request.suffix.startswith(after[rewrite.region.end :][:20])
     # The draft inside the region is a row; the one at the end of the file is not.
-    assert plan.options.drafts == (plan.region.text.replace("return width", "return w", 1),)
-    assert plan.options.context_block.startswith("# the last edit:")
+    assert rewrite.options.drafts == (rewrite.region.text.replace("return width", "return w", 1),)
+    assert rewrite.options.context_block.startswith("# the last edit:")
     assert (
-        model.plan(
+        model.region_rewrite(
             after.replace("\n", "\r\n"), 3, Edit("", "", 0, 0, 0.0, 2), [], Settings(), "python", "python"
         )
         is None
@@ -102,22 +102,22 @@ def _result(*candidates: Candidate) -> FillResult:
 
 
 def test_the_gate_shows_only_sure_changes_away_from_the_users_edit():
-    after, plan = _plan_after_rename()
-    region = plan.region.text
+    after, rewrite = _rewrite_after_rename()
+    region = rewrite.region.text
     changed = region.replace("+ 0", "+ 1")
     sure, unsure = math.log(0.9), math.log(0.2)
-    assert plan.edits(_result(Candidate(region, 1, 0.0, True))) == ([], 0)  # no change
-    assert plan.edits(
+    assert rewrite.edits(_result(Candidate(region, 1, 0.0, True))) == ([], 0)  # no change
+    assert rewrite.edits(
         _result(Candidate(region.replace("    return", "  return", 1), 1, 0.0, True, "model", sure))
     ) == ([], 0)
-    (edit,), gated = plan.edits(_result(Candidate(changed, 1, 0.0, True, "model", sure)))
+    (edit,), gated = rewrite.edits(_result(Candidate(changed, 1, 0.0, True, "model", sure)))
     assert gated == 0 and after[edit[0] : edit[1]] == "0" and edit[2] == "1"
-    assert plan.edits(_result(Candidate(changed, 1, 0.0, True, "model", unsure))) == ([], 1)
+    assert rewrite.edits(_result(Candidate(changed, 1, 0.0, True, "model", unsure))) == ([], 1)
     # A draft row the model kept as it stands changed no token of its seed: it passes.
-    kept = plan.options.drafts[0]
-    (edit,), _ = plan.edits(_result(Candidate(kept, 1, 0.0, True, "draft:0", None)))
-    region_end = plan.region.end
+    kept = rewrite.options.drafts[0]
+    (edit,), _ = rewrite.edits(_result(Candidate(kept, 1, 0.0, True, "draft:0", None)))
+    region_end = rewrite.region.end
     assert after[: edit[0]] + edit[2] + after[edit[1] : region_end] == kept  # the draft, as it stands
     # A sure change of the user's own edit would undo it: never shown.
     undone = region.replace("f0(w,", "f0(width,", 1)
-    assert plan.edits(_result(Candidate(undone, 1, 0.0, True, "model", sure))) == ([], 1)
+    assert rewrite.edits(_result(Candidate(undone, 1, 0.0, True, "model", sure))) == ([], 1)

@@ -328,7 +328,7 @@ def train(cfg: TrainConfig) -> TrainState:
             config = build_config(ids0, ModelShape(hidden_size=cfg.hidden_size, num_layers=cfg.num_layers))
             config.difill = {
                 # The corpus is Python (corpus.py): the server shows this model's text in no other
-                # language (server/suggestion_path.py model_declines).
+                # language (server/model_request.py model_declines).
                 "languages": ["python"],
                 "max_prefix_tokens": MAX_PREFIX_TOKENS,
                 "trained_canvas_lengths": list(CANVAS_LENGTHS),

@@ -13,7 +13,7 @@ from difill.engine.api import Candidate, FillResult, FillStats
 from difill.server.config import Settings
 from difill.server.documents import UTF16, Document
 from difill.server.features.edits.diff import apply_replacements, minimal_replacements, text_edits
-from difill.server.features.edits.plans import (
+from difill.server.features.edits.selection import (
     COMPLETE_BLOCK,
     FILL_HOLES,
     REWRITE,

@@ -19,7 +19,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 from difill.server.documents import Document
 from difill.server.features.edits.diff import workspace_edit
-from difill.server.features.edits.plans import (
+from difill.server.features.edits.selection import (
     COMPLETE_BLOCK,
     FILL_HOLES,
     MAX_SELECTION_CHARS,
@@ -130,17 +130,18 @@ async def resolve_code_action(server: RequestContext, action: types.CodeAction) 
     data = action.data
     if not isinstance(data, dict) or data.get("difill") not in COMMANDS:
         return action  # not one of ours, or already complete
-    request = selection_request(server, data["difill"], data)
-    computed = await server.edits.compute(request)
+    request, document = selection_request(server, data["difill"], data)
+    computed = await server.edits.compute(request, document)
     action.edit = workspace_edit(
         computed.document, computed.edits, request.version, server.client_has_document_changes
     )
     return action
 
 
-def selection_request(server: RequestContext, kind: str, arg: Any) -> EditRequest:
-    """An EditRequest from ``{uri, range, version, instruction?, strength?}``; refuses bad input
-    (InvalidParams) and a document that is no longer at ``version`` (ContentModified)."""
+def selection_request(server: RequestContext, kind: str, arg: Any) -> tuple[EditRequest, Document]:
+    """An EditRequest from ``{uri, range, version, instruction?, strength?}`` and the document at
+    ``version`` (the one version check before the model runs); refuses bad input (InvalidParams)
+    and a document that is no longer at ``version`` (ContentModified)."""
     if not isinstance(arg, dict):
         raise JsonRpcInvalidParams("expected one argument {uri, range, version, instruction?, strength?}")
     uri, version, rng = arg.get("uri"), arg.get("version"), arg.get("range")
@@ -164,7 +165,9 @@ def selection_request(server: RequestContext, kind: str, arg: Any) -> EditReques
         start, end = body
     # A lone surrogate ("\ud800" in the JSON) is not text: the tokenizer and UTF-8 refuse it.
     instruction = without_lone_surrogates(instruction) if instruction else None
-    return EditRequest(kind, uri, version, start, end, instruction=instruction, strength=float(strength))
+    return EditRequest(
+        kind, uri, version, start, end, instruction=instruction, strength=float(strength)
+    ), document
 
 
 def _offset(document, position: Any, server: RequestContext) -> int | None:

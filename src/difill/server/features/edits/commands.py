@@ -30,8 +30,8 @@ from pygls.exceptions import (
 from difill.server.documents import Document, range_json
 from difill.server.features.edits.code_actions import selection_request
 from difill.server.features.edits.diff import workspace_edit
-from difill.server.features.edits.plans import TITLES, EditRequest
 from difill.server.features.edits.proposals import MAX_PENDING_PER_DOCUMENT, Proposal, new_id
+from difill.server.features.edits.selection import TITLES, EditRequest
 from difill.server.features.edits.service import REQUEST_FAILED
 from difill.server.request_context import RequestContext, request_params
 
@@ -40,20 +40,22 @@ ACCEPT_EDIT, REJECT_EDIT = "difill.acceptEdit", "difill.rejectEdit"
 
 
 async def run_edit_command(server: RequestContext, kind: str, arguments: tuple[Any, ...]) -> dict[str, Any]:
-    request = selection_request(server, kind, arguments[0] if len(arguments) == 1 else None)
+    request, document = selection_request(server, kind, arguments[0] if len(arguments) == 1 else None)
     params = request_params()
     token = getattr(params, "work_done_token", None)
     token = str(token) if token is not None else None
     if server.client_reviews_edits:
-        return await propose(server, request, token)
-    computed = await server.edits.compute(request, preview_token=token)
+        return await propose(server, request, document, token)
+    computed = await server.edits.compute(request, document, preview_token=token)
     if not computed.edits:
         return {"applied": False, "edits": 0}
     label = _label(kind, request.instruction)
     return await apply(server, computed.document, computed.edits, request.version, label)
 
 
-async def propose(server: RequestContext, request: EditRequest, token: str | None) -> dict[str, Any]:
+async def propose(
+    server: RequestContext, request: EditRequest, document: Document, token: str | None
+) -> dict[str, Any]:
     """Compute the edit and keep it as a proposal: nothing reaches the document yet."""
     proposals = server.edits.proposals
     if proposals.count(request.uri) >= MAX_PENDING_PER_DOCUMENT:
@@ -64,7 +66,7 @@ async def propose(server: RequestContext, request: EditRequest, token: str | Non
     assert task is not None  # commands run as tasks
     proposals.running[proposal_id] = (request.uri, task)
     try:
-        computed = await server.edits.compute(request, preview_token=token, proposal_id=proposal_id)
+        computed = await server.edits.compute(request, document, preview_token=token, proposal_id=proposal_id)
     except asyncio.CancelledError:
         if proposal_id not in proposals.stopped:
             raise  # $/cancelRequest: pygls answers RequestCancelled
@@ -158,9 +160,9 @@ def _label(kind: str, instruction: str | None = None) -> str:
 async def apply(
     server: RequestContext, document: Document, edits: list[types.TextEdit], version: int, label: str
 ) -> dict[str, Any]:
-    """Send ``workspace/applyEdit`` pinned to ``version``; refused (ContentModified) if the
-    document has moved on, and answered RequestFailed if the editor does not answer usefully."""
-    server.edits.unchanged(document)  # still that version and that text, right before sending
+    """Send ``workspace/applyEdit`` pinned to ``version``, answered RequestFailed if the editor does
+    not answer usefully.  ``document`` is still at that version with that text: the caller checked
+    it (``EditService.unchanged``, the proposal's check) with nothing awaited since."""
     edit = workspace_edit(document, edits, version, server.client_has_document_changes)
     sent = server.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label=label))
     try:

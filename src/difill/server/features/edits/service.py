@@ -27,7 +27,8 @@ from difill.server.config import Settings
 from difill.server.documents import Document, Documents, range_json
 from difill.server.engine_host import EngineHost, Job, JobCancelled, Jobs, OneJobPerDocument
 from difill.server.features.edits.diff import text_edits
-from difill.server.features.edits.plans import (
+from difill.server.features.edits.proposals import Proposals
+from difill.server.features.edits.selection import (
     EditError,
     EditRequest,
     HeldBack,
@@ -36,7 +37,6 @@ from difill.server.features.edits.plans import (
     engine_work,
     new_selection,
 )
-from difill.server.features.edits.proposals import Proposals
 from difill.server.trees import SyntaxTrees
 
 log = logging.getLogger("difill.server.edits")
@@ -110,14 +110,16 @@ class EditService(OneJobPerDocument):
         return document
 
     async def compute(
-        self, request: EditRequest, preview_token: str | None = None, proposal_id: str | None = None
-    ) -> Computed:
+        self, request: EditRequest, document: Document, preview_token: str | None = None,
+        proposal_id: str | None = None,
+    ) -> Computed:  # fmt: skip
         """The document (at ``request.version``) and the edits that make the selection new.
 
-        With ``proposal_id`` (a reviewing client) previews are always sent, and carry that id, the
+        ``document`` is what ``current`` gave the caller with nothing awaited since: the version is
+        checked again only after the awaits here (``unchanged``), not before them.  With
+        ``proposal_id`` (a reviewing client) previews are always sent, and carry that id, the
         document and the range they will replace."""
         settings = self.settings()
-        document = self.current(request.uri, request.version)
         await self._check_runnable(request, document, settings)
         where = None
         if proposal_id is not None:

@@ -14,8 +14,8 @@ leaves the user's own last edit alone, and the model gave every token it changed
 changed no token of its seed and passes.  ``STRENGTH`` and ``MIN_CHANGE_PROB`` were set before
 `difill eval --next-edit` first ran and are not tuned on its cases (docs/next_edit.md).
 
-Pure text and engine calls: no LSP.  ``plan`` runs on the event loop (string work on ~10
-lines), ``work`` on the model thread, ``edits`` on the loop again.
+Pure text and engine calls: no LSP.  ``region_rewrite`` runs on the event loop (string work on
+~10 lines), ``work`` on the model thread, ``edits`` on the loop again.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from difill.engine.api import FillOptions, FillResult, InfillBackend, RewriteRequest, ShouldStop, about
+from difill.engine.api import FillOptions, FillResult, InfillBackend, RewriteRequest, ShouldStop
 from difill.server.config import Settings
 from difill.server.context.policy import to_model
 from difill.server.features.next_edit.history import Edit
-from difill.server.suggestion_path import edit_options, model_declines
+from difill.server.model_request import edit_options, model_work
 from difill.text.characters import without_unsafe
 from difill.text.context import prefix_window, suffix_window
 from difill.text.languages import line_comment
@@ -53,8 +53,9 @@ class Region:
 
 
 @dataclass(frozen=True)
-class ModelPlan:
-    """One model run for a next edit: what the worker runs and how its rows become edits."""
+class RegionRewrite:
+    """One model run for a next edit: the region's rewrite the worker runs and how its rows
+    become edits."""
 
     region: Region
     request: RewriteRequest
@@ -62,16 +63,15 @@ class ModelPlan:
     protected: tuple[int, int]  # the user's last edit: a model edit never touches it
     language: str | None
     language_id: str
+    settings: Settings
 
     def work(self, should_stop: ShouldStop) -> Callable[[InfillBackend], FillResult | None]:
         """On the model thread; None where the checkpoint does not write the document's language."""
 
         def run(engine: InfillBackend) -> FillResult | None:
-            if model_declines(about(engine), self.language, self.language_id) is not None:
-                return None
             return engine.rewrite(self.request, self.options, should_stop)
 
-        return run
+        return model_work(self.settings, self.language, self.language_id, run, lambda declined: None)
 
     def edits(self, result: FillResult) -> tuple[list[Span], int]:
         """The rows that pass the gate as document edits, best first, and how many changed the
@@ -141,7 +141,7 @@ def diff_hunk(edit: Edit) -> str:
     return f"@@ -{line},{len(old_lines)} +{line},{len(new_lines)} @@\n" + "\n".join(body) + "\n"
 
 
-def plan(
+def region_rewrite(
     text: str,
     offset: int,
     last: Edit,
@@ -149,7 +149,7 @@ def plan(
     settings: Settings,
     language: str | None,
     language_id: str,
-) -> ModelPlan | None:
+) -> RegionRewrite | None:
     """The model run for a next edit at ``offset`` after ``last``; None when there is nothing to
     run on (a document in CRLF: the model reads LF and the region's offsets would move)."""
     if "\r" in text:
@@ -171,7 +171,8 @@ def plan(
     options = edit_options(settings, language)
     options.context_block = diff_block(last, language_id)
     options.drafts = tuple(rows[:MAX_DRAFT_ROWS])
-    return ModelPlan(region, request, to_model(options), (last.low, last.high), language, language_id)
+    protected = (last.low, last.high)
+    return RegionRewrite(region, request, to_model(options), protected, language, language_id, settings)
 
 
 def _whole_lines(text: str, start: int, end: int) -> list[str]:

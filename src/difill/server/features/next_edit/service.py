@@ -54,7 +54,6 @@ from difill.server.features.next_edit.tree_places import tree_places
 from difill.server.features.next_edit.typing import INVOKED, Applied, half_typed
 from difill.server.trees import MAX_TREE_BYTES
 from difill.text.budget import Budget
-from difill.text.languages import language_of
 from difill.text.pipeline import errors_with_replacement
 
 log = logging.getLogger("difill.server.next_edit")
@@ -164,14 +163,15 @@ class NextEditService(OneJobPerDocument):
         engine = await self.host.wait_ready(0)  # while it loads, the drafts answer alone
         if engine is None:
             return []
-        language = language_of(document.language_id, document.uri)
-        planned = model.plan(
-            document.text, offset, last, drafts, self.settings(), language, document.language_id
+        rewrite = model.region_rewrite(
+            document.text, offset, last, drafts, self.settings(), document.language, document.language_id
         )
-        if planned is None:
+        if rewrite is None:
             return []
         try:
-            result = await self.host.run_for(self.jobs, document.uri, lambda job: planned.work(job.before_step))
+            result = await self.host.run_for(
+                self.jobs, document.uri, lambda job: rewrite.work(job.before_step)
+            )
         except JobCancelled:
             if self._moved_on(document):
                 raise JsonRpcContentModified("the document changed while the model ran") from None
@@ -184,7 +184,7 @@ class NextEditService(OneJobPerDocument):
         if result is None:
             return []
         self.model_counts["runs"] += 1
-        spans, gated = planned.edits(result)
+        spans, gated = rewrite.edits(result)
         self.model_counts["gated"] += gated
         self.model_counts["changed"] += 1 if spans or gated else 0
         checked = await asyncio.to_thread(self._parse_checked, document, spans)
@@ -201,7 +201,7 @@ class NextEditService(OneJobPerDocument):
     ) -> list[Span]:
         """The edits after which the code around them parses no worse (tree-sitter, where it has a
         grammar; pipeline.errors_with_replacement: a window around each place, not the document)."""
-        language = language_of(document.language_id, document.uri)
+        language = document.language
         out = []
         for start, end, text in spans:
             if cancel is not None and cancel.is_set():
@@ -228,7 +228,7 @@ class NextEditService(OneJobPerDocument):
         if last.undoes:
             return []
         pattern = pattern_of(last.before, last.after)
-        language = language_of(document.language_id, document.uri)
+        language = document.language
         found = []
         if pattern is not None:  # the token substitutions: the simplest case, first
             if self._breaks_code(document, pattern):
@@ -245,7 +245,7 @@ class NextEditService(OneJobPerDocument):
     def _breaks_code(self, document: Document, pattern: Pattern) -> bool:
         """The user's own edit parses worse than the code did before it: a half-made edit
         (``x ** `` while ``(a - 1)`` is retyped), not one to repeat."""
-        language = language_of(document.language_id, document.uri)
+        language = document.language
         at, end = pattern.at, pattern.at + len(pattern.new)
         was = errors_with_replacement(document.text, at, end, pattern.old, language)
         return was is not None and (errors_with_replacement(document.text, at, end, pattern.new, language) or 0) > was

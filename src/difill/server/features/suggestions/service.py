@@ -29,13 +29,8 @@ from difill.server.documents import Document, Documents
 from difill.server.engine_host import EngineHost, JobCancelled, Jobs, ModelState, OneJobPerDocument
 from difill.server.features.suggestions.cache import Asked, Beyond, SuggestionCache, beyond
 from difill.server.features.suggestions.inflight import KeptWork, RunningFill
-from difill.server.suggestion_path import (
-    SuggestionRequest,
-    Workspace,
-    context_for,
-    drafts_without_model,
-    suggest,
-)
+from difill.server.model_request import context_for
+from difill.server.suggestion_path import SuggestionRequest, Workspace, drafts_without_model, suggest
 from difill.server.trees import SyntaxTrees
 from difill.text.context import FillContext
 from difill.text.filters import keep_line_endings
@@ -89,7 +84,7 @@ class SuggestionService(OneJobPerDocument):
 
     def context_at(self, document: Document, offset: int) -> FillContext:
         tree = self.trees.tree_for(document)
-        return context_for(document.text, offset, document.language_id, document.uri, self.settings(), tree)
+        return context_for(document.text, offset, document.language, self.settings(), tree)
 
     def recent_latency_ms(self) -> float | None:
         """The median time from request to answer of the last model answers (None before one)."""
@@ -255,8 +250,8 @@ class SuggestionService(OneJobPerDocument):
             return
         text = text[:offset] + path + text[offset:]
         at = offset + len(path)
-        tree = self.trees.tree(document.uri, document.language_id, SPECULATIVE_VERSION, text)
-        ctx = context_for(text, at, document.language_id, document.uri, settings, tree)
+        tree = self.trees.tree(document.uri, document.language, SPECULATIVE_VERSION, text)
+        ctx = context_for(text, at, document.language, settings, tree)
         if self.cache.lookup(asked, ctx.prefix, ctx.suffix, self._beyond(document.uri, text, at)) is None:
             request = SuggestionRequest(document.uri, text, at, document.language_id, ctx, asked.invoked)
             self._start(request, asked, settings, path=path)

@@ -27,18 +27,17 @@ from difill.engine.api import (
     PreviewCallback,
     RewriteRequest,
     ShouldStop,
-    about,
 )
 from difill.engine.secrets import scrub
 from difill.server.config import Settings
 from difill.server.context.policy import redact
 from difill.server.documents import Document
-from difill.server.suggestion_path import context_for, edit_options, model_declines
+from difill.server.model_request import context_for, edit_options, model_work
 from difill.server.trees import SyntaxTrees
 from difill.text.characters import line_start, without_unsafe
 from difill.text.context import FillContext, prefix_window, suffix_window, to_lf
 from difill.text.edit_gate import Edit, excerpt, held_back
-from difill.text.languages import is_stub, language_of, spec_of
+from difill.text.languages import is_stub, spec_of
 from difill.text.pipeline import shown_middles, shown_rewrite, shown_texts
 from difill.text.rules import with_middles
 from difill.text.shape import block_header_before
@@ -112,7 +111,7 @@ def stub_body(document: Document, start: int, end: int, trees: SyntaxTrees) -> t
     the selection ends with such a body: a whole function or block whose body is a stub (the
     header is kept, the body is completed; issue 52)."""
     text = document.text
-    language = language_of(document.language_id, document.uri)
+    language = document.language
     tree, spec = trees.tree_for(document), spec_of(language)
     selection = text[start:end].strip()
     if not selection or is_stub(selection, language):
@@ -145,18 +144,14 @@ def engine_work(
     on_preview: PreviewCallback | None,
 ) -> EngineWork:
     """What the model thread runs for ``request``: ``work(engine) -> engine result``; in a
-    language the model was not trained on it raises BackendError with why (``model_declines``)."""
-    language = language_of(document.language_id, document.uri)
-    options = edit_options(settings, language)
+    language the model was not trained on it raises BackendError with why (``model_work``)."""
+    options = edit_options(settings, document.language)
     work = _engine_work(request, document, settings, trees, should_stop, on_preview, options)
+    return model_work(settings, document.language, document.language_id, work, _refused)
 
-    def checked(engine: InfillBackend) -> FillResult | HolesResult:
-        declined = model_declines(about(engine), language, document.language_id)
-        if declined is not None:
-            raise BackendError(f"{declined}; the selection is unchanged")
-        return work(engine)
 
-    return checked
+def _refused(declined: str) -> FillResult | HolesResult:
+    raise BackendError(f"{declined}; the selection is unchanged")
 
 
 def _engine_work(
@@ -234,7 +229,7 @@ def check_shown(
     the server's own secrets scrubbed), why it is held back, and how to get useful edits."""
     if not settings.edit_gate:
         return
-    language = language_of(document.language_id, document.uri)
+    language = document.language
     marker = settings.hole_marker if request.kind == FILL_HOLES else None
     edit = Edit(document.text, request.start, request.end, new, language, bool(request.instruction), marker,
                 trees.tree_for(document))  # fmt: skip
@@ -261,7 +256,7 @@ def _safe(text: str) -> str:
 def fill_markers(document: Document, request: EditRequest, middles: list[str], settings: Settings) -> str:
     """The selection with each marker replaced by its middle, filtered for where it sits."""
     marker = settings.hole_marker
-    language = language_of(document.language_id, document.uri)
+    language = document.language
     try:
         shown = shown_middles(holes_canvas(document, request, settings), marker, middles, language,
                               settings.context_tokens, HOLE_TOKENS)  # fmt: skip
@@ -278,4 +273,4 @@ def _without_selection(
     text = document.text[: request.start] + document.text[request.end :]
     without = Document(document.uri, document.language_id, document.version, text)
     tree = trees.parse_once(without) if trees is not None else None
-    return context_for(text, request.start, document.language_id, document.uri, settings, tree)
+    return context_for(text, request.start, document.language, settings, tree)
