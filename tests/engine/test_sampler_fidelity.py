@@ -13,9 +13,9 @@ from difill.engine import infill as infill_module
 from difill.engine.api import FillOptions, RewriteRequest
 from difill.engine.canvas import build_canvas
 from difill.engine.decoder import CanvasDecoder
-from difill.engine.infill import InfillEngine, sampler_config
+from difill.engine.infill import InfillEngine
 from difill.engine.prefix_cache import PrefixCache
-from difill.engine.sampler import DenoiseRequest, SamplerConfig, denoise, temperature_at
+from difill.engine.sampler import DenoiseRequest, SamplerConfig, denoise, sampler_config, temperature_at
 from difill.engine.tokens import encode
 
 

@@ -43,7 +43,7 @@ from difill.engine.name_scores import (
     split_partial_word,
     word_continuing,
 )
-from difill.engine.sampler import DenoiseRequest, DenoiseResult, SamplerConfig, denoise
+from difill.engine.sampler import DenoiseRequest, DenoiseResult, SamplerConfig, denoise, sampler_config
 from difill.engine.tokens import (
     block_tokens,
     draft_tokens,
@@ -127,25 +127,8 @@ class InfillEngine:
         block = block_tokens(self.tokenizer, options.context_block, budget)  # tokenized once per fill
         prefix_ids = self._prefix_ids(prefix, budget, block)
         heal_text, prefix_ids = self._split_heal(prefix, prefix_ids, options.heal)
-
         lengths = options.candidate_lengths()
-        canvas_length = max(lengths) + options.suffix_tokens
-        suffix_ids, suffix_complete = encode_suffix_window(
-            self.tokenizer, suffix, canvas_length - min(lengths)
-        )
-        layouts: list[list[Segment]] = []
-        ends: list[bool] = []
-        for hole in lengths:
-            clamped = suffix_ids[: canvas_length - hole]
-            layouts.append([hole, clamped])
-            ends.append(
-                suffix_complete and len(clamped) == len(suffix_ids) and hole + len(clamped) < canvas_length
-            )
-        canvas_length = max(used_length(seg, end) for seg, end in zip(layouts, ends, strict=True))
-        check_canvas(canvas_length, "the hole")
-        canvases = [
-            build_canvas(seg, canvas_length, self.ids, end) for seg, end in zip(layouts, ends, strict=True)
-        ]
+        canvases = self._hole_canvases(suffix, lengths, options.suffix_tokens)
 
         allowed = self._heal_allowed(heal_text) if heal_text else None
         if heal_text and allowed is None:  # no token extends the partial word: give it back to the prefix
@@ -156,8 +139,7 @@ class InfillEngine:
         seeded = torch.stack(
             [torch.zeros_like(c.clamp_mask) for c in canvases[: len(lengths)]] + [m for _, m in seeds]
         )
-        sources = ["model"] * len(lengths) + [f"draft:{i}" for i in range(len(seeds))]
-        holes = list(lengths) + [lengths[-1]] * len(seeds)
+        rows = [(hole, "model") for hole in lengths] + [(lengths[-1], f"draft:{i}") for i in range(len(seeds))]
 
         min_prob = options.cut_probability(self.loaded.min_token_prob)
         request = replace(
@@ -169,9 +151,45 @@ class InfillEngine:
         )
         on_step = self._draft_reporter(on_preview, canvases[-1].holes[0], heal_text, len(lengths) - 1)
         result, stats = self._encode_and_denoise(prefix_ids, request, options, should_stop, on_step)
+        candidates = model_order(self._candidates(result, canvases, rows, heal_text, min_prob))
 
+        best = candidates[0] if candidates else None
+        stats.hole_length = best.hole_length if best else 0
+        stats.draft_rows = len(seeds)
+        stats.draft_verified = result.done is not None
+        stats.context_tokens = len(block)
+        finish_stats(stats, result, len(encode(self.tokenizer, best.text)) if best else 0, started)
+        return FillResult(best.text if best else "", candidates, stats)
+
+    def _hole_canvases(self, suffix: str, lengths: Sequence[int], suffix_tokens: int) -> list[Canvas]:
+        """One canvas per hole length, all of one width: the hole, then as much of the suffix as
+        fits clamped after it (the end of text after it when the whole suffix fits)."""
+        canvas_length = max(lengths) + suffix_tokens
+        suffix_ids, suffix_complete = encode_suffix_window(self.tokenizer, suffix, canvas_length - min(lengths))
+        layouts: list[list[Segment]] = []
+        ends: list[bool] = []
+        for hole in lengths:
+            clamped = suffix_ids[: canvas_length - hole]
+            layouts.append([hole, clamped])
+            ends.append(
+                suffix_complete and len(clamped) == len(suffix_ids) and hole + len(clamped) < canvas_length
+            )
+        canvas_length = max(used_length(seg, end) for seg, end in zip(layouts, ends, strict=True))
+        check_canvas(canvas_length, "the hole")
+        return [build_canvas(seg, canvas_length, self.ids, end) for seg, end in zip(layouts, ends, strict=True)]
+
+    def _candidates(
+        self,
+        result: DenoiseResult,
+        canvases: list[Canvas],
+        rows: list[tuple[int, str]],
+        heal_text: str,
+        min_prob: float,
+    ) -> list[Candidate]:
+        """Each row's middle (``rows``: its hole length and source), cut at its first unsure token,
+        the healed partial word taken off its front; a row that does not extend that word is dropped."""
         candidates = []
-        for row, (canvas, hole, source) in enumerate(zip(canvases, holes, sources, strict=True)):
+        for row, (canvas, (hole, source)) in enumerate(zip(canvases, rows, strict=True)):
             if result.done is not None and not result.done[row]:
                 continue  # left open when a draft row was verified
             span = canvas.holes[0]
@@ -187,15 +205,7 @@ class InfillEngine:
             score = result.token_logprob[row, span[0] : span[1]].mean().item()
             complete = not cut and len(tokens) < span[1] - span[0]
             candidates.append(Candidate(raw, hole, score, complete, source))
-        candidates = model_order(candidates)
-
-        best = candidates[0] if candidates else None
-        stats.hole_length = best.hole_length if best else 0
-        stats.draft_rows = len(seeds)
-        stats.draft_verified = result.done is not None
-        stats.context_tokens = len(block)
-        finish_stats(stats, result, len(encode(self.tokenizer, best.text)) if best else 0, started)
-        return FillResult(best.text if best else "", candidates, stats)
+        return candidates
 
     def fill_holes(
         self,
@@ -258,17 +268,8 @@ class InfillEngine:
         # Row 0 starts from the selection, each further row from a draft (a whole alternative
         # selection); every row gets the same hole, suffix and renoised slots.
         seeds = [encode(self.tokenizer, selection)] + [self._draft_ids(d) for d in options.drafts]
-        longest = max(len(seed) for seed in seeds)
-        hole = max(1, longest + max(4, longest // 4))
-        suffix_ids, suffix_complete = encode_suffix_window(self.tokenizer, suffix, options.suffix_tokens)
-        segments: list[Segment] = [hole, suffix_ids]
-        check_canvas(used_length(segments, suffix_complete), "the selection")
-        base = build_canvas(segments, used_length(segments, suffix_complete), self.ids, suffix_complete)
-        canvases = []
-        for seed in seeds:
-            ids = base.ids.clone()
-            ids[: len(seed)] = torch.tensor(seed, dtype=torch.long)
-            canvases.append(Canvas(ids, base.clamp_mask.clone(), list(base.holes)))
+        base, canvases = self._seeded_rows(seeds, suffix, options.suffix_tokens)
+        hole = base.holes[0][1]
 
         generator = torch.Generator().manual_seed(options.seed)
         keep = torch.zeros(base.length, dtype=torch.bool)  # (L,) original slots kept as they are
@@ -280,20 +281,7 @@ class InfillEngine:
         on_step = self._draft_reporter(on_preview, base.holes[0], "", 0)
         result, stats = self._encode_and_denoise(prefix_ids, denoise_request, options, should_stop, on_step)
         renoised_slots = ~keep[:hole]
-        candidates, lengths = [], {}
-        for row, canvas in enumerate(canvases):
-            tokens = hole_tokens(result.canvas[row], canvas.holes[0], self.ids.filler)
-            logprob = result.token_logprob[row, :hole].cpu()
-            score = logprob[renoised_slots].mean().item() if strength > 0 else 0.0
-            changed = (result.canvas[row, :hole].cpu() != canvas.ids[:hole]) & renoised_slots
-            # At temperature 1: the schedule's tempered log-probs are ~0 at its end, even for a guess.
-            confidence = result.token_confidence[row, :hole].cpu()
-            change = confidence[changed].min().item() if bool(changed.any()) else None
-            source = "model" if row == 0 else f"draft:{row - 1}"
-            candidates.append(
-                Candidate(self._decode(tokens), hole, score, len(tokens) < hole, source, change)
-            )
-            lengths[source] = len(tokens)
+        candidates, lengths = self._rewritten(result, canvases, renoised_slots, strength > 0)
         if len(candidates) > 1:  # with drafts: best first by the model's own judgement
             candidates.sort(key=lambda c: c.score, reverse=True)
         stats.hole_length = hole
@@ -302,6 +290,42 @@ class InfillEngine:
         # per forward: the slots the loop decided (renoised ones), not the ones kept from the original
         finish_stats(stats, result, lengths[candidates[0].source], started, decided=int(renoised_slots.sum()))
         return FillResult(candidates[0].text, candidates, stats)
+
+    def _seeded_rows(self, seeds: list[list[int]], suffix: str, suffix_tokens: int) -> tuple[Canvas, list[Canvas]]:
+        """The rewrite's canvas (a hole a quarter longer than the longest seed, at least 4 spare
+        slots, then the suffix clamped) and one row per seed, its hole starting from the seed."""
+        longest = max(len(seed) for seed in seeds)
+        hole = max(1, longest + max(4, longest // 4))
+        suffix_ids, suffix_complete = encode_suffix_window(self.tokenizer, suffix, suffix_tokens)
+        segments: list[Segment] = [hole, suffix_ids]
+        check_canvas(used_length(segments, suffix_complete), "the selection")
+        base = build_canvas(segments, used_length(segments, suffix_complete), self.ids, suffix_complete)
+        canvases = []
+        for seed in seeds:
+            ids = base.ids.clone()
+            ids[: len(seed)] = torch.tensor(seed, dtype=torch.long)
+            canvases.append(Canvas(ids, base.clamp_mask.clone(), list(base.holes)))
+        return base, canvases
+
+    def _rewritten(
+        self, result: DenoiseResult, canvases: list[Canvas], renoised_slots: torch.Tensor, scored: bool
+    ) -> tuple[list[Candidate], dict[str, int]]:
+        """Each row's text, scored on its renoised slots (``renoised_slots``: (hole,) bool), with
+        the lowest confidence among the slots it changed; and each source's token count."""
+        hole = int(renoised_slots.shape[0])
+        candidates, lengths = [], {}
+        for row, canvas in enumerate(canvases):
+            tokens = hole_tokens(result.canvas[row], canvas.holes[0], self.ids.filler)
+            logprob = result.token_logprob[row, :hole].cpu()
+            score = logprob[renoised_slots].mean().item() if scored else 0.0
+            changed = (result.canvas[row, :hole].cpu() != canvas.ids[:hole]) & renoised_slots
+            # At temperature 1: the schedule's tempered log-probs are ~0 at its end, even for a guess.
+            confidence = result.token_confidence[row, :hole].cpu()
+            change = confidence[changed].min().item() if bool(changed.any()) else None
+            source = "model" if row == 0 else f"draft:{row - 1}"
+            candidates.append(Candidate(self._decode(tokens), hole, score, len(tokens) < hole, source, change))
+            lengths[source] = len(tokens)
+        return candidates, lengths
 
     @torch.inference_mode()
     def score_names(
@@ -449,16 +473,6 @@ class InfillEngine:
             on_preview(text[len(heal_text) :] if text.startswith(heal_text) else text, step)
 
         return report
-
-
-def sampler_config(checkpoint: SamplerConfig, options: FillOptions) -> SamplerConfig:
-    """The checkpoint's sampler with difill's infill changes on top: the step cap, the options."""
-    return replace(
-        checkpoint,
-        max_steps=max(1, min(options.max_steps, checkpoint.max_steps)),
-        entropy_bound=checkpoint.entropy_bound if options.entropy_bound is None else options.entropy_bound,
-        revise=bool(options.revise),
-    )
 
 
 def finish_stats(

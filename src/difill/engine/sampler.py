@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from difill.engine.api import Cancelled
+from difill.engine.api import Cancelled, FillOptions
 from difill.engine.slot_rules import (
     choose_accepted,
     entropy_of_logp,
@@ -478,3 +478,13 @@ def renoised(state: DenoiseState, vocab_size: int, generator: torch.Generator) -
     current = state.current
     noise = torch.randint(0, vocab_size, current.shape, generator=generator, device=current.device)
     return replace(state, current=torch.where(state.committed, current, noise))
+
+
+def sampler_config(checkpoint: SamplerConfig, options: FillOptions) -> SamplerConfig:
+    """The checkpoint's sampler with difill's infill changes on top: the step cap, the options."""
+    return replace(
+        checkpoint,
+        max_steps=max(1, min(options.max_steps, checkpoint.max_steps)),
+        entropy_bound=checkpoint.entropy_bound if options.entropy_bound is None else options.entropy_bound,
+        revise=bool(options.revise),
+    )

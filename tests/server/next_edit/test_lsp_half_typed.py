@@ -86,9 +86,9 @@ async def test_a_walk_of_applied_next_edits_goes_on_at_once_and_stops_at_the_fun
         open_document(client, uri, TWO_FUNCTIONS)
         change_text(client, uri, 2, 0, 9, 13, "n")  # grow's parameter, renamed in one change
         await asyncio.sleep(PAUSE_S + 0.2)
-        version, applied = 2, []
+        version, applied, cursor = 2, [], (0, 10)
         for step in range(4):
-            edits = await ask(client, uri, version, (0, 10) if step == 0 else cursor, AUTOMATIC, f"walk-{step}")
+            edits = await ask(client, uri, version, cursor, AUTOMATIC, f"walk-{step}")
             if not edits:
                 break
             first = edits[0]

@@ -21,7 +21,7 @@ def typed(*texts: str, clock: Clock | None = None) -> tuple[EditHistory, Clock]:
     """The history after the document went through ``texts`` a keystroke each, 0.15 s apart."""
     clock = clock or Clock()
     history = EditHistory(clock)
-    for version, (before, after) in enumerate(zip(texts, texts[1:]), start=2):
+    for version, (before, after) in enumerate(zip(texts, texts[1:], strict=False), start=2):
         clock.now += 0.15
         history.changed("u", before, after, version)
     return history, clock
