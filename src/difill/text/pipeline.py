@@ -23,7 +23,7 @@ from difill.text.filters import (
     apply_filters,
     keep_line_endings,
 )
-from difill.text.syntax import parser_for, syntax_errors
+from difill.text.syntax import count_errors, parser_for, syntax_errors
 
 PARSE_WINDOW_CHARS = 2000  # context around a fill that the parser sees when ranking candidates
 # Candidates one answer may rank: each is filtered and parsed on the server's event loop, so a
@@ -122,6 +122,45 @@ def errors_with_replacement(text: str, start: int, end: int, new: str, language:
     if language is None:
         return None
     return _window_errors(text, start, new, text, end, language)
+
+
+def errors_unless_clean(
+    text: str, start: int, end: int, first: str, second: str, language: str | None
+) -> tuple[int | None, int | None]:
+    """``errors_with_replacement`` of ``first`` and of ``second`` at ``text[start:end]``, the second
+    (None) not parsed when the first has no error or no grammar; when it is, it is re-parsed from
+    the first's tree (the two windows differ in the middle alone, so tree-sitter re-reads little
+    more than it: a next edit's parse check costs one window's parse, not two)."""
+    parser = parser_for(language)
+    if parser is None:
+        return None, None
+    head, tail = _window(text, start, text, end)
+    one = (head + first + tail).encode("utf-8")
+    tree = parser.parse(one)
+    errors = count_errors(tree.root_node)
+    if not errors:
+        return errors, None
+    at, old_end, new_end = (len(head.encode("utf-8")) + len(m.encode("utf-8")) for m in ("", first, second))
+    two = (head + second + tail).encode("utf-8")
+    tree.edit(
+        start_byte=at, old_end_byte=old_end, new_end_byte=new_end,
+        start_point=_point(one, at), old_end_point=_point(one, old_end), new_end_point=_point(two, new_end),
+    )  # fmt: skip
+    return errors, count_errors(parser.parse(two, tree).root_node)
+
+
+def _point(source: bytes, byte: int) -> tuple[int, int]:
+    return source.count(b"\n", 0, byte), byte - (source.rfind(b"\n", 0, byte) + 1)
+
+
+def _window(before: str, start: int, after: str, end: int) -> tuple[str, str]:
+    """The head and tail ``_window_errors`` reads around a middle."""
+    low = max(0, start - PARSE_WINDOW_CHARS)
+    head = before[low:start]
+    cut = head.find("\n")
+    if low > 0 and cut >= 0:
+        head = head[cut + 1 :]
+    return head, after[end : end + PARSE_WINDOW_CHARS]
 
 
 def _window_errors(before: str, start: int, middle: str, after: str, end: int, language: str) -> int | None:

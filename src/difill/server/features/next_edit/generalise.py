@@ -184,11 +184,11 @@ def _anti_unify(old: Node, new: Node) -> Transformation | None:
     parts as references (the holes)."""
     index: dict[tuple[str, bytes], Path] = {}
     strings: list[tuple[Path, Node]] = []
-    callees: list[Path] = []
+    callees: set[Path] = set()
     for path, node in _walk(old):
         if path and _callee(node):
-            callees.append(path)  # the function called is never a hole, nor any part of it
-        if node.is_named and not any(path[: len(c)] == c for c in callees):
+            callees.add(path)  # the function called is never a hole, nor any part of it
+        if node.is_named and not _under(path, callees):
             index.setdefault((node.type, node.text), path)
             if not kids(node):
                 index.setdefault(("", node.text), path)
@@ -225,7 +225,7 @@ def _anti_unify(old: Node, new: Node) -> Transformation | None:
     refs = {piece[0] for piece in template if isinstance(piece, tuple)}
     # A part copied from inside another copied part is the example's own text: at another place
     # the outer part reads anything, and what stands at the inner one's path is unknown.
-    nested = {p for p in refs if any(p[: len(q)] == q and p != q for q in refs)}
+    nested = {p for p in refs if p and _under(p[:-1], refs)}
     template = [
         at_path(old, piece[0]).text if isinstance(piece, tuple) and piece[0] in nested else piece
         for piece in template
@@ -234,7 +234,7 @@ def _anti_unify(old: Node, new: Node) -> Transformation | None:
     leaves = [
         (path, n) for path, n in _walk(old) if n.is_named and (not kids(n) or n.type in STRINGS)
     ]  # _leaves
-    constants = sum(1 for path, _ in leaves if not any(path[: len(h)] == h for h in holes))
+    constants = sum(1 for path, _ in leaves if not _under(path, holes))
     parent = old.parent
     field_name = None
     if parent is not None:
@@ -244,6 +244,12 @@ def _anti_unify(old: Node, new: Node) -> Transformation | None:
     return Transformation(
         old, new, template, holes, edits, parent.type if parent else "", field_name, len(leaves), constants
     )
+
+
+def _under(path: Path, tops) -> bool:
+    """Whether ``path`` is one of ``tops`` or under one (each of its prefixes looked up: a
+    block's thousands of nodes against its hundreds of parts, without a scan for each)."""
+    return any(path[:k] in tops for k in range(len(path) + 1))
 
 
 def _callee(node: Node) -> bool:

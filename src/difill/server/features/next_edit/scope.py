@@ -9,7 +9,7 @@ without a grammar walks the file, as before.  Run off the event loop: it parses 
 
 from __future__ import annotations
 
-from tree_sitter import Node
+from tree_sitter import Node, Tree
 
 from difill.text.syntax import FUNCTIONS, parser_for
 
@@ -17,16 +17,18 @@ CLASSES = frozenset({"class_definition", "class_declaration", "class", "impl_ite
 
 
 def rename_scope(
-    text: str, at: int, old: str, attribute: bool, language: str | None
+    text: str, at: int, old: str, attribute: bool, language: str | None, tree: Tree | None = None
 ) -> tuple[int, int] | None:
     """The [start, end) character span a rename of ``old`` made at ``at`` (where the new name
-    stands in ``text``) applies in; None for the whole file."""
+    stands in ``text``) applies in; None for the whole file.  ``tree``: ``text``'s tree, when the
+    caller has it (parsed here otherwise)."""
     parser = parser_for(language)
     if parser is None:
         return None
     source = text.encode("utf-8")
     byte = len(text[:at].encode("utf-8"))
-    node: Node | None = parser.parse(source).root_node.descendant_for_byte_range(byte, byte)
+    tree = tree if tree is not None else parser.parse(source)
+    node: Node | None = tree.root_node.descendant_for_byte_range(byte, byte)
     kinds = CLASSES if attribute else FUNCTIONS
     names = {old.encode("utf-8"), node.text} if node is not None and node.type == "identifier" else set()
     while node is not None:

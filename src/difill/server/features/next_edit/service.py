@@ -50,11 +50,11 @@ from difill.server.features.next_edit.patterns import (
     places,
 )
 from difill.server.features.next_edit.scope import rename_scope
-from difill.server.features.next_edit.tree_places import tree_places
+from difill.server.features.next_edit.tree_places import tree_after, tree_places
 from difill.server.features.next_edit.typing import INVOKED, Applied, half_typed
 from difill.server.trees import MAX_TREE_BYTES
 from difill.text.budget import Budget
-from difill.text.pipeline import errors_with_replacement
+from difill.text.pipeline import errors_unless_clean
 
 log = logging.getLogger("difill.server.next_edit")
 
@@ -206,11 +206,7 @@ class NextEditService(OneJobPerDocument):
         for start, end, text in spans:
             if cancel is not None and cancel.is_set():
                 break
-            now = errors_with_replacement(document.text, start, end, document.text[start:end], language)
-            if (
-                now is not None
-                and (errors_with_replacement(document.text, start, end, text, language) or 0) > now
-            ):
+            if _worse(document.text, start, end, text, language):
                 continue  # it would break the code
             out.append((start, end, text))
             if len(out) == MAX_EDITS_ANSWERED:
@@ -233,7 +229,10 @@ class NextEditService(OneJobPerDocument):
         if pattern is not None:  # the token substitutions: the simplest case, first
             if self._breaks_code(document, pattern):
                 return []
-            scope = rename_scope(document.text, pattern.at, pattern.old, pattern.attribute, language) if pattern.rename else None
+            scope = None
+            if pattern.rename:
+                tree = tree_after(last.before, last.after, language)
+                scope = rename_scope(document.text, pattern.at, pattern.old, pattern.attribute, language, tree)
             found = places(pattern, document.text, offset, scope, Budget(RENAME_MS, MAX_RENAME_MATCHES, cancel))
         # The edit generalised on the syntax tree, through its gate (issue 63); never after a
         # rename, whose scope has the last word: a walk that renamed every use in its function
@@ -246,9 +245,8 @@ class NextEditService(OneJobPerDocument):
         """The user's own edit parses worse than the code did before it: a half-made edit
         (``x ** `` while ``(a - 1)`` is retyped), not one to repeat."""
         language = document.language
-        at, end = pattern.at, pattern.at + len(pattern.new)
-        was = errors_with_replacement(document.text, at, end, pattern.old, language)
-        return was is not None and (errors_with_replacement(document.text, at, end, pattern.new, language) or 0) > was
+        at = pattern.at
+        return _worse(document.text, at, at + len(pattern.new), pattern.old, language, swap=True)
 
     def did_show(self, params: Any) -> None:
         self.shown += 1
@@ -260,6 +258,16 @@ class NextEditService(OneJobPerDocument):
             "range": range_json(document.range_of(start, end, self.encoding())),
             "textDocument": {"uri": document.uri, "version": document.version},
         }
+
+
+def _worse(text: str, start: int, end: int, new: str, language: str | None, swap: bool = False) -> bool:
+    """Whether the code around ``text[start:end]`` parses with more errors with ``new`` there than
+    as it stands (``swap``: as it stands than with ``new``; pipeline.errors_with_replacement).  The
+    side that may be worse is parsed first: most code parses clean, and then nothing can be worse
+    than it, so the other side's parse is saved (a next edit's answer is mostly these parses)."""
+    stands, other = [text[start:end], new][:: -1 if swap else 1]
+    worse, than = errors_unless_clean(text, start, end, other, stands, language)
+    return bool(worse) and worse > (than or 0)
 
 
 def _distinct(text: str, spans: list[Span]) -> list[Span]:
