@@ -17,29 +17,29 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
-import resource
 import signal
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
-from safetensors.torch import load_file, save_file
 from transformers import (
     AutoTokenizer,
     DiffusionGemmaForBlockDiffusion,
     LlamaConfig,
     LlamaForCausalLM,
     PreTrainedModel,
+    PreTrainedTokenizerBase,
 )
 
 from difill.engine.hf_compat import cache_kwargs, output_cache
 from difill.engine.model import ModelShape, build_config
 from difill.engine.vocab import TokenIds
 from difill.lab.training.batches import FILLER_WEIGHT, ar_batch, corrupt, diffusion_batch
+from difill.lab.training.checkpoint import TrainState, cpu_seconds, optimizer_and_ema, save_latest, spend
 from difill.lab.training.corpus import read_jsonl
 from difill.lab.training.packed import (
     causal_lm_loss,
@@ -48,6 +48,9 @@ from difill.lab.training.packed import (
     softcapped_logits,
     token_stream,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
 
 PREFIX_LENGTHS = (32, 64, 128, 256)  # most examples get a short prefix: more supervision per FLOP
 PREFIX_WEIGHTS = (0.3, 0.3, 0.25, 0.15)
@@ -90,16 +93,6 @@ class TrainConfig:
     seed: int = 0
     hidden_size: int = 192
     num_layers: int = 4
-
-
-@dataclass
-class TrainState:
-    step: int = 0
-    target_tokens: int = 0  # supervised tokens (hole slots + prefix next-token targets)
-    tokens: int = 0  # tokens through the model
-    cpu_hours: float = 0.0  # cumulative over every session that trained these weights
-    gpu_hours: float = 0.0  # wall time of GPU runs (scripts/gpu_recipe.sh), counted apart
-    history: list[dict] = field(default_factory=list)  # eval results appended by `difill eval --record`
 
 
 def build_ar_model(vocab_size: int, hidden: int, layers: int, ids: TokenIds) -> LlamaForCausalLM:
@@ -250,41 +243,6 @@ def ar_loss(model: LlamaForCausalLM, batch) -> tuple[torch.Tensor, dict]:
     return out.loss, {"ar_loss": out.loss.item(), "supervised": int(batch.mask[:, 1:].sum())}
 
 
-def save_checkpoint(
-    model: PreTrainedModel, ema: dict[str, torch.Tensor], opt, state: TrainState, tok, out: Path
-):
-    """EMA weights as the model (fp16 safetensors), optimizer state beside it (fp32 safetensors)."""
-    out.mkdir(parents=True, exist_ok=True)
-    live = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    model.load_state_dict(ema, strict=False)
-    model.to(torch.float16).save_pretrained(out, max_shard_size="15MB")
-    model.to(torch.float32)
-    model.load_state_dict(live)
-    tok.save_pretrained(out)
-    optimizer_tensors = {}
-    names = {id(p): n for n, p in model.named_parameters()}
-    for group in opt.param_groups:
-        for p in group["params"]:
-            for key, value in opt.state.get(p, {}).items():
-                if torch.is_tensor(value) and value.dim() > 0:
-                    optimizer_tensors[f"{key}::{names[id(p)]}"] = value.detach().cpu().contiguous()
-    save_file(optimizer_tensors, out / "optimizer.safetensors")
-    save_file({k: v.float().cpu().contiguous() for k, v in ema.items()}, out / "ema_fp32.safetensors")
-    (out / "training_state.json").write_text(json.dumps(asdict(state), indent=1) + "\n")
-
-
-def load_optimizer_state(model: PreTrainedModel, opt, path: Path, step: int, device: torch.device) -> None:
-    tensors = {k: v.to(device) for k, v in load_file(path).items()}
-    params = dict(model.named_parameters())
-    for key, value in tensors.items():
-        slot, name = key.split("::", 1)
-        if name in params:
-            opt.state[params[name]][slot] = value
-    for p in params.values():
-        if p in opt.state:
-            opt.state[p]["step"] = torch.tensor(float(step))
-
-
 def lr_at(step: int, progress: float, cfg: TrainConfig) -> float:
     """Linear warm-up over this run's first steps, then cosine decay over its CPU budget."""
     warm = min(1.0, (step + 1) / cfg.warmup_steps)
@@ -307,17 +265,61 @@ def train(cfg: TrainConfig) -> TrainState:
     rng = random.Random(cfg.seed)
     device = torch.device(cfg.device)
     gen = torch.Generator(device=device).manual_seed(cfg.seed)
-    out = Path(cfg.out)
     init = Path(cfg.init) if cfg.init else None
     tok = AutoTokenizer.from_pretrained(init if init else cfg.tokenizer, local_files_only=True)
-    texts = [d["text"] for d in read_jsonl(Path(cfg.corpus) / "train.jsonl")]
     ids0 = TokenIds.from_tokenizer(tok, len(tok))  # the tokenizer's ids (the model's vocab may be larger)
-    stream = token_stream(Path(cfg.corpus), "train", tok, ids0) if cfg.arch == "diffusion" else None
-    heldout_stream = token_stream(Path(cfg.corpus), "heldout", tok, ids0) if stream is not None else None
-    heldout_texts = (
-        [d["text"] for d in read_jsonl(Path(cfg.corpus) / "heldout.jsonl")] if stream is not None else []
-    )
+    corpus = _Corpus.read(cfg, tok, ids0)
+    model, state, ids = _model_and_state(cfg, tok, ids0, init, device)
+    opt, ema = optimizer_and_ema(cfg, model, state, init, device)
+    run = _Run(cfg, model, opt, ema, state, tok, ids, corpus, rng, gen, device)
+    _loop(run, Path(cfg.out))
+    return state
 
+
+@dataclass
+class _Corpus:
+    """The run's text: the training documents, their packed token stream (diffusion runs: the
+    causal-LM steps' windows) and the held-out split that every save is scored on."""
+
+    texts: list[str]
+    stream: np.ndarray | None
+    heldout_stream: np.ndarray | None
+    heldout_texts: list[str]
+
+    @classmethod
+    def read(cls, cfg: TrainConfig, tok: PreTrainedTokenizerBase, ids0: TokenIds) -> _Corpus:
+        corpus = Path(cfg.corpus)
+        texts = [d["text"] for d in read_jsonl(corpus / "train.jsonl")]
+        stream = token_stream(corpus, "train", tok, ids0) if cfg.arch == "diffusion" else None
+        heldout_stream = token_stream(corpus, "heldout", tok, ids0) if stream is not None else None
+        heldout_texts = (
+            [d["text"] for d in read_jsonl(corpus / "heldout.jsonl")] if stream is not None else []
+        )
+        return cls(texts, stream, heldout_stream, heldout_texts)
+
+
+@dataclass
+class _Run:
+    """One training run's working set: what a step reads and updates, and what a save writes."""
+
+    cfg: TrainConfig
+    model: PreTrainedModel
+    opt: torch.optim.Optimizer
+    ema: dict[str, torch.Tensor]  # the averaged weights: what gets saved and evaluated
+    state: TrainState
+    tok: PreTrainedTokenizerBase
+    ids: TokenIds  # over the model's vocab
+    corpus: _Corpus
+    rng: random.Random  # every batch's draws
+    gen: torch.Generator  # the canvas noise
+    device: torch.device
+
+
+def _model_and_state(
+    cfg: TrainConfig, tok: PreTrainedTokenizerBase, ids0: TokenIds, init: Path | None, device: torch.device
+) -> tuple[PreTrainedModel, TrainState, TokenIds]:
+    """The model to train (``init``'s weights, or a new one of ``cfg``'s shape) in train mode on
+    ``device``, its counters (``init``'s, or zero), and its TokenIds over the model's vocab."""
     state = TrainState()
     if init and (init / "training_state.json").exists():
         state = TrainState(**json.loads((init / "training_state.json").read_text()))
@@ -344,25 +346,19 @@ def train(cfg: TrainConfig) -> TrainState:
     ids = TokenIds.from_tokenizer(tok, vocab_size)
     model.to(device)
     model.train()
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
-    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=cfg.lr, betas=(0.9, 0.98),
-    )  # fmt: skip
-    if init and (init / "optimizer.safetensors").exists():
-        load_optimizer_state(model, opt, init / "optimizer.safetensors", state.step, device)
-    ema_path = init / "ema_fp32.safetensors" if init else None
-    ema = {k: v.detach().clone().float() for k, v in model.state_dict().items() if v.is_floating_point()}
-    if ema_path and ema_path.exists():
-        ema.update({k: v.to(device) for k, v in load_file(ema_path).items()})
+    return model, state, ids
 
+
+def _loop(run: _Run, out: Path) -> None:
+    """Steps until the wall-clock cap, the CPU budget or a SIGTERM / SIGINT; a log record every 20
+    steps, a save every ``save_every_minutes`` and one at the end."""
+    cfg, state = run.cfg, run.state
     log_path = out / "train_log.jsonl"
     out.mkdir(parents=True, exist_ok=True)
     start = time.time()
     last_save = start
-    cpu_start = run_cpu_start = _cpu_seconds()
-    window = {"supervised": 0, "tokens": 0, "time": time.time(), "lm_steps": 0, "steps": 0}
+    cpu_start = run_cpu_start = cpu_seconds()
+    window = _Window()
     deadline = start + cfg.minutes * 60
     budget_s = cfg.cpu_hours * 3600 if cfg.cpu_hours is not None else None
     run_step = 0
@@ -371,122 +367,133 @@ def train(cfg: TrainConfig) -> TrainState:
         signal.signal(sig, lambda signum, frame: stop_requested.append(signum))
     while time.time() < deadline and not stop_requested:
         if budget_s:  # CPU runs spend CPU-hours; the schedule follows them, pauses and all
-            progress = (_cpu_seconds() - run_cpu_start) / budget_s
+            progress = (cpu_seconds() - run_cpu_start) / budget_s
         else:  # GPU runs spend wall time; CPU runs without a budget keep a constant lr
-            progress = (time.time() - start) / (cfg.minutes * 60) if device.type == "cuda" else 0.0
+            progress = (time.time() - start) / (cfg.minutes * 60) if run.device.type == "cuda" else 0.0
         if progress >= 1.0:
             break
-        prefix_length = rng.choices(PREFIX_LENGTHS, PREFIX_WEIGHTS)[0]
-        canvas_length = rng.choice(CANVAS_LENGTHS)
-        for group in opt.param_groups:
+        for group in run.opt.param_groups:
             group["lr"] = lr_at(run_step, progress, cfg)
         run_step += 1
-        lm_step = cfg.arch == "diffusion" and rng.random() >= canvas_share_at(progress, cfg)
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.bf16):
-            if lm_step:
-                windows = packed_batch(stream, cfg.batch_size, cfg.lm_length, rng, ids.bos).to(device)
-                loss = causal_lm_loss(model, windows)
-                info = {"packed_lm_loss": loss.item(), "supervised": windows.numel() - cfg.batch_size}
-                tokens = windows.numel()
-            elif cfg.arch == "diffusion":
-                layout = (prefix_length, canvas_length)
-                batch = diffusion_batch(
-                    texts, tok, ids, cfg.batch_size, layout, rng, draft_share=cfg.draft_share
-                )
-                loss, info = diffusion_loss(model, batch.to(device), ids, cfg, gen)
-                tokens = batch.prefix.numel() + batch.canvas.numel()
-            else:
-                batch = ar_batch(texts, tok, ids, cfg.batch_size, prefix_length, canvas_length, rng)
-                loss, info = ar_loss(model, batch.to(device))
-                tokens = batch.ids.numel()
-        if not math.isfinite(loss.item()):
-            raise RuntimeError(f"loss is {loss.item()} at step {state.step}")
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        with torch.no_grad():
-            decay_now = min(cfg.ema_decay, (1 + state.step) / (10 + state.step))
-            for k, v in model.state_dict().items():
-                if k in ema:
-                    ema[k].mul_(decay_now).add_(v.float(), alpha=1 - decay_now)
-        state.step += 1
-        state.tokens += tokens
-        state.target_tokens += info["supervised"]
-        window["supervised"] += info["supervised"]
-        window["tokens"] += tokens
-        window["steps"] += 1
-        window["lm_steps"] += int(lm_step)
+        info, tokens, lm_step = _step(run, progress)
+        window.add(info["supervised"], tokens, lm_step)
         if state.step % 20 == 0:
-            dt = time.time() - window["time"]
-            record = {
-                "step": state.step, "elapsed_min": round((time.time() - start) / 60, 2),
-                **{k: round(v, 4) for k, v in info.items() if k != "supervised"},
-                "target_tok_s": round(window["supervised"] / dt), "tok_s": round(window["tokens"] / dt),
-                "lm_step_share": round(window["lm_steps"] / window["steps"], 2),
-                "lr": opt.param_groups[0]["lr"],
-                "cpu_hours": round(state.cpu_hours + (_cpu_seconds() - cpu_start) / 3600, 4),
-            }  # fmt: skip
-            with open(log_path, "a") as f:
-                f.write(json.dumps(record) + "\n")
-            window = {"supervised": 0, "tokens": 0, "time": time.time(), "lm_steps": 0, "steps": 0}
+            _append_log(log_path, window.record(run, info, start, cpu_start))
+            window = _Window()
         if time.time() - last_save > cfg.save_every_minutes * 60:
-            _log_heldout(model, ema, (heldout_stream, heldout_texts), (tok, ids), state, cpu_start, log_path)
-            _spend(model, state, cpu_start, last_save)
-            _save(model, ema, opt, state, tok, out)
-            cpu_start = _cpu_seconds()
+            _save_run(run, out, cpu_start, last_save)
+            cpu_start = cpu_seconds()
             last_save = time.time()
-    _log_heldout(model, ema, (heldout_stream, heldout_texts), (tok, ids), state, cpu_start, log_path)
-    _spend(model, state, cpu_start, last_save)
-    _save(model, ema, opt, state, tok, out)
-    return state
+    _save_run(run, out, cpu_start, last_save)
 
 
-def _log_heldout(
-    model, ema, heldout: tuple, vocab: tuple, state: TrainState, cpu_start: float, log_path: Path
-) -> None:
-    """Held-out LM and canvas losses of the EMA weights (what ships), against cumulative CPU-hours.
-    ``heldout`` is the split as (token stream or None, texts); ``vocab`` is (tokenizer, TokenIds)."""
-    (heldout_stream, heldout_texts), (tok, ids) = heldout, vocab
-    if heldout_stream is None:
+def _step(run: _Run, progress: float) -> tuple[dict, int, bool]:
+    """One optimizer step, the EMA's update and the counters'; returns the step's figures, its
+    tokens through the model and whether it was a packed causal-LM step."""
+    loss, info, tokens, lm_step = _loss(run, progress)
+    state = run.state
+    if not math.isfinite(loss.item()):
+        raise RuntimeError(f"loss is {loss.item()} at step {state.step}")
+    run.opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(run.model.parameters(), 1.0)
+    run.opt.step()
+    with torch.no_grad():
+        decay_now = min(run.cfg.ema_decay, (1 + state.step) / (10 + state.step))
+        for k, v in run.model.state_dict().items():
+            if k in run.ema:
+                run.ema[k].mul_(decay_now).add_(v.float(), alpha=1 - decay_now)
+    state.step += 1
+    state.tokens += tokens
+    state.target_tokens += info["supervised"]
+    return info, tokens, lm_step
+
+
+def _loss(run: _Run, progress: float) -> tuple[torch.Tensor, dict, int, bool]:
+    """One batch's loss: a packed causal-LM step or a canvas step (the baseline: an AR step), as
+    (loss, figures, tokens through the model, whether it was a causal-LM step).  The draws from
+    ``run.rng`` come in one order (layout, then kind, then batch) so that a seed replays a run."""
+    cfg, rng, ids, device = run.cfg, run.rng, run.ids, run.device
+    prefix_length = rng.choices(PREFIX_LENGTHS, PREFIX_WEIGHTS)[0]
+    canvas_length = rng.choice(CANVAS_LENGTHS)
+    lm_step = cfg.arch == "diffusion" and rng.random() >= canvas_share_at(progress, cfg)
+    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.bf16):
+        if lm_step:
+            windows = packed_batch(run.corpus.stream, cfg.batch_size, cfg.lm_length, rng, ids.bos).to(device)
+            loss = causal_lm_loss(run.model, windows)
+            info = {"packed_lm_loss": loss.item(), "supervised": windows.numel() - cfg.batch_size}
+            tokens = windows.numel()
+        elif cfg.arch == "diffusion":
+            layout = (prefix_length, canvas_length)
+            texts, batch_size = run.corpus.texts, cfg.batch_size
+            batch = diffusion_batch(texts, run.tok, ids, batch_size, layout, rng, draft_share=cfg.draft_share)
+            loss, info = diffusion_loss(run.model, batch.to(device), ids, cfg, run.gen)
+            tokens = batch.prefix.numel() + batch.canvas.numel()
+        else:
+            batch = ar_batch(
+                run.corpus.texts, run.tok, ids, cfg.batch_size, prefix_length, canvas_length, rng
+            )
+            loss, info = ar_loss(run.model, batch.to(device))
+            tokens = batch.ids.numel()
+    return loss, info, tokens, lm_step
+
+
+@dataclass
+class _Window:
+    """The steps since the last log record: their throughput and their share of causal-LM steps."""
+
+    supervised: int = 0
+    tokens: int = 0
+    steps: int = 0
+    lm_steps: int = 0
+    since: float = field(default_factory=time.time)
+
+    def add(self, supervised: int, tokens: int, lm_step: bool) -> None:
+        self.supervised += supervised
+        self.tokens += tokens
+        self.steps += 1
+        self.lm_steps += int(lm_step)
+
+    def record(self, run: _Run, info: dict, start: float, cpu_start: float) -> dict:
+        """The log record after the window's last step (``info``: that step's figures)."""
+        dt = time.time() - self.since
+        return {
+            "step": run.state.step, "elapsed_min": round((time.time() - start) / 60, 2),
+            **{k: round(v, 4) for k, v in info.items() if k != "supervised"},
+            "target_tok_s": round(self.supervised / dt), "tok_s": round(self.tokens / dt),
+            "lm_step_share": round(self.lm_steps / self.steps, 2),
+            "lr": run.opt.param_groups[0]["lr"],
+            "cpu_hours": round(run.state.cpu_hours + (cpu_seconds() - cpu_start) / 3600, 4),
+        }  # fmt: skip
+
+
+def _save_run(run: _Run, out: Path, cpu_start: float, wall_start: float) -> None:
+    """Log the EMA's held-out losses, add the time since the last save to the budget, save ``out/latest``."""
+    _log_heldout(run, cpu_start, out / "train_log.jsonl")
+    spend(run.model, run.state, cpu_start, wall_start)
+    save_latest(run.model, run.ema, run.opt, run.state, run.tok, out)
+
+
+def _log_heldout(run: _Run, cpu_start: float, log_path: Path) -> None:
+    """Held-out LM and canvas losses of the EMA weights (what ships), against cumulative CPU-hours."""
+    model, state, corpus, tok, ids = run.model, run.state, run.corpus, run.tok, run.ids
+    if corpus.heldout_stream is None:
         return
     live = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    model.load_state_dict(ema, strict=False)
+    model.load_state_dict(run.ema, strict=False)
     record = {
         "step": state.step,
-        "heldout_lm_loss": round(heldout_lm_loss(model, heldout_stream), 4),
+        "heldout_lm_loss": round(heldout_lm_loss(model, corpus.heldout_stream), 4),
     }
-    if canvas_loss_texts(heldout_texts):
-        record["heldout_canvas_loss"] = round(heldout_canvas_loss(model, heldout_texts, tok, ids), 4)
-        drafts = heldout_draft_figures(model, heldout_texts, tok, ids)
+    if canvas_loss_texts(corpus.heldout_texts):
+        record["heldout_canvas_loss"] = round(heldout_canvas_loss(model, corpus.heldout_texts, tok, ids), 4)
+        drafts = heldout_draft_figures(model, corpus.heldout_texts, tok, ids)
         record.update({f"heldout_{k}": round(v, 4) for k, v in drafts.items()})
     model.load_state_dict(live)
-    record["cpu_hours"] = round(state.cpu_hours + (_cpu_seconds() - cpu_start) / 3600, 4)
+    record["cpu_hours"] = round(state.cpu_hours + (cpu_seconds() - cpu_start) / 3600, 4)
+    _append_log(log_path, record)
+
+
+def _append_log(log_path: Path, record: dict) -> None:
     with open(log_path, "a") as f:
         f.write(json.dumps(record) + "\n")
-
-
-def _cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-def _spend(model, state: TrainState, cpu_start: float, wall_start: float) -> None:
-    """Add the time since the last save to the state's budget (before ``_save`` writes it)."""
-    if next(model.parameters()).is_cuda:  # the process's CPU time is not what a GPU run costs
-        state.gpu_hours += (time.time() - wall_start) / 3600
-    else:
-        state.cpu_hours += (_cpu_seconds() - cpu_start) / 3600
-
-
-def _save(model, ema, opt, state: TrainState, tok, out: Path) -> None:
-    """Save to ``out/latest`` atomically."""
-    tmp = out.with_name(out.name + ".tmp")
-    save_checkpoint(model, ema, opt, state, tok, tmp / "latest")
-    final = out / "latest"
-    if final.exists():
-        for p in final.iterdir():
-            p.unlink()
-        final.rmdir()
-    os.replace(tmp / "latest", final)
-    tmp.rmdir()
