@@ -222,6 +222,12 @@ def _anti_unify(old: Node, new: Node) -> Transformation | None:
         template.append(new.text[at - new.start_byte : node.end_byte - new.start_byte])
 
     emit(new)
+    return _transformation(old, new, template, edits)
+
+
+def _transformation(old: Node, new: Node, template: list[Piece], edits: dict[Path, StringEdit]) -> Transformation:
+    """The pair's template with its holes settled, and what the gate weighs: the example's named
+    leaves, those that must read the same elsewhere, and where the before node stands."""
     refs = {piece[0] for piece in template if isinstance(piece, tuple)}
     # A part copied from inside another copied part is the example's own text: at another place
     # the outer part reads anything, and what stands at the inner one's path is unknown.
