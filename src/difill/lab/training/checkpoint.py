@@ -9,14 +9,10 @@ import resource
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import torch
 from safetensors.torch import load_file, save_file
 from transformers import PreTrainedModel
-
-if TYPE_CHECKING:
-    from difill.lab.training.train import TrainConfig
 
 
 @dataclass
@@ -65,15 +61,20 @@ def load_optimizer_state(model: PreTrainedModel, opt, path: Path, step: int, dev
 
 
 def optimizer_and_ema(
-    cfg: TrainConfig, model: PreTrainedModel, state: TrainState, init: Path | None, device: torch.device
+    lr_and_decay: tuple[float, float],
+    model: PreTrainedModel,
+    state: TrainState,
+    init: Path | None,
+    device: torch.device,
 ) -> tuple[torch.optim.AdamW, dict[str, torch.Tensor]]:
-    """AdamW (no weight decay on norms and biases) and the EMA weights, each resumed from ``init``
-    where it was saved there."""
+    """AdamW at ``lr_and_decay`` (the peak rate, the weight decay; none on norms and biases) and
+    the EMA weights, each resumed from ``init`` where it was saved there."""
+    lr, weight_decay = lr_and_decay
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=cfg.lr, betas=(0.9, 0.98),
+        [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=lr, betas=(0.9, 0.98),
     )  # fmt: skip
     if init and (init / "optimizer.safetensors").exists():
         load_optimizer_state(model, opt, init / "optimizer.safetensors", state.step, device)

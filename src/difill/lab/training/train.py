@@ -270,7 +270,7 @@ def train(cfg: TrainConfig) -> TrainState:
     ids0 = TokenIds.from_tokenizer(tok, len(tok))  # the tokenizer's ids (the model's vocab may be larger)
     corpus = _Corpus.read(cfg, tok, ids0)
     model, state, ids = _model_and_state(cfg, tok, ids0, init, device)
-    opt, ema = optimizer_and_ema(cfg, model, state, init, device)
+    opt, ema = optimizer_and_ema((cfg.lr, cfg.weight_decay), model, state, init, device)
     run = _Run(cfg, model, opt, ema, state, tok, ids, corpus, rng, gen, device)
     _loop(run, Path(cfg.out))
     return state
