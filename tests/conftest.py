@@ -40,7 +40,7 @@ def build_tiny_model(out: Path, seed: int = 0) -> Path:
 
     from difill.engine.model import ModelShape, build_config
     from difill.engine.vocab import TokenIds
-    from difill.lab.training.tokenizer import save_tokenizer, train_tokenizer
+    from lab.training.tokenizer import save_tokenizer, train_tokenizer
 
     tokenizer = train_tokenizer(_tiny_corpus(), vocab_size=600)
     ids = TokenIds.from_tokenizer(tokenizer, len(tokenizer))

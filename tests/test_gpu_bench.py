@@ -1,11 +1,11 @@
-"""scripts/gpu_bench.py at a tiny scale on the CPU: the same code the GPU run uses."""
+"""lab/scripts/gpu_bench.py at a tiny scale on the CPU: the same code the GPU run uses."""
 
 from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu_bench.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "lab" / "scripts" / "gpu_bench.py"
 
 
 def load_script():

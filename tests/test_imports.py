@@ -25,11 +25,13 @@ import pytest
 
 pytestmark = pytest.mark.unit  # torch-free, no server: `pytest -m unit` (tests/conftest.py)
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src"
+LAB = ROOT / "lab"  # beside the package, not installed
 
 
 def module_name(path: Path) -> str:
-    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    parts = list(path.relative_to(SRC if path.is_relative_to(SRC) else ROOT).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -66,7 +68,12 @@ def imports(path: Path, with_type_checking: bool, known: frozenset[str] = frozen
 
 
 def sources() -> dict[str, Path]:
-    return {module_name(p): p for p in sorted((SRC / "difill").rglob("*.py"))}
+    """The package's modules and the lab's."""
+    return {module_name(p): p for p in sorted([*(SRC / "difill").rglob("*.py"), *LAB.rglob("*.py")])}
+
+
+def is_lab(module: str) -> bool:
+    return module == "lab" or module.startswith("lab.")
 
 
 def graph(with_type_checking: bool) -> dict[str, set[str]]:
@@ -116,7 +123,7 @@ def test_engine_imports_neither_the_server_nor_the_lab_nor_pygls():
             wrong = {
                 m
                 for m in imports(path, with_type_checking=True)
-                if m.startswith(("difill.server", "difill.lab", "pygls", "lsprotocol"))
+                if m.startswith(("difill.server", "pygls", "lsprotocol")) or is_lab(m)
             }
             assert not wrong, f"{name} imports {sorted(wrong)}"
 
@@ -130,7 +137,7 @@ def test_nothing_imports_the_cli():
 def test_the_server_never_imports_the_lab():
     for name, path in sources().items():
         if name.startswith("difill.server"):
-            wrong = {m for m in imports(path, with_type_checking=True) if m.startswith("difill.lab")}
+            wrong = {m for m in imports(path, with_type_checking=True) if is_lab(m)}
             assert not wrong, f"{name} imports {sorted(wrong)}"
 
 
@@ -174,10 +181,30 @@ def test_no_feature_imports_the_server_module_even_for_a_type():
 
 
 def test_the_cli_names_the_modules_of_its_commands():
-    # Each command's work is imported inside its handler (lazily), but by an import statement.
+    # Each command's work is imported inside its handler (lazily), but by an import statement; the
+    # lab's commands name their module and function, which the lab must have (issue 65 item 7).
     edges = graph(with_type_checking=False)["difill.cli"]
-    for module in ("lab.commands", "lab.quality", "lab.bench", "server.serve_http", "server.server"):
+    for module in ("server.serve_http", "server.server", "server.fill_command"):
         assert f"difill.{module}" in edges, module
+    calls = [
+        node
+        for node in ast.walk(ast.parse((SRC / "difill" / "cli.py").read_text()))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "lab_command"
+    ]
+    named = {tuple(arg.value for arg in call.args) for call in calls}
+    assert {command for command, _, _ in named} == {"corpus", "tokenizer", "train", "ship", "eval", "bench"}
+    for _, module, function in named:
+        tree = ast.parse((LAB / f"{module}.py").read_text())
+        assert function in {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}, (module, function)
+
+
+def test_the_package_imports_nothing_of_the_lab():
+    # The wheel leaves the lab out (pyproject: packages under src/ only), so no module of it may
+    # import the lab, not even under TYPE_CHECKING: the CLI finds it in a clone by name.
+    for name, path in sources().items():
+        if not is_lab(name):
+            wrong = {m for m in imports(path, with_type_checking=True) if is_lab(m)}
+            assert not wrong, f"{name} imports {sorted(wrong)}"
 
 
 def test_the_circle_finder_finds_a_circle():
@@ -186,7 +213,7 @@ def test_the_circle_finder_finds_a_circle():
     assert cycles(edges) == [["a", "b", "c"]]
     edges = graph(with_type_checking=False)
     assert "difill.server.request_context" in edges["difill.server.features.suggestions.completion"]
-    assert "difill.lab.bench_server" in edges["difill.lab.bench"]
+    assert "lab.bench_server" in edges["lab.bench"]
     # ... and the type-checking graph holds the imports under `if TYPE_CHECKING:` too
     typed = graph(with_type_checking=True)
     assert "difill.server.config" not in edges["difill.server.request_context"]

@@ -7,9 +7,11 @@ command runs, so ``difill fill --remote`` never loads torch.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from difill import __version__
@@ -56,40 +58,26 @@ def run_export_gguf(args: argparse.Namespace) -> int:
     return export(args)
 
 
-def run_corpus(args: argparse.Namespace) -> int:
-    from difill.lab.commands import corpus
-
-    return corpus(args)
-
-
-def run_tokenizer(args: argparse.Namespace) -> int:
-    from difill.lab.commands import tokenizer
-
-    return tokenizer(args)
+# The lab's commands: lab/ sits beside src/ in a clone of the repository and is not in the wheel
+# (it trains, evaluates and benchmarks the model; users run the server).  Under `pip install -e .`
+# this file is src/difill/cli.py, so the clone is two folders up.
+CHECKOUT = Path(__file__).resolve().parents[2]
 
 
-def run_train(args: argparse.Namespace) -> int:
-    from difill.lab.commands import train_model
+def lab_command(command: str, module: str, function: str) -> Callable[[argparse.Namespace], int]:
+    """The handler of ``difill <command>``: ``lab.<module>.<function>``, found in the clone."""
 
-    return train_model(args)
+    def run(args: argparse.Namespace) -> int:
+        if not (CHECKOUT / "lab" / "__init__.py").is_file():
+            raise SystemExit(
+                f"difill {command} needs the lab, which the installed package leaves out: run it in a "
+                "clone of the difill repository after `pip install -e .` (docs/install.md)"
+            )
+        if str(CHECKOUT) not in sys.path:
+            sys.path.insert(0, str(CHECKOUT))  # this clone's lab, before any other package named lab
+        return getattr(importlib.import_module(f"lab.{module}"), function)(args)
 
-
-def run_ship(args: argparse.Namespace) -> int:
-    from difill.lab.commands import ship
-
-    return ship(args)
-
-
-def run_eval(args: argparse.Namespace) -> int:
-    from difill.lab.quality import main
-
-    return main(args)
-
-
-def run_bench(args: argparse.Namespace) -> int:
-    from difill.lab.bench import main
-
-    return main(args)
+    return run
 
 
 Argument = tuple[tuple[str, ...], dict[str, Any]]
@@ -244,14 +232,14 @@ COMMANDS = (
     Command(
         "corpus",
         "build the training corpus: the stdlib and the pinned permissive packages",
-        run_corpus,
+        lab_command("corpus", "commands", "corpus"),
         arg("--out", default="data/corpus", help="where train.jsonl, heldout.jsonl and manifest.json go"),
         arg("--cache", default="data/archives", help="where the fetched package archives are kept"),
     ),
     Command(
         "tokenizer",
         "train the byte-level BPE tokenizer on the corpus",
-        run_tokenizer,
+        lab_command("tokenizer", "commands", "tokenizer"),
         arg("--corpus", default="data/corpus", help="the corpus whose train.jsonl it learns from"),
         arg("--out", default="data/tokenizer", help="where the tokenizer files go"),
         arg("--vocab-size", type=int, default=8192, help="tokens in the vocabulary, special ones included"),
@@ -259,7 +247,7 @@ COMMANDS = (
     Command(
         "train",
         "train the default model (or the AR baseline)",
-        run_train,
+        lab_command("train", "commands", "train_model"),
         arg(
             "--arch",
             choices=["diffusion", "ar"],
@@ -299,19 +287,19 @@ COMMANDS = (
         arg("--num-layers", type=int, default=4, help="model depth when training from scratch"),
         arg("--save-every-minutes", type=float, default=10.0, help="checkpoint interval"),
         arg("--batch-size", type=int, default=16, help="rows per step (canvas examples or packed windows)"),
-        arg("--device", default="cpu", help="cpu, or cuda for the GPU recipe (scripts/gpu_recipe.sh)"),
+        arg("--device", default="cpu", help="cpu, or cuda for the GPU recipe (lab/scripts/gpu_recipe.sh)"),
         arg("--bf16", action="store_true", help="bf16 autocast (GPUs; emulated and slow on this CPU)"),
     ),
     Command(
         "ship",
         "copy a trained model into the package as the default model",
-        run_ship,
+        lab_command("ship", "commands", "ship"),
         arg("source", help="checkpoint dir, e.g. runs/diffusion/latest"),
         arg("--corpus", default="data/corpus", help="where the corpus manifest is"),
         arg(
             "--min-token-prob",
             type=float,
-            help="the ghost-text cut chosen for these weights (scripts/tune_truncation.py); "
+            help="the ghost-text cut chosen for these weights (lab/scripts/tune_truncation.py); "
             "default: the source's own, else the shipped model's",
         ),
     ),
@@ -319,7 +307,7 @@ COMMANDS = (
         "eval",
         "held-out quality of what the editor shows: the model and the AR baseline "
         "through the server's suggestion path and filters",
-        run_eval,
+        lab_command("eval", "quality", "main"),
         arg("--model", help="diffusion model dir (default: shipped)"),
         arg("--ar-model", help="AR baseline dir (default: benchmarks/ar-baseline, else runs/ar/latest)"),
         arg("--no-ar", action="store_true", help="evaluate the diffusion model alone"),
@@ -395,7 +383,7 @@ COMMANDS = (
     Command(
         "bench",
         "latency benchmark: diffusion vs AR, engine and server",
-        run_bench,
+        lab_command("bench", "bench", "main"),
         arg("--model", help="diffusion model dir (default: shipped)"),
         arg("--ar-model", help="AR baseline dir (default: benchmarks/ar-baseline, else runs/ar/latest)"),
         arg("--quick", action="store_true", help="a small run that finishes in under a minute"),
@@ -411,7 +399,7 @@ COMMANDS = (
             "--typing-repos",
             metavar="NAME=GIT_DIR@COMMIT,...",
             help="with --typing: type into these projects' Python files (read from git at the commit, "
-            "as `python -m difill.lab.fresh_cursor` reads them) instead of the held-out corpus",
+            "as `python -m lab.fresh_cursor` reads them) instead of the held-out corpus",
         ),
         arg(
             "--server-python",

@@ -9,7 +9,7 @@ from difill.engine.api import FillOptions, RewriteRequest
 from difill.engine.ar_baseline import ARBackend
 from difill.engine.backends import is_ar_checkpoint
 from difill.engine.vocab import TokenIds
-from difill.lab.training.train import build_ar_model
+from lab.training.train import build_ar_model
 
 
 @pytest.fixture(scope="module")

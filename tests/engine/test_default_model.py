@@ -79,7 +79,7 @@ def test_engine_reports_its_stats(engine):
 def test_the_shipped_model_names_its_ghost_text_cut_and_ship_keeps_it(tmp_path):
     import json
 
-    from difill.lab.commands import ghost_text_cut
+    from lab.commands import ghost_text_cut
 
     assert 0.0 < load_model(DEFAULT_MODEL_DIR, device="cpu").min_token_prob < 1.0
 

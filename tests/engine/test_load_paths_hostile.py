@@ -16,7 +16,7 @@ from difill.engine.api import ModelLoadError
 from difill.engine.ar_baseline import ARBackend
 from difill.engine.model import load_error
 from difill.engine.vocab import TokenIds
-from difill.lab.training.train import build_ar_model
+from lab.training.train import build_ar_model
 
 PAYLOAD = "import pathlib; pathlib.Path({marker!r}).write_text('ran')\n"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from difill.lab import adapt
-from difill.lab import fresh_cursor as fc
+from lab import adapt
+from lab import fresh_cursor as fc
 from tests.lab.test_fresh_cursor import APP, repository
 
 
@@ -30,8 +30,8 @@ def test_train_takes_the_short_run_knobs(monkeypatch):
     `difill train --ema-decay --warmup-steps` reach the trainer (the default 0.998 over a few
     hundred steps would save weights still mostly the shipped ones)."""
     from difill.cli import build_parser
-    from difill.lab import commands
-    from difill.lab.training import train
+    from lab import commands
+    from lab.training import train
 
     seen = []
     monkeypatch.setattr(train, "train", lambda cfg: seen.append(cfg) or train.TrainState())

@@ -3,8 +3,8 @@ for every variant, and the canvas cache's pass is timed in its steady state."""
 
 from __future__ import annotations
 
-from difill.lab.bench_editor import CACHED, CONFIDENT, DIFFUSION, bench_editor, format_editor, ratios
-from difill.lab.training.examples import InfillExample
+from lab.bench_editor import CACHED, CONFIDENT, DIFFUSION, bench_editor, format_editor, ratios
+from lab.training.examples import InfillExample
 
 FILE = "".join(f"def f{i}(x):\n    y = x * {i}\n    return y + {i}\n\n\n" for i in range(6))
 

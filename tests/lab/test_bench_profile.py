@@ -6,11 +6,11 @@ import difill.engine.infill as infill_module
 import difill.server.suggestion_path as path_module
 from difill.engine.infill import InfillEngine
 from difill.engine.sampler import denoise
-from difill.lab.bench_profile import REQUEST_PARTS, profile_served
-from difill.lab.profile_hooks import STEP_PARTS
-from difill.lab.training.examples import InfillExample
 from difill.server.config import Settings
 from difill.server.suggestion_path import ServedModel
+from lab.bench_profile import REQUEST_PARTS, profile_served
+from lab.profile_hooks import STEP_PARTS
+from lab.training.examples import InfillExample
 
 FILE = "".join(f"def f{i}(x):\n    y = x * {i}\n    return y + {i}\n\n\n" for i in range(6))
 

@@ -3,7 +3,7 @@ ghost-text request (lab/bench_remote_names.py, against the fake vLLM 0.33.0)."""
 
 from __future__ import annotations
 
-from difill.lab.bench_remote_names import run
+from lab.bench_remote_names import run
 
 
 def test_scoring_adds_one_round_trip():

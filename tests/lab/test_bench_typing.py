@@ -7,7 +7,7 @@ import asyncio
 
 from lsprotocol import types
 
-from difill.lab.bench_typing import Replay, TypingCase, accepted, replay_case, typing_cases
+from lab.bench_typing import Replay, TypingCase, accepted, replay_case, typing_cases
 
 CASE = TypingCase("a.py", "x = 1\n", "def f(a):\n    return a", "\nprint(f(2))\n")
 
@@ -114,7 +114,7 @@ async def test_word_accepts_count_a_key_a_word():
 
 
 def test_shown_precision_counts_a_suggestion_once_while_typing_agrees_with_it():
-    from difill.lab.bench_typing import Seen
+    from lab.bench_typing import Seen
 
     out, seen = Replay(), Seen()
     target = "value = compute(x)"

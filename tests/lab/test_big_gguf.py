@@ -10,8 +10,8 @@ import pytest
 
 gguf = pytest.importorskip("gguf")
 
-from difill.lab import big_gguf  # noqa: E402
-from difill.lab.big_gguf import FULL, GIB, SMALL, file_bytes, refusal, tensor_plan, write_big_gguf  # noqa: E402
+from lab import big_gguf  # noqa: E402
+from lab.big_gguf import FULL, GIB, SMALL, file_bytes, refusal, tensor_plan, write_big_gguf  # noqa: E402
 
 A = "diffusion-gemma"
 

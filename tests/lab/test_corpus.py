@@ -8,9 +8,9 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from difill.lab.training import corpus as corpus_module
-from difill.lab.training.corpus import build_corpus, is_wanted, read_jsonl
-from difill.lab.training.corpus_sources import (
+from lab.training import corpus as corpus_module
+from lab.training.corpus import build_corpus, is_wanted, read_jsonl
+from lab.training.corpus_sources import (
     Archive,
     Pin,
     _choose_file,

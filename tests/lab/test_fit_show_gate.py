@@ -7,8 +7,8 @@ import json
 
 import numpy as np
 
-from difill.lab.fit_show_gate import Case, cases_of, distinct_precision, fit, shown_texts, threshold_for
 from difill.server.show_gate import Evidence
+from lab.fit_show_gate import Case, cases_of, distinct_precision, fit, shown_texts, threshold_for
 
 
 def evidence(text: str, origin: str = "model") -> Evidence:

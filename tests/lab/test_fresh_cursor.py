@@ -11,7 +11,7 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from difill.lab import fresh_cursor as fc
+from lab import fresh_cursor as fc
 
 APP = (
     "import os\n\n\n"

@@ -8,9 +8,9 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
-from difill.lab import next_edit_eval as ev
-from difill.lab.next_edit_gate import format_gate, gate_report
-from difill.lab.next_edit_mining import (
+from lab import next_edit_eval as ev
+from lab.next_edit_gate import format_gate, gate_report
+from lab.next_edit_mining import (
     MAX_GAP_LINES,
     Hunk,
     case_of,

@@ -8,15 +8,15 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
-from difill.lab import next_edit_eval as ev
-from difill.lab.next_edit_history import (
+from lab import next_edit_eval as ev
+from lab.next_edit_history import (
     MAX_GAP_LINES,
     MAX_HUNK_LINES,
     commit_cases,
     mine,
     neighbour_pairs,
 )
-from difill.lab.next_edit_mining import Case, Hunk
+from lab.next_edit_mining import Case, Hunk
 
 BODY = "".join(f"def f{i}(count):\n    return count + {i}\n\n" for i in range(40))  # 120 lines
 

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 from difill.engine.api import Candidate, FillOptions, FillResult, FillStats
-from difill.lab.quality import EVAL_URI, EvalPlan, evaluate_served, load_served, typing_replay
-from difill.lab.training.evaluate import eval_cases
 from difill.server.config import Settings
 from difill.server.suggestion_path import ServedModel
+from lab.quality import EVAL_URI, EvalPlan, evaluate_served, load_served, typing_replay
+from lab.training.evaluate import eval_cases
 
 FILE = "".join(f"def f{i}(x):\n    y = x * {i}\n    return y + {i}\n\n\n" for i in range(20))
 
@@ -108,7 +108,7 @@ def test_the_workspace_eval_alone_needs_no_corpus(tmp_path: Path, tiny_model_dir
 
 
 def test_the_filler_experiment_ends_middles_without_the_fill_token(tmp_path: Path, tiny_model_dir):
-    from difill.lab.quality import load_served
+    from lab.quality import load_served
 
     fill_id = None
     for policy in ("eos", "pad", "none"):
@@ -124,8 +124,8 @@ def test_the_filler_experiment_ends_middles_without_the_fill_token(tmp_path: Pat
 
 
 def test_shown_precision_scores_only_the_cases_shown_something():
-    from difill.lab.training.evaluate import ShapeScore
-    from difill.lab.training.examples import InfillExample
+    from lab.training.evaluate import ShapeScore
+    from lab.training.examples import InfillExample
 
     score = ShapeScore()
     for middle in ("total = w", "", "wrong", "total + 1"):  # right whole, nothing, wrong, first word right

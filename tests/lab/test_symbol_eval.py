@@ -4,7 +4,7 @@ an IDE knows at the cursor (``word, 2 typed``) and a keyword argument's name in 
 
 from __future__ import annotations
 
-from difill.lab import symbol_eval
+from lab import symbol_eval
 
 HELPERS = "def fetch(url, timeout=3):\n    return url\n"
 APP = (

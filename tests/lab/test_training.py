@@ -10,10 +10,10 @@ import torch
 import torch.nn.functional as F
 from transformers import DiffusionGemmaForBlockDiffusion
 
-from difill.lab.training.batches import ar_batch, corrupt, diffusion_batch, example_segments
-from difill.lab.training.corpus import BENCHMARK_NAMES, is_heldout
-from difill.lab.training.examples import EVAL_SHAPES, SHAPES, sample_eval_example, sample_example
-from difill.lab.training.train import TrainConfig, diffusion_loss, heldout_canvas_loss
+from lab.training.batches import ar_batch, corrupt, diffusion_batch, example_segments
+from lab.training.corpus import BENCHMARK_NAMES, is_heldout
+from lab.training.examples import EVAL_SHAPES, SHAPES, sample_eval_example, sample_example
+from lab.training.train import TrainConfig, diffusion_loss, heldout_canvas_loss
 
 SOURCE = "\n".join(
     [
@@ -134,7 +134,7 @@ def test_the_canvas_loss_equals_the_full_logits_loss_it_shortcuts(
 ):
     """diffusion_loss runs the LM head only where a loss is taken; the result is the full-head loss."""
     from difill.engine.hf_compat import cache_kwargs, output_cache
-    from difill.lab.training.batches import FILLER_WEIGHT
+    from lab.training.batches import FILLER_WEIGHT
 
     model = DiffusionGemmaForBlockDiffusion.from_pretrained(tiny_model_dir)
     model.config._experts_implementation = "eager"
@@ -209,7 +209,7 @@ def test_heldout_split_is_deterministic_and_benchmarks_are_excluded():
 
 
 def test_token_stream_packs_documents_and_a_packed_lm_step_learns(tmp_path, tiny_model_dir, loaded):
-    from difill.lab.training.packed import causal_lm_loss, heldout_lm_loss, packed_batch, token_stream
+    from lab.training.packed import causal_lm_loss, heldout_lm_loss, packed_batch, token_stream
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()
@@ -257,7 +257,7 @@ def test_sigterm_ends_a_run_with_a_save(tmp_path, tiny_model_dir, loaded):
     (corpus / "heldout.jsonl").write_text(line)
     out = tmp_path / "run"
     code = (
-        "from difill.lab.training.train import TrainConfig, train\n"
+        "from lab.training.train import TrainConfig, train\n"
         f"train(TrainConfig(out={str(out)!r}, corpus={str(corpus)!r}, init={str(tiny_model_dir)!r}, "
         "minutes=5, threads=1, batch_size=2, canvas_share=0.5, lm_length=32))\n"
     )
@@ -279,7 +279,7 @@ def test_draft_seeded_rows_start_from_the_draft_and_target_the_true_middle(loade
     """A seeded row's input is the engine's seeded canvas (draft, then filler, in the hole); its
     targets are the true middle, and every hole slot is seeded."""
     from difill.engine.tokens import draft_tokens, encode
-    from difill.lab.training import batches
+    from lab.training import batches
 
     tok, ids = loaded.tokenizer, loaded.ids
     drafts = []
@@ -320,8 +320,8 @@ def test_draft_seeded_batches_mix_exact_retrieved_and_spoiled_drafts(loaded):
 
 
 def test_prompt_lookup_drafts_come_from_the_training_document():
-    from difill.lab.training.drafts import retrieved_draft
-    from difill.lab.training.examples import InfillExample
+    from lab.training.drafts import retrieved_draft
+    from lab.training.examples import InfillExample
 
     prefix = "total = compute(width, height)\nprint(total)\ntotal = compute("
     ex = InfillExample(prefix, ["width, height)"], [], "\nprint(total)\n", "rest_of_line")
@@ -329,7 +329,7 @@ def test_prompt_lookup_drafts_come_from_the_training_document():
 
 
 def test_a_spoiled_middle_differs_and_holds_no_special_token(loaded):
-    from difill.lab.training.drafts import spoiled_middle
+    from lab.training.drafts import spoiled_middle
 
     rng = random.Random(9)
     middle = list(range(100, 130))
@@ -356,7 +356,7 @@ def test_the_loss_of_a_draft_seeded_row_covers_every_hole_slot(tiny_model_dir, l
 
 
 def test_heldout_draft_figures_are_fixed_and_say_what_was_kept_and_mended(tiny_model_dir, loaded):
-    from difill.lab.training.train import heldout_draft_figures
+    from lab.training.train import heldout_draft_figures
 
     model = DiffusionGemmaForBlockDiffusion.from_pretrained(tiny_model_dir)
     model.config._experts_implementation = "eager"

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from difill.engine.api import Candidate, FillResult, FillStats
-from difill.lab import workspace_eval
-from difill.lab.training.corpus_sources import (
+from difill.server.suggestion_path import ServedModel
+from lab import workspace_eval
+from lab.training.corpus_sources import (
     PACKAGE_LIST,
     TUNING_PACKAGE_LIST,
     WORKSPACE_PACKAGE_LIST,
@@ -18,7 +19,7 @@ from difill.lab.training.corpus_sources import (
     _normalise,
     read_pins,
 )
-from difill.lab.workspace_eval import (
+from lab.workspace_eval import (
     PackageIndexes,
     definitions,
     evaluate_workspace,
@@ -30,7 +31,6 @@ from difill.lab.workspace_eval import (
     typing_replay_inside,
     workspace_cases,
 )
-from difill.server.suggestion_path import ServedModel
 
 UTIL = "".join(f"def helper_{i}(x):\n    return x + {i}\n\n\n" for i in range(6)) + "RATE = 3\n"
 MAIN = "from pkg.util import helper_1, helper_2\n\n\n" + "".join(

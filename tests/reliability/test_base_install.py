@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from stdio_client import StdioServer
 
-from difill.lab.fake_vllm import FakeVllm, serve_in_thread
+from lab.fake_vllm import FakeVllm, serve_in_thread
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENT = "def add(a, b):\n    return \n\nprint(add(1, 2))\n"
@@ -132,3 +132,19 @@ def test_the_llama_cpp_engine_loads_no_modeling_code():
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"  # before: modeling_utils, torch._dynamo and scipy
+
+
+@pytest.mark.slow
+def test_the_installed_package_leaves_the_lab_out(base_venv, tmp_path):
+    # Issue 65 item 7: the wheel ships what users run; the lab's commands say, in one line, where
+    # they run (a clone), instead of failing on an import.
+    env = {**os.environ, "PYTHONPATH": ""}
+    files = subprocess.run(
+        [base_venv, "-c", "import importlib.metadata as m; print('\\n'.join(str(f) for f in m.files('difill')))"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, check=True,
+    ).stdout.split()  # fmt: skip
+    assert "difill/cli.py" in files and not [f for f in files if "lab" in f.split("/")], files
+    for command in ("eval", "bench", "train"):
+        done = subprocess.run([base_venv, "-m", "difill", command], capture_output=True, text=True, env=env, cwd=tmp_path)
+        assert done.returncode != 0 and done.stderr.count("\n") == 1, done.stderr
+        assert f"difill {command} needs the lab" in done.stderr and "clone" in done.stderr, done.stderr

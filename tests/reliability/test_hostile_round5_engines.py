@@ -13,7 +13,7 @@ import pytest
 from test_hostile_round2 import open_doc, popups
 
 from difill.engine.native.build import build_native
-from difill.lab.fake_vllm import FakeVllm, serve_in_thread
+from lab.fake_vllm import FakeVllm, serve_in_thread
 
 UTIL = "def alpha_one():\n    return 1\n\n\ndef alpha_two():\n    return 2\n"
 MAIN = "import util\n\nx = util.alpha_\n"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from stdio_client import StdioServer
 
-from difill.lab.fake_mercury import KEY, FakeMercury
-from difill.lab.fake_vllm import serve_in_thread
+from lab.fake_mercury import KEY, FakeMercury
+from lab.fake_vllm import serve_in_thread
 
 SECRET = "sk-live-4f9a8b7c6d5e4f3a2b1c"  # in .env: denied by the built-in secrets policy
 SOURCE = "def area(width, height):\n    return width * height\n\n\nprint(area(2, 3))\n"

@@ -173,7 +173,7 @@ class Settings:
         "maxTokens", BoundedInt(1, 512), 32,
         doc="Longest suggestion, in tokens (an empty block body may use twice this).",
     )
-    # None: the value chosen for the loaded checkpoint (scripts/tune_truncation.py on training files).
+    # None: the value chosen for the loaded checkpoint (lab/scripts/tune_truncation.py on training files).
     min_token_prob: float | None = setting(
         "minTokenProb", Probability(), None, shown_default="the model's",
         doc="Ghost text ends before the first token the model gave less than this probability (it shows what "

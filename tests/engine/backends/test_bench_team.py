@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from difill.engine.backends import RemoteConfig, connect
-from difill.lab.bench_team import format_team, replay, typed_document
-from difill.lab.fake_vllm import FakeVllm
+from lab.bench_team import format_team, replay, typed_document
+from lab.fake_vllm import FakeVllm
 
 
 def test_the_typed_line_is_put_back_where_it_was():

@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from difill.lab.fake_vllm import VOCAB, FakeVllm
+from lab.fake_vllm import VOCAB, FakeVllm
 
 CANVAS = list(range(97, 97 + 32))  # a 32-slot seed
 

@@ -11,7 +11,7 @@ from difill.engine.backends import BackendSpec, make_backend
 from difill.engine.backends.connect import connect
 from difill.engine.backends.mercury import MercuryRemote, edit_prompt, unfenced
 from difill.engine.backends.remote import RemoteConfig
-from difill.lab.fake_mercury import KEY, SECTIONS, FakeMercury
+from lab.fake_mercury import KEY, SECTIONS, FakeMercury
 
 FIM = "/v1/fim/completions"
 EDIT = "/v1/edit/completions"

@@ -11,7 +11,9 @@ from difill.engine.api import BackendError, Cancelled, FillOptions, RewriteReque
 from difill.engine.backends import RemoteConfig, connect
 from difill.engine.backends.openai_remote import OpenAIRemote
 from difill.engine.backends.vllm import CANVAS_SIZES, canvas_size
-from difill.lab.fake_vllm import (
+from difill.text.context import build_context
+from difill.text.pipeline import shown_texts
+from lab.fake_vllm import (
     COMPLETION_FIELDS,
     PAD,
     RELEASE_XARGS,
@@ -21,8 +23,6 @@ from difill.lab.fake_vllm import (
     send,
     tokenize,
 )
-from difill.text.context import build_context
-from difill.text.pipeline import shown_texts
 
 PREFIX = "def add(a, b):\n    return "
 SUFFIX = "\n\nprint(add(1, 2))\n"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from difill.lab.fake_vllm import FakeVllm
+from lab.fake_vllm import FakeVllm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "server"))  # lsp_helpers, as test_one_pipeline
 from lsp_helpers import inline_params, open_document, running_server  # noqa: E402

@@ -13,13 +13,13 @@ import pytest
 from difill.engine.api import FillOptions, NameScorer
 from difill.engine.backends import RemoteConfig, connect
 from difill.engine.backends.vllm_names import NameScoringFailed, asked_slots, scores_of
-from difill.lab.fake_vllm import COMPLETION_FIELDS, RELEASE_XARGS, VOCAB, FakeVllm
 from difill.server.config import Settings
 from difill.server.context.drafts import Draft
 from difill.server.context.found import Retrieval
 from difill.server.model_request import plan_for
 from difill.server.suggestion_path import SuggestionRequest, ranked_by_model
 from difill.text.context import build_context
+from lab.fake_vllm import COMPLETION_FIELDS, RELEASE_XARGS, VOCAB, FakeVllm
 
 PREFIX = "x = "
 SUFFIX = "\nprint(x)\n"

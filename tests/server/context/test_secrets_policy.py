@@ -280,7 +280,7 @@ def test_drafts_leave_for_a_model_redacted_with_the_block():
 
 
 def test_a_long_random_hex_token_is_redacted_and_code_hex_is_not():
-    # scripts/secrets_compare.py: a 32-40 character hex key under a name that says nothing
+    # lab/scripts/secrets_compare.py: a 32-40 character hex key under a name that says nothing
     # (SETTING = "...") stayed under the 4-bit entropy bar that fits mixed-case keys.
     token = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b"
     assert redact(f'SETTING = "{token}"') == f'SETTING = "{REDACTED}"'

@@ -7,8 +7,8 @@ from __future__ import annotations
 from lsp_helpers import _plain, open_document, running_server, send_raw_request
 from lsprotocol import types
 
-from difill.lab.bench_server import position_of
-from difill.lab.next_edit_eval import keystrokes
+from lab.bench_server import position_of
+from lab.next_edit_eval import keystrokes
 
 METHOD = "textDocument/copilotInlineEdit"
 

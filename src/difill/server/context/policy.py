@@ -230,6 +230,6 @@ def _random_looking(token: str) -> bool:
     entropy = -sum(n / len(token) * math.log2(n / len(token)) for n in counts.values())
     if len(token) >= MIN_HEX_CHARS and set(token.lower()) <= HEX_DIGITS:
         # 16 symbols give at most 4 bits a character: a random hex key (an API token, a hash used
-        # as a secret) stays under MIN_ENTROPY_BITS.  scripts/secrets_compare.py measured it.
+        # as a secret) stays under MIN_ENTROPY_BITS.  lab/scripts/secrets_compare.py measured it.
         return entropy >= MIN_HEX_ENTROPY_BITS
     return entropy >= MIN_ENTROPY_BITS
