@@ -21,6 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from difill.server.context.policy import ContextPolicy, redact
 from lab.fresh_cursor import draw_cases, export, parse_repos
 
 MAX_TRAIN_FILE_BYTES = 400_000  # as the corpus's own cap (lab/training/corpus.py)
@@ -35,13 +36,18 @@ def case_files(name: str, git_dir: str, commit: str, cases: int, per_file: int, 
 
 
 def split_project(root: Path, held: set[str]) -> tuple[list[dict], list[dict]]:
-    """(train, held-out) documents: every regular Python file of the tree, the held ones apart."""
+    """(train, held-out) documents: every regular Python file of the tree, the held ones apart.
+    The secrets policy holds here as where text leaves for a model: a file it denies is never
+    read, and key-shaped tokens and passwords are redacted (server/context/policy.py)."""
+    policy = ContextPolicy()
     train, heldout = [], []
     for path in sorted(root.rglob("*.py")):
         relative = path.relative_to(root).as_posix()
         if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_TRAIN_FILE_BYTES:
             continue
-        doc = {"path": relative, "text": path.read_text(encoding="utf-8", errors="replace")}
+        if policy.denies_under(str(root), relative):
+            continue
+        doc = {"path": relative, "text": redact(path.read_text(encoding="utf-8", errors="replace"))}
         (heldout if relative in held else train).append(doc)
     return train, heldout
 

@@ -25,6 +25,18 @@ def test_the_case_files_are_held_out_of_the_training_text(tmp_path):
     assert json.loads((out / "manifest.json").read_text())["held_out"] == sorted(held)
 
 
+def test_the_secrets_policy_holds_for_the_training_text(tmp_path):
+    # Nothing the secrets policy denies reaches training: a denied file is not read, and a key in
+    # a file that is read is redacted, as where text leaves for a model.
+    (tmp_path / ".aws").mkdir()
+    (tmp_path / ".aws" / "credentials.py").write_text("SECRET = 1\n")
+    key = "AKIA" + "Q" * 16
+    (tmp_path / "app.py").write_text(f"KEY = '{key}'\nprint(KEY)\n")
+    train, heldout = adapt.split_project(tmp_path, held=set())
+    assert [d["path"] for d in train] == ["app.py"] and heldout == []
+    assert key not in train[0]["text"] and "print(KEY)" in train[0]["text"]
+
+
 def test_train_takes_the_short_run_knobs(monkeypatch):
     """A short adaptation run saves its weight average and warms up over its own few steps:
     `difill train --ema-decay --warmup-steps` reach the trainer (the default 0.998 over a few
