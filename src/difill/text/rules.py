@@ -7,7 +7,7 @@ another (the next hole's prefix must hold the previous middle as it will be show
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from difill.text.languages import spec_of
 
@@ -107,6 +107,19 @@ def line_key(line: str) -> str:
 def trim_to_hole(middle: str, after: str) -> str:
     """A hole's middle, cut where the text after it begins (no duplicated closers)."""
     return trim_suffix_overlap(middle, after) if middle.strip() else ""
+
+
+def fill_each_hole(text: str, marker: str, fill: Callable[[str, str], str]) -> tuple[list[str], str]:
+    """(middles, filled text): one ``fill(before, after)`` per hole, left to right, for a model that
+    takes one hole at a time.  Later holes' markers are left out of the text after a hole, and the
+    next hole's text before it holds this middle cut where the text after it begins."""
+    parts = text.split(marker)
+    done, middles = parts[0], []
+    for i in range(1, len(parts)):
+        middle = fill(done, "".join(parts[i:]))
+        middles.append(middle)
+        done += trim_to_hole(middle, parts[i]) + parts[i]
+    return middles, with_middles(text, marker, middles)
 
 
 def with_middles(text: str, marker: str, middles: Sequence[str]) -> str:

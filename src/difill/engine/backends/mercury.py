@@ -40,7 +40,7 @@ from difill.engine.api import (
 from difill.engine.backends import answers, openai
 from difill.engine.backends.remote import RemoteBackend
 from difill.text.languages import BY_NAME
-from difill.text.rules import trim_to_hole, with_middles
+from difill.text.rules import fill_each_hole
 
 MODEL = "mercury-edit-2"  # the published model of both endpoints
 HOST = "api.inceptionlabs.ai"  # a remote on this host is Mercury when remoteKind is "auto"
@@ -90,15 +90,12 @@ class MercuryRemote(RemoteBackend):
         options: FillOptions | None = None,
         should_stop: ShouldStop | None = None,
     ) -> HolesResult:
-        """One fill per hole, left to right; later holes' markers are hidden from earlier fills."""
+        """One fill per hole, left to right (Mercury's endpoint takes one hole)."""
         options = options or FillOptions(max_hole_tokens=HOLE_TOKENS)
-        parts = text.split(marker)
-        done, middles = parts[0], []
-        for i in range(1, len(parts)):
-            middle = self.fill(done, "".join(parts[i:]), options, should_stop).text
-            middles.append(middle)
-            done += trim_to_hole(middle, parts[i]) + parts[i]
-        return HolesResult(middles, with_middles(text, marker, middles))
+        middles, filled = fill_each_hole(
+            text, marker, lambda before, after: self.fill(before, after, options, should_stop).text
+        )
+        return HolesResult(middles, filled)
 
     def rewrite(
         self,

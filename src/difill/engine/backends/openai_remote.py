@@ -27,7 +27,7 @@ from difill.engine.backends import answers, openai, vllm_names
 from difill.engine.backends.remote import RemoteBackend, RemoteConfig
 from difill.engine.backends.transport import HttpStatusError, HttpTransport
 from difill.engine.backends.vllm import SeededCanvasClient
-from difill.text.rules import trim_to_hole, with_middles
+from difill.text.rules import fill_each_hole
 
 
 class OpenAIRemote(RemoteBackend):
@@ -88,16 +88,11 @@ class OpenAIRemote(RemoteBackend):
         seeded = self.seeded.fill_holes(text, marker, options, should_stop)
         if seeded is not None:  # every hole in one canvas, the text between them pinned
             return seeded
-        # One request per hole, left to right; later holes' markers are hidden from earlier fills.
-        parts = text.split(marker)
-        done, middles = parts[0], []
-        for i in range(1, len(parts)):
-            after = "".join(parts[i:])
-            result = self._plain_fill(done, after, options, should_stop)
-            middles.append(result.text)
-            # The next hole's prompt holds this middle ended where the text after it begins.
-            done += trim_to_hole(result.text, parts[i]) + parts[i]
-        return HolesResult(middles, with_middles(text, marker, middles))
+        # The chat prompt takes one hole: one request per hole, left to right.
+        middles, filled = fill_each_hole(
+            text, marker, lambda before, after: self._plain_fill(before, after, options, should_stop).text
+        )
+        return HolesResult(middles, filled)
 
     def rewrite(
         self,
