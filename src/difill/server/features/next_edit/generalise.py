@@ -143,7 +143,6 @@ def _checked(old: Node, new: Node, after: Tree, start: int) -> Transformation | 
     if whole and b"\n" in new.text and start < new.start_byte and not lead.strip():
         t.lead = lead.count(b"\n")
     return t
-    return t
 
 
 def _code(node: Node) -> bytes:
