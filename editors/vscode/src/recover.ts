@@ -1,5 +1,7 @@
 // A server that dies comes back (issue 66), as in Neovim (editors/neovim/lua/difill/recover.lua):
-// vscode-languageclient restarts it when the close handler says so; this is when (pure).
+// vscode-languageclient restarts it when the close handler says so; this is when, and what the
+// status item says meanwhile (pure).
+import type { ServerState } from "./status";
 
 /** The waits before the first, second and third restart within a minute; then it stays stopped. */
 export const RESTART_DELAYS_MS = [200, 2000, 10000];
@@ -40,4 +42,19 @@ export function crashMessage(plan: RestartPlan | undefined): string {
   return plan
     ? "difill: the server stopped; restarting it (difill: Show Output)"
     : "difill: the server stopped 4 times in a minute: it stays stopped. difill: Restart Server once fixed (difill: Show Output)";
+}
+
+/** vscode-languageclient's state, by name (its State enum, which tests cannot import). */
+export type ClientState = "starting" | "running" | "stopped" | "startFailed";
+
+/** The status a client state change shows, if any (the server reports the rest). While a crashed
+ *  server restarts, vscode-languageclient passes through "stopped" and "starting" within one
+ *  restart: the item keeps saying "restarting" until the new server reports. A restart that fails
+ *  to start the process says "stopped", not "restarting" forever. */
+export function clientStateStatus(state: ClientState, lastState: string | undefined): ServerState | undefined {
+  if (state === "startFailed") return lastState === "error" ? undefined : "stopped";
+  if (lastState === "restarting") return undefined;
+  if (state === "starting") return "starting";
+  if (state === "stopped" && lastState !== "stopped") return "stopped";
+  return undefined;
 }
