@@ -55,8 +55,9 @@ if [ ! -x "$CACHE/node_modules/.bin/code-server" ] || [ ! -d "$CACHE/node_module
 fi
 export PATH="$NODE_BIN:$PATH"
 
-# 3. The extension and a model.
-if [ ! -f "$EXT/difill.vsix" ]; then
+# 3. The extension and a model.  A .vsix older than any of the extension's sources is rebuilt:
+# a stale one would test yesterday's client.
+if [ ! -f "$EXT/difill.vsix" ] || [ -n "$(find "$EXT/src" "$EXT/package.json" -newer "$EXT/difill.vsix" -print -quit)" ]; then
   step "building the .vsix"
   # Quiet when it works; its whole output when it fails (a fresh clone's first run used to
   # exit 1 here with nothing shown).
