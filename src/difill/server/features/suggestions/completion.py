@@ -2,8 +2,8 @@
 
 Each suggestion becomes an item whose ``textEdit`` replaces the word typed before the cursor with
 that word plus the suggestion, so the client's own filtering (by the typed word) keeps the item.
-Clients that declared inline completion get an empty list: they show suggestions as ghost text
-and would otherwise show them twice.  The list is incomplete: the client asks again as the user
+Clients that declared inline completion are not offered it (server.py ``optional_handlers``,
+decided at initialize): they show suggestions as ghost text and would otherwise show them twice.  The list is incomplete: the client asks again as the user
 types, because a suggestion belongs to one cursor position.
 """
 
@@ -25,8 +25,6 @@ EMPTY = types.CompletionList(is_incomplete=False, items=[])
 
 
 async def completion(server: RequestContext, params: types.CompletionParams) -> types.CompletionList:
-    if server.client_has_inline_completion:
-        return EMPTY
     document = document_for_request(server.documents, params.text_document.uri)
     if document is None:
         return EMPTY
