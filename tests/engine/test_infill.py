@@ -100,12 +100,12 @@ def test_healing_is_skipped_after_punctuation(engine):
     assert heal == "" and ids == [1, 2, 3]
 
 
-def test_drafts_arrive_once_per_step_in_order(engine):
-    drafts: list[tuple[str, int]] = []
+def test_previews_arrive_once_per_step_in_order(engine):
+    previews: list[tuple[str, int]] = []
     result = engine.fill(
-        PREFIX, SUFFIX, FillOptions(max_steps=4), on_preview=lambda text, step: drafts.append((text, step))
+        PREFIX, SUFFIX, FillOptions(max_steps=4), on_preview=lambda text, step: previews.append((text, step))
     )
-    assert [step for _, step in drafts] == list(range(result.stats.steps))
+    assert [step for _, step in previews] == list(range(result.stats.steps))
 
 
 def test_cancel_from_another_thread_returns_within_a_step(engine):

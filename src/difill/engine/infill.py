@@ -149,7 +149,7 @@ class InfillEngine:
             cut_below=math.log(min_prob) if min_prob > 0 and not options.revise else None,
             seeded=seeded.to(self.loaded.device) if seeds else None,
         )
-        on_step = self._draft_reporter(on_preview, canvases[-1].holes[0], heal_text, len(lengths) - 1)
+        on_step = self._preview_reporter(on_preview, canvases[-1].holes[0], heal_text, len(lengths) - 1)
         result, stats = self._encode_and_denoise(prefix_ids, request, options, should_stop, on_step)
         candidates = model_order(self._candidates(result, canvases, rows, heal_text, min_prob))
 
@@ -278,7 +278,7 @@ class InfillEngine:
             options = replace(options, revise=True)
         kept = keep.unsqueeze(0).expand(len(canvases), -1).clone()  # (B, L): the same slots in every row
         denoise_request = replace(self._request(canvases), initially_committed=kept.to(self.loaded.device))
-        on_step = self._draft_reporter(on_preview, base.holes[0], "", 0)
+        on_step = self._preview_reporter(on_preview, base.holes[0], "", 0)
         result, stats = self._encode_and_denoise(prefix_ids, denoise_request, options, should_stop, on_step)
         renoised_slots = ~keep[:hole]
         candidates, lengths = self._rewritten(result, canvases, renoised_slots, strength > 0)
@@ -462,7 +462,7 @@ class InfillEngine:
             return CachedCanvasDecoder(self.model, expanded, config.canvas_cache_refresh)
         return decoder.CanvasDecoder(self.model, expanded)
 
-    def _draft_reporter(
+    def _preview_reporter(
         self, on_preview: PreviewCallback | None, span: tuple[int, int], heal_text: str, row: int
     ) -> StepCallback | None:
         if on_preview is None:
