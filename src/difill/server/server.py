@@ -28,6 +28,7 @@ from difill.server.config import Settings, SettingsLayers, backend_spec, command
 from difill.server.context.feature import ContextFeature
 from difill.server.documents import UTF16, Documents
 from difill.server.engine_host import EngineHost, LoadProgress
+from difill.server.feature_handle import FeatureHandle
 from difill.server.features.edits.code_actions import COMMANDS, code_actions, resolve_code_action
 from difill.server.features.edits.commands import (
     ACCEPT_EDIT,
@@ -70,27 +71,14 @@ class DifillServer(LanguageServer):
         )  # workspace index
         # A program, model, log or server a workspace's settings file names is refused (issue 62).
         self.layers.screen = workspace_values.screen(lambda: self.context.folders)
-        self.suggestions = SuggestionService(
-            self.documents,
-            self.host,
-            self.settings,
-            self.trees,
-            workspace=self.context,
-            excluded=self.excluded_document,
-        )
-        self.edits = EditService(
-            self.documents,
-            self.host,
-            self.settings,
-            self.trees,
-            self.protocol.notify,
-            lambda: self.encoding,
-            self.excluded_document,
-        )
         self.encoding: str = UTF16
-        self.next_edits = NextEditService(
-            self.documents, self.settings, lambda: self.encoding, self.host, self.excluded_document
-        )
+        handle = FeatureHandle(
+            self.documents, self.host, self.settings, self.trees, lambda: self.encoding, self.protocol.notify,
+            self.excluded_document,
+        )  # fmt: skip
+        self.suggestions = SuggestionService(handle, workspace=self.context)
+        self.edits = EditService(handle)
+        self.next_edits = NextEditService(handle)
         # Every event goes to each of these, in this order: jobs stop before the model host.
         self.lifecycle = Lifecycle()
         for feature in (self.suggestions, self.edits, self.next_edits, self.trees, self.context, self.host):

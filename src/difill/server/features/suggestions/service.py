@@ -25,13 +25,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from difill.server.config import Settings
-from difill.server.documents import Document, Documents
-from difill.server.engine_host import EngineHost, JobCancelled, Jobs, ModelState, OneJobPerDocument
+from difill.server.documents import Document
+from difill.server.engine_host import JobCancelled, Jobs, ModelState, OneJobPerDocument
+from difill.server.feature_handle import FeatureHandle
 from difill.server.features.suggestions.cache import Asked, Beyond, SuggestionCache, beyond
 from difill.server.features.suggestions.inflight import KeptWork, RunningFill
 from difill.server.model_request import context_for
 from difill.server.suggestion_path import SuggestionRequest, Workspace, drafts_without_model, suggest
-from difill.server.trees import SyntaxTrees
 from difill.text.context import FillContext
 from difill.text.filters import keep_line_endings
 from difill.text.shape import only_closers
@@ -59,22 +59,13 @@ def auto_closed(ctx: FillContext) -> str:
 
 
 class SuggestionService(OneJobPerDocument):
-    def __init__(
-        self,
-        documents: Documents,
-        host: EngineHost,
-        settings: Callable[[], Settings],
-        trees: SyntaxTrees | None = None,
-        speculate: bool = True,
-        workspace: Workspace | None = None,
-        excluded: Callable[[str], bool] = lambda uri: False,
-    ) -> None:
-        self.documents = documents
-        self.excluded = excluded  # a document on the secrets deny list (server/context/policy.py)
+    def __init__(self, handle: FeatureHandle, workspace: Workspace | None = None, speculate: bool = True) -> None:
+        self.documents = handle.documents
+        self.excluded = handle.excluded  # a document on the secrets deny list (server/context/policy.py)
         self.workspace = workspace  # the workspace index (server/context/feature.py)
-        self.host = host
-        self.settings = settings
-        self.trees = trees or SyntaxTrees()
+        self.host = handle.host
+        self.settings = handle.settings
+        self.trees = handle.trees
         self.cache = SuggestionCache()
         self.jobs = Jobs()
         self.running: dict[str, RunningFill] = {}  # uri -> its fill in flight (Jobs: one at most)
