@@ -135,6 +135,38 @@ def test_cancel_from_another_thread_returns_within_a_step(engine):
     assert time.perf_counter() - cancelled_at < 2.0
 
 
+@pytest.mark.parametrize("kind", ["fill", "rewrite"])
+def test_the_caller_hears_one_call_per_step(engine, kind):
+    """Issue 65 item 4: a caller that watches previews is called once per denoising step, the
+    preview whose answer says whether to stop; ``should_stop`` is asked once, before the encoder
+    (it was asked before each step as well: two calls a step)."""
+    calls: list[str] = []
+
+    def should_stop() -> bool:
+        calls.append("stop")
+        return False
+
+    def on_preview(text: str, step: int) -> bool:
+        calls.append(f"preview {step}")
+        return False
+
+    result = run(engine, kind, FillOptions(max_steps=6, entropy_bound=1e-9), should_stop, on_preview)
+    steps = result.stats.steps
+    assert steps > 1
+    assert calls == ["stop"] + [f"preview {step}" for step in range(steps)]
+
+    calls.clear()  # a preview's yes stops the fill before its next step
+    with pytest.raises(Cancelled):
+        run(engine, kind, FillOptions(max_steps=6, entropy_bound=1e-9), should_stop, lambda text, step: True)
+
+
+def run(engine, kind, options, should_stop, on_preview):
+    if kind == "fill":
+        return engine.fill(PREFIX, SUFFIX, options, should_stop, on_preview)
+    request = RewriteRequest(PREFIX, "x + y", SUFFIX, strength=1.0)
+    return engine.rewrite(request, options, should_stop, on_preview)
+
+
 def test_fill_holes_fills_every_marker_in_one_run(engine):
     text = "def add(a, b):\n    return <|hole|>\n\n\nresult = add(1, <|hole|>)\n"
     result = engine.fill_holes(text, options=FillOptions(max_hole_tokens=5, max_steps=4))

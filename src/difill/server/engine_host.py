@@ -66,7 +66,7 @@ class JobCancelled(Exception):
 class Job:
     uri: str | None
     stop: threading.Event = field(default_factory=threading.Event)
-    checks: int = 0  # times the engine reached a step (``before_step``): once before each
+    checks: int = 0  # times the engine reached a step (``before_step``): before the encoder, then once a step
     # Run by ``before_step`` on the worker, between two steps: the host serves urgent jobs there.
     between_steps: Callable[[], None] | None = None
 
@@ -82,9 +82,11 @@ class Job:
         return self.stop.is_set()
 
     def before_step(self) -> bool:
-        """The engine's hook before each denoising step (it is handed this as its ``should_stop``):
-        count the step, serve the urgent jobs waiting for the worker (``between_steps``), then
-        say whether to stop."""
+        """The engine's hook between two denoising steps: it is handed this as its ``should_stop``
+        (asked before the prefix encoder, and before each step when nothing previews the fill),
+        and a preview callback ends with it (``PreviewCallback``: then it is the step's one call
+        into the server).  Count the step, serve the urgent jobs waiting for the worker
+        (``between_steps``), then say whether to stop."""
         self.checks += 1
         if self.between_steps is not None and not self.should_stop():
             self.between_steps()

@@ -198,10 +198,12 @@ class Previews:
         self.timer: asyncio.TimerHandle | None = None
         self.closed = False
 
-    def from_worker(self, text: str, step: int) -> None:
-        """The engine's on_preview, on the model thread: hand the preview to the event loop."""
+    def from_worker(self, text: str, step: int) -> bool:
+        """The engine's on_preview, its one call per step on the model thread: hand the preview
+        to the event loop, then the job's step (``Job.before_step``: whether to stop)."""
         if not self.job.cancelled:
             self.loop.call_soon_threadsafe(self._offer, text, step)
+        return self.job.before_step()
 
     def _offer(self, text: str, step: int) -> None:
         if self.closed or self.job.cancelled or step <= self.last_step:
