@@ -348,9 +348,7 @@ def document_handlers(server: DifillServer) -> None:
 def request_handlers(server: DifillServer) -> None:
     """What the editor asks for: ghost text, next edits, completions, code actions and commands."""
 
-    @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
-    async def on_inline_completion(ls: DifillServer, params: types.InlineCompletionParams):
-        return await inline_completion(ls, params)
+    server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())(inline_completion)
 
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
@@ -392,7 +390,7 @@ def optional_handlers(server: DifillServer, client_has_inline_completion: bool) 
         # No LSP capability yet: clients that speak the method look for these (transport/protocol.py).
         server.experimental = {"inlineEditProvider": True, "difill": {"nextEdit": True}}
     if not client_has_inline_completion:
-        server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions())(on_completion)
+        server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions())(completion)
 
 
 async def on_inline_edit(ls: DifillServer, params: Any):
@@ -402,9 +400,6 @@ async def on_inline_edit(ls: DifillServer, params: Any):
 def on_inline_edit_shown(ls: DifillServer, params: Any) -> None:
     ls.next_edits.did_show(params)
 
-
-async def on_completion(ls: DifillServer, params: types.CompletionParams):
-    return await completion(ls, params)
 
 
 def stop_handlers(server: DifillServer) -> None:

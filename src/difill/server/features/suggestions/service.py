@@ -24,6 +24,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from difill.engine.api import BackendError
 from difill.server.config import Settings
 from difill.server.documents import Document
 from difill.server.engine_host import JobCancelled, Jobs, ModelState, OneJobPerDocument
@@ -73,16 +74,13 @@ class SuggestionService(OneJobPerDocument):
         self.speculate = speculate
         self.recent_ms: deque[float] = deque(maxlen=RECENT_ANSWERS)  # request to answer, model answers
 
-    def context_at(self, document: Document, offset: int) -> FillContext:
-        tree = self.trees.tree_for(document)
-        return context_for(document.text, offset, document.language, self.settings(), tree)
-
     def recent_latency_ms(self) -> float | None:
         """The median time from request to answer of the last model answers (None before one)."""
         return statistics.median(self.recent_ms) if self.recent_ms else None
 
     async def suggest(self, document: Document, offset: int, invoked: bool) -> Suggestions:
-        """Up to ``candidates`` suggestions when invoked, one when automatic."""
+        """Up to ``candidates`` suggestions when invoked, one when automatic; none when the model
+        server failed (the status says why: engine_host.py)."""
         settings = self.settings()
         if not settings.enabled_for(document.language_id):
             return Suggestions([], "language disabled")
@@ -90,7 +88,7 @@ class SuggestionService(OneJobPerDocument):
             return Suggestions([], "excluded")
         count = settings.candidates if invoked else 1
         started = time.perf_counter()
-        ctx = self.context_at(document, offset)
+        ctx = context_for(document.text, offset, document.language, settings, self.trees.tree_for(document))
         request = SuggestionRequest(document.uri, document.text, offset, document.language_id, ctx, invoked)
         asked = asked_for(ctx, invoked)
 
@@ -105,8 +103,8 @@ class SuggestionService(OneJobPerDocument):
             log.info("waiting for the fill in flight (%d characters typed into it)", offset - running.offset)
             try:
                 await self._wait(running)
-            except JobCancelled:
-                return Suggestions([], "cancelled")
+            except (JobCancelled, BackendError) as err:
+                return _unanswered(err)
             if (stale := self._stale(document)) is not None:
                 return stale
             hit = self.cache.lookup(asked, ctx.prefix, ctx.suffix, far)
@@ -126,8 +124,8 @@ class SuggestionService(OneJobPerDocument):
         fill = self._start(request, asked, settings)
         try:
             texts = await self._wait(fill)
-        except JobCancelled:
-            return Suggestions([], "cancelled")
+        except (JobCancelled, BackendError) as err:
+            return _unanswered(err)
         if (stale := self._stale(document)) is not None:
             return stale
         self._answered(started)
@@ -285,3 +283,9 @@ def ends_a_line(text: str, offset: int) -> bool:
 def asked_for(ctx: FillContext, invoked: bool) -> Asked:
     """What a request asks, beyond its context (the cache keys on it)."""
     return Asked(invoked, keep_line_endings("\n", ctx))
+
+
+def _unanswered(err: JobCancelled | BackendError) -> Suggestions:
+    """No suggestion: the fill was cancelled (a newer change or request took it), or the model
+    server failed (the status already says what it said; ghost text is never an error popup)."""
+    return Suggestions([], "cancelled" if isinstance(err, JobCancelled) else "the model server failed")
