@@ -28,7 +28,9 @@ class Steps:
 
 
 def one_call_per_step(
-    should_stop: ShouldStop | None, on_preview: PreviewCallback | None, preview_text: Callable[[torch.Tensor], str]
+    should_stop: ShouldStop | None,
+    on_preview: PreviewCallback | None,
+    preview_text: Callable[[torch.Tensor], str],
 ) -> Steps:
     """The sampler's hooks from the caller's: after each step ``on_preview`` gets the text the best
     canvas shows (``preview_text``), and its answer is the stop check before the next step.  Before

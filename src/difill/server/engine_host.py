@@ -360,7 +360,8 @@ class EngineHost(Feature):
             self._urgent.remove(item)
         try:
             outcome: tuple[object, BaseException | None] = (
-                _run_job(item.engine, item.job, item.work, item.args), None
+                _run_job(item.engine, item.job, item.work, item.args),
+                None,
             )
         except Exception as err:  # noqa: BLE001 - the awaiting request gets it, as from run_in_executor
             outcome = (None, err)

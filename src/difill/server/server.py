@@ -267,7 +267,9 @@ def start_handlers(server: DifillServer) -> None:
             ls._pending_problems.append(problem)
         if ls.log_handler is not None:
             ls.log_handler.loop = asyncio.get_running_loop()
-        optional_handlers(ls, client_has_inline_completion=bool(text_document and text_document.inline_completion))
+        optional_handlers(
+            ls, client_has_inline_completion=bool(text_document and text_document.inline_completion)
+        )
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: DifillServer, params: types.InitializedParams) -> None:
@@ -399,7 +401,6 @@ async def on_inline_edit(ls: DifillServer, params: Any):
 
 def on_inline_edit_shown(ls: DifillServer, params: Any) -> None:
     ls.next_edits.did_show(params)
-
 
 
 def stop_handlers(server: DifillServer) -> None:

@@ -60,7 +60,9 @@ def auto_closed(ctx: FillContext) -> str:
 
 
 class SuggestionService(OneJobPerDocument):
-    def __init__(self, handle: FeatureHandle, workspace: Workspace | None = None, speculate: bool = True) -> None:
+    def __init__(
+        self, handle: FeatureHandle, workspace: Workspace | None = None, speculate: bool = True
+    ) -> None:
         self.documents = handle.documents
         self.excluded = handle.excluded  # a document on the secrets deny list (server/context/policy.py)
         self.workspace = workspace  # the workspace index (server/context/feature.py)
