@@ -100,12 +100,12 @@ def test_healing_is_skipped_after_punctuation(engine):
     assert heal == "" and ids == [1, 2, 3]
 
 
-def test_drafts_arrive_once_per_step_in_order(engine):
-    drafts: list[tuple[str, int]] = []
+def test_previews_arrive_once_per_step_in_order(engine):
+    previews: list[tuple[str, int]] = []
     result = engine.fill(
-        PREFIX, SUFFIX, FillOptions(max_steps=4), on_preview=lambda text, step: drafts.append((text, step))
+        PREFIX, SUFFIX, FillOptions(max_steps=4), on_preview=lambda text, step: previews.append((text, step))
     )
-    assert [step for _, step in drafts] == list(range(result.stats.steps))
+    assert [step for _, step in previews] == list(range(result.stats.steps))
 
 
 def test_cancel_from_another_thread_returns_within_a_step(engine):
@@ -133,6 +133,38 @@ def test_cancel_from_another_thread_returns_within_a_step(engine):
     thread.join(10)
     assert errors, "the fill was not cancelled"
     assert time.perf_counter() - cancelled_at < 2.0
+
+
+@pytest.mark.parametrize("kind", ["fill", "rewrite"])
+def test_the_caller_hears_one_call_per_step(engine, kind):
+    """Issue 65 item 4: a caller that watches previews is called once per denoising step, the
+    preview whose answer says whether to stop; ``should_stop`` is asked once, before the encoder
+    (it was asked before each step as well: two calls a step)."""
+    calls: list[str] = []
+
+    def should_stop() -> bool:
+        calls.append("stop")
+        return False
+
+    def on_preview(text: str, step: int) -> bool:
+        calls.append(f"preview {step}")
+        return False
+
+    result = run(engine, kind, FillOptions(max_steps=6, entropy_bound=1e-9), should_stop, on_preview)
+    steps = result.stats.steps
+    assert steps > 1
+    assert calls == ["stop"] + [f"preview {step}" for step in range(steps)]
+
+    calls.clear()  # a preview's yes stops the fill before its next step
+    with pytest.raises(Cancelled):
+        run(engine, kind, FillOptions(max_steps=6, entropy_bound=1e-9), should_stop, lambda text, step: True)
+
+
+def run(engine, kind, options, should_stop, on_preview):
+    if kind == "fill":
+        return engine.fill(PREFIX, SUFFIX, options, should_stop, on_preview)
+    request = RewriteRequest(PREFIX, "x + y", SUFFIX, strength=1.0)
+    return engine.rewrite(request, options, should_stop, on_preview)
 
 
 def test_fill_holes_fills_every_marker_in_one_run(engine):

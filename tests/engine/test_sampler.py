@@ -71,7 +71,7 @@ def test_every_hole_slot_is_committed_within_the_step_cap(setup):
     assert result.steps == len(steps) == 3
     hole = ~canvas.clamp_mask
     # A slot still open after the last step is renoised with a random id; a committed one keeps
-    # the token the last step's draft showed.  So the returned hole is exactly that draft.
+    # the token the last step's preview showed.  So the returned hole is exactly that preview.
     assert torch.equal(result.canvas[0][hole], steps[-1][0][hole])
     assert not torch.isin(result.canvas[0][hole], banned).any()
 

@@ -4,7 +4,7 @@
 ``choose_accepted`` it called, which took an int minimum) as they were before the split (commit
 c1b7c31), verbatim but for their names and docstrings, kept only here.  Each case runs both on the tiny random DiffusionGemma with the same generator seed and
 compares every output bit for bit: canvas, token_logprob, token_confidence, steps, done, and the
-draft each step reported.  A deliberate change of the sampler's behaviour changes the reference
+preview each step reported.  A deliberate change of the sampler's behaviour changes the reference
 too (or retires this test); a refactor must leave it green.
 """
 
@@ -353,9 +353,9 @@ def run_both(loaded, case: Case) -> tuple[tuple, tuple]:
 
 
 def run_one(function, loaded, case: Case) -> tuple[DenoiseResult | None, list[tuple[int, torch.Tensor]], int]:
-    """(result or None when cancelled, the (step, best) drafts reported, should_stop calls)."""
+    """(result or None when cancelled, the (step, best) previews reported, should_stop calls)."""
     inputs = build_inputs(loaded, case)
-    drafts: list[tuple[int, torch.Tensor]] = []
+    previews: list[tuple[int, torch.Tensor]] = []
     calls = []
 
     def should_stop() -> bool:
@@ -367,11 +367,11 @@ def run_one(function, loaded, case: Case) -> tuple[DenoiseResult | None, list[tu
             result = function(
                 inputs.decoder, inputs.canvas, inputs.clamp, inputs.banned, inputs.vocab_size, case.config,
                 torch.Generator().manual_seed(case.seed), should_stop=should_stop,
-                on_step=lambda step, best: drafts.append((step, best.clone())), **inputs.kwargs,
+                on_step=lambda step, best: previews.append((step, best.clone())), **inputs.kwargs,
             )  # fmt: skip
         except Cancelled:
             result = None
-    return result, drafts, len(calls)
+    return result, previews, len(calls)
 
 
 def run_denoise(
@@ -385,12 +385,12 @@ def run_denoise(
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_denoise_matches_the_reference_bit_for_bit(loaded, name):
     case = CASES[name]
-    (expected, expected_drafts, expected_calls), (got, got_drafts, got_calls) = run_both(loaded, case)
+    (expected, expected_previews, expected_calls), (got, got_previews, got_calls) = run_both(loaded, case)
     if case.early:
         assert expected is not None and expected.steps < case.config.max_steps, "the case misses its path"
     assert got_calls == expected_calls
-    assert [s for s, _ in got_drafts] == [s for s, _ in expected_drafts]
-    for (_, want), (_, have) in zip(expected_drafts, got_drafts, strict=True):
+    assert [s for s, _ in got_previews] == [s for s, _ in expected_previews]
+    for (_, want), (_, have) in zip(expected_previews, got_previews, strict=True):
         assert torch.equal(have, want)
     if expected is None:
         assert got is None  # both cancelled

@@ -11,15 +11,19 @@ import time
 
 import pytest
 from lsp_helpers import (
+    PROFILES,
     SERVER_ENV,
     inline_params,
     open_document,
     running_server,
+    send_raw_request,
     server_command,
     wait_for,
     wait_for_status,
 )
 from lsprotocol import types
+from pygls.exceptions import JsonRpcMethodNotFound
+from pytest_lsp import client_capabilities
 
 URI = "file:///tmp/lifecycle/a.py"
 TEXT = "def area(w, h):\n    return w * \n"
@@ -144,3 +148,30 @@ async def test_the_same_settings_problem_is_shown_once(tiny_model_dir):
         await wait_for(lambda: any("stepz" in m.message for m in client.messages), 10, "the new problem")
         told = [m.message for m in client.messages if "maxToken" in m.message]
         assert len(told) == 2 and "did you mean" in told[0] and "stepz" in told[1]
+
+
+async def test_features_are_advertised_as_decided_at_initialize(tmp_path):
+    """Issue 65 item 2: what the server advertises is decided once, at initialize, from the
+    settings and the client (jedi-language-server's way: a feature registers only when on).
+    nextEdit off: no copilotInlineEdit capability and no handler; a client with inline
+    completion gets no completion provider (it shows ghost text, a completion list would
+    repeat it); one without keeps the fallback."""
+    missing = tmp_path / "no-model"  # nothing here loads a model
+    plain = client_capabilities(PROFILES["visual_studio_code"])
+    async with running_server(missing, init_options={"nextEdit": "off"}, wait_ready=False) as client:
+        capabilities = client.init_result.capabilities
+        assert "difill" not in (capabilities.experimental or {})
+        assert "inlineEditProvider" not in (capabilities.experimental or {})
+        assert capabilities.completion_provider is not None  # this client has no inline completion
+        with pytest.raises(JsonRpcMethodNotFound):
+            await send_raw_request(client, "textDocument/copilotInlineEdit", {}, "ne-off")
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"difill": {"nextEdit": "on"}})
+        )
+        await wait_for(lambda: any("restart" in m.message for m in client.messages), 10, "restart")
+    plain.text_document.inline_completion = types.InlineCompletionClientCapabilities()
+    async with running_server(missing, capabilities=plain, wait_ready=False) as client:
+        capabilities = client.init_result.capabilities
+        assert capabilities.experimental == {"inlineEditProvider": True, "difill": {"nextEdit": True}}
+        assert capabilities.completion_provider is None
+        assert capabilities.inline_completion_provider is not None

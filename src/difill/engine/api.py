@@ -17,7 +17,11 @@ DEFAULT_HOLE_MARKER = "<|hole|>"
 HOLE_TOKENS = 16  # the longest middle one marked hole gets (`difill fill --holes`, the fill-holes edit)
 
 ShouldStop = Callable[[], bool]
-PreviewCallback = Callable[[str, int], None]  # (current best text of the hole, step)
+# (the hole's best text after ``step``, step) -> whether to stop before the next step.  The caller's
+# one call per denoising step: a fill given one asks ``should_stop`` before its prefix encoder
+# only, and each step's stop check is the preview's answer.  One that answers None (a listener)
+# leaves each step's check to ``should_stop``.
+PreviewCallback = Callable[[str, int], bool | None]
 
 
 class Cancelled(Exception):

@@ -44,6 +44,7 @@ from difill.engine.name_scores import (
     word_continuing,
 )
 from difill.engine.sampler import DenoiseRequest, DenoiseResult, SamplerConfig, denoise, sampler_config
+from difill.engine.steps import StepCallback, Steps, one_call_per_step
 from difill.engine.tokens import (
     block_tokens,
     draft_tokens,
@@ -58,7 +59,6 @@ if TYPE_CHECKING:  # the torch forwards: imported where they run, so the llama.c
     from difill.engine.decoder import CanvasDecoder
 
 WORD_END = re.compile(r"[A-Za-z0-9_]$")
-StepCallback = Callable[[int, torch.Tensor], None]  # (step, current best canvas): sampler.denoise's on_step
 
 
 def about_checkpoint(engine: str, loaded: LoadedModel, one_fill_state: bool = False) -> About:
@@ -149,8 +149,10 @@ class InfillEngine:
             cut_below=math.log(min_prob) if min_prob > 0 and not options.revise else None,
             seeded=seeded.to(self.loaded.device) if seeds else None,
         )
-        on_step = self._draft_reporter(on_preview, canvases[-1].holes[0], heal_text, len(lengths) - 1)
-        result, stats = self._encode_and_denoise(prefix_ids, request, options, should_stop, on_step)
+        steps = one_call_per_step(
+            should_stop, on_preview, self._hole_text(canvases[-1].holes[0], heal_text, len(lengths) - 1)
+        )
+        result, stats = self._encode_and_denoise(prefix_ids, request, options, should_stop, steps)
         candidates = model_order(self._candidates(result, canvases, rows, heal_text, min_prob))
 
         best = candidates[0] if candidates else None
@@ -278,8 +280,8 @@ class InfillEngine:
             options = replace(options, revise=True)
         kept = keep.unsqueeze(0).expand(len(canvases), -1).clone()  # (B, L): the same slots in every row
         denoise_request = replace(self._request(canvases), initially_committed=kept.to(self.loaded.device))
-        on_step = self._draft_reporter(on_preview, base.holes[0], "", 0)
-        result, stats = self._encode_and_denoise(prefix_ids, denoise_request, options, should_stop, on_step)
+        steps = one_call_per_step(should_stop, on_preview, self._hole_text(base.holes[0], "", 0))
+        result, stats = self._encode_and_denoise(prefix_ids, denoise_request, options, should_stop, steps)
         renoised_slots = ~keep[:hole]
         candidates, lengths = self._rewritten(result, canvases, renoised_slots, strength > 0)
         if len(candidates) > 1:  # with drafts: best first by the model's own judgement
@@ -372,9 +374,10 @@ class InfillEngine:
         request: DenoiseRequest,
         options: FillOptions,
         should_stop: ShouldStop | None,
-        on_step: StepCallback | None = None,
+        steps: Steps | None = None,
     ) -> tuple[DenoiseResult, FillStats]:
-        """Prefix -> KV cache (reusing the last one) -> denoised canvases, timed; one fill at a time."""
+        """Prefix -> KV cache (reusing the last one) -> denoised canvases, timed; one fill at a time.
+        ``should_stop`` is asked before the encoder, ``steps`` (or ``should_stop``) between steps."""
         with self.lock:
             if should_stop is not None and should_stop():  # superseded before the encoder ran
                 raise Cancelled()
@@ -384,7 +387,8 @@ class InfillEngine:
             stats.encoder_ms = (time.perf_counter() - t0) * 1000
             stats.reused_prefix_tokens = encoded.reused_tokens
             t0 = time.perf_counter()
-            result = self._denoise(encoded.cache, request, options, should_stop, on_step)
+            steps = steps or Steps(should_stop)
+            result = self._denoise(encoded.cache, request, options, steps.should_stop, steps.on_step)
             stats.decoder_ms = (time.perf_counter() - t0) * 1000
         return result, stats
 
@@ -462,17 +466,14 @@ class InfillEngine:
             return CachedCanvasDecoder(self.model, expanded, config.canvas_cache_refresh)
         return decoder.CanvasDecoder(self.model, expanded)
 
-    def _draft_reporter(
-        self, on_preview: PreviewCallback | None, span: tuple[int, int], heal_text: str, row: int
-    ) -> StepCallback | None:
-        if on_preview is None:
-            return None
+    def _hole_text(self, span: tuple[int, int], heal_text: str, row: int) -> Callable[[torch.Tensor], str]:
+        """The text a best canvas (B, L) shows in ``row``'s hole (``span``), the healed part left out."""
 
-        def report(step: int, best: torch.Tensor) -> None:
-            text = self._decode(hole_tokens(best[row], span, self.ids.filler))
-            on_preview(text[len(heal_text) :] if text.startswith(heal_text) else text, step)
+        def text(best: torch.Tensor) -> str:
+            shown = self._decode(hole_tokens(best[row], span, self.ids.filler))
+            return shown[len(heal_text) :] if shown.startswith(heal_text) else shown
 
-        return report
+        return text
 
 
 def finish_stats(

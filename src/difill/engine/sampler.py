@@ -17,7 +17,7 @@ renoising with uniform random tokens and self-conditioning on the previous step'
 * a settled stop (``settled_passes``): the loop also ends once every row's shown text, its hole
   up to the ghost-text cut or the middle's end, came out the same passes in a row, though slots
   past it are open (they are renoised every pass and can change only what is not shown);
-* a cancel check between steps and a draft callback after each step;
+* a cancel check between steps and a preview callback after each step (the best canvas so far);
 * draft seeding: a row's hole slots may start from a retrieved draft's tokens instead of noise
   (``seeded``).  The entropy-bound acceptance commits the slots the model is sure of and the rest
   are renoised as usual.  When a seeded row is decided while every token it committed is its
@@ -236,7 +236,7 @@ class StepOutcome:
     """What a monotone or revise step decided."""
 
     state: DenoiseState  # the canvas after the step, before the slots left open are renoised
-    shown: torch.Tensor  # (B, L) the best canvas now: on_step's draft, revise's result
+    shown: torch.Tensor  # (B, L) the best canvas now: on_step's preview, revise's result
     # (2,) bool: [the loop is finished, a seeded row is verified]; read together, once per step
     stop: torch.Tensor
     decided: torch.Tensor | None = None  # (B,) monotone: rows whose shown middle is final

@@ -66,7 +66,7 @@ class JobCancelled(Exception):
 class Job:
     uri: str | None
     stop: threading.Event = field(default_factory=threading.Event)
-    checks: int = 0  # times the engine reached a step (``before_step``): once before each
+    checks: int = 0  # times the engine reached a step (``before_step``): before the encoder, then once a step
     # Run by ``before_step`` on the worker, between two steps: the host serves urgent jobs there.
     between_steps: Callable[[], None] | None = None
 
@@ -82,9 +82,11 @@ class Job:
         return self.stop.is_set()
 
     def before_step(self) -> bool:
-        """The engine's hook before each denoising step (it is handed this as its ``should_stop``):
-        count the step, serve the urgent jobs waiting for the worker (``between_steps``), then
-        say whether to stop."""
+        """The engine's hook between two denoising steps: it is handed this as its ``should_stop``
+        (asked before the prefix encoder, and before each step when nothing previews the fill),
+        and a preview callback ends with it (``PreviewCallback``: then it is the step's one call
+        into the server).  Count the step, serve the urgent jobs waiting for the worker
+        (``between_steps``), then say whether to stop."""
         self.checks += 1
         if self.between_steps is not None and not self.should_stop():
             self.between_steps()
@@ -102,7 +104,8 @@ class _Urgent:
 
     engine: InfillBackend
     job: Job
-    work: Callable[[InfillBackend], object]
+    work: Callable[..., object]  # work(engine, *args)
+    args: tuple[object, ...]
     future: asyncio.Future
     loop: asyncio.AbstractEventLoop
 
@@ -302,8 +305,6 @@ class EngineHost(Feature):
         engine = self.engine
         if engine is None:  # unloaded by a reload since the caller waited for it
             raise JobCancelled()
-        if args:  # the caller names the function it runs (suggestion_path.suggest, ...) and its arguments
-            work = _with_arguments(work, args)
         counted = not background
         if counted:
             self._active += 1
@@ -312,11 +313,18 @@ class EngineHost(Feature):
         started = time.perf_counter()
         failed = False
         try:
-            if urgent:
-                return await self._run_urgent(_Urgent(engine, job, work, loop.create_future(), loop))
+            if urgent:  # it runs on the worker unless a long job takes it first (_serve_urgent)
+                item = _Urgent(engine, job, work, args, loop.create_future(), loop)
+                with self._urgent_lock:
+                    self._urgent.append(item)
+                try:
+                    self._executor.submit(self._take, item)
+                except RuntimeError:  # the executor is shut down
+                    raise JobCancelled() from None
+                return await item.future
             # Ghost text waits behind a long job where the engine cannot run it in between.
             job.between_steps = self._serve_urgent if runs_jobs_between_steps(engine) else None
-            return await loop.run_in_executor(self._executor, _run_job, engine, job, work)
+            return await loop.run_in_executor(self._executor, _run_job, engine, job, work, args)
         except BackendError as err:  # a remote server's failure: the status says what it said
             failed = True
             log.warning("the model server failed: %s", err)
@@ -343,30 +351,41 @@ class EngineHost(Feature):
         finally:
             jobs.finish(job)
 
-    async def _run_urgent(self, item: _Urgent):
-        with self._urgent_lock:
-            self._urgent.append(item)
-        try:
-            self._executor.submit(self._take, item)  # it runs here unless a long job takes it first
-        except RuntimeError:  # the executor is shut down
-            raise JobCancelled() from None
-        return await item.future
-
     def _take(self, item: _Urgent) -> None:
-        """On the worker: run ``item`` unless a long job already did."""
+        """On the worker: run ``item`` unless a long job already did, and hand its outcome to the
+        event loop (dropped if nobody waits now)."""
         with self._urgent_lock:
             if item not in self._urgent:
                 return
             self._urgent.remove(item)
-        _run_urgent_item(item)
+        try:
+            outcome: tuple[object, BaseException | None] = (
+                _run_job(item.engine, item.job, item.work, item.args),
+                None,
+            )
+        except Exception as err:  # noqa: BLE001 - the awaiting request gets it, as from run_in_executor
+            outcome = (None, err)
+
+        def settle() -> None:
+            if item.future.done():  # the request was cancelled meanwhile
+                return
+            result, error = outcome
+            if error is not None:
+                item.future.set_exception(error)
+            else:
+                item.future.set_result(result)
+
+        try:
+            item.loop.call_soon_threadsafe(settle)
+        except RuntimeError:  # the loop is closed: the server is gone
+            pass
 
     def _serve_urgent(self) -> None:
         """On the worker, between two steps of a long job: run every urgent job waiting."""
         with self._urgent_lock:
             waiting = list(self._urgent)
-            self._urgent.clear()
         for item in waiting:
-            _run_urgent_item(item)
+            self._take(item)
 
     def shutdown(self) -> None:
         self._generation += 1  # a load in flight is superseded: its warm-up stops at its next check
@@ -406,39 +425,12 @@ def _warm_up(engine: InfillBackend, superseded: ShouldStop) -> None:
     engine.fill(*WARM_UP, FillOptions(max_hole_tokens=4, max_steps=2), should_stop=superseded)
 
 
-def _run_urgent_item(item: _Urgent) -> None:
-    """Run an urgent job and hand its outcome to the event loop (dropped if nobody waits now)."""
-    try:
-        outcome: tuple[object, BaseException | None] = (_run_job(item.engine, item.job, item.work), None)
-    except Exception as err:  # noqa: BLE001 - the awaiting request gets it, as from run_in_executor
-        outcome = (None, err)
-
-    def settle() -> None:
-        if item.future.done():  # the request was cancelled meanwhile
-            return
-        result, error = outcome
-        if error is not None:
-            item.future.set_exception(error)
-        else:
-            item.future.set_result(result)
-
-    try:
-        item.loop.call_soon_threadsafe(settle)
-    except RuntimeError:  # the loop is closed: the server is gone
-        pass
-
-
-def _with_arguments(work: Callable[..., T], args: tuple[object, ...]) -> Callable[[InfillBackend], T]:
-    def bound(engine: InfillBackend) -> T:
-        return work(engine, *args)
-
-    return bound
-
-
-def _run_job(engine: InfillBackend, job: Job, work: Callable[[InfillBackend], T]) -> T:
+def _run_job(engine: InfillBackend, job: Job, work: Callable[..., T], args: tuple[object, ...] = ()) -> T:
+    """``work(engine, *args)``: the caller names the function it runs (suggestion_path.suggest, a
+    feature's ``work(engine)``) and its arguments."""
     if job.cancelled:  # superseded while queued: not even the prefix encoder runs
         raise JobCancelled()
     try:
-        return work(engine)
+        return work(engine, *args)
     except Cancelled as err:
         raise JobCancelled() from err

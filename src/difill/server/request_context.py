@@ -54,7 +54,6 @@ class RequestContext(Protocol):
     trees: SyntaxTrees  # the documents' syntax trees, for suggestions and edits
     suggestions: SuggestionService
     edits: EditService
-    client_has_inline_completion: bool
     client_resolves_code_action_edits: bool
     client_has_document_changes: bool
     client_reviews_edits: bool

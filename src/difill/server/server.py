@@ -28,6 +28,7 @@ from difill.server.config import Settings, SettingsLayers, backend_spec, command
 from difill.server.context.feature import ContextFeature
 from difill.server.documents import UTF16, Documents
 from difill.server.engine_host import EngineHost, LoadProgress
+from difill.server.feature_handle import FeatureHandle
 from difill.server.features.edits.code_actions import COMMANDS, code_actions, resolve_code_action
 from difill.server.features.edits.commands import (
     ACCEPT_EDIT,
@@ -70,41 +71,29 @@ class DifillServer(LanguageServer):
         )  # workspace index
         # A program, model, log or server a workspace's settings file names is refused (issue 62).
         self.layers.screen = workspace_values.screen(lambda: self.context.folders)
-        self.suggestions = SuggestionService(
-            self.documents,
-            self.host,
-            self.settings,
-            self.trees,
-            workspace=self.context,
-            excluded=self.excluded_document,
-        )
-        self.edits = EditService(
-            self.documents,
-            self.host,
-            self.settings,
-            self.trees,
-            self.protocol.notify,
-            lambda: self.encoding,
-            self.excluded_document,
-        )
         self.encoding: str = UTF16
-        self.next_edits = NextEditService(
-            self.documents, self.settings, lambda: self.encoding, self.host, self.excluded_document
-        )
+        handle = FeatureHandle(
+            self.documents, self.host, self.settings, self.trees, lambda: self.encoding, self.protocol.notify,
+            self.excluded_document,
+        )  # fmt: skip
+        self.suggestions = SuggestionService(handle, workspace=self.context)
+        self.edits = EditService(handle)
+        self.next_edits = NextEditService(handle)
         # Every event goes to each of these, in this order: jobs stop before the model host.
         self.lifecycle = Lifecycle()
         for feature in (self.suggestions, self.edits, self.next_edits, self.trees, self.context, self.host):
             self.lifecycle.add(feature)
-        self.client_has_inline_completion = False
         self.client_has_progress = False
         self.client_resolves_code_action_edits = False
         self.client_has_document_changes = False
         self.client_reviews_edits = False  # edits become proposals (issue 24)
         self.log_handler: LogMessageHandler | None = None
         self.command_tasks: dict[Any, asyncio.Task] = {}  # request id -> the task running the command
+        self.experimental: dict[str, Any] = {}  # capabilities.experimental (optional_handlers)
         self._pending_problems: list[str] = []
         self._shown_problems: list[str] = []  # the last settings problems shown (show_problems)
         self._shown_refused: list[str] = []  # the last workspace values refused (show_refused)
+        self._told_restart = False  # nextEdit turned on after an initialize that had it off
         self._last_error_shown: str | None = None  # the last error popup, until the status is ready
         self._tasks: set[asyncio.Task] = set()
 
@@ -262,7 +251,6 @@ def start_handlers(server: DifillServer) -> None:
         capabilities = params.capabilities
         ls.encoding = str(ServerCapabilitiesBuilder.choose_position_encoding(capabilities))
         text_document = capabilities.text_document
-        ls.client_has_inline_completion = bool(text_document and text_document.inline_completion)
         ls.client_has_progress = bool(capabilities.window and capabilities.window.work_done_progress)
         code_action = text_document.code_action if text_document else None
         resolvable = (
@@ -279,6 +267,9 @@ def start_handlers(server: DifillServer) -> None:
             ls._pending_problems.append(problem)
         if ls.log_handler is not None:
             ls.log_handler.loop = asyncio.get_running_loop()
+        optional_handlers(
+            ls, client_has_inline_completion=bool(text_document and text_document.inline_completion)
+        )
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: DifillServer, params: types.InitializedParams) -> None:
@@ -314,6 +305,10 @@ def workspace_handlers(server: DifillServer) -> None:
             ls.show_problems([p for p in [use_log_file(after.log_file)] if p], "settings")
         ls.suggestions.cache.clear()
         ls.context.settings_changed(before, after)
+        if after.next_edit != "off" and not ls.experimental and not ls._told_restart:
+            ls._told_restart = True  # the capability was decided at initialize (optional_handlers)
+            text = "difill: nextEdit was off when the server started: restart it for next edits"
+            ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=text))
         if needs_reload(before, after):
             log.info("model settings changed: reloading")
             ls.load_model()
@@ -355,21 +350,7 @@ def document_handlers(server: DifillServer) -> None:
 def request_handlers(server: DifillServer) -> None:
     """What the editor asks for: ghost text, next edits, completions, code actions and commands."""
 
-    @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
-    async def on_inline_completion(ls: DifillServer, params: types.InlineCompletionParams):
-        return await inline_completion(ls, params)
-
-    @server.feature(NEXT_EDIT_METHOD)
-    async def on_inline_edit(ls: DifillServer, params: Any):
-        return await ls.next_edits.answer(params)
-
-    @server.feature(NEXT_EDIT_SHOWN)
-    def on_inline_edit_shown(ls: DifillServer, params: Any) -> None:
-        ls.next_edits.did_show(params)
-
-    @server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions())
-    async def on_completion(ls: DifillServer, params: types.CompletionParams):
-        return await completion(ls, params)
+    server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())(inline_completion)
 
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
@@ -394,6 +375,32 @@ def request_handlers(server: DifillServer) -> None:
     @server.command(REJECT_EDIT)
     def on_reject_edit(ls: DifillServer, *arguments: Any):
         return reject_edit(ls, arguments)
+
+
+def optional_handlers(server: DifillServer, client_has_inline_completion: bool) -> None:
+    """The features that are on, registered once at initialize (jedi-language-server's way): pygls
+    builds the capabilities from what is registered when this handler returns, so a feature that is
+    off is neither advertised nor answered, and no request asks again what the client can do.
+
+    * Next edits (``textDocument/copilotInlineEdit``) unless the ``nextEdit`` setting is off.  Turned
+      off later, the service answers none; turned on later, the editor was never told: restart.
+    * ``textDocument/completion``, the fallback, for a client without inline completion only: one
+      that has it shows ghost text, and a completion list would show each suggestion twice."""
+    if server.settings().next_edit != "off":
+        server.feature(NEXT_EDIT_METHOD)(on_inline_edit)
+        server.feature(NEXT_EDIT_SHOWN)(on_inline_edit_shown)
+        # No LSP capability yet: clients that speak the method look for these (transport/protocol.py).
+        server.experimental = {"inlineEditProvider": True, "difill": {"nextEdit": True}}
+    if not client_has_inline_completion:
+        server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions())(completion)
+
+
+async def on_inline_edit(ls: DifillServer, params: Any):
+    return await ls.next_edits.answer(params)
+
+
+def on_inline_edit_shown(ls: DifillServer, params: Any) -> None:
+    ls.next_edits.did_show(params)
 
 
 def stop_handlers(server: DifillServer) -> None:

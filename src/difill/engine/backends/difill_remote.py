@@ -35,7 +35,7 @@ class DifillRemote(RemoteBackend):
         suffix: str,
         options: FillOptions | None = None,
         should_stop: ShouldStop | None = None,
-        on_preview: PreviewCallback | None = None,  # noqa: ARG002 - remote fills send no drafts
+        on_preview: PreviewCallback | None = None,  # noqa: ARG002 - remote fills send no previews
     ) -> FillResult:
         body = {"prefix": prefix, "suffix": suffix, "options": options_to_json(options)}
         tokens = (options or FillOptions()).max_hole_tokens

@@ -63,7 +63,7 @@ class MercuryRemote(RemoteBackend):
         suffix: str,
         options: FillOptions | None = None,
         should_stop: ShouldStop | None = None,
-        on_preview: PreviewCallback | None = None,  # noqa: ARG002 - the endpoint streams no drafts
+        on_preview: PreviewCallback | None = None,  # noqa: ARG002 - the endpoint streams no previews
     ) -> FillResult:
         options = options or FillOptions()
         started = time.perf_counter()

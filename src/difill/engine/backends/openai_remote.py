@@ -69,7 +69,7 @@ class OpenAIRemote(RemoteBackend):
         suffix: str,
         options: FillOptions | None = None,
         should_stop: ShouldStop | None = None,
-        on_preview: PreviewCallback | None = None,  # noqa: ARG002 - remote fills send no drafts
+        on_preview: PreviewCallback | None = None,  # noqa: ARG002 - remote fills send no previews
     ) -> FillResult:
         options = options or FillOptions()
         # An OpenAI-style or vLLM server reads one prompt: the context block goes before the prefix.

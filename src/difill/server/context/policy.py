@@ -15,7 +15,7 @@ One policy, applied where text enters the context (issue 37):
   keys, JWTs, ``password = "..."`` assignments, the password of a URL) and long high-entropy
   tokens, replaced by ``REDACTED`` in the text from other files that goes to a model, whatever the
   backend: ``to_model`` redacts the snippet block and every draft that seeds the canvas, for
-  suggestions (suggestion_path.py ``suggestion_options``) and next edits (next_edit/model.py ``plan``).
+  suggestions (model_request.py ``suggestion_options``) and next edits (next_edit/model.py ``region_rewrite``).
 """
 
 from __future__ import annotations

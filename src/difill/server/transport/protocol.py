@@ -34,6 +34,7 @@ class ProtocolOwner(Protocol):
 
     documents: Documents
     command_tasks: dict[Any, asyncio.Task]  # request id -> the task running the command
+    experimental: dict[str, Any]  # capabilities.experimental, decided by the initialize handler
 
     def lost_sync(self, uris: list[str], why: str) -> None: ...
 
@@ -84,9 +85,9 @@ class DifillProtocol(LanguageServerProtocol):
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams):
         result = yield from super().lsp_initialize(params)
-        # Next-edit suggestions (textDocument/copilotInlineEdit) are no LSP capability yet: they
-        # are advertised here, as clients that speak the method look for them.
-        result.capabilities.experimental = {"inlineEditProvider": True, "difill": {"nextEdit": True}}
+        # What LSP has no capability for (next edits, textDocument/copilotInlineEdit) is advertised
+        # here, as the server's initialize handler decided (server.optional_handlers).
+        result.capabilities.experimental = self._server.experimental or None
         return result
 
     @lsp_method(types.SHUTDOWN)

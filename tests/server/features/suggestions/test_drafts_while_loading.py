@@ -9,7 +9,9 @@ import time
 from difill.server.config import Settings
 from difill.server.documents import Documents
 from difill.server.engine_host import EngineHost, ModelState
+from difill.server.feature_handle import FeatureHandle
 from difill.server.features.suggestions.service import SuggestionService
+from difill.server.trees import SyntaxTrees
 
 URI = "file:///a.py"
 # "x = 1\ntotal = compute_total(" again: a match long enough to show its draft as it stands.
@@ -21,7 +23,7 @@ def service(text: str, settings: Settings) -> tuple[SuggestionService, Documents
     host = EngineHost(lambda *args: None)  # never loaded: still loading
     documents = Documents()
     documents.open(URI, "python", 1, text)
-    return SuggestionService(documents, host, lambda: settings), documents, host
+    return SuggestionService(FeatureHandle(documents, host, lambda: settings, SyntaxTrees())), documents, host
 
 
 async def test_a_sure_draft_is_the_ghost_text_before_the_model_is_ready():

@@ -14,8 +14,10 @@ from difill.server.config import Settings
 from difill.server.context.found import Retrieval, Snippet
 from difill.server.documents import UTF16, Documents
 from difill.server.engine_host import EngineHost, Job, JobCancelled, ModelState
+from difill.server.feature_handle import FeatureHandle
 from difill.server.features.suggestions.service import SuggestionService
 from difill.server.suggestion_path import Retrieved
+from difill.server.trees import SyntaxTrees
 
 URI = "file:///a.py"
 TEXT = "def f(x):\n    return x + \n"
@@ -80,7 +82,8 @@ def service(texts, settings=None, text=TEXT, speculate=False):
     documents = Documents()
     documents.open(URI, "python", 1, text)
     engine = FakeEngine(texts)
-    svc = SuggestionService(documents, FakeHost(engine), lambda: settings or Settings(), speculate=speculate)
+    handle = FeatureHandle(documents, FakeHost(engine), lambda: settings or Settings(), SyntaxTrees())
+    svc = SuggestionService(handle, speculate=speculate)
     return svc, documents, engine
 
 
@@ -306,7 +309,7 @@ async def test_speculation_never_delays_a_real_request():
     documents = Documents()
     documents.open(URI, "python", 1, TEXT)
     documents.open("file:///b.py", "python", 1, TEXT.replace("x", "y"))
-    svc = SuggestionService(documents, host, Settings)
+    svc = SuggestionService(FeatureHandle(documents, host, Settings, SyntaxTrees()))
     try:
         shown = await svc.suggest(documents.get(URI), OFFSET, invoked=False)
         assert shown.texts == ["total"]

@@ -24,8 +24,9 @@ from pygls.exceptions import JsonRpcContentModified, JsonRpcException, JsonRpcIn
 
 from difill.engine.api import BackendError, TooLarge
 from difill.server.config import Settings
-from difill.server.documents import Document, Documents, range_json
-from difill.server.engine_host import EngineHost, Job, JobCancelled, Jobs, OneJobPerDocument
+from difill.server.documents import Document, range_json
+from difill.server.engine_host import Job, JobCancelled, Jobs, OneJobPerDocument
+from difill.server.feature_handle import FeatureHandle
 from difill.server.features.edits.diff import text_edits
 from difill.server.features.edits.proposals import Proposals
 from difill.server.features.edits.selection import (
@@ -37,7 +38,6 @@ from difill.server.features.edits.selection import (
     engine_work,
     new_selection,
 )
-from difill.server.trees import SyntaxTrees
 
 log = logging.getLogger("difill.server.edits")
 REQUEST_FAILED = -32803  # LSP's RequestFailed: a valid request that could not be carried out
@@ -49,25 +49,16 @@ Notify = Callable[[str, Any], None]
 
 
 class EditService(OneJobPerDocument):
-    def __init__(
-        self,
-        documents: Documents,
-        host: EngineHost,
-        settings: Callable[[], Settings],
-        trees: SyntaxTrees,
-        notify: Notify,
-        encoding: Callable[[], str],
-        excluded: Callable[[str], bool] = lambda uri: False,
-    ) -> None:
-        self.documents = documents
-        self.excluded = excluded  # a document on the secrets deny list (server/context/policy.py)
-        self.host = host
-        self.settings = settings
-        self.trees = trees
-        self.notify = notify
-        self.encoding = encoding
+    def __init__(self, handle: FeatureHandle) -> None:
+        self.documents = handle.documents
+        self.excluded = handle.excluded  # a document on the secrets deny list (server/context/policy.py)
+        self.host = handle.host
+        self.settings = handle.settings
+        self.trees = handle.trees
+        self.notify = handle.notify
+        self.encoding = handle.encoding
         self.jobs = Jobs()
-        self.proposals = Proposals(documents)
+        self.proposals = Proposals(handle.documents)
 
     def document_changed(self, uri: str) -> None:
         super().document_changed(uri)
@@ -207,10 +198,12 @@ class Previews:
         self.timer: asyncio.TimerHandle | None = None
         self.closed = False
 
-    def from_worker(self, text: str, step: int) -> None:
-        """The engine's on_preview, on the model thread: hand the preview to the event loop."""
+    def from_worker(self, text: str, step: int) -> bool:
+        """The engine's on_preview, its one call per step on the model thread: hand the preview
+        to the event loop, then the job's step (``Job.before_step``: whether to stop)."""
         if not self.job.cancelled:
             self.loop.call_soon_threadsafe(self._offer, text, step)
+        return self.job.before_step()
 
     def _offer(self, text: str, step: int) -> None:
         if self.closed or self.job.cancelled or step <= self.last_step:

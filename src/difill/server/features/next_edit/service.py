@@ -30,16 +30,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable
 from typing import Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcContentModified, JsonRpcInvalidParams
 
 from difill.engine.api import BackendError, TooLarge
-from difill.server.config import Settings
-from difill.server.documents import Document, Documents, range_json
-from difill.server.engine_host import EngineHost, JobCancelled, Jobs, OneJobPerDocument
+from difill.server.documents import Document, range_json
+from difill.server.engine_host import JobCancelled, Jobs, OneJobPerDocument
+from difill.server.feature_handle import FeatureHandle
 from difill.server.features.next_edit import model
 from difill.server.features.next_edit.history import EditHistory
 from difill.server.features.next_edit.patterns import (
@@ -67,19 +66,12 @@ Span = tuple[int, int, str]  # (start, end, new text) in the document
 
 
 class NextEditService(OneJobPerDocument):
-    def __init__(
-        self,
-        documents: Documents,
-        settings: Callable[[], Settings],
-        encoding: Callable[[], str],
-        host: EngineHost | None = None,
-        excluded: Callable[[str], bool] = lambda uri: False,
-    ) -> None:
-        self.documents = documents
-        self.excluded = excluded  # a document on the secrets deny list (server/context/policy.py)
-        self.settings = settings
-        self.encoding = encoding
-        self.host = host  # None: drafts only, whatever the setting
+    def __init__(self, handle: FeatureHandle) -> None:
+        self.documents = handle.documents
+        self.excluded = handle.excluded  # a document on the secrets deny list (server/context/policy.py)
+        self.settings = handle.settings
+        self.encoding = handle.encoding
+        self.host = handle.host
         self.jobs = Jobs()
         self.history = EditHistory()
         self.applied = Applied()  # next edits answered, so applying one is no keystroke (typing.py)
@@ -158,7 +150,7 @@ class NextEditService(OneJobPerDocument):
         """The model's edits of the region around ``offset`` (model.py), gated and parse-checked;
         none before the model is loaded or without an edit the history saw."""
         last = self.history.last(document.uri)
-        if self.host is None or last is None or last.after != document.text:
+        if last is None or last.after != document.text:
             return []
         engine = await self.host.wait_ready(0)  # while it loads, the drafts answer alone
         if engine is None:

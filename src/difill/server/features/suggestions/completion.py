@@ -2,8 +2,8 @@
 
 Each suggestion becomes an item whose ``textEdit`` replaces the word typed before the cursor with
 that word plus the suggestion, so the client's own filtering (by the typed word) keeps the item.
-Clients that declared inline completion get an empty list: they show suggestions as ghost text
-and would otherwise show them twice.  The list is incomplete: the client asks again as the user
+Clients that declared inline completion are not offered it (server.py ``optional_handlers``,
+decided at initialize): they show suggestions as ghost text and would otherwise show them twice.  The list is incomplete: the client asks again as the user
 types, because a suggestion belongs to one cursor position.
 """
 
@@ -13,7 +13,6 @@ import re
 
 from lsprotocol import types
 
-from difill.server.features.suggestions.inline_completion import suggestions_at
 from difill.server.request_context import RequestContext, document_for_request
 
 WORD_BEFORE = re.compile(r"(?<!\w)\w*+$")  # starts where the word does: linear on a long word
@@ -24,22 +23,21 @@ LABEL_CHARS = 60
 EMPTY = types.CompletionList(is_incomplete=False, items=[])
 
 
-async def completion(server: RequestContext, params: types.CompletionParams) -> types.CompletionList:
-    if server.client_has_inline_completion:
-        return EMPTY
-    document = document_for_request(server.documents, params.text_document.uri)
+async def completion(ls: RequestContext, params: types.CompletionParams) -> types.CompletionList:
+    """The handler itself (registered in server.py ``optional_handlers``): the server is ``ls``."""
+    document = document_for_request(ls.documents, params.text_document.uri)
     if document is None:
         return EMPTY
-    offset = document.offset_at(params.position, server.encoding)
+    offset = document.offset_at(params.position, ls.encoding)
     if offset is None:
         return EMPTY
     context = params.context
     invoked = context is None or context.trigger_kind == types.CompletionTriggerKind.Invoked
-    texts = (await suggestions_at(server, document, offset, invoked)).texts
+    texts = (await ls.suggestions.suggest(document, offset, invoked)).texts
 
-    line_start = document.line_starts[document.position_at(offset, server.encoding).line]
+    line_start = document.line_starts[document.position_at(offset, ls.encoding).line]
     typed = typed_word(document.text[max(line_start, offset - WORD_CHARS) : offset])
-    replace = document.range_of(offset - len(typed), offset, server.encoding)
+    replace = document.range_of(offset - len(typed), offset, ls.encoding)
     items = [
         types.CompletionItem(
             label=label_for(typed + text),

@@ -65,8 +65,11 @@ class RunningFill:
     def ctx(self) -> FillContext:
         return self.request.ctx
 
-    def on_preview(self, text: str, step: int) -> None:  # noqa: ARG002 - the engine's PreviewCallback
+    def on_preview(self, text: str, step: int) -> bool:  # noqa: ARG002 - the engine's PreviewCallback
+        """The engine's one call per denoising step, on the worker: keep the preview, then the
+        job's step (``Job.before_step``: urgent fills between steps, and whether to stop)."""
         self.preview = text
+        return self.job.before_step()
 
     def typed_since(self, text: str) -> str | None:
         """What was typed at the fill's cursor since it started, if that is the only change."""

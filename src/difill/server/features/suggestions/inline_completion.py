@@ -22,22 +22,19 @@ from __future__ import annotations
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
-from difill.engine.api import BackendError
 from difill.server.documents import UTF32, Document
-from difill.server.features.suggestions.service import Suggestions
 from difill.server.request_context import RequestContext, document_for_request
 from difill.text.shape import only_closers
 
 EMPTY = types.InlineCompletionList(items=[])
 
 
-async def inline_completion(
-    server: RequestContext, params: types.InlineCompletionParams
-) -> types.InlineCompletionList:
-    document = document_for_request(server.documents, params.text_document.uri)
+async def inline_completion(ls: RequestContext, params: types.InlineCompletionParams) -> types.InlineCompletionList:
+    """The handler itself (registered in server.py): pygls hands it the server as ``ls``."""
+    document = document_for_request(ls.documents, params.text_document.uri)
     if document is None:
         return EMPTY
-    offset = document.offset_at(params.position, server.encoding)
+    offset = document.offset_at(params.position, ls.encoding)
     if offset is None:  # a line past the end of the document
         return EMPTY
     invoked = params.context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
@@ -49,17 +46,17 @@ async def inline_completion(
     start, end, selected = offset, offset, ""
     asked, at = document, offset
     if info is not None:
-        start, end = _selected_range(document, offset, info.range, server.encoding)
+        start, end = _selected_range(document, offset, info.range, ls.encoding)
         selected = info.text
         text = document.text[:start] + selected + document.text[end:]
         # The document as it would be with the item accepted: asked, never stored.
         asked = Document(document.uri, document.language_id, document.version, text)
         at = start + len(selected)
-    suggestions = await suggestions_at(server, asked, at, invoked)
+    suggestions = await ls.suggestions.suggest(asked, at, invoked)
     closers = suggestions.closers
-    low = document.position_at(start, server.encoding)
-    high = document.position_at(end, server.encoding)
-    after_closers = document.position_at(end + len(closers), server.encoding) if closers else high
+    low = document.position_at(start, ls.encoding)
+    high = document.position_at(end, ls.encoding)
+    after_closers = document.position_at(end + len(closers), ls.encoding) if closers else high
     items = []
     for text in suggestions.texts:
         if closers and "\n" in text:
@@ -101,13 +98,3 @@ def _selected_range(document: Document, cursor: int, rng: types.Range, encoding:
             "context.selectedCompletionInfo.range must be on the cursor's line and hold the cursor"
         )
     return start, end
-
-
-async def suggestions_at(
-    server: RequestContext, document: Document, offset: int, invoked: bool
-) -> Suggestions:
-    """The suggestions at ``offset``; none when the model server failed (the status says why)."""
-    try:
-        return await server.suggestions.suggest(document, offset, invoked)
-    except BackendError:
-        return Suggestions([], "the model server failed")

@@ -24,14 +24,15 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from difill.engine.api import BackendError
 from difill.server.config import Settings
-from difill.server.documents import Document, Documents
-from difill.server.engine_host import EngineHost, JobCancelled, Jobs, ModelState, OneJobPerDocument
+from difill.server.documents import Document
+from difill.server.engine_host import JobCancelled, Jobs, ModelState, OneJobPerDocument
+from difill.server.feature_handle import FeatureHandle
 from difill.server.features.suggestions.cache import Asked, Beyond, SuggestionCache, beyond
 from difill.server.features.suggestions.inflight import KeptWork, RunningFill
 from difill.server.model_request import context_for
 from difill.server.suggestion_path import SuggestionRequest, Workspace, drafts_without_model, suggest
-from difill.server.trees import SyntaxTrees
 from difill.text.context import FillContext
 from difill.text.filters import keep_line_endings
 from difill.text.shape import only_closers
@@ -60,21 +61,14 @@ def auto_closed(ctx: FillContext) -> str:
 
 class SuggestionService(OneJobPerDocument):
     def __init__(
-        self,
-        documents: Documents,
-        host: EngineHost,
-        settings: Callable[[], Settings],
-        trees: SyntaxTrees | None = None,
-        speculate: bool = True,
-        workspace: Workspace | None = None,
-        excluded: Callable[[str], bool] = lambda uri: False,
+        self, handle: FeatureHandle, workspace: Workspace | None = None, speculate: bool = True
     ) -> None:
-        self.documents = documents
-        self.excluded = excluded  # a document on the secrets deny list (server/context/policy.py)
+        self.documents = handle.documents
+        self.excluded = handle.excluded  # a document on the secrets deny list (server/context/policy.py)
         self.workspace = workspace  # the workspace index (server/context/feature.py)
-        self.host = host
-        self.settings = settings
-        self.trees = trees or SyntaxTrees()
+        self.host = handle.host
+        self.settings = handle.settings
+        self.trees = handle.trees
         self.cache = SuggestionCache()
         self.jobs = Jobs()
         self.running: dict[str, RunningFill] = {}  # uri -> its fill in flight (Jobs: one at most)
@@ -82,16 +76,13 @@ class SuggestionService(OneJobPerDocument):
         self.speculate = speculate
         self.recent_ms: deque[float] = deque(maxlen=RECENT_ANSWERS)  # request to answer, model answers
 
-    def context_at(self, document: Document, offset: int) -> FillContext:
-        tree = self.trees.tree_for(document)
-        return context_for(document.text, offset, document.language, self.settings(), tree)
-
     def recent_latency_ms(self) -> float | None:
         """The median time from request to answer of the last model answers (None before one)."""
         return statistics.median(self.recent_ms) if self.recent_ms else None
 
     async def suggest(self, document: Document, offset: int, invoked: bool) -> Suggestions:
-        """Up to ``candidates`` suggestions when invoked, one when automatic."""
+        """Up to ``candidates`` suggestions when invoked, one when automatic; none when the model
+        server failed (the status says why: engine_host.py)."""
         settings = self.settings()
         if not settings.enabled_for(document.language_id):
             return Suggestions([], "language disabled")
@@ -99,7 +90,7 @@ class SuggestionService(OneJobPerDocument):
             return Suggestions([], "excluded")
         count = settings.candidates if invoked else 1
         started = time.perf_counter()
-        ctx = self.context_at(document, offset)
+        ctx = context_for(document.text, offset, document.language, settings, self.trees.tree_for(document))
         request = SuggestionRequest(document.uri, document.text, offset, document.language_id, ctx, invoked)
         asked = asked_for(ctx, invoked)
 
@@ -114,8 +105,8 @@ class SuggestionService(OneJobPerDocument):
             log.info("waiting for the fill in flight (%d characters typed into it)", offset - running.offset)
             try:
                 await self._wait(running)
-            except JobCancelled:
-                return Suggestions([], "cancelled")
+            except (JobCancelled, BackendError) as err:
+                return _unanswered(err)
             if (stale := self._stale(document)) is not None:
                 return stale
             hit = self.cache.lookup(asked, ctx.prefix, ctx.suffix, far)
@@ -135,8 +126,8 @@ class SuggestionService(OneJobPerDocument):
         fill = self._start(request, asked, settings)
         try:
             texts = await self._wait(fill)
-        except JobCancelled:
-            return Suggestions([], "cancelled")
+        except (JobCancelled, BackendError) as err:
+            return _unanswered(err)
         if (stale := self._stale(document)) is not None:
             return stale
         self._answered(started)
@@ -294,3 +285,9 @@ def ends_a_line(text: str, offset: int) -> bool:
 def asked_for(ctx: FillContext, invoked: bool) -> Asked:
     """What a request asks, beyond its context (the cache keys on it)."""
     return Asked(invoked, keep_line_endings("\n", ctx))
+
+
+def _unanswered(err: JobCancelled | BackendError) -> Suggestions:
+    """No suggestion: the fill was cancelled (a newer change or request took it), or the model
+    server failed (the status already says what it said; ghost text is never an error popup)."""
+    return Suggestions([], "cancelled" if isinstance(err, JobCancelled) else "the model server failed")
