@@ -283,7 +283,7 @@ class Settings:
         "it applies (a rename, an inserted argument; no model), `on` also the model's edits of the ~10 lines "
         "around the cursor with the drafts seeded on its canvas (for a real checkpoint or a remote: the shipped "
         "model's are noise, kept off screen by a gate; `docs/next_edit.md`), `model` the model's alone (a "
-        "measurement), or `off`.",
+        "measurement), or `off` (the method is then not offered; turning it back on takes a server restart).",
     )  # fmt: skip
 
     def enabled_for(self, language_id: str | None) -> bool:

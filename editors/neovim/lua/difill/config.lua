@@ -37,7 +37,7 @@
 ---@field snippetTokens? integer  Token budget (estimated) of the block of workspace snippets the model reads before the prefix; a block over half the model's prefix budget is left out; 0: none.
 ---@field projectPython? string  The project's Python interpreter (a virtual environment's `bin/python`): names after `x.` and on import lines come from its standard library and packages.
 ---@field contextExclude? string[]  Files never read, indexed, offered or sent, beyond the built-in secrets deny list (`.env`, SSH and cloud keys, credential files), as gitignore patterns (`secrets/`, `*.tfvars`); no suggestions inside them.
----@field nextEdit? "on"|"drafts"|"model"|"off"  Next-edit suggestions (`textDocument/copilotInlineEdit`): `drafts` your last edit again where else it applies (a rename, an inserted argument; no model), `on` also the model's edits of the ~10 lines around the cursor with the drafts seeded on its canvas (for a real checkpoint or a remote: the shipped model's are noise, kept off screen by a gate; `docs/next_edit.md`), `model` the model's alone (a measurement), or `off`.
+---@field nextEdit? "on"|"drafts"|"model"|"off"  Next-edit suggestions (`textDocument/copilotInlineEdit`): `drafts` your last edit again where else it applies (a rename, an inserted argument; no model), `on` also the model's edits of the ~10 lines around the cursor with the drafts seeded on its canvas (for a real checkpoint or a remote: the shipped model's are noise, kept off screen by a gate; `docs/next_edit.md`), `model` the model's alone (a measurement), or `off` (the method is then not offered; turning it back on takes a server restart).
 --- generated: end
 
 ---@class difill.Keymaps
