@@ -15,19 +15,19 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import torch
-from transformers import GenerationConfig, PreTrainedTokenizerBase
-from transformers.utils import logging as hf_logging
 
 from difill.engine.api import ModelLoadError
+from difill.engine.file_tokenizer import FileTokenizer
 from difill.engine.sampler import SamplerConfig
 from difill.engine.vocab import TokenIds
 
 if TYPE_CHECKING:
-    # Imported where they are used: anything under ``transformers.models`` makes transformers
-    # build its registry of every model (a walk of 500 folders), and DiffusionGemmaConfig's module
-    # imports its validators, which import torch.distributed.tensor: 0.6-0.8 s that the llama.cpp
-    # engine's `difill fill` never needs (docs/install.md).
-    from transformers import DiffusionGemmaConfig, DiffusionGemmaForBlockDiffusion
+    # transformers is imported where the weights load (load_model): the llama.cpp and MLX engines
+    # read a checkpoint without it (load_checkpoint_meta).  Importing it builds its registry of
+    # every model (0.4 s), anything under ``transformers.models`` builds it again, and
+    # DiffusionGemmaConfig's module imports its validators, which import torch.distributed.tensor:
+    # together about 1 s of a 2.7 s `difill fill` on the llama.cpp engine (docs/install.md).
+    from transformers import DiffusionGemmaConfig, DiffusionGemmaForBlockDiffusion, PreTrainedTokenizerBase
 
 DEFAULT_MODEL_DIR = Path(__file__).parent / "default_model"
 # A tiny vision tower: DiffusionGemma always builds one, and the default is 167M parameters.
@@ -45,7 +45,7 @@ HOW_TO_FIX = (
 @dataclass
 class LoadedModel:
     model: DiffusionGemmaForBlockDiffusion | None  # None: the weights run elsewhere (engine/native)
-    tokenizer: PreTrainedTokenizerBase
+    tokenizer: PreTrainedTokenizerBase | FileTokenizer  # FileTokenizer: load_checkpoint_meta's
     ids: TokenIds
     path: Path
     device: torch.device
@@ -182,6 +182,7 @@ def load_model(
 ) -> LoadedModel:
     """``dtype`` None: the ``DIFILL_DTYPE`` environment variable, else ``auto`` (see pick_dtype)."""
     from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
+    from transformers.utils import logging as hf_logging
 
     path = Path(path).expanduser() if path else DEFAULT_MODEL_DIR
     dtype = dtype or os.environ.get(DTYPE_ENV) or "auto"
@@ -233,24 +234,19 @@ def load_checkpoint_meta(path: str | os.PathLike | None = None) -> LoadedModel:
     try:
         tokenizer = load_tokenizer(path)
         config = read_config(path)
-        generation = None
-        if (path / "generation_config.json").is_file():
-            generation = GenerationConfig.from_pretrained(path, local_files_only=True)
+        generation = read_json_attributes(path / "generation_config.json")
     except Exception as err:  # noqa: BLE001 - tokenizers and json raise their own types
         raise load_error(path, err) from err
     return checkpoint_settings(None, config, generation, tokenizer, path, torch.device("cpu"))
 
 
-def load_tokenizer(path: Path) -> PreTrainedTokenizerBase:
-    """The checkpoint's tokenizer.  difill's own (``tokenizer_class`` TokenizersBackend, a
-    tokenizer.json) is loaded by its class: AutoTokenizer reads the model's config first, through
-    the registry and validators that ``read_config`` avoids.  Any other through AutoTokenizer."""
-    from transformers.tokenization_utils_tokenizers import TokenizersBackend
-
-    settings = path / "tokenizer_config.json"
-    named = json.loads(settings.read_text()).get("tokenizer_class") if settings.is_file() else None
-    if named == TokenizersBackend.__name__ and (path / "tokenizer.json").is_file():
-        return TokenizersBackend.from_pretrained(path, **TOKENIZER_LOAD)
+def load_tokenizer(path: Path) -> PreTrainedTokenizerBase | FileTokenizer:
+    """The checkpoint's tokenizer, for an engine that runs the weights elsewhere.  difill's own is
+    read without transformers (engine/file_tokenizer.py: importing transformers is 0.4 s);
+    any other through AutoTokenizer."""
+    tokenizer = FileTokenizer.read(path)
+    if tokenizer is not None:
+        return tokenizer
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(path, **TOKENIZER_LOAD)
@@ -272,6 +268,13 @@ def read_config(path: Path) -> Any:
 
         return DiffusionGemmaConfig.from_pretrained(path, local_files_only=True)
     return SimpleNamespace(**{**values, "text_config": SimpleNamespace(**text)})
+
+
+def read_json_attributes(path: Path) -> SimpleNamespace | None:
+    """A JSON file's top-level values as attributes, as GenerationConfig.from_pretrained gives the
+    values SamplerConfig.from_checkpoint reads (its nested values stay dicts there too); None
+    when there is no file."""
+    return SimpleNamespace(**json.loads(path.read_text())) if path.is_file() else None
 
 
 @dataclass(frozen=True)
