@@ -27,9 +27,14 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    from difill.server.transport.early_answer import answer_initialize
+
+    # On stdio `initialize` is answered before the server's modules are imported (0.5 s):
+    # transport/early_answer.py says how and why.
+    early = None if args.tcp else answer_initialize(sys.stdin.buffer, sys.stdout.buffer)
     from difill.server.server import run_server
 
-    return run_server(args)
+    return run_server(args, early)
 
 
 def run_fill(args: argparse.Namespace) -> int:
