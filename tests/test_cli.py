@@ -238,3 +238,23 @@ def test_fill_on_a_terminal_shows_the_line_and_piped_prints_the_bare_text(tiny_m
     piped = run_cli(*args[3:])  # as a script reads it (``--raw`` asks for the same on a terminal)
     assert piped.returncode == 0 and "|" not in piped.stdout and "\x1b" not in piped.stdout
     assert piped.stdout.strip() and piped.stdout.strip() in shown  # the same fill, bare
+
+
+@pytest.mark.parametrize("argv, fast", [(["fill", "x.py:1:1"], True), (["eval"], False), ([], False)])
+def test_a_fill_ends_without_the_interpreters_teardown(argv, fast, monkeypatch):
+    """`difill fill` leaves with os._exit once it has answered: the teardown after torch was 0.3 s
+    of a 1.6 s fill (docs/install.md).  Other commands keep it (the lab's write files)."""
+    from difill import cli
+
+    class Exited(Exception):
+        pass
+
+    def leave(code: int) -> None:
+        raise Exited(code)
+
+    monkeypatch.setattr(sys, "argv", ["difill", *argv])
+    monkeypatch.setattr(cli, "main", lambda given: 3)
+    monkeypatch.setattr(cli.os, "_exit", leave)
+    with pytest.raises(Exited if fast else SystemExit) as ended:
+        cli.run()
+    assert ended.value.args[0] == 3 if fast else ended.value.code == 3

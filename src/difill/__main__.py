@@ -1,3 +1,3 @@
-from difill.cli import main
+from difill.cli import run
 
-raise SystemExit(main())
+run()

@@ -148,3 +148,16 @@ def test_the_installed_package_leaves_the_lab_out(base_venv, tmp_path):
         done = subprocess.run([base_venv, "-m", "difill", command], capture_output=True, text=True, env=env, cwd=tmp_path)
         assert done.returncode != 0 and done.stderr.count("\n") == 1, done.stderr
         assert f"difill {command} needs the lab" in done.stderr and "clone" in done.stderr, done.stderr
+
+
+def test_the_llama_cpp_engine_reads_its_checkpoint_without_transformers():
+    """``difill fill`` on the llama.cpp engine reads the shipped checkpoint's tokenizer and configs
+    without transformers: importing it builds its registry of every model (0.4 s), and
+    DiffusionGemmaConfig's validators import torch.distributed.tensor (0.6 s), of a 2.7 s fill
+    (docs/install.md).  The worker runs the weights; the tokenizer is engine/file_tokenizer.py's."""
+    probe = (
+        "import sys; from difill.engine.native.engine import load_checkpoint_meta; load_checkpoint_meta(); "
+        "print(sorted(m for m in sys.modules if m.startswith('transformers') or m == 'torch.distributed.tensor'))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"  # before: transformers, its models, torch.distributed.tensor

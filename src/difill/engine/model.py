@@ -7,26 +7,27 @@ provide weights.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import torch
-from transformers import (
-    AutoTokenizer,
-    DiffusionGemmaConfig,
-    GenerationConfig,
-    PreTrainedTokenizerBase,
-)
-from transformers.utils import logging as hf_logging
 
 from difill.engine.api import ModelLoadError
+from difill.engine.file_tokenizer import FileTokenizer
 from difill.engine.sampler import SamplerConfig
 from difill.engine.vocab import TokenIds
 
-if TYPE_CHECKING:  # imported by load_model: the llama.cpp engine reads the checkpoint without it
-    from transformers import DiffusionGemmaForBlockDiffusion
+if TYPE_CHECKING:
+    # transformers is imported where the weights load (load_model): the llama.cpp and MLX engines
+    # read a checkpoint without it (load_checkpoint_meta).  Importing it builds its registry of
+    # every model (0.4 s), anything under ``transformers.models`` builds it again, and
+    # DiffusionGemmaConfig's module imports its validators, which import torch.distributed.tensor:
+    # together about 1 s of a 2.7 s `difill fill` on the llama.cpp engine (docs/install.md).
+    from transformers import DiffusionGemmaConfig, DiffusionGemmaForBlockDiffusion, PreTrainedTokenizerBase
 
 DEFAULT_MODEL_DIR = Path(__file__).parent / "default_model"
 # A tiny vision tower: DiffusionGemma always builds one, and the default is 167M parameters.
@@ -44,7 +45,7 @@ HOW_TO_FIX = (
 @dataclass
 class LoadedModel:
     model: DiffusionGemmaForBlockDiffusion | None  # None: the weights run elsewhere (engine/native)
-    tokenizer: PreTrainedTokenizerBase
+    tokenizer: PreTrainedTokenizerBase | FileTokenizer  # FileTokenizer: load_checkpoint_meta's
     ids: TokenIds
     path: Path
     device: torch.device
@@ -54,8 +55,8 @@ class LoadedModel:
     min_token_prob: float = 0.0
     # The languages the weights were trained on (config ``difill.languages``); (): every language.
     languages: tuple[str, ...] = ()
-    # The checkpoint's config (DiffusionGemmaConfig): its ``difill`` metadata is read from here,
-    # also when the weights run elsewhere and ``model`` is None.
+    # The checkpoint's config (DiffusionGemmaConfig; config.json's values, ``read_config``, when
+    # the weights run elsewhere and ``model`` is None): its ``difill`` metadata is read from here.
     config: Any = None
 
     _token_texts: list[str] | None = None
@@ -180,7 +181,8 @@ def load_model(
     path: str | os.PathLike | None = None, device: str = "auto", dtype: str | None = None
 ) -> LoadedModel:
     """``dtype`` None: the ``DIFILL_DTYPE`` environment variable, else ``auto`` (see pick_dtype)."""
-    from transformers import DiffusionGemmaForBlockDiffusion
+    from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
+    from transformers.utils import logging as hf_logging
 
     path = Path(path).expanduser() if path else DEFAULT_MODEL_DIR
     dtype = dtype or os.environ.get(DTYPE_ENV) or "auto"
@@ -230,14 +232,49 @@ def load_checkpoint_meta(path: str | os.PathLike | None = None) -> LoadedModel:
     path = Path(path).expanduser() if path else DEFAULT_MODEL_DIR
     check_model_dir(path, weights=False)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path, **TOKENIZER_LOAD)
-        config = DiffusionGemmaConfig.from_pretrained(path, local_files_only=True)
-        generation = None
-        if (path / "generation_config.json").is_file():
-            generation = GenerationConfig.from_pretrained(path, local_files_only=True)
+        tokenizer = load_tokenizer(path)
+        config = read_config(path)
+        generation = read_json_attributes(path / "generation_config.json")
     except Exception as err:  # noqa: BLE001 - tokenizers and json raise their own types
         raise load_error(path, err) from err
     return checkpoint_settings(None, config, generation, tokenizer, path, torch.device("cpu"))
+
+
+def load_tokenizer(path: Path) -> PreTrainedTokenizerBase | FileTokenizer:
+    """The checkpoint's tokenizer, for an engine that runs the weights elsewhere.  difill's own is
+    read without transformers (engine/file_tokenizer.py: importing transformers is 0.4 s);
+    any other through AutoTokenizer."""
+    tokenizer = FileTokenizer.read(path)
+    if tokenizer is not None:
+        return tokenizer
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(path, **TOKENIZER_LOAD)
+
+
+# What checkpoint_settings reads from a text config besides difill's metadata.
+TEXT_CONFIG_READ = ("vocab_size", "max_position_embeddings")
+
+
+def read_config(path: Path) -> Any:
+    """config.json as attributes (``config.text_config.vocab_size``, ``config.difill`` a dict), for
+    an engine that runs the weights elsewhere: checkpoint_settings and the engines read only
+    ``TEXT_CONFIG_READ`` and difill's metadata.  A config that leaves one of them to the class's
+    default is read by DiffusionGemmaConfig, which knows the default."""
+    values = json.loads((path / "config.json").read_text())
+    text = values.get("text_config")
+    if not isinstance(text, dict) or not all(key in text for key in TEXT_CONFIG_READ):
+        from transformers import DiffusionGemmaConfig
+
+        return DiffusionGemmaConfig.from_pretrained(path, local_files_only=True)
+    return SimpleNamespace(**{**values, "text_config": SimpleNamespace(**text)})
+
+
+def read_json_attributes(path: Path) -> SimpleNamespace | None:
+    """A JSON file's top-level values as attributes, as GenerationConfig.from_pretrained gives the
+    values SamplerConfig.from_checkpoint reads (its nested values stay dicts there too); None
+    when there is no file."""
+    return SimpleNamespace(**json.loads(path.read_text())) if path.is_file() else None
 
 
 @dataclass(frozen=True)
@@ -259,6 +296,8 @@ def build_config(ids: TokenIds, shape: ModelShape = ModelShape()) -> DiffusionGe
     ``ids``: the tokenizer's (its vocabulary size and its pad, eos and bos ids).  Per layer: a dense
     MLP of 2 x hidden and one active expert of 1 x hidden.
     """
+    from transformers import DiffusionGemmaConfig
+
     vocab_size, hidden_size, num_layers = ids.vocab_size, shape.hidden_size, shape.num_layers
     num_heads, num_kv_heads, max_positions = shape.num_heads, shape.num_kv_heads, shape.max_positions
     head_dim = hidden_size // num_heads

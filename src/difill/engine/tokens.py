@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-from transformers import PreTrainedTokenizerBase
+from typing import TYPE_CHECKING
 
 from difill.engine.vocab import TokenIds
 from difill.text.context import CHARS_PER_TOKEN_BOUND
 
+if TYPE_CHECKING:
+    from difill.engine.vocab import Tokenizer
+
 PREFIX_DROP_CHUNK = 64  # drop whole chunks from the left so the kept window is stable while typing
 
 
-def encode(tok: PreTrainedTokenizerBase, text: str) -> list[int]:
+def encode(tok: Tokenizer, text: str) -> list[int]:
     """Tokenise text literally: special-token strings in a user's file stay plain text."""
     if not text:
         return []
@@ -20,7 +22,7 @@ def encode(tok: PreTrainedTokenizerBase, text: str) -> list[int]:
 
 
 def encode_prefix_window(
-    tok: PreTrainedTokenizerBase, ids: TokenIds, prefix: str, budget: int, block: Sequence[int] = ()
+    tok: Tokenizer, ids: TokenIds, prefix: str, budget: int, block: Sequence[int] = ()
 ) -> list[int]:
     """``<bos>``, the ``block`` tokens, then the last tokens of the prefix: ``budget`` in all.
 
@@ -47,7 +49,7 @@ def encode_prefix_window(
     return head + tokens
 
 
-def block_tokens(tok: PreTrainedTokenizerBase, block: str, budget: int) -> list[int]:
+def block_tokens(tok: Tokenizer, block: str, budget: int) -> list[int]:
     """The tokens of a context block (FillOptions.context_block: text from other files) read
     before the prefix window, kept whole or not at all: none when they would take more than half
     of a ``budget``-token prefix (the code before the cursor matters more)."""
@@ -55,7 +57,7 @@ def block_tokens(tok: PreTrainedTokenizerBase, block: str, budget: int) -> list[
     return tokens if len(tokens) <= budget // 2 else []
 
 
-def encode_suffix_window(tok: PreTrainedTokenizerBase, suffix: str, budget: int) -> tuple[list[int], bool]:
+def encode_suffix_window(tok: Tokenizer, suffix: str, budget: int) -> tuple[list[int], bool]:
     """The first <= ``budget`` tokens of the suffix, and whether they hold the whole suffix."""
     if budget <= 0:
         return [], not suffix
@@ -65,7 +67,7 @@ def encode_suffix_window(tok: PreTrainedTokenizerBase, suffix: str, budget: int)
     return tokens[:budget], complete
 
 
-def draft_tokens(tok: PreTrainedTokenizerBase, ids: TokenIds, draft: str) -> list[int]:
+def draft_tokens(tok: Tokenizer, ids: TokenIds, draft: str) -> list[int]:
     """A draft's tokens, up to the first one a hole may never hold (a special token or the filler).
 
     The engine seeds canvas rows with these and the trainer builds its draft-seeded canvases with

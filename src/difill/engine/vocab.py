@@ -12,8 +12,14 @@ default.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from transformers import PreTrainedTokenizerBase
+if TYPE_CHECKING:  # the llama.cpp and MLX engines' tokenizer is a FileTokenizer: no transformers
+    from transformers import PreTrainedTokenizerBase
+
+    from difill.engine.file_tokenizer import FileTokenizer
+
+    Tokenizer = PreTrainedTokenizerBase | FileTokenizer  # what LoadedModel.tokenizer holds
 
 
 @dataclass(frozen=True)
@@ -47,7 +53,7 @@ class TokenIds:
 
     @classmethod
     def from_tokenizer(
-        cls, tokenizer: PreTrainedTokenizerBase, model_vocab_size: int, filler_policy: str = "auto"
+        cls, tokenizer: Tokenizer, model_vocab_size: int, filler_policy: str = "auto"
     ) -> TokenIds:
         """Resolve the ids; ``filler_policy`` says how a checkpoint without ``<|fill|>`` ends a middle.
 
@@ -90,7 +96,7 @@ def filler_ids(policy: str, fill_id: int | None, eos: int, pad: int) -> tuple[in
     return {"eos": (eos,), "pad": (pad,), "none": ()}[policy]
 
 
-def control_ids(tokenizer: PreTrainedTokenizerBase, model_vocab_size: int) -> set[int]:
+def control_ids(tokenizer: Tokenizer, model_vocab_size: int) -> set[int]:
     """Every id a hole must never hold, read from the tokenizer's own flags and tables.
 
     * the special tokens it names (bos, eos, pad, unk, mask and its extra special tokens);
