@@ -29,12 +29,9 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    from difill.server.transport.early_answer import answer_initialize  # before the server's 0.5 s of imports
-
-    early = None if args.tcp else answer_initialize(sys.stdin.buffer, sys.stdout.buffer)
     from difill.server.server import run_server
 
-    return run_server(args, early)
+    return run_server(args)
 
 
 def run_fill(args: argparse.Namespace) -> int:

@@ -45,13 +45,11 @@ from difill.server.features.suggestions.completion import completion
 from difill.server.features.suggestions.inline_completion import inline_completion
 from difill.server.features.suggestions.service import SuggestionService
 from difill.server.lifecycle import Lifecycle
-from difill.server.transport.early_answer import EarlyAnswer
-from difill.server.transport.framing import ResyncingReader
+from difill.server.transport.framing import ClientWriter, ResyncingReader
 from difill.server.transport.log_messages import LogMessageHandler, configure_logging, use_log_file
 from difill.server.transport.progress import ProgressReporter
 from difill.server.transport.protocol import DifillProtocol
 from difill.server.transport.tcp import check_host, serve_one_tcp_client
-from difill.server.transport.writer import ClientWriter
 from difill.server.trees import SyntaxTrees
 
 NAME = "difill"
@@ -98,7 +96,6 @@ class DifillServer(LanguageServer):
         self._told_restart = False  # nextEdit turned on after an initialize that had it off
         self._last_error_shown: str | None = None  # the last error popup, until the status is ready
         self._tasks: set[asyncio.Task] = set()
-        self.early: EarlyAnswer | None = None  # `initialize` answered before this module was imported
 
     def settings(self) -> Settings:
         return self._current_settings
@@ -120,13 +117,10 @@ class DifillServer(LanguageServer):
 
     def _start_io_async(self, stdin=None, stdout=None) -> None:
         """pygls' stdio loop, reading through ``ResyncingReader``: one badly framed message must
-        not make the server deaf to every later one (see transport/framing.py).  After an early
-        answer (``self.early``, transport/early_answer.py) it reads on from that answer's reader,
-        which gives the `initialize` again first, and the writer does not send its answer twice."""
+        not make the server deaf to every later one (see transport/framing.py)."""
         self._stop_event = threading.Event()
-        reader = self.early.reader if self.early else ResyncingReader(stdin or sys.stdin.buffer)
-        reader.executor = self.thread_pool
-        self.protocol.set_writer(ClientWriter(stdout or sys.stdout.buffer, self.early))
+        reader = ResyncingReader(stdin or sys.stdin.buffer, self.thread_pool)
+        self.protocol.set_writer(ClientWriter(stdout or sys.stdout.buffer))
         try:
             asyncio.run(
                 run_async(
@@ -440,11 +434,9 @@ def reviews_edits(experimental: Any) -> bool:
     return isinstance(difill, dict) and difill.get("editProposals") is True
 
 
-def run_server(args: Any, early: EarlyAnswer | None = None) -> int:
-    """``difill serve``: stdio by default, ``--tcp`` on ``--host`` (127.0.0.1) and ``--port``;
-    ``early``: stdio's `initialize`, answered already (cli.py, transport/early_answer.py)."""
+def run_server(args: Any) -> int:
+    """``difill serve``: stdio by default, ``--tcp`` on ``--host`` (127.0.0.1) and ``--port``."""
     server = create_server(command_line_settings(args))
-    server.early = early
     server.log_handler = configure_logging(
         server, getattr(args, "log_level", "INFO"), getattr(args, "log_file", None)
     )

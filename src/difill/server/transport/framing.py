@@ -9,8 +9,7 @@ alive.  A Content-Length of terabytes made it allocate the body up front and die
 ``tests/reliability/test_malformed_jsonrpc.py`` sends each of these.
 
 ``ResyncingReader`` replaces pygls' stdin reader under that same loop (pygls still parses and
-dispatches every message; this module imports no pygls, as transport/early_answer.py reads the
-first message with it before pygls is imported):
+dispatches every message):
 
 * a header is found anywhere in a line, in any case, with or without the CR; a second one before
   the blank line replaces the first (whose block was cut off), and pygls gets the header block in
@@ -31,6 +30,8 @@ import logging
 import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO
+
+from pygls.io_ import StdoutWriter
 
 log = logging.getLogger("difill.server")
 
@@ -68,16 +69,6 @@ class ResyncingReader:
 
     async def readexactly(self, n: int) -> bytes:
         return await asyncio.get_running_loop().run_in_executor(self.executor, self._body, n)
-
-    def take_first(self) -> bytes | None:
-        """The next message's body, read now and blocking (transport/early_answer.py, before
-        pygls' loop runs); None at the end of the input.  ``put_back`` gives it to the loop."""
-        length = self._header()
-        return None if length is None else self._body(length)
-
-    def put_back(self, body: bytes) -> None:
-        """``body`` is the next message pygls' loop reads, framed as it expects."""
-        self._pending = b"Content-Length: %d\r\n\r\n" % len(body) + body + self._pending
 
     # ------------------------------------------------------------------ blocking, on the executor
 
@@ -131,3 +122,27 @@ class ResyncingReader:
             if not chunk:  # end of input
                 return bytes(body)
             body += chunk
+
+
+class ClientWriter(StdoutWriter):
+    """pygls' stdout writer, quiet once the client has gone.
+
+    An editor that quits closes the server's stdout while work may still be answering (a status,
+    a late response, the log forwarded as window/logMessage).  pygls logs every such write as a
+    BrokenPipeError traceback and raises it into the handler that wrote: each quit left several
+    tracebacks in the server log.  After the first failed write the client cannot hear anything
+    more, so later writes are dropped and the loss is logged once, as a fact, not as an error.
+    """
+
+    def __init__(self, stdout) -> None:
+        super().__init__(stdout)
+        self.client_gone = False
+
+    def write(self, data: bytes) -> None:
+        if self.client_gone:
+            return
+        try:
+            super().write(data)
+        except (BrokenPipeError, ConnectionResetError, ValueError):  # ValueError: stdout closed
+            self.client_gone = True
+            log.info("the client closed its end of the connection; nothing more is sent to it")
