@@ -52,7 +52,8 @@ WORD_END = re.compile(r"(?<!\w)\w++$")
 # ``from module `` with the word after it to write: the keyword jedi lists there is no name.
 FROM_MODULE = re.compile(r"(?<![ \t])[ \t]*+from[ \t]++[\w.]++[ \t]++$")
 # A compound statement's header ends with ``:`` and binds no value there (``if ready:``, ``else:``).
-COMPOUND_HEADER = re.compile(r"[ \t]*+(?:if|elif|else|while|for|with|try|except|finally|def|class|lambda|async|match|case)\b")
+# The lookbehind, as FROM_MODULE's: a search over a run of blanks starts only at its first.
+COMPOUND_HEADER = re.compile(r"(?<![ \t])[ \t]*+(?:if|elif|else|while|for|with|try|except|finally|def|class|lambda|async|match|case)\b")
 MAX_PACKAGE_FILES = 64  # a Go package's files read for its names
 MAX_TSCONFIG_BYTES = 256 * 1024  # a bigger one reads as none
 MAX_REEXPORT_FILES = 64  # modules an ``export * from`` walk reads past the first (text/budget.py)

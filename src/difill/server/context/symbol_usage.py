@@ -29,7 +29,9 @@ ECHOED = re.compile(rf"({IDENT})[ \t]*(?::[^=\n]{{0,256}})?=[ \t]*$|({IDENT})[ \
 # every function below reads at most this much of the line it is given.
 LINE_WINDOW = 400
 FUNCTION_WINDOW = 8000  # how far back enclosing_function looks for the ``def``
-DEF_LINE = re.compile(rf"[ \t]*+(?:async[ \t]++)?def[ \t]++({IDENT})")
+# The lookbehind starts a match only where a run of blanks starts: a search over a long run of
+# spaces would otherwise try (and rescan) it from every one of them, quadratic in its length.
+DEF_LINE = re.compile(rf"(?<![ \t])[ \t]*+(?:async[ \t]++)?def[ \t]++({IDENT})")
 
 
 @dataclass
