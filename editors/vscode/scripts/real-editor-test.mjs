@@ -429,6 +429,7 @@ try {
   await waitUntil(async () => JSON.stringify((await docLines()).slice(0, 3)) === JSON.stringify(renamed), 10_000, "the rename");
   const nextEditShown = async () => (await decorationText()).includes("difill: next edit") && (await struck()) > 0;
   const ghostShown = () => page.evaluate(() => !!document.querySelector(".ghost-text-decoration, .ghost-text"));
+  const suggestShown = () => page.evaluate(() => !!document.querySelector(".monaco-editor .suggest-widget.visible"));
   // Issue 63: while ghost text is shown at `w|` no next edit is asked; Esc hides it and ends the
   // edit, and the next edit is asked then.
   const nextEditOrEsc = async (what) => {
@@ -437,11 +438,15 @@ try {
       await page.keyboard.press("Escape");
       await waitUntil(nextEditShown, 30_000, `${what}, after Esc hid the ghost text`);
     }
-    if (await ghostShown()) {
-      // Ghost text came after the next edit: it takes Tab and Esc first (as it should): hide it, keep ours.
+    // Ghost text that came after the next edit, and VS Code's own completion list (its word-based
+    // `width` after `w`: where the show gate holds the ghost text back, as it does for the shipped
+    // model, no Esc above closed it), take Tab and Esc first, as they should: hide them, keep ours.
+    for (let i = 0; i < 3 && ((await ghostShown()) || (await suggestShown())); i++) {
+      const hiding = (await suggestShown()) ? "VS Code's completion list" : "ghost text";
       await page.keyboard.press("Escape");
       await page.waitForTimeout(300);
-      if (!(await nextEditShown())) throw new Error("Esc on the ghost text dismissed the next edit too");
+      if (!(await nextEditShown())) throw new Error(`Esc on the ${hiding} dismissed the next edit too`);
+      log(`Esc hid the ${hiding} shown with the next edit; the next edit stayed`);
     }
   };
   await nextEditOrEsc("the next edit after the rename");
