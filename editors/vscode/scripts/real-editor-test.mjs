@@ -58,9 +58,10 @@ try {
   const editorText = async () =>
     (await page.evaluate(() => document.querySelector(".monaco-editor .view-lines")?.textContent ?? "")).replace(/\u00a0/g, " ");
 
-  // 1. Ghost text while typing. The line is variance()'s own return, typed up to where the shipped
-  //    model knows the rest ("len(values)", two words: step 1 needs two). VS Code closes each
-  //    bracket as it opens and types over it as it closes: the line ends at the cursor.
+  // 1. Ghost text while typing: variance()'s return, typed up to its `/ `. mean() ends with
+  //    `/ len(values)`, so the document's own draft offers "len(values)", two words (partial accept
+  //    needs two) whatever the model: the shipped one's own text there is noise, the tiny one's
+  //    random. VS Code closes each bracket as it opens and types over it as it closes.
   await page.click(".monaco-editor .view-lines");
   await page.keyboard.press("Control+End");
   await page.keyboard.press("Enter");
@@ -88,7 +89,7 @@ try {
       [...document.querySelectorAll(".ghost-text-decoration, .ghost-text")].map((e) => e.textContent).join(""),
     );
   // Ghost text while typing may be one word: the shipped model's show gate (docs/show_gate.md)
-  // cuts a text it is not sure of as a whole to its likely first word ("len" of "len(values)"),
+  // cuts a text it is not sure of as a whole to its likely first word ("len" of the draft),
   // and the tiny random model sometimes writes one ("o8al"). Partial accept needs two: ask
   // explicitly (the whole text), and if that is one word too, type a letter (a new request; the
   // tiny model's text is random) and ask again, until the ghost text has a word boundary inside.
@@ -442,11 +443,11 @@ try {
     // `width` after `w`: where the show gate holds the ghost text back, as it does for the shipped
     // model, no Esc above closed it), take Tab and Esc first, as they should: hide them, keep ours.
     for (let i = 0; i < 3 && ((await ghostShown()) || (await suggestShown())); i++) {
-      const hiding = (await suggestShown()) ? "VS Code's completion list" : "ghost text";
+      const hiding = (await suggestShown()) ? "VS Code's completion list" : "the ghost text";
       await page.keyboard.press("Escape");
       await page.waitForTimeout(300);
-      if (!(await nextEditShown())) throw new Error(`Esc on the ${hiding} dismissed the next edit too`);
-      log(`Esc hid the ${hiding} shown with the next edit; the next edit stayed`);
+      if (!(await nextEditShown())) throw new Error(`Esc on ${hiding} dismissed the next edit too`);
+      log(`Esc hid ${hiding} shown with the next edit; the next edit stayed`);
     }
   };
   await nextEditOrEsc("the next edit after the rename");
