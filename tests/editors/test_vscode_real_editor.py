@@ -27,7 +27,11 @@ def test_vsix_in_code_server_shows_ghost_text_reviews_edits_and_accepts_next_edi
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     # The measured figures, for `pytest -s` (editors/README.md records them).
     print(
-        "\n".join(out for out in proc.stdout.splitlines() if re.search(r"code action:|loading|re-ask|recovery:", out))
+        "\n".join(
+            out
+            for out in proc.stdout.splitlines()
+            if re.search(r"ghost text shown:|Ctrl\+Right|Esc hid|code action:|loading|re-ask|recovery:", out)
+        )
     )
     for line in (
         "ghost text shown",
