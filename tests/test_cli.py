@@ -6,6 +6,7 @@ import argparse
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -258,3 +259,16 @@ def test_a_fill_ends_without_the_interpreters_teardown(argv, fast, monkeypatch):
     with pytest.raises(Exited if fast else SystemExit) as ended:
         cli.run()
     assert ended.value.args[0] == 3 if fast else ended.value.code == 3
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback():
+    # `difill fill ... | head`: the pipe closes before difill writes; it says nothing on stderr
+    # (before: a BrokenPipeError traceback from print_shown).
+    demo = Path(__file__).resolve().parents[1] / "examples" / "demo.py"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "difill", "fill", f"{demo}:28:21", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    child.stdout.close()  # long before the fill is printed
+    _, stderr = child.communicate(timeout=120)
+    assert child.returncode == 1 and b"Traceback" not in stderr and b"BrokenPipe" not in stderr, stderr

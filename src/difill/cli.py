@@ -474,7 +474,12 @@ EXIT_AT_ONCE = ("fill",)
 def run() -> None:
     """The `difill` command (pyproject.toml's script, __main__.py): ``main``, then the exit."""
     argv = sys.argv[1:]
-    code = main(argv)
+    try:
+        code = main(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `difill fill ... | head` closed the pipe: no traceback (Python's advice)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nor one at exit's flush
+        code = 1
     if argv[:1] and argv[0] in EXIT_AT_ONCE:
         sys.stdout.flush()
         sys.stderr.flush()
