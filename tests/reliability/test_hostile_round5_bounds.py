@@ -91,9 +91,9 @@ def test_the_export_star_walk_visits_each_module_once(tmp_path):
     lookup = SymbolLookup(threading.Lock(), store, lambda: [str(root)])
     rules = rules_for("typescript")
     found = lookup.module_files("./index", str(root / "use.ts"), rules)
-    started = time.perf_counter()
+    started = time.thread_time()  # this thread's CPU: other processes on the cores do not count
     names = lookup._module_names(found[0], rules)
-    assert time.perf_counter() - started < 1.0  # f7ad0f7: 16^4 walks, 10 s
+    assert time.thread_time() - started < 1.0  # f7ad0f7: 16^4 walks, 10 s
     assert names[:2] == ["indexName", "value0"]
 
 
@@ -127,9 +127,9 @@ def test_a_go_package_in_a_3000_module_monorepo_resolves_in_milliseconds():
     text = 'package main\n\nimport "example.com/mono/svc1234/util"\n\nfunc run() {\n\tutil.'
     other = text.replace("svc1234", "svc1")
     lookup.drafts(other, len(other), "/ws/svc1/run.go", "go", [])  # the snapshot is built once
-    started = time.perf_counter()
+    started = time.thread_time()
     drafts = lookup.drafts(text, len(text), "/ws/svc1234/run.go", "go", [])
-    assert time.perf_counter() - started < 0.5  # f7ad0f7: 3.8 s (every file resolved against every module)
+    assert time.thread_time() - started < 0.5  # f7ad0f7: 3.8 s (every file resolved against every module)
     assert [d.text for d in drafts] == ["Clean1234"]
     nested = lookup.module_files("example.com/mono/svc7/util", "/ws/svc1/run.go", rules_for("go"))
     assert [r.relative for r in nested] == ["svc7/util/util.go"]  # the nested module's, not the root's
@@ -179,9 +179,9 @@ def next_edit_params(uri: str, version: int, character: int) -> dict:
 def test_a_rename_beside_a_90k_data_literal_answers_its_places(start_server, tmp_path):
     server, uri = rename_server(start_server, tmp_path)
     rename_at_top(server, uri, 2, "count", "total")
-    started = time.perf_counter()
+    used = cpu_seconds(server.proc.pid)  # the server's CPU: other processes on the cores do not count
     answer = server.request("textDocument/copilotInlineEdit", next_edit_params(uri, 2, 10), timeout=10)  # past the name (issue 63)
-    assert time.perf_counter() - started < 3.0  # f7ad0f7: never (minutes: the prose check was quadratic)
+    assert cpu_seconds(server.proc.pid) - used < 3.0  # f7ad0f7: never (minutes: the prose check was quadratic)
     edits = answer["result"]["edits"]
     assert [e["text"] for e in edits] and {e["range"]["start"]["line"] for e in edits} <= {3, 5}
 
