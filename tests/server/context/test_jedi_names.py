@@ -349,7 +349,7 @@ def test_a_list_nobody_waits_for_starts_after_the_models_job(tmp_path, monkeypat
     attribute = "import os\nos.pa"
     started = time.perf_counter()
     assert "path" in lookup.names(attribute, len(attribute), path)
-    assert time.perf_counter() - started < 30.0  # a wait, so wall time: not held back for the model (MAX_YIELD_S is 60 here)
+    assert time.perf_counter() - started < 30.0  # a wait (wall time): not held back for MAX_YIELD_S, 60 here
     lookup.close(wait_s=30)
 
 

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from difill.server.features.next_edit.patterns import MAX_PLACES
 from difill.server.features.next_edit import tree_places as tree_places_module
+from difill.server.features.next_edit.patterns import MAX_PLACES
 from difill.server.features.next_edit.tree_places import MAX_PARSE_BYTES, tree_places
 
 pytestmark = pytest.mark.unit
