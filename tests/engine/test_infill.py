@@ -111,9 +111,12 @@ def test_previews_arrive_once_per_step_in_order(engine):
 def test_cancel_from_another_thread_returns_within_a_step(engine):
     stop = threading.Event()
     started = threading.Event()
+    after_stop: list[int] = []  # the steps that previewed once stop was set: counted, not timed
 
     def on_preview(text, step):
         started.set()
+        if stop.is_set():
+            after_stop.append(step)
         time.sleep(0.05)
 
     errors = []
@@ -129,10 +132,9 @@ def test_cancel_from_another_thread_returns_within_a_step(engine):
     thread.start()
     assert started.wait(10)
     stop.set()
-    cancelled_at = time.perf_counter()
     thread.join(10)
     assert errors, "the fill was not cancelled"
-    assert time.perf_counter() - cancelled_at < 2.0
+    assert len(after_stop) <= 1, after_stop  # at most the step under way when stop was set
 
 
 @pytest.mark.parametrize("kind", ["fill", "rewrite"])

@@ -19,6 +19,13 @@ BASE_ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
 CLOSED = object()  # put on the queue when the server's stdout ends
 
 
+def cpu_seconds(pid: int) -> float:
+    """The user and system time the process (not its children) has used: a server's work, which
+    other processes on the cores do not inflate as they do its wall time."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def frame(body: bytes | str) -> bytes:
     data = body.encode() if isinstance(body, str) else body
     return b"Content-Length: %d\r\n\r\n" % len(data) + data

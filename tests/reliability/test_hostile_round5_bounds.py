@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from server_hooks import hook_env
+from stdio_client import cpu_seconds
 from test_hostile_round2 import inline
 
 from difill.server.context import symbols_js
@@ -32,18 +33,26 @@ def open_doc(server, uri: str, text: str, language: str) -> None:
                   {"textDocument": {"uri": uri, "languageId": language, "version": 1, "text": text}})  # fmt: skip
 
 
-def timed_inline(server, uri: str, line: int, character: int) -> tuple[list[str], float]:
-    started = time.perf_counter()
+def timed_inline(
+    server, uri: str, line: int, character: int, clock=time.perf_counter
+) -> tuple[list[str], float]:
+    started = clock()
     items = inline(server, uri, line, character)["result"]["items"]
-    return [item["insertText"] for item in items], time.perf_counter() - started
+    return [item["insertText"] for item in items], clock() - started
+
+
+def server_cpu(server):
+    """A clock of the server's CPU seconds: its work, which other processes do not inflate (a
+    wait for jedi's process, a child, is not in it: those are timed in wall seconds)."""
+    return lambda: cpu_seconds(server.proc.pid)
 
 
 def first_answer(server, uri: str, line: int, character: int, want: str, deadline_s: float = 60) -> float:
     """Ask until the drafts hold ``want`` (the index reads the workspace meanwhile): the slowest
-    answer's seconds.  Without ``want`` found, a fast answer would prove nothing."""
+    answer's seconds of the server's CPU.  Without ``want`` found, a fast answer would prove nothing."""
     slowest, deadline, texts = 0.0, time.monotonic() + deadline_s, []
     while want not in texts[:3] and time.monotonic() < deadline:
-        texts, seconds = timed_inline(server, uri, line, character)
+        texts, seconds = timed_inline(server, uri, line, character, server_cpu(server))
         slowest = max(slowest, seconds)
         if want not in texts[:3]:
             time.sleep(0.2)
@@ -78,7 +87,7 @@ def test_an_export_star_cycle_answers_at_once(start_server, tmp_path):
     print(f"slowest answer {slowest:.2f} s")
     assert slowest < 2.0  # f7ad0f7: 4.5 s here, 10-11 s on the probe's machine
     # And again: the walk is kept for the index's generation.
-    assert timed_inline(server, uri, 2, len("const v = u.index"))[1] < 2.0
+    assert timed_inline(server, uri, 2, len("const v = u.index"), server_cpu(server))[1] < 2.0
 
 
 def test_the_export_star_walk_visits_each_module_once(tmp_path):
@@ -91,9 +100,9 @@ def test_the_export_star_walk_visits_each_module_once(tmp_path):
     lookup = SymbolLookup(threading.Lock(), store, lambda: [str(root)])
     rules = rules_for("typescript")
     found = lookup.module_files("./index", str(root / "use.ts"), rules)
-    started = time.perf_counter()
+    started = time.thread_time()  # this thread's CPU: other processes on the cores do not count
     names = lookup._module_names(found[0], rules)
-    assert time.perf_counter() - started < 1.0  # f7ad0f7: 16^4 walks, 10 s
+    assert time.thread_time() - started < 1.0  # f7ad0f7: 16^4 walks, 10 s
     assert names[:2] == ["indexName", "value0"]
 
 
@@ -127,9 +136,9 @@ def test_a_go_package_in_a_3000_module_monorepo_resolves_in_milliseconds():
     text = 'package main\n\nimport "example.com/mono/svc1234/util"\n\nfunc run() {\n\tutil.'
     other = text.replace("svc1234", "svc1")
     lookup.drafts(other, len(other), "/ws/svc1/run.go", "go", [])  # the snapshot is built once
-    started = time.perf_counter()
+    started = time.thread_time()
     drafts = lookup.drafts(text, len(text), "/ws/svc1234/run.go", "go", [])
-    assert time.perf_counter() - started < 0.5  # f7ad0f7: 3.8 s (every file resolved against every module)
+    assert time.thread_time() - started < 0.5  # f7ad0f7: 3.8 s (every file resolved against every module)
     assert [d.text for d in drafts] == ["Clean1234"]
     nested = lookup.module_files("example.com/mono/svc7/util", "/ws/svc1/run.go", rules_for("go"))
     assert [r.relative for r in nested] == ["svc7/util/util.go"]  # the nested module's, not the root's
@@ -147,12 +156,6 @@ def test_tsconfig_path_targets_are_capped():
 
 DATA_LINE = "const DATA = [" + "count, " * 13_000 + "];"  # 91 KB on one line
 RENAMED = f"let total = 1;\n{DATA_LINE}\nfunction f() {{\n  return count + 1;\n}}\nconsole.log(count);\n"
-
-
-def cpu_seconds(pid: int) -> float:
-    """The user and system time the process (not its children) has used."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rename_server(start_server, tmp_path):
@@ -179,9 +182,9 @@ def next_edit_params(uri: str, version: int, character: int) -> dict:
 def test_a_rename_beside_a_90k_data_literal_answers_its_places(start_server, tmp_path):
     server, uri = rename_server(start_server, tmp_path)
     rename_at_top(server, uri, 2, "count", "total")
-    started = time.perf_counter()
+    used = cpu_seconds(server.proc.pid)  # the server's CPU: other processes on the cores do not count
     answer = server.request("textDocument/copilotInlineEdit", next_edit_params(uri, 2, 10), timeout=10)  # past the name (issue 63)
-    assert time.perf_counter() - started < 3.0  # f7ad0f7: never (minutes: the prose check was quadratic)
+    assert cpu_seconds(server.proc.pid) - used < 3.0  # f7ad0f7: never (minutes: the prose check was quadratic)
     edits = answer["result"]["edits"]
     assert [e["text"] for e in edits] and {e["range"]["start"]["line"] for e in edits} <= {3, 5}
 
@@ -333,10 +336,6 @@ def change(server, uri: str, range_: dict, text: str) -> None:
                                              "contentChanges": [{"range": range_, "text": text}]})  # fmt: skip
 
 
-def p50(times: list[float]) -> float:
-    return sorted(times)[len(times) // 2]
-
-
 def test_sixty_tabs_of_repeated_code_do_not_slow_a_same_file_draft(start_server, tmp_path):
     # The probe's shape: 60 tabs of 2,000 such lines.  f7ad0f7 searched the 8 most recent at
     # every length of the query, 12,000 matches a request: p50 141 ms against 10 ms without them.
@@ -346,16 +345,25 @@ def test_sixty_tabs_of_repeated_code_do_not_slow_a_same_file_draft(start_server,
     uri = (root / "small.py").as_uri()
     open_doc(server, uri, SMALL, "python")
     type_and_erase(server, uri, 1)  # warm: the first requests load what they use
-    alone, _ = type_and_erase(server, uri, 2)
+    alone, _ = cpu_per_request(server, uri)
     tab = "def run(item_9, other_3):\n" + TAB_LINE * 2000
     for k in range(60):
         open_doc(server, (root / f"tab_{k}.py").as_uri(), tab, "python")
     type_and_erase(server, uri, 1)  # the tabs are indexed over the first lookups
-    with_tabs, shown = type_and_erase(server, uri, 2)
+    with_tabs, shown = cpu_per_request(server, uri)
     assert shown[-1].startswith("item_9, other_3)")  # the draft the file and the tabs agree on
-    print(f"p50 {p50(alone) * 1000:.1f} ms alone, {p50(with_tabs) * 1000:.1f} ms with 60 tabs")
-    # Here 1.5-3 ms alone, 1.8x that with the tabs; f7ad0f7 7-10x (11-38 ms).
-    assert p50(with_tabs) < 4 * p50(alone) + 0.002
+    print(f"{alone * 1000:.1f} ms of the server's CPU a request alone, {with_tabs * 1000:.1f} ms with 60 tabs")
+    # Here ~1.2 ms alone, 2.7 ms with the tabs; 9ad66bf^ 10 ms with them (f7ad0f7's wall p50s: 7-10x).
+    assert with_tabs < 4 * alone + 0.002
+
+
+def cpu_per_request(server, uri: str) -> tuple[float, list[str]]:
+    """The server's CPU seconds a request over two passes of ``type_and_erase`` (its work, which
+    other processes on the cores do not inflate; its clock ticks are 10 ms: averaged, not each)
+    and the texts shown."""
+    used = cpu_seconds(server.proc.pid)
+    times, shown = type_and_erase(server, uri, 2)
+    return (cpu_seconds(server.proc.pid) - used) / len(times), shown
 
 
 def test_jedi_past_its_bound_while_it_works_is_killed_logged_once_and_the_server_answers(start_server, tmp_path):

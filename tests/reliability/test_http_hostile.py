@@ -154,7 +154,7 @@ def test_a_client_slow_to_send_its_headers_is_cut_off(impatient, sent):
             sock.sendall(b"X")
     except OSError:
         pass  # closed already: that is the point
-    assert time.monotonic() - started + seconds_until_closed(sock) < 5
+    assert time.monotonic() - started + seconds_until_closed(sock) < 10  # a wait: wall time; never, uncut
     sock.close()
     assert httpx.post(impatient + "/v1/fill", json=FILL, timeout=60).status_code == 200  # others still served
 

@@ -40,11 +40,11 @@ async def test_capabilities_and_progress_while_the_model_loads(tiny_model_dir):
         assert capabilities.position_encoding == types.PositionEncodingKind.Utf16
         assert client.init_result.server_info.name == "difill"
 
-        # While loading (importing torch alone takes seconds): an empty answer, at once.
+        # While loading (importing torch alone takes seconds): an empty answer, at once, that is
+        # before the model is ready (an order, where a clock would count the load's share of the cores).
         open_document(client, URI, TEXT)
-        started = time.monotonic()
         early = await client.text_document_inline_completion_async(inline_params(URI, 1, 15))
-        assert len(early.items) == 0 and time.monotonic() - started < 2
+        assert len(early.items) == 0
         assert client.statuses[0]["state"] == "loading" and not any(
             s["state"] == "ready" for s in client.statuses
         )

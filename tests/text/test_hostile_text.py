@@ -93,9 +93,9 @@ def test_ranking_looks_at_a_bounded_number_of_candidates():
     text = "def f(x):\n    return \n"
     ctx = context(text, text.index("return ") + len("return "))
     many = [Candidate(f"x + {i}", 8, -i / 1e5, True) for i in range(40_000)]
-    started = time.perf_counter()
+    started = time.thread_time()  # this thread's CPU: other processes on the cores do not count
     shown = shown_texts(many, ctx)
-    assert time.perf_counter() - started < 2.0
+    assert time.thread_time() - started < 2.0  # ~1 ms
     assert len(shown) == MAX_CANDIDATES
 
 

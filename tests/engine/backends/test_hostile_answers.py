@@ -52,10 +52,10 @@ def remote(url: str, **kwargs) -> RemoteBackend:
 def test_an_answer_with_40000_candidates_is_refused_at_once(fake_server):
     # Item 3: ranking 40,000 candidates blocked the server's event loop for 13 s.
     backend = remote(fake_server(native(fill_answer(*(f"x{i}" for i in range(40_000))))))
-    started = time.perf_counter()
+    started = time.thread_time()  # this thread's CPU (where the answer is read and refused)
     with pytest.raises(BackendError, match="unexpected shape.*40,000 items; at most 16"):
         backend.fill(PREFIX, SUFFIX)
-    assert time.perf_counter() - started < 5
+    assert time.thread_time() - started < 5
     backend.close()
 
 

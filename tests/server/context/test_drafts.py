@@ -76,11 +76,11 @@ def test_one_short_token_is_not_a_match():
 
 def test_a_five_megabyte_source_stays_fast():
     big = ("def f(a, b):\n    return a + b\n" * 200_000)[:5_000_000]
-    started = time.perf_counter()
+    started = time.thread_time()  # this thread's CPU: other processes on the cores do not count
     for before in ("x = call(a, b) + (", "    return self.value(", "def f(a, b):\n    ret"):
         find_drafts(before, [("big.py", big)])
     assert find_drafts(big[:1_000_000] + "def f(a, b):\n    ret", [("big.py", big)])
-    assert time.perf_counter() - started < 2.0  # bounded work, not a benchmark: ~0.1 s here
+    assert time.thread_time() - started < 2.0  # bounded work, not a benchmark: ~0.04 s here
 
 
 def test_sources_past_the_budget_are_not_read():

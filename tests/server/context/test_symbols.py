@@ -174,7 +174,7 @@ def test_a_words_first_character_starts_jedi_and_no_keystroke_waits_for_it(works
     started = time.perf_counter()
     assert drafts(index, root, head + "l") == []  # the word's first character: asked, not waited for
     assert drafts(index, root, head + "li") in ([], [("mit", "symbol")])  # not waited for either
-    assert time.perf_counter() - started < 5.0  # 60 s had it waited
+    assert time.perf_counter() - started < 30.0  # a wait, so wall time: 60 s had it waited (DEADLINE_S here)
     assert typed(index, root, head + "li")[0] == ("mit", "symbol")
     asked = len(lookup._cache)
     assert drafts(index, root, head + "lim")[0] == ("it", "symbol")  # the same list: read, not asked
@@ -203,11 +203,11 @@ def test_a_module_of_100k_definitions_ranks_the_nearest_names_within_the_cap(tmp
             (f"name_{i}", "symbol") for i in range(symbols.MAX_UNDECIDED)
         ]
         drafts(index, root, "from pkg import gen\nx = gen.name_9999")  # the names are read once
-        started = time.perf_counter()
+        started = time.thread_time()  # this thread's CPU: other processes on the cores do not count
         assert drafts(index, root, "from pkg import gen\nx = gen.name_9999")[:3] == [
             ("0", "symbol"), ("1", "symbol"), ("2", "symbol"),
         ]  # fmt: skip
-        assert time.perf_counter() - started < 2.0  # generous: two shared cores
+        assert time.thread_time() - started < 2.0  # ~0.03 s (0.08 s with the names read again)
 
 
 def test_circular_and_star_imports(tmp_path):

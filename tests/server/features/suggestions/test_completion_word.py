@@ -20,9 +20,9 @@ def test_the_typed_word_is_found_at_the_end_of_the_line():
 
 def test_a_30_kb_line_takes_no_time_and_the_word_is_cut_to_the_tail():
     line = 'KEY = "' + "deadbeef" * 3750 + '"; value'  # "\w*$" tried every start in the literal
-    started = time.perf_counter()
+    started = time.thread_time()  # this thread's CPU: other processes on the cores do not count
     for _ in range(20):
         assert typed_word(line) == "value"
-    assert time.perf_counter() - started < 0.5
+    assert time.thread_time() - started < 0.5  # ~1 ms; "\w*$" on the whole line: seconds
     word = "ab" * 15_000
     assert typed_word(word) == word[-WORD_CHARS:]

@@ -27,13 +27,13 @@ def service(text: str, settings: Settings) -> tuple[SuggestionService, Documents
 
 
 async def test_a_sure_draft_is_the_ghost_text_before_the_model_is_ready():
-    svc, documents, host = service(SEEN, Settings(load_wait_ms=2000))
+    svc, documents, host = service(SEEN, Settings(load_wait_ms=60_000))
     assert host.state is ModelState.LOADING
     try:
         started = time.perf_counter()
         shown = await svc.suggest(documents.get(URI), len(SEEN), invoked=False)
         assert shown.texts == ["items, tax)"] and shown.source == "drafts, the model loading"
-        assert time.perf_counter() - started < 1.0  # not after loadWaitMs
+        assert time.perf_counter() - started < 10.0  # a wait, so wall time: not after loadWaitMs (60 s here)
     finally:
         svc.shutdown()
         host.shutdown()

@@ -9,7 +9,6 @@ shared by the session (conftest.py); each test uses its own document.
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 from lsp_helpers import (
@@ -172,13 +171,12 @@ async def test_cancel_request_stops_denoising_within_one_step(client):
             )
         )
         await busy_after(client, index)
-        cancelled_at = time.monotonic()
         client.cancel_request(types.CancelParams(id=msg_id))
         with pytest.raises(JsonRpcRequestCancelled):
             await asyncio.wait_for(pending, 10)
-        ready = await wait_for_status(client, "ready", after=index, timeout=10)
-    # The worker is free again almost at once: it stopped at the next step, not after 256.
-    assert time.monotonic() - cancelled_at < 1.5, ready
+        await wait_for_status(client, "ready", after=index, timeout=10)
+    # The worker is free again at once: it stopped at the next step, not after 256.  Counted in
+    # steps, not seconds: the tiny model's 256 steps take ~0.1 s, within any bound of wall time.
     steps = [m.message for m in client.log_messages if m.message.startswith("fill cancelled after")]
     assert steps and int(steps[-1].split()[3]) < 256
 
