@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
+import numpy as np
 
 from difill.engine.vocab import TokenIds
 
@@ -24,10 +24,8 @@ Segment = int | list[int]
 
 @dataclass
 class Canvas:
-    ids: (
-        torch.Tensor
-    )  # (L,) clamped ids at clamped slots, filler (or pad) at hole slots (overwritten by noise)
-    clamp_mask: torch.Tensor  # (L,) True where the slot holds known text
+    ids: np.ndarray  # (L,) int64: clamped ids at clamped slots, filler (or pad) at hole slots (noise)
+    clamp_mask: np.ndarray  # (L,) True where the slot holds known text
     holes: list[tuple[int, int]]  # [start, end) of each hole, in order
 
     @property
@@ -62,10 +60,10 @@ def build_canvas(segments: list[Segment], length: int, ids: TokenIds, document_e
         clamp.append(True)
     slots.extend([ids.pad] * (length - len(slots)))
     clamp.extend([True] * (length - len(clamp)))
-    return Canvas(torch.tensor(slots, dtype=torch.long), torch.tensor(clamp), holes)
+    return Canvas(np.array(slots, dtype=np.int64), np.array(clamp, dtype=bool), holes)
 
 
-def seeded_canvas(canvas: Canvas, draft: list[int]) -> tuple[Canvas, torch.Tensor]:
+def seeded_canvas(canvas: Canvas, draft: list[int]) -> tuple[Canvas, np.ndarray]:
     """A copy of a one-hole ``canvas`` whose hole starts from ``draft`` instead of noise.
 
     The draft's tokens fill the hole from its start; a draft shorter than the hole is a whole
@@ -74,11 +72,11 @@ def seeded_canvas(canvas: Canvas, draft: list[int]) -> tuple[Canvas, torch.Tenso
     """
     start, end = canvas.holes[0]
     seed = draft[: end - start]
-    ids = canvas.ids.clone()  # hole slots hold filler (pad without one): what follows a short draft
-    ids[start : start + len(seed)] = torch.tensor(seed, dtype=torch.long)
-    seeded = torch.zeros_like(canvas.clamp_mask)
+    ids = canvas.ids.copy()  # hole slots hold filler (pad without one): what follows a short draft
+    ids[start : start + len(seed)] = seed
+    seeded = np.zeros_like(canvas.clamp_mask)
     seeded[start:end] = True
-    return Canvas(ids, canvas.clamp_mask.clone(), list(canvas.holes)), seeded
+    return Canvas(ids, canvas.clamp_mask.copy(), list(canvas.holes)), seeded
 
 
 def used_length(segments: list[Segment], document_ends: bool) -> int:
@@ -87,7 +85,7 @@ def used_length(segments: list[Segment], document_ends: bool) -> int:
     return total + (1 if document_ends else 0)
 
 
-def hole_tokens(canvas_ids: torch.Tensor, hole: tuple[int, int], filler: tuple[int, ...]) -> list[int]:
+def hole_tokens(canvas_ids: np.ndarray, hole: tuple[int, int], filler: tuple[int, ...]) -> list[int]:
     """The middle written in one hole: its tokens up to the first filler."""
     out: list[int] = []
     for token in canvas_ids[hole[0] : hole[1]].tolist():

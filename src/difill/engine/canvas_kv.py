@@ -78,8 +78,8 @@ class CachedCanvasDecoder(CanvasDecoder):
         self.passes = 0
         self.computed: list[int] = []  # slots computed per row, pass by pass (the bench reads it)
 
-    def open_logits(self, canvas, soft_embeddings, open_slots, no_filler=None) -> torch.Tensor:
-        """One pass -> the open slots' logits (N, V) in ``open_slots``' order."""
+    def pass_logits(self, canvas, soft_embeddings, open_slots) -> torch.Tensor:
+        """One pass -> the open slots' logits (N, V) in ``open_slots``' order (on the device)."""
         open_mask = torch.zeros(canvas.shape, dtype=torch.bool, device=canvas.device)  # (B, L)
         open_mask[open_slots] = True
         if self.cached_ids is None or self.passes % self.refresh_every == 0:

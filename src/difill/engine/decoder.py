@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 from transformers import DiffusionGemmaForBlockDiffusion, DynamicCache
 
@@ -111,17 +112,30 @@ class CanvasDecoder:
 
     def open_logits(
         self,
-        canvas: torch.Tensor,
+        canvas: np.ndarray,
         soft_embeddings: torch.Tensor | None,
-        open_slots: tuple[torch.Tensor, torch.Tensor],
-        no_filler: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        """One pass -> the logits of the open slots (N, V), in ``open_slots``' order.
+        open_slots: tuple[np.ndarray, np.ndarray],
+        no_filler: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """One pass -> the logits of the open slots (N, V) float32, in ``open_slots``' order.
 
+        The sampler's side is NumPy (engine/sampler.py): ids and slots cross to the model's
+        device here, and the logits come back (a view on a CPU, a copy from an accelerator).
         ``no_filler`` (B, L): slots where the sampler will ban the filler.  This pass ignores it
         (the sampler masks the logits it returns); a pass that keeps its own self-conditioning
         signal (engine/native/engine.py) needs it to mask that signal as the sampler does.
         """
+        with torch.inference_mode():
+            ids, slots = self.on_device(canvas), tuple(self.on_device(s) for s in open_slots)
+            return self.pass_logits(ids, soft_embeddings, slots).cpu().numpy()
+
+    def on_device(self, array: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(array).to(self.decoder.embed_tokens.weight.device)
+
+    def pass_logits(
+        self, canvas: torch.Tensor, soft_embeddings: torch.Tensor | None, open_slots: tuple[torch.Tensor, torch.Tensor]
+    ) -> torch.Tensor:
+        """``open_logits`` on the device: canvas (B, L), open_slots (N,), (N,) -> (N, V)."""
         return self.logits(self.hidden(canvas, soft_embeddings)[open_slots])
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
@@ -130,18 +144,26 @@ class CanvasDecoder:
         return torch.tanh(self.model.lm_head(hidden).float() / cap) * cap
 
     def soft_embeddings(
+        self, canvas: np.ndarray, open_slots: tuple[np.ndarray, np.ndarray], open_logits: np.ndarray
+    ) -> torch.Tensor:
+        """Self-conditioning input for the next pass (B, L, D), on the model's device.
+
+        ``open_slots``: the (rows, cols) of the open slots; ``open_logits`` (N_open, V) in that
+        order.  Open slots: softmax(logits) @ E, as the stock decoder computes it.  Every other
+        slot holds a known token whose one-hot softmax picks its own embedding row, so a lookup
+        is exact.
+        """
+        with torch.inference_mode():
+            slots = tuple(self.on_device(s) for s in open_slots)
+            return self.soft_tensor(self.on_device(canvas), slots, self.on_device(open_logits))
+
+    def soft_tensor(
         self,
         canvas: torch.Tensor,
         open_slots: torch.Tensor | tuple[torch.Tensor, torch.Tensor],
         open_logits: torch.Tensor,
     ) -> torch.Tensor:
-        """Self-conditioning input for the next pass (B, L, D).
-
-        ``open_slots``: a (B, L) mask, or its (rows, cols) as ``nonzero(as_tuple=True)`` gives
-        them (no host sync on an accelerator); ``open_logits`` (N_open, V) in that order.
-        Open slots: softmax(logits) @ E, as the stock decoder computes it.  Every other slot holds
-        a known token whose one-hot softmax picks its own embedding row, so a lookup is exact.
-        """
+        """``soft_embeddings`` on the device; ``open_slots`` may also be a (B, L) mask."""
         weight = self.decoder.embed_tokens.weight  # (V, D)
         soft = weight[canvas] * self.embed_scale.to(weight.dtype)  # (B, L, D)
         probs = open_logits.softmax(dim=-1, dtype=torch.float32).to(weight.dtype)  # (N_open, V)

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-import torch
+import numpy as np
 
 from difill.engine.api import (
     DEFAULT_HOLE_MARKER,
@@ -43,7 +44,9 @@ from difill.engine.name_scores import (
     split_partial_word,
     word_continuing,
 )
+from difill.engine.noise import Noise
 from difill.engine.sampler import DenoiseRequest, DenoiseResult, SamplerConfig, denoise, sampler_config
+from difill.engine.slot_rules import log_softmax
 from difill.engine.steps import StepCallback, Steps, one_call_per_step
 from difill.engine.tokens import (
     block_tokens,
@@ -90,8 +93,8 @@ class InfillEngine:
         # same thread (server/engine_host.py); that fill's prefix cache work leaves the edit's own
         # copy of the cache alone (expand_cache copies every layer).
         self.lock = threading.RLock()
-        self._banned = torch.tensor(self.ids.banned_in_hole, dtype=torch.long, device=loaded.device)
-        self._word_continuing: torch.Tensor | None = None  # (V,) built on the first score_names
+        self._banned = np.array(self.ids.banned_in_hole, dtype=np.int64)  # (K,)
+        self._word_continuing: np.ndarray | None = None  # (V,) built on the first score_names
 
     # ------------------------------------------------------------------ public API
 
@@ -110,16 +113,26 @@ class InfillEngine:
         options = options or FillOptions()
         try:
             return self._fill(prefix, suffix, options, should_stop, on_preview)
-        except torch.OutOfMemoryError:
-            self.prefix_cache.clear()
-            if torch.cuda.is_available():
-                torch.cuda.empty_cache()
+        except Exception as error:
+            if not self._out_of_memory(error):
+                raise
             smaller = replace(
                 options,
                 hole_candidates=(max(1, max(options.candidate_lengths()) // 2),),
                 suffix_tokens=max(1, options.suffix_tokens // 2),
             )
             return self._fill(prefix, suffix, smaller, should_stop, on_preview)
+
+    def _out_of_memory(self, error: Exception) -> bool:
+        """Whether ``error`` is torch's out of memory (only the torch engine's forwards raise it);
+        then the prefix cache and the accelerator's cached blocks are freed for the retry."""
+        torch = sys.modules.get("torch")
+        if torch is None or not isinstance(error, torch.OutOfMemoryError):
+            return False
+        self.prefix_cache.clear()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        return True
 
     def _fill(self, prefix, suffix, options: FillOptions, should_stop, on_preview) -> FillResult:
         started = time.perf_counter()
@@ -136,8 +149,8 @@ class InfillEngine:
         # Draft rows: the longest hole's canvas, its hole starting from the draft instead of noise.
         seeds = [seeded_canvas(canvases[-1], self._draft_ids(heal_text + d)) for d in options.drafts]
         canvases += [canvas for canvas, _ in seeds]
-        seeded = torch.stack(
-            [torch.zeros_like(c.clamp_mask) for c in canvases[: len(lengths)]] + [m for _, m in seeds]
+        seeded = np.stack(
+            [np.zeros_like(c.clamp_mask) for c in canvases[: len(lengths)]] + [m for _, m in seeds]
         )
         rows = [(hole, "model") for hole in lengths] + [(lengths[-1], f"draft:{i}") for i in range(len(seeds))]
 
@@ -147,7 +160,7 @@ class InfillEngine:
             slot_allowed=(0, allowed) if allowed is not None else None,
             # the cut ends a monotone loop early; a revising loop re-decides slots, so it has none
             cut_below=math.log(min_prob) if min_prob > 0 and not options.revise else None,
-            seeded=seeded.to(self.loaded.device) if seeds else None,
+            seeded=seeded if seeds else None,
         )
         steps = one_call_per_step(
             should_stop, on_preview, self._hole_text(canvases[-1].holes[0], heal_text, len(lengths) - 1)
@@ -204,7 +217,7 @@ class InfillEngine:
                 if not raw.startswith(heal_text):
                     continue
                 raw = raw[len(heal_text) :]
-            score = result.token_logprob[row, span[0] : span[1]].mean().item()
+            score = float(result.token_logprob[row, span[0] : span[1]].mean(dtype=np.float32))
             complete = not cut and len(tokens) < span[1] - span[0]
             candidates.append(Candidate(raw, hole, score, complete, source))
         return candidates
@@ -273,13 +286,12 @@ class InfillEngine:
         base, canvases = self._seeded_rows(seeds, suffix, options.suffix_tokens)
         hole = base.holes[0][1]
 
-        generator = torch.Generator().manual_seed(options.seed)
-        keep = torch.zeros(base.length, dtype=torch.bool)  # (L,) original slots kept as they are
-        keep[:hole] = torch.rand(hole, generator=generator) >= strength
+        keep = np.zeros(base.length, dtype=bool)  # (L,) original slots kept as they are
+        keep[:hole] = Noise(options.seed).uniform(hole) >= strength
         if options.revise is None:  # an edit revises its slots, as the stock sampler does
             options = replace(options, revise=True)
-        kept = keep.unsqueeze(0).expand(len(canvases), -1).clone()  # (B, L): the same slots in every row
-        denoise_request = replace(self._request(canvases), initially_committed=kept.to(self.loaded.device))
+        kept = np.repeat(keep[None], len(canvases), axis=0)  # (B, L): the same slots in every row
+        denoise_request = replace(self._request(canvases), initially_committed=kept)
         steps = one_call_per_step(should_stop, on_preview, self._hole_text(base.holes[0], "", 0))
         result, stats = self._encode_and_denoise(prefix_ids, denoise_request, options, should_stop, steps)
         renoised_slots = ~keep[:hole]
@@ -304,13 +316,13 @@ class InfillEngine:
         base = build_canvas(segments, used_length(segments, suffix_complete), self.ids, suffix_complete)
         canvases = []
         for seed in seeds:
-            ids = base.ids.clone()
-            ids[: len(seed)] = torch.tensor(seed, dtype=torch.long)
-            canvases.append(Canvas(ids, base.clamp_mask.clone(), list(base.holes)))
+            ids = base.ids.copy()
+            ids[: len(seed)] = seed
+            canvases.append(Canvas(ids, base.clamp_mask.copy(), list(base.holes)))
         return base, canvases
 
     def _rewritten(
-        self, result: DenoiseResult, canvases: list[Canvas], renoised_slots: torch.Tensor, scored: bool
+        self, result: DenoiseResult, canvases: list[Canvas], renoised_slots: np.ndarray, scored: bool
     ) -> tuple[list[Candidate], dict[str, int]]:
         """Each row's text, scored on its renoised slots (``renoised_slots``: (hole,) bool), with
         the lowest confidence among the slots it changed; and each source's token count."""
@@ -318,18 +330,17 @@ class InfillEngine:
         candidates, lengths = [], {}
         for row, canvas in enumerate(canvases):
             tokens = hole_tokens(result.canvas[row], canvas.holes[0], self.ids.filler)
-            logprob = result.token_logprob[row, :hole].cpu()
-            score = logprob[renoised_slots].mean().item() if scored else 0.0
-            changed = (result.canvas[row, :hole].cpu() != canvas.ids[:hole]) & renoised_slots
+            logprob = result.token_logprob[row, :hole]
+            score = float(logprob[renoised_slots].mean(dtype=np.float32)) if scored else 0.0
+            changed = (result.canvas[row, :hole] != canvas.ids[:hole]) & renoised_slots
             # At temperature 1: the schedule's tempered log-probs are ~0 at its end, even for a guess.
-            confidence = result.token_confidence[row, :hole].cpu()
-            change = confidence[changed].min().item() if bool(changed.any()) else None
+            confidence = result.token_confidence[row, :hole]
+            change = float(confidence[changed].min()) if changed.any() else None
             source = "model" if row == 0 else f"draft:{row - 1}"
             candidates.append(Candidate(self._decode(tokens), hole, score, len(tokens) < hole, source, change))
             lengths[source] = len(tokens)
         return candidates, lengths
 
-    @torch.inference_mode()
     def score_names(
         self, prefix: str, suffix: str, names: Sequence[str], options: FillOptions | None = None
     ) -> list[float]:
@@ -352,18 +363,15 @@ class InfillEngine:
             self._word_continuing = word_continuing(self.loaded.token_texts())
         request = self._request([canvas])
         hole = canvas.holes[0][1]
-        generator = torch.Generator(device=self.loaded.device).manual_seed(options.seed)
-        noise = torch.randint(0, self.ids.vocab_size, (hole,), generator=generator, device=self.loaded.device)
-        request.canvas[0, :hole] = noise  # (1, L): the first pass's canvas, noise in the hole
-        open_slots = (torch.zeros(hole, dtype=torch.long), torch.arange(hole))  # the hole's slots
-        open_slots = tuple(s.to(self.loaded.device) for s in open_slots)
+        request.canvas[0, :hole] = Noise(options.seed).tokens(self.ids.vocab_size, (hole,))  # (1, L): noise in the hole
+        open_slots = (np.zeros(hole, dtype=np.int64), np.arange(hole))  # the hole's slots
         with self.lock:
             encoded = self.prefix_cache.encode(prefix_ids)
             decoder = self._decoder(encoded.cache, request, sampler_config(self.loaded.sampler, options))
             raw = decoder.open_logits(request.canvas, None, open_slots)[:, : self.ids.vocab_size]  # (H, V)
-        raw = raw.float()
-        raw[:, self._banned] = -torch.inf  # a hole never holds these: the sampler bans them too
-        logp = torch.log_softmax(raw, dim=-1).clamp(min=-1e4)  # (H, V); a top-k pass leaves -inf
+        raw = raw.astype(np.float32)
+        raw[:, self._banned] = -np.inf  # a hole never holds these: the sampler bans them too
+        logp = np.maximum(log_softmax(raw), np.float32(-1e4))  # (H, V); a top-k pass leaves -inf
         return name_scores(logp, tokens, self._word_continuing)
 
     # ------------------------------------------------------------------ steps
@@ -419,27 +427,24 @@ class InfillEngine:
             return "", prefix_ids
         return last, prefix_ids[:-1]
 
-    def _heal_allowed(self, heal_text: str) -> torch.Tensor | None:
+    def _heal_allowed(self, heal_text: str) -> np.ndarray | None:
         """(V,) True for tokens that start with the healed text; None if there are none."""
         texts = self.loaded.token_texts()
-        allowed = torch.tensor([t.startswith(heal_text) for t in texts], device=self.loaded.device)
+        allowed = np.array([t.startswith(heal_text) for t in texts], dtype=bool)
         allowed[self._banned] = False
         return allowed if allowed.any() else None
 
-    @torch.inference_mode()
     def _request(self, canvases: Sequence[Canvas]) -> DenoiseRequest:
-        """The canvases as one batch on the model's device, under the engine's bans and filler; a
-        caller adds its own rules (token healing, the ghost-text cut, kept or seeded slots)."""
-        device = self.loaded.device
+        """The canvases as one batch, under the engine's bans and filler; a caller adds its own
+        rules (token healing, the ghost-text cut, kept or seeded slots)."""
         return DenoiseRequest(
-            torch.stack([c.ids for c in canvases]).to(device),  # (B, L)
-            torch.stack([c.clamp_mask for c in canvases]).to(device),  # (B, L)
+            np.stack([c.ids for c in canvases]),  # (B, L)
+            np.stack([c.clamp_mask for c in canvases]),  # (B, L)
             self._banned,
             self.ids.vocab_size,
             filler_id=self.ids.filler[0] if self.ids.filler else None,
         )
 
-    @torch.inference_mode()
     def _denoise(
         self,
         cache,
@@ -450,9 +455,8 @@ class InfillEngine:
     ) -> DenoiseResult:
         """``request`` denoised under the checkpoint's sampler with the options' step cap and seed."""
         config = sampler_config(self.loaded.sampler, options)
-        generator = torch.Generator(device=self.loaded.device).manual_seed(options.seed)
         decoder = self._decoder(cache, request, config)
-        return denoise(decoder, request, config, generator, should_stop=should_stop, on_step=on_step)
+        return denoise(decoder, request, config, Noise(options.seed), should_stop=should_stop, on_step=on_step)
 
     def _decoder(self, cache, request: DenoiseRequest, config: SamplerConfig) -> CanvasDecoder:
         """The decoder pass for one fill's canvases; engine/batcher.py overrides it to share
@@ -466,10 +470,10 @@ class InfillEngine:
             return CachedCanvasDecoder(self.model, expanded, config.canvas_cache_refresh)
         return decoder.CanvasDecoder(self.model, expanded)
 
-    def _hole_text(self, span: tuple[int, int], heal_text: str, row: int) -> Callable[[torch.Tensor], str]:
+    def _hole_text(self, span: tuple[int, int], heal_text: str, row: int) -> Callable[[np.ndarray], str]:
         """The text a best canvas (B, L) shows in ``row``'s hole (``span``), the healed part left out."""
 
-        def text(best: torch.Tensor) -> str:
+        def text(best: np.ndarray) -> str:
             shown = self._decode(hole_tokens(best[row], span, self.ids.filler))
             return shown[len(heal_text) :] if shown.startswith(heal_text) else shown
 
@@ -492,5 +496,5 @@ def confident_length(result: DenoiseResult, row: int, start: int, count: int, mi
     if min_prob <= 0 or count == 0:
         return count
     confidence = result.token_confidence[row, start : start + count]  # (count,) log-probs, temperature 1
-    unsure = (confidence < math.log(min_prob)).nonzero()
+    unsure = np.flatnonzero(confidence < math.log(min_prob))
     return int(unsure[0]) if len(unsure) else count

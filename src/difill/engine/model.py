@@ -14,8 +14,6 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-import torch
-
 from difill.engine.api import ModelLoadError
 from difill.engine.file_tokenizer import FileTokenizer
 from difill.engine.sampler import SamplerConfig
@@ -27,6 +25,7 @@ if TYPE_CHECKING:
     # every model (0.4 s), anything under ``transformers.models`` builds it again, and
     # DiffusionGemmaConfig's module imports its validators, which import torch.distributed.tensor:
     # together about 1 s of a 2.7 s `difill fill` on the llama.cpp engine (docs/install.md).
+    import torch
     from transformers import DiffusionGemmaConfig, DiffusionGemmaForBlockDiffusion, PreTrainedTokenizerBase
 
 DEFAULT_MODEL_DIR = Path(__file__).parent / "default_model"
@@ -48,7 +47,7 @@ class LoadedModel:
     tokenizer: PreTrainedTokenizerBase | FileTokenizer  # FileTokenizer: load_checkpoint_meta's
     ids: TokenIds
     path: Path
-    device: torch.device
+    device: torch.device | str  # torch's device; "cpu" where the weights run elsewhere (no torch)
     max_prefix_tokens: int  # the longest prefix the model was trained to read
     sampler: SamplerConfig = field(default_factory=SamplerConfig)  # from the checkpoint's generation_config
     # The ghost-text cut chosen for these weights (FillOptions.min_token_prob None); 0: none chosen.
@@ -99,6 +98,8 @@ def checkpoint_languages(config) -> tuple[str, ...]:
 
 
 def pick_device(requested: str = "auto") -> torch.device:
+    import torch
+
     if requested == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(requested)
@@ -146,8 +147,8 @@ def check_model_dir(path: Path, weights: bool = True) -> None:
 
 
 DTYPE_ENV = "DIFILL_DTYPE"  # every command that loads a model reads it (serve, serve-http, fill, ...)
-DTYPES = {"auto": None, "float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
-          "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}  # fmt: skip
+DTYPES = {"auto": None, "float32": "float32", "fp32": "float32", "bfloat16": "bfloat16",
+          "bf16": "bfloat16", "float16": "float16", "fp16": "float16"}  # fmt: skip  # torch's names
 
 
 CANVAS_CACHE_ENV = "DIFILL_CANVAS_CACHE"  # the canvas cache's refresh (SamplerConfig.canvas_cache_refresh)
@@ -171,16 +172,19 @@ def pick_dtype(requested: str, target: torch.device) -> torch.dtype:
     instead of ~104 GB) at a speed cost where the CPU has no native bf16."""
     if requested not in DTYPES:
         raise ModelLoadError(f"unknown dtype {requested!r}; use one of {', '.join(DTYPES)}")
+    import torch
+
     chosen = DTYPES[requested]
     if chosen is None:
-        chosen = torch.bfloat16 if target.type == "cuda" else torch.float32
-    return chosen
+        chosen = "bfloat16" if target.type == "cuda" else "float32"
+    return getattr(torch, chosen)
 
 
 def load_model(
     path: str | os.PathLike | None = None, device: str = "auto", dtype: str | None = None
 ) -> LoadedModel:
     """``dtype`` None: the ``DIFILL_DTYPE`` environment variable, else ``auto`` (see pick_dtype)."""
+    import torch
     from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
     from transformers.utils import logging as hf_logging
 
@@ -237,7 +241,7 @@ def load_checkpoint_meta(path: str | os.PathLike | None = None) -> LoadedModel:
         generation = read_json_attributes(path / "generation_config.json")
     except Exception as err:  # noqa: BLE001 - tokenizers and json raise their own types
         raise load_error(path, err) from err
-    return checkpoint_settings(None, config, generation, tokenizer, path, torch.device("cpu"))
+    return checkpoint_settings(None, config, generation, tokenizer, path, "cpu")
 
 
 def load_tokenizer(path: Path) -> PreTrainedTokenizerBase | FileTokenizer:

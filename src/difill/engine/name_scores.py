@@ -23,9 +23,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-import torch
+import numpy as np
 
 from difill.engine.canvas import Canvas, build_canvas, used_length
+from difill.engine.slot_rules import logsumexp
 from difill.engine.vocab import TokenIds
 
 MAX_NAME_TOKENS = 8  # a longer name is scored on its first 8 tokens (and no word end)
@@ -48,20 +49,19 @@ def names_canvas(
     return build_canvas(segments, used_length(segments, suffix_complete), ids, suffix_complete)
 
 
-def word_continuing(token_texts: Sequence[str]) -> torch.Tensor:
+def word_continuing(token_texts: Sequence[str]) -> np.ndarray:
     """(V,) True for tokens whose text starts with an identifier character: they continue a word."""
-    return torch.tensor([bool(WORD_CHAR.match(text)) for text in token_texts])
+    return np.array([bool(WORD_CHAR.match(text)) for text in token_texts], dtype=bool)
 
 
 def name_scores(
-    logp: torch.Tensor, names_tokens: Sequence[list[int]], continuing: torch.Tensor
+    logp: np.ndarray, names_tokens: Sequence[list[int]], continuing: np.ndarray
 ) -> list[float]:
     """logp (H, V) log-probs of the hole's slots -> each name's score (the module docstring)."""
-    ends = logp.masked_fill(continuing.to(logp.device), -torch.inf).logsumexp(-1)  # (H,)
+    ends = logsumexp(np.where(continuing, -np.inf, logp))  # (H,)
     scores = []
     for tokens in names_tokens:
-        picked = torch.tensor(tokens, device=logp.device)  # (k,)
-        score = logp[torch.arange(len(tokens), device=logp.device), picked].sum()
+        score = logp[np.arange(len(tokens)), tokens].sum()
         if len(tokens) < MAX_NAME_TOKENS:  # a cut name's end is not where its word ends
             score = score + ends[len(tokens)]
         scores.append(float(score))

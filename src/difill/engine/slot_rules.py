@@ -1,72 +1,78 @@
-"""The tensor rules of the denoising loop (engine/sampler.py): which open slots a step accepts,
-and when a row is decided.  Pure functions of tensors, with their shapes; no model here.
+"""The array rules of the denoising loop (engine/sampler.py): which open slots a step accepts,
+and when a row is decided.  Pure functions of NumPy arrays, with their shapes; no model here.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 
-def entropy_of(logits: torch.Tensor) -> torch.Tensor:
-    return entropy_of_logp(torch.log_softmax(logits, dim=-1))  # (B, L)
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    """logits (..., V) -> log-probs (..., V), as torch.log_softmax computes them (max-shifted)."""
+    shifted = logits - logits.max(-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
 
 
-def entropy_of_logp(logp: torch.Tensor) -> torch.Tensor:
+def logsumexp(logits: np.ndarray) -> np.ndarray:
+    """logits (..., V) -> (...,)."""
+    top = logits.max(-1, keepdims=True)
+    return (top + np.log(np.exp(logits - top).sum(-1, keepdims=True)))[..., 0]
+
+
+def entropy_of(logits: np.ndarray) -> np.ndarray:
+    return entropy_of_logp(log_softmax(logits))  # (B, L)
+
+
+def entropy_of_logp(logp: np.ndarray) -> np.ndarray:
     """Entropy from log-probs (B, L, V) -> (B, L): for a caller that has the log-softmax already
     (the sampler's step), so it is not computed twice over the vocabulary."""
-    p = logp.exp()
-    return -(p * torch.where(p > 0, logp, torch.zeros_like(logp))).sum(-1)  # (B, L)
+    p = np.exp(logp)
+    return -(p * np.where(p > 0, logp, 0)).sum(-1)  # (B, L)
 
 
 def choose_accepted(
-    entropy: torch.Tensor, open_mask: torch.Tensor, bound: float, min_accept: int | torch.Tensor
-) -> torch.Tensor:
+    entropy: np.ndarray, open_mask: np.ndarray, bound: float, min_accept: int | np.ndarray
+) -> np.ndarray:
     """Entropy-bound acceptance over the open slots, with at least ``min_accept`` per row.
 
     Accept the k lowest-entropy open slots with sum(H_1..k) - max(H_1..k) <= bound.
-    ``min_accept``: an int, or a tensor that broadcasts against (B, 1) (a 0-d one, or one per
-    row), so the caller need not read it back to the host.
+    ``min_accept``: an int, or an array that broadcasts against (B, 1) (one per row).
     """
-    masked = torch.where(open_mask, entropy, torch.full_like(entropy, torch.inf))  # (B, L)
-    sorted_h, order = torch.sort(masked, dim=-1)  # ascending; closed slots last (inf)
-    finite = torch.isfinite(sorted_h)
-    cumulative = torch.cumsum(torch.where(finite, sorted_h, torch.zeros_like(sorted_h)), dim=-1)
+    masked = np.where(open_mask, entropy, np.inf)  # (B, L)
+    order = np.argsort(masked, axis=-1, kind="stable")  # ascending; closed slots last (inf)
+    sorted_h = np.take_along_axis(masked, order, -1)
+    finite = np.isfinite(sorted_h)
+    cumulative = np.cumsum(np.where(finite, sorted_h, 0), axis=-1, dtype=sorted_h.dtype)
     within_bound = (cumulative - sorted_h <= bound) & finite  # (B, L)
-    rank = torch.arange(entropy.shape[-1], device=entropy.device).unsqueeze(0)  # (1, L)
+    rank = np.arange(entropy.shape[-1])[None]  # (1, L)
     forced = (rank < min_accept) & finite
-    accept_sorted = within_bound | forced
-    return torch.zeros_like(open_mask).scatter(-1, order, accept_sorted)  # (B, L)
+    accepted = np.zeros(open_mask.shape, dtype=bool)
+    np.put_along_axis(accepted, order, within_bound | forced, -1)
+    return accepted  # (B, L)
 
 
-def less_than(value: torch.Tensor, threshold: float) -> torch.Tensor:
-    """``value < threshold`` as Python compares floats, computed on ``value``'s device.
+def less_than(value: np.ndarray | np.floating, threshold: float) -> bool:
+    """``value < threshold`` as Python compares floats.
 
-    A tensor compares with a Python float in its own dtype, which rounds the threshold to the
-    nearest value; the smallest value of that dtype not below the threshold gives Python's answer
-    for every value, with no float64 on the device (MPS has none).  The bound is found with
-    NumPy on the host, which reads nothing back from the device.
+    NumPy compares a float32 with a Python float in float32 (NEP 50), which rounds the threshold
+    to the nearest float32; the smallest float32 not below the threshold gives Python's answer for
+    every value.
     """
-    exact = NUMPY_FLOATS.get(value.dtype)
-    if exact is None:  # bfloat16: NumPy has no such type; the nearest value will do
-        return value < threshold
+    exact = np.asarray(value).dtype.type
     bound = exact(threshold)
-    if float(bound) < threshold:  # in float64: NumPy would compare a float32 with a Python float as float32
+    if float(bound) < threshold:
         bound = np.nextafter(bound, exact(np.inf))
-    return value < float(bound)
-
-
-NUMPY_FLOATS = {torch.float16: np.float16, torch.float32: np.float32, torch.float64: np.float64}
+    return bool(value < bound)
 
 
 def verified_rows(
-    current: torch.Tensor,
-    seed: torch.Tensor,
-    committed: torch.Tensor,
-    hole_mask: torch.Tensor,
-    confidence: torch.Tensor,
+    current: np.ndarray,
+    seed: np.ndarray,
+    committed: np.ndarray,
+    hole_mask: np.ndarray,
+    confidence: np.ndarray,
     cut_below: float,
-) -> torch.Tensor:
+) -> np.ndarray:
     """(B,) True where the whole hole is committed, every token as the seed has it, none unsure.
 
     Strict on purpose: the row's middle is then the seed's, whole, and the ghost-text cut would
@@ -79,39 +85,45 @@ def verified_rows(
 
 
 def shows_text(
-    current: torch.Tensor,
-    committed: torch.Tensor,
-    hole_mask: torch.Tensor,
-    confidence: torch.Tensor,
+    current: np.ndarray,
+    committed: np.ndarray,
+    hole_mask: np.ndarray,
+    confidence: np.ndarray,
     cut_below: float,
     filler_id: int | None,
-) -> torch.Tensor:
+) -> np.ndarray:
     """(B,) True where the row's first hole slot is committed, sure and not filler: a middle
     that would be shown is not empty."""
-    first = hole_mask.long().argmax(-1, keepdim=True)  # (B, 1) first hole slot of each row
-    token = current.gather(-1, first).squeeze(-1)  # (B,)
-    sure = committed.gather(-1, first).squeeze(-1) & (confidence.gather(-1, first).squeeze(-1) >= cut_below)
+    first = hole_mask.argmax(-1)[:, None]  # (B, 1) first hole slot of each row
+    token = np.take_along_axis(current, first, -1)[:, 0]  # (B,)
+    sure = np.take_along_axis(committed, first, -1)[:, 0] & (
+        np.take_along_axis(confidence, first, -1)[:, 0] >= cut_below
+    )
     return sure & (token != filler_id) if filler_id is not None else sure
 
 
+def first_end(ends: np.ndarray) -> np.ndarray:
+    """ends (B, L) bool -> (B, 1): each row's first True slot, L where there is none."""
+    length = ends.shape[-1]
+    return np.where(ends.any(-1), ends.argmax(-1), length)[:, None]
+
+
 def shown_part_decided(
-    committed: torch.Tensor, hole_mask: torch.Tensor, confidence: torch.Tensor, cut_below: float
-) -> torch.Tensor:
+    committed: np.ndarray, hole_mask: np.ndarray, confidence: np.ndarray, cut_below: float
+) -> np.ndarray:
     """(B,) True where every hole slot before the row's first unsure committed one is committed.
 
     Rows hold one hole each (a fill's candidates), so "before" is slot order within the row.
     """
-    length = committed.shape[-1]
-    position = torch.arange(length, device=committed.device).expand_as(committed)  # (B, L)
+    position = np.arange(committed.shape[-1])[None]  # (1, L)
     unsure = committed & hole_mask & (confidence < cut_below)  # (B, L)
-    first_unsure = torch.where(unsure, position, length).min(-1, keepdim=True).values  # (B, 1)
-    still_open = hole_mask & ~committed & (position < first_unsure)  # (B, L)
+    still_open = hole_mask & ~committed & (position < first_end(unsure))  # (B, L)
     return ~still_open.any(-1)
 
 
 def filler_constraints(
-    current: torch.Tensor, committed: torch.Tensor, clamp_mask: torch.Tensor, filler_id: int
-) -> tuple[torch.Tensor, torch.Tensor]:
+    current: np.ndarray, committed: np.ndarray, clamp_mask: np.ndarray, filler_id: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Where a hole's layout forces or forbids the filler, from what is committed so far.
 
     A hole holds one middle then filler only.  Returns (after_filler, before_text), both (B, L):
@@ -120,17 +132,17 @@ def filler_constraints(
     """
     length = current.shape[1]
     hole = ~clamp_mask
-    segment = torch.cumsum(clamp_mask.long(), dim=-1)  # (B, L) slots of one hole share an id
-    position = torch.arange(length, device=current.device).expand_as(current)  # (B, L)
+    segment = np.cumsum(clamp_mask, axis=-1)  # (B, L) slots of one hole share an id
+    position = np.broadcast_to(np.arange(length), current.shape)  # (B, L)
     is_filler = committed & hole & (current == filler_id)
     is_text = committed & hole & (current != filler_id)
     # Last committed filler at or before each slot (-1: none), and its hole.
-    last_filler = torch.cummax(torch.where(is_filler, position, -1), dim=-1).values  # (B, L)
-    filler_segment = segment.gather(-1, last_filler.clamp_min(0))
+    last_filler = np.maximum.accumulate(np.where(is_filler, position, -1), axis=-1)  # (B, L)
+    filler_segment = np.take_along_axis(segment, np.maximum(last_filler, 0), -1)
     after_filler = hole & (last_filler >= 0) & (last_filler < position) & (filler_segment == segment)
-    # Next committed text at or after each slot (length: none), and its hole.
-    flipped = torch.where(is_text, position, length).flip(-1)
-    next_text = (-torch.cummax(-flipped, dim=-1).values).flip(-1)  # (B, L) running minimum from the right
-    text_segment = segment.gather(-1, next_text.clamp_max(length - 1))
+    # Next committed text at or after each slot (length: none), and its hole: a running minimum
+    # from the right.
+    next_text = np.minimum.accumulate(np.where(is_text, position, length)[:, ::-1], axis=-1)[:, ::-1]
+    text_segment = np.take_along_axis(segment, np.minimum(next_text, length - 1), -1)
     before_text = hole & (next_text < length) & (next_text > position) & (text_segment == segment)
     return after_filler, before_text

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import torch
+import numpy as np
 
 from difill.engine.api import PreviewCallback, ShouldStop
 
-StepCallback = Callable[[int, torch.Tensor], None]  # (step, current best canvas (B, L)): denoise's on_step
+StepCallback = Callable[[int, np.ndarray], None]  # (step, current best canvas (B, L)): denoise's on_step
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class Steps:
 def one_call_per_step(
     should_stop: ShouldStop | None,
     on_preview: PreviewCallback | None,
-    preview_text: Callable[[torch.Tensor], str],
+    preview_text: Callable[[np.ndarray], str],
 ) -> Steps:
     """The sampler's hooks from the caller's: after each step ``on_preview`` gets the text the best
     canvas shows (``preview_text``), and its answer is the stop check before the next step.  Before
@@ -40,7 +40,7 @@ def one_call_per_step(
         return Steps(should_stop)
     answer: list[bool | None] = [False]
 
-    def report(step: int, best: torch.Tensor) -> None:
+    def report(step: int, best: np.ndarray) -> None:
         answer[0] = on_preview(preview_text(best), step)
 
     def stop() -> bool:

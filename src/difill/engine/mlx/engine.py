@@ -11,8 +11,8 @@ The engine is ``InfillEngine`` with two parts replaced, as the llama.cpp engine 
   (a known slot's own embedding, softmax(logits) @ E at an open one).
 
 Everything else - canvases, pins, holes, rewrite, drafts, schedules, acceptance, cancellation - is
-the torch engine's code, fed the logits as torch tensors: the same seed gives the same noise,
-so the same logits give the same fill.
+the torch engine's code, whose sampler runs in NumPy: the same seed gives the same noise, so the
+same logits give the same fill, and this engine never imports torch.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from difill.engine.infill import InfillEngine
 from difill.engine.mlx.runtime import load_mlx_model, require_mlx
@@ -110,35 +109,35 @@ class MlxCanvasPass:
 
     def open_logits(
         self,
-        canvas: torch.Tensor,
+        canvas: np.ndarray,
         soft_embeddings: Any | None,
-        open_slots: tuple[torch.Tensor, torch.Tensor],
-        no_filler: torch.Tensor | None = None,  # noqa: ARG002 - the sampler masks what this returns
-    ) -> torch.Tensor:
+        open_slots: tuple[np.ndarray, np.ndarray],
+        no_filler: np.ndarray | None = None,  # noqa: ARG002 - the sampler masks what this returns
+    ) -> np.ndarray:
         """canvas (B, L), soft_embeddings (B, L, D) mx or None -> logits (N, V) of the open slots."""
         mx = self.mx
-        ids = mx.array(canvas.numpy().astype(np.int32))  # (B, L)
+        ids = mx.array(canvas.astype(np.int32))  # (B, L)
         hidden = self.decoder(
             ids, cache=self.cache, self_conditioning_embeddings=soft_embeddings
         )  # (B, L, D)
-        rows, cols = (mx.array(s.numpy().astype(np.int32)) for s in open_slots)  # (N,), (N,)
+        rows, cols = (mx.array(s.astype(np.int32)) for s in open_slots)  # (N,), (N,)
         logits = self.model._softcap(self.embed.as_linear(hidden[rows, cols]))  # (N, V) float32
-        return torch.from_numpy(np.array(logits, copy=True))  # a copy the sampler may write
+        return np.array(logits, copy=True)  # a copy the sampler may write
 
     def soft_embeddings(
-        self, canvas: torch.Tensor, open_slots: tuple[torch.Tensor, torch.Tensor], open_logits: torch.Tensor
+        self, canvas: np.ndarray, open_slots: tuple[np.ndarray, np.ndarray], open_logits: np.ndarray
     ) -> Any:
         """The next pass's self-conditioning input (B, L, D): a known slot's own (scaled) embedding,
         softmax(logits) @ E at the open slots, as ``CanvasDecoder.soft_embeddings`` computes it."""
         mx = self.mx
         scale = self.decoder.embed_scale
-        ids = mx.array(canvas.numpy().astype(np.int32))  # (B, L)
+        ids = mx.array(canvas.astype(np.int32))  # (B, L)
         soft = self.embed(ids) * scale  # (B, L, D): a lookup, also for a quantised table
-        probs = mx.softmax(mx.array(open_logits.float().numpy()), axis=-1, precise=True)  # (N, V')
+        probs = mx.softmax(mx.array(open_logits.astype(np.float32)), axis=-1, precise=True)  # (N, V')
         vocab = self.embed.weight.shape[0] if not self.quantized else self.embed.scales.shape[0]
         if probs.shape[1] < vocab:  # the tokenizer's vocabulary; LM-head rows past it are padding
             probs = mx.pad(probs, [(0, 0), (0, vocab - probs.shape[1])])  # (N, V)
-        rows, cols = (mx.array(s.numpy().astype(np.int32)) for s in open_slots)
+        rows, cols = (mx.array(s.astype(np.int32)) for s in open_slots)
         soft[rows, cols] = (self._times_table(probs) * scale).astype(soft.dtype)  # (N, D)
         return soft
 

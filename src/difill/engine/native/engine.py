@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from difill.engine.api import ModelLoadError
 from difill.engine.infill import InfillEngine
@@ -79,7 +78,7 @@ class WorkerCanvasPass:
         heal_slot, allowed = -1, ()
         if request.slot_allowed is not None:
             heal_slot = int(request.slot_allowed[0])
-            allowed = tuple(int(i) for i in request.slot_allowed[1].nonzero().flatten().tolist())
+            allowed = tuple(int(i) for i in np.flatnonzero(request.slot_allowed[1]))
         rules = FillRules(
             vocab_limit=request.vocab_size,
             banned=tuple(int(i) for i in request.banned_ids.tolist()),
@@ -96,27 +95,25 @@ class WorkerCanvasPass:
 
     def open_logits(
         self,
-        canvas: torch.Tensor,
+        canvas: np.ndarray,
         soft_embeddings: WorkerSignal | None,
-        open_slots: tuple[torch.Tensor, torch.Tensor],
-        no_filler: torch.Tensor | None = None,
-    ) -> torch.Tensor:
+        open_slots: tuple[np.ndarray, np.ndarray],
+        no_filler: np.ndarray | None = None,
+    ) -> np.ndarray:
         """canvas (B, L) -> logits (N, V) of the open slots, row-major as ``nonzero`` orders them."""
-        flags = torch.zeros(canvas.shape, dtype=torch.uint8)  # (B, L)
+        flags = np.zeros(canvas.shape, dtype=np.uint8)  # (B, L)
         flags[open_slots] = OPEN
         if no_filler is not None:
-            flags[no_filler.cpu() & (flags == OPEN)] |= NO_FILLER
+            flags[no_filler & (flags == OPEN)] |= NO_FILLER
         use_sc = soft_embeddings is not None
         temp_inv = soft_embeddings.temp_inv if use_sc else 1.0
-        answer = self.worker.step(canvas.cpu().numpy(), flags.numpy(), use_sc, temp_inv, self.top_k)
+        answer = self.worker.step(canvas, flags, use_sc, temp_inv, self.top_k)
         self.passes += 1
         if answer.ids is None:
-            return torch.from_numpy(np.array(answer.values))  # (N, V), a copy the sampler may write
+            return np.array(answer.values)  # (N, V), a copy the sampler may write
         # Top-k: the rest of the vocabulary gets no probability (the 26B's full rows stay in the worker).
-        dense = torch.full((answer.values.shape[0], self.vocab), -torch.inf)  # (N, V)
-        dense.scatter_(
-            1, torch.from_numpy(answer.ids.astype(np.int64)), torch.from_numpy(np.array(answer.values))
-        )
+        dense = np.full((answer.values.shape[0], self.vocab), -np.inf, dtype=np.float32)  # (N, V)
+        np.put_along_axis(dense, answer.ids.astype(np.int64), answer.values, 1)
         return dense
 
     def soft_embeddings(self, canvas, open_slots, open_logits) -> WorkerSignal:
@@ -220,11 +217,6 @@ def load_llamacpp_engine(
         threads=threads or max(1, (os.cpu_count() or 2) // 2),  # as torch: the editor keeps the rest
         gpu_layers=gpu_layers,
     )
-    if "OMP_NUM_THREADS" not in os.environ:
-        # The sampler runs here in torch while the worker computes on its own threads: torch's
-        # OpenMP threads spin after each op and took the worker's core (a fill's passes 8-10 ms
-        # with one torch thread, 11-15 ms with two, on this 2-core machine).
-        torch.set_num_threads(1)
     if top_k is None:  # full rows for a small vocabulary (exact); the 26B's 262k-wide rows stay home
         top_k = 0 if loaded.ids.vocab_size <= FULL_ROWS_UP_TO else TOP_K
     return LlamaCppEngine(loaded, LlamaWorker(settings), top_k)
