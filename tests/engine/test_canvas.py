@@ -34,5 +34,5 @@ def test_hole_without_room_is_an_error():
 
 def test_hole_tokens_stop_at_the_first_filler():
     canvas = build_canvas([4, [9]], 5, IDS, False)
-    canvas.ids[:4] = canvas.ids.new_tensor([40, 41, 3, 42])
+    canvas.ids[:4] = [40, 41, 3, 42]
     assert hole_tokens(canvas.ids, canvas.holes[0], IDS.filler) == [40, 41]

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
 from difill.engine.api import Cancelled, FillOptions
 from difill.engine.canvas import build_canvas, seeded_canvas
 from difill.engine.decoder import CanvasDecoder
+from difill.engine.noise import Noise
 from difill.engine.prefix_cache import PrefixCache, expand_cache
 from difill.engine.sampler import DenoiseRequest, SamplerConfig, denoise
 from difill.engine.tokens import encode
@@ -30,11 +32,15 @@ class AgreeingDecoder:
     ``bonus`` (B, L), optional: the logit added there (default 1000: certain).
     """
 
-    open_logits = CanvasDecoder.open_logits  # one pass: this class's hidden, then logits
+    open_logits = CanvasDecoder.open_logits  # NumPy in and out, around this class's pass_logits
+    pass_logits = CanvasDecoder.pass_logits  # one pass: this class's hidden, then logits
 
-    def __init__(self, real: CanvasDecoder, target: torch.Tensor, bonus: torch.Tensor | None = None) -> None:
-        self.real, self.target = real, target
-        self.bonus = torch.full(target.shape, 1000.0) if bonus is None else bonus
+    def __init__(self, real: CanvasDecoder, target: np.ndarray, bonus: np.ndarray | None = None) -> None:
+        self.real, self.target = real, torch.from_numpy(target)
+        self.bonus = torch.full(target.shape, 1000.0) if bonus is None else torch.from_numpy(bonus)
+
+    def on_device(self, array):
+        return self.real.on_device(array)
 
     def hidden(self, canvas, soft):
         hidden = self.real.hidden(canvas, soft)  # (B, L, D)
@@ -64,21 +70,18 @@ def rows(loaded):
     draft = encode(tok, "width * height * 2 + 1 - 3")[:HOLE]
     assert len(draft) == HOLE
     seeded, mask = seeded_canvas(canvas, draft)
-    ids_2 = torch.stack([canvas.ids, seeded.ids])  # (2, L)
-    clamp = torch.stack([canvas.clamp_mask, seeded.clamp_mask])  # (2, L)
-    seeded_mask = torch.stack([torch.zeros_like(mask), mask])  # (2, L)
+    ids_2 = np.stack([canvas.ids, seeded.ids])  # (2, L)
+    clamp = np.stack([canvas.clamp_mask, seeded.clamp_mask])  # (2, L)
+    seeded_mask = np.stack([np.zeros_like(mask), mask])  # (2, L)
     return CanvasDecoder(model, expand_cache(cache, 2)), ids_2, clamp, seeded_mask, ids
 
 
 def run(decoder, canvas, clamp, seeded, ids, config=None, cut_below=None, **kwargs):
-    with torch.inference_mode():
-        request = DenoiseRequest(
-            canvas, clamp, torch.tensor(ids.banned_in_hole), ids.vocab_size, seeded=seeded,
-            filler_id=ids.filler[0], cut_below=cut_below,
-        )  # fmt: skip
-        return denoise(
-            decoder, request, config or SamplerConfig(max_steps=6), torch.Generator().manual_seed(0), **kwargs
-        )
+    request = DenoiseRequest(
+        canvas, clamp, np.array(ids.banned_in_hole, dtype=np.int64), ids.vocab_size, seeded=seeded,
+        filler_id=ids.filler[0], cut_below=cut_below,
+    )  # fmt: skip
+    return denoise(decoder, request, config or SamplerConfig(max_steps=6), Noise(0), **kwargs)
 
 
 def test_seeded_canvas_writes_the_draft_then_filler(loaded):
@@ -98,20 +101,20 @@ def test_the_first_forward_reads_the_draft_in_its_row(rows):
 
     class Spy(CanvasDecoder):
         def hidden(self, current, soft):
-            seen.append(current.clone())
+            seen.append(current.numpy().copy())
             return super().hidden(current, soft)
 
     spy = Spy(decoder.model, decoder.cache)
     run(spy, canvas, clamp, seeded, ids)
     hole = seeded[1]
-    assert torch.equal(seen[0][1][hole], canvas[1][hole])  # the draft, not noise
-    assert not torch.equal(seen[0][0][hole], canvas[1][hole])  # the noise row is noise
+    assert np.array_equal(seen[0][1][hole], canvas[1][hole])  # the draft, not noise
+    assert not np.array_equal(seen[0][0][hole], canvas[1][hole])  # the noise row is noise
 
 
 def test_clamped_slots_are_untouched_in_every_row(rows):
     decoder, canvas, clamp, seeded, ids = rows
     result = run(decoder, canvas, clamp, seeded, ids)
-    assert torch.equal(result.canvas[clamp], canvas[clamp])
+    assert np.array_equal(result.canvas[clamp], canvas[clamp])
 
 
 def test_a_draft_the_model_agrees_with_is_committed_in_one_forward(rows):
@@ -120,7 +123,7 @@ def test_a_draft_the_model_agrees_with_is_committed_in_one_forward(rows):
     result = run(agreeing, canvas, clamp, seeded, ids)
     assert result.steps == 1
     hole = seeded[1]
-    assert torch.equal(result.canvas[1][hole], canvas[1][hole])  # every draft token kept
+    assert np.array_equal(result.canvas[1][hole], canvas[1][hole])  # every draft token kept
     # The noise row was still open; it is dropped, not returned half denoised.
     assert result.done.tolist() == [False, True]
 
@@ -134,8 +137,8 @@ def test_without_a_draft_row_the_same_model_takes_the_whole_schedule(rows):
 
 def test_a_draft_partly_right_is_mended_not_kept_whole(rows):
     decoder, canvas, clamp, seeded, ids = rows
-    target = canvas[1:2].clone()
-    hole_slots = seeded[1].nonzero().squeeze(-1)
+    target = canvas[1:2].copy()
+    hole_slots = np.flatnonzero(seeded[1])
     wrong = hole_slots[HOLE // 2 :]
     target[0, wrong] = (canvas[1, wrong] + 1) % ids.vocab_size  # the draft's second half is wrong
     result = run(
@@ -143,7 +146,7 @@ def test_a_draft_partly_right_is_mended_not_kept_whole(rows):
     )
     assert result.steps > 1  # not verified in one forward
     right = hole_slots[: HOLE // 2]
-    assert torch.equal(result.canvas[1][right], canvas[1][right])  # the right half was kept
+    assert np.array_equal(result.canvas[1][right], canvas[1][right])  # the right half was kept
     assert result.done is None or bool(result.done.all())
 
 
@@ -178,8 +181,8 @@ def test_fill_returns_a_verified_draft_as_the_candidate_of_its_row(engine, monke
     def agreeing(cache, request, config):
         decoder = real_decoder(cache, request, config)
         # Row layout: the hole starts at slot 0; sure of the draft, then of the filler.
-        target = torch.full((1, 64), engine.ids.filler[0])
-        target[0, : len(tokens)] = torch.tensor(tokens)
+        target = np.full((1, 64), engine.ids.filler[0], dtype=np.int64)
+        target[0, : len(tokens)] = tokens
         return AgreeingDecoderSlots(decoder, target)
 
     monkeypatch.setattr(engine, "_decoder", agreeing)
@@ -209,11 +212,11 @@ def test_a_draft_shown_only_in_part_is_not_verified(rows):
     agrees with the second half but is unsure of it, so the draft is not verified as it stands and
     the other rows keep running."""
     decoder, canvas, clamp, seeded, ids = rows
-    hole_slots = seeded[1].nonzero().squeeze(-1)
-    bonus = torch.full(canvas[1:2].shape, 1000.0)
+    hole_slots = np.flatnonzero(seeded[1])
+    bonus = np.full(canvas[1:2].shape, 1000.0, dtype=np.float32)
     # The draft's token is the argmax there, at probability ~0.3 (< the 0.5 cut).
     bonus[0, hole_slots[HOLE // 2 :]] = math.log(0.43 * ids.vocab_size)
     agreeing = AgreeingDecoder(decoder, canvas[1:2], bonus)
     result = run(agreeing, canvas, clamp, seeded, ids, cut_below=math.log(0.5))
     assert result.done is None or bool(result.done.all())
-    assert torch.equal(result.canvas[1][hole_slots[: HOLE // 2]], canvas[1][hole_slots[: HOLE // 2]])
+    assert np.array_equal(result.canvas[1][hole_slots[: HOLE // 2]], canvas[1][hole_slots[: HOLE // 2]])

@@ -44,7 +44,7 @@ def test_the_scores_are_the_first_passs_log_probs_of_each_names_tokens_and_its_w
         cache = expand_cache(PrefixCache(loaded.model).encode(prompt).cache, 1)
         decoder = CanvasDecoder(loaded.model, cache)
         slots = (torch.zeros(hole, dtype=torch.long), torch.arange(hole))
-        raw = decoder.open_logits(canvas, None, slots)[:, : loaded.ids.vocab_size].float()  # (H, V)
+        raw = decoder.pass_logits(canvas, None, slots)[:, : loaded.ids.vocab_size].float()  # (H, V), in torch
         raw[:, list(loaded.ids.banned_in_hole)] = -math.inf
         logp = raw.log_softmax(-1)
     texts = loaded.token_texts()

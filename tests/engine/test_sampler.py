@@ -5,12 +5,13 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+import numpy as np
 import pytest
-import torch
 
 from difill.engine.api import Cancelled
 from difill.engine.canvas import build_canvas
 from difill.engine.decoder import CanvasDecoder
+from difill.engine.noise import Noise
 from difill.engine.prefix_cache import PrefixCache
 from difill.engine.sampler import DenoiseRequest, SamplerConfig, choose_accepted, denoise, less_than
 from difill.engine.tokens import encode
@@ -24,7 +25,7 @@ def setup(loaded):
     canvas = build_canvas([12, suffix], 12 + len(suffix) + 1, ids, document_ends=True)
 
     decoder = CanvasDecoder(model, cache)
-    banned = torch.tensor(ids.banned_in_hole)
+    banned = np.array(ids.banned_in_hole, dtype=np.int64)
     return decoder, canvas, banned, ids
 
 
@@ -32,12 +33,11 @@ def run(setup, **kwargs):
     decoder, canvas, banned, ids = setup
     steps = []
     config = kwargs.pop("config", SamplerConfig(max_steps=6))
-    with torch.inference_mode():
-        request = DenoiseRequest(canvas.ids[None], canvas.clamp_mask[None], banned, ids.vocab_size)
-        result = denoise(
-            decoder, request, config, torch.Generator().manual_seed(0),
-            on_step=lambda step, best: steps.append(best.clone()), **kwargs,
-        )  # fmt: skip
+    request = DenoiseRequest(canvas.ids[None], canvas.clamp_mask[None], banned, ids.vocab_size)
+    result = denoise(
+        decoder, request, config, Noise(0),
+        on_step=lambda step, best: steps.append(best.copy()), **kwargs,
+    )  # fmt: skip
     return result, steps
 
 
@@ -47,20 +47,19 @@ def test_clamped_suffix_is_identical_after_every_step(setup):
     assert steps, "the loop ran no step"
     clamp = canvas.clamp_mask
     for best in steps:
-        assert torch.equal(best[0][clamp], canvas.ids[clamp])
-    assert torch.equal(result.canvas[0][clamp], canvas.ids[clamp])
+        assert np.array_equal(best[0][clamp], canvas.ids[clamp])
+    assert np.array_equal(result.canvas[0][clamp], canvas.ids[clamp])
 
 
 def test_no_banned_token_in_the_hole(setup):
     _, canvas, banned, _ = setup
     for seed in range(3):
         decoder, _, _, ids = setup
-        with torch.inference_mode():
-            request = DenoiseRequest(canvas.ids[None], canvas.clamp_mask[None], banned, ids.vocab_size)
-            result = denoise(decoder, request, SamplerConfig(max_steps=4, greedy=False),
-                             torch.Generator().manual_seed(seed))  # fmt: skip
+        request = DenoiseRequest(canvas.ids[None], canvas.clamp_mask[None], banned, ids.vocab_size)
+        result = denoise(decoder, request, SamplerConfig(max_steps=4, greedy=False),
+                         Noise(seed))  # fmt: skip
         hole = result.canvas[0][~canvas.clamp_mask]
-        assert not torch.isin(hole, banned).any()
+        assert not np.isin(hole, banned).any()
 
 
 def test_every_hole_slot_is_committed_within_the_step_cap(setup):
@@ -72,8 +71,8 @@ def test_every_hole_slot_is_committed_within_the_step_cap(setup):
     hole = ~canvas.clamp_mask
     # A slot still open after the last step is renoised with a random id; a committed one keeps
     # the token the last step's preview showed.  So the returned hole is exactly that preview.
-    assert torch.equal(result.canvas[0][hole], steps[-1][0][hole])
-    assert not torch.isin(result.canvas[0][hole], banned).any()
+    assert np.array_equal(result.canvas[0][hole], steps[-1][0][hole])
+    assert not np.isin(result.canvas[0][hole], banned).any()
 
 
 def test_cancel_stops_between_steps(setup):
@@ -89,40 +88,40 @@ def test_cancel_stops_between_steps(setup):
 
 
 def test_entropy_bound_accepts_low_entropy_slots_first():
-    entropy = torch.tensor([[0.5, 0.01, 2.0, 0.02]])
-    open_mask = torch.tensor([[True, True, True, True]])
+    entropy = np.array([[0.5, 0.01, 2.0, 0.02]])
+    open_mask = np.array([[True, True, True, True]])
     accepted = choose_accepted(entropy, open_mask, bound=0.1, min_accept=1)
     # sorted: 0.01, 0.02, 0.5, 2.0 -> cumulative minus max: 0, 0.01, 0.03, 0.53
     assert accepted.tolist() == [[True, True, False, True]]
 
 
 def test_min_accept_forces_progress_when_everything_is_uncertain():
-    entropy = torch.tensor([[5.0, 4.0, 6.0]])
-    accepted = choose_accepted(entropy, torch.ones(1, 3, dtype=torch.bool), bound=0.0, min_accept=2)
+    entropy = np.array([[5.0, 4.0, 6.0]])
+    accepted = choose_accepted(entropy, np.ones((1, 3), dtype=bool), bound=0.0, min_accept=2)
     assert accepted.tolist() == [[True, True, False]]
 
 
 def test_closed_slots_are_never_accepted():
-    entropy = torch.tensor([[0.0, 0.0, 0.0]])
-    open_mask = torch.tensor([[False, True, False]])
+    entropy = np.array([[0.0, 0.0, 0.0]])
+    open_mask = np.array([[False, True, False]])
     assert choose_accepted(entropy, open_mask, bound=10.0, min_accept=3).tolist() == [[False, True, False]]
 
 
 def test_min_accept_may_be_a_tensor_per_row():
-    entropy = torch.tensor([[5.0, 4.0, 6.0], [5.0, 4.0, 6.0]])
-    open_mask = torch.ones(2, 3, dtype=torch.bool)
-    accepted = choose_accepted(entropy, open_mask, bound=0.0, min_accept=torch.tensor([[2], [3]]))
+    entropy = np.array([[5.0, 4.0, 6.0], [5.0, 4.0, 6.0]])
+    open_mask = np.ones((2, 3), dtype=bool)
+    accepted = choose_accepted(entropy, open_mask, bound=0.0, min_accept=np.array([[2], [3]]))
     assert accepted.tolist() == [[True, True, False], [True, True, True]]
 
 
 def test_less_than_answers_as_a_python_float_comparison():
     threshold = 0.005  # not a float32: the float32 nearest it is below it
-    nearest = torch.tensor(threshold, dtype=torch.float32)
-    neighbours = [torch.nextafter(nearest, torch.tensor(d)) for d in (-1.0, 1.0)]
-    for value in (nearest, *neighbours, torch.tensor(0.25), torch.tensor(0.0)):
-        assert bool(less_than(value, threshold)) == (value.item() < threshold), value.item()
-    assert bool(less_than(nearest, threshold)) and not bool(nearest < threshold)  # the case it is for
-    assert not bool(less_than(torch.tensor(0.5), 0.5)) and bool(less_than(torch.tensor(0.25), 0.5))
+    nearest = np.float32(threshold)
+    neighbours = [np.nextafter(nearest, np.float32(d)) for d in (-1.0, 1.0)]
+    for value in (nearest, *neighbours, np.float32(0.25), np.float32(0.0)):
+        assert less_than(value, threshold) == (float(value) < threshold), float(value)
+    assert less_than(nearest, threshold) and not bool(nearest < threshold)  # the case it is for
+    assert not less_than(np.float32(0.5), 0.5) and less_than(np.float32(0.25), 0.5)
 
 
 def test_filler_constraints_keep_each_hole_one_middle_then_filler():
@@ -130,9 +129,9 @@ def test_filler_constraints_keep_each_hole_one_middle_then_filler():
 
     F = 9  # filler id
     #          hole hole hole hole | clamp | hole hole hole
-    current = torch.tensor([[5, F, 0, 0, 7, 0, 0, 6]])
-    committed = torch.tensor([[True, True, False, False, True, False, False, True]])
-    clamp = torch.tensor([[False, False, False, False, True, False, False, False]])
+    current = np.array([[5, F, 0, 0, 7, 0, 0, 6]])
+    committed = np.array([[True, True, False, False, True, False, False, True]])
+    clamp = np.array([[False, False, False, False, True, False, False, False]])
     after_filler, before_text = filler_constraints(current, committed, clamp, F)
     # Slots 2-3 follow the filler at 1 in the first hole; the second hole has no filler yet.
     assert after_filler.tolist() == [[False, False, True, True, False, False, False, False]]
@@ -143,31 +142,27 @@ def test_filler_constraints_keep_each_hole_one_middle_then_filler():
 class OnePassDecoder:
     """Scripted logits: each open slot confidently wants its token from ``wants``, on every pass."""
 
-    open_logits = CanvasDecoder.open_logits  # one pass: this class's hidden, then logits
-
     def __init__(self, wants, vocab):
         self.wants, self.vocab = wants, vocab
 
-    def hidden(self, canvas, soft):
-        return torch.zeros(*canvas.shape, 1)
-
-    def logits(self, hidden):
-        out = torch.full((hidden.shape[0], self.vocab), -30.0)
-        out[torch.arange(hidden.shape[0]), torch.tensor(self.wants[: hidden.shape[0]])] = 30.0
+    def open_logits(self, canvas, soft, open_slots, no_filler=None):
+        n = len(open_slots[0])
+        out = np.full((n, self.vocab), -30.0, dtype=np.float32)  # (N, V)
+        out[np.arange(n), self.wants[:n]] = 30.0
         return out
 
-    def soft_embeddings(self, canvas, open_mask, open_logits):
-        return torch.zeros(*canvas.shape, 1)
+    def soft_embeddings(self, canvas, open_slots, open_logits):
+        return None
 
 
 def test_text_accepted_with_a_filler_before_it_becomes_filler():
     F = 9  # filler id
     # Four hole slots want 5, filler, 6, 7, all near-certain: one step accepts them together.
-    canvas = torch.zeros(1, 5, dtype=torch.long)
-    clamp = torch.tensor([[False, False, False, False, True]])
-    request = DenoiseRequest(canvas, clamp, torch.tensor([], dtype=torch.long), 16, filler_id=F)
+    canvas = np.zeros((1, 5), dtype=np.int64)
+    clamp = np.array([[False, False, False, False, True]])
+    request = DenoiseRequest(canvas, clamp, np.array([], dtype=np.int64), 16, filler_id=F)
     result = denoise(OnePassDecoder([5, F, 6, 7], vocab=16), request, SamplerConfig(max_steps=3),
-                     torch.Generator().manual_seed(0))  # fmt: skip
+                     Noise(0))  # fmt: skip
     assert result.steps == 1
     assert result.canvas[0, :4].tolist() == [5, F, F, F]
 
@@ -175,21 +170,20 @@ def test_text_accepted_with_a_filler_before_it_becomes_filler():
 def test_no_text_follows_a_filler_in_a_denoised_hole(setup):
     decoder, canvas, banned, ids = setup
     filler = ids.filler[0]
-    hole_slots = (~canvas.clamp_mask).nonzero().squeeze(-1)
+    hole_slots = np.flatnonzero(~canvas.clamp_mask)
     for seed in range(3):
         # The random model may never write a filler itself, so one is committed up front, at a
         # different slot per seed, with open slots on both sides of it: the rule is always tested.
         planted = int(hole_slots[3 + 2 * seed])
-        start = canvas.ids.clone()
+        start = canvas.ids.copy()
         start[planted] = filler
-        kept = torch.zeros_like(canvas.clamp_mask)
+        kept = np.zeros_like(canvas.clamp_mask)
         kept[planted] = True
-        with torch.inference_mode():
-            request = DenoiseRequest(start[None], canvas.clamp_mask[None], banned, ids.vocab_size,
-                                     initially_committed=kept[None], filler_id=filler)  # fmt: skip
-            result = denoise(
-                decoder, request, SamplerConfig(max_steps=5), torch.Generator().manual_seed(seed)
-            )
+        request = DenoiseRequest(start[None], canvas.clamp_mask[None], banned, ids.vocab_size,
+                                 initially_committed=kept[None], filler_id=filler)  # fmt: skip
+        result = denoise(
+            decoder, request, SamplerConfig(max_steps=5), Noise(seed)
+        )
         hole = result.canvas[0][hole_slots].tolist()
         first = hole.index(filler)
         assert first <= planted - int(hole_slots[0])
@@ -226,46 +220,41 @@ def test_a_cut_fill_stops_early_and_shows_the_same_text(engine, monkeypatch):
 
 
 def test_entropy_from_the_steps_log_probs_is_the_entropy_of_its_logits_bit_for_bit():
-    from difill.engine.slot_rules import entropy_of, entropy_of_logp
+    from difill.engine.slot_rules import entropy_of, entropy_of_logp, log_softmax
 
-    logits = torch.randn(5, 300, generator=torch.Generator().manual_seed(0)) * 4  # (N, V)
-    logits[:, :7] = -torch.inf  # banned tokens, as the sampler masks them
-    logits[2, 10:] = -torch.inf  # a slot with few tokens allowed (token healing)
-    assert torch.equal(entropy_of_logp(torch.log_softmax(logits, dim=-1)), entropy_of(logits))
+    logits = np.random.default_rng(0).standard_normal((5, 300), dtype=np.float32) * 4  # (N, V)
+    logits[:, :7] = -np.inf  # banned tokens, as the sampler masks them
+    logits[2, 10:] = -np.inf  # a slot with few tokens allowed (token healing)
+    assert np.array_equal(entropy_of_logp(log_softmax(logits)), entropy_of(logits))
 
 
 class ScriptedDecoder:
     """Logits per pass and slot: ``script(pass_number, column)`` -> (token, margin): that token
     over every other by ``margin`` (30: certain, 1: a guess the entropy bound leaves open)."""
 
-    open_logits = CanvasDecoder.open_logits
-
     def __init__(self, script, vocab):
         self.script, self.vocab, self.passes = script, vocab, 0
 
-    def hidden(self, canvas, soft):
+    def open_logits(self, canvas, soft, open_slots, no_filler=None):
         self.passes += 1
-        return torch.arange(canvas.shape[1], dtype=torch.float32).expand(*canvas.shape).unsqueeze(-1)
-
-    def logits(self, hidden):
-        out = torch.zeros(hidden.shape[0], self.vocab)
-        for row, column in enumerate(hidden[:, 0].long().tolist()):
+        out = np.zeros((len(open_slots[0]), self.vocab), dtype=np.float32)  # (N, V)
+        for row, column in enumerate(open_slots[1].tolist()):
             token, margin = self.script(self.passes, column)
             out[row, token] = margin
         return out
 
-    def soft_embeddings(self, canvas, open_mask, open_logits):
-        return torch.zeros(*canvas.shape, 1)
+    def soft_embeddings(self, canvas, open_slots, open_logits):
+        return None
 
 
 def settled_run(script, passes, cut_below=None, slots=8, max_steps=12):
-    canvas = torch.zeros(1, slots + 1, dtype=torch.long)
-    clamp = torch.zeros(1, slots + 1, dtype=torch.bool)
+    canvas = np.zeros((1, slots + 1), dtype=np.int64)
+    clamp = np.zeros((1, slots + 1), dtype=bool)
     clamp[0, -1] = True  # the suffix
-    request = DenoiseRequest(canvas, clamp, torch.tensor([], dtype=torch.long), 16, cut_below=cut_below)
+    request = DenoiseRequest(canvas, clamp, np.array([], dtype=np.int64), 16, cut_below=cut_below)
     decoder = ScriptedDecoder(script, vocab=16)
     config = SamplerConfig(max_steps=max_steps, settled_passes=passes)
-    return denoise(decoder, request, config, torch.Generator().manual_seed(0))
+    return denoise(decoder, request, config, Noise(0))
 
 
 def test_a_settled_text_ends_the_loop_with_the_text_every_pass_would_give():
@@ -306,4 +295,4 @@ def test_slots_at_least_as_sure_as_commit_probability_are_all_committed_in_one_p
     assert every_pass.steps > 1 and one_pass.steps == 1
     never, _ = run(setup, config=SamplerConfig(max_steps=6, entropy_bound=1e-9, settled_passes=0,
                                                commit_probability=1.0 - 1e-12))  # fmt: skip
-    assert torch.equal(never.canvas, every_pass.canvas) and never.steps == every_pass.steps
+    assert np.array_equal(never.canvas, every_pass.canvas) and never.steps == every_pass.steps

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from real_shape import GEMMA_SPECIALS, GEMMA_UNUSED, GEMMA_WHITESPACE
@@ -14,6 +15,7 @@ from difill.engine.api import FillOptions, RewriteRequest
 from difill.engine.canvas import build_canvas
 from difill.engine.decoder import CanvasDecoder
 from difill.engine.infill import InfillEngine
+from difill.engine.noise import Noise
 from difill.engine.prefix_cache import PrefixCache
 from difill.engine.sampler import DenoiseRequest, SamplerConfig, denoise, sampler_config, temperature_at
 from difill.engine.tokens import encode
@@ -52,18 +54,15 @@ def test_self_conditioning_is_fed_the_tempered_distribution(gemma_loaded):
     cache, canvas = gemma_setup(gemma_loaded)
     spy = SpyDecoder(gemma_loaded.model, cache)
     config = SamplerConfig(max_steps=2, entropy_bound=1e-9, t_max=0.8, t_min=0.4, stock_schedule=True)
-    banned = torch.tensor(gemma_loaded.ids.banned_in_hole)
-    with torch.inference_mode():
-        request = DenoiseRequest(
-            canvas.ids[None], canvas.clamp_mask[None], banned, gemma_loaded.ids.vocab_size
-        )
-        denoise(spy, request, config, torch.Generator().manual_seed(0))
+    banned = np.array(gemma_loaded.ids.banned_in_hole, dtype=np.int64)
+    request = DenoiseRequest(canvas.ids[None], canvas.clamp_mask[None], banned, gemma_loaded.ids.vocab_size)
+    denoise(spy, request, config, Noise(0))
     assert spy.soft_inputs[0] is None and spy.soft_inputs[1] is not None
     raw = spy.recorded_logits[0][:, : gemma_loaded.ids.vocab_size].clone()
-    raw[:, banned] = -1e4
+    raw[:, torch.from_numpy(banned)] = -1e4
     weight = gemma_loaded.model.model.decoder.embed_tokens.weight
     scale = gemma_loaded.model.model.decoder.embed_tokens.embed_scale
-    hole = ~canvas.clamp_mask
+    hole = torch.from_numpy(~canvas.clamp_mask)
     tempered = (raw / temperature_at(0, config)).softmax(-1) @ weight * scale
     untempered = raw.softmax(-1) @ weight * scale
     fed = spy.soft_inputs[1][0][hole]
@@ -96,39 +95,35 @@ def test_the_checkpoint_generation_config_is_the_starting_point(gemma_loaded, lo
 class ScriptedDecoder:
     """A decoder whose logits are scripted per pass: a confident token per open slot, None = unsure."""
 
-    open_logits = CanvasDecoder.open_logits  # one pass: this class's hidden, then logits
+    def __init__(self, script, vocab):
+        self.script, self.vocab, self.passes = script, vocab, 0
 
-    def __init__(self, script, vocab, dim=4):
-        self.script, self.vocab, self.dim, self.passes = script, vocab, dim, 0
-
-    def hidden(self, canvas, soft):
+    def open_logits(self, canvas, soft, open_slots, no_filler=None):
         self.passes += 1
-        return torch.zeros(*canvas.shape, self.dim)
-
-    def logits(self, hidden):
         tokens = self.script[min(self.passes, len(self.script)) - 1]  # the token each open slot wants
-        out = torch.zeros(hidden.shape[0], self.vocab)
-        for row, token in enumerate(tokens[: hidden.shape[0]]):
+        n = len(open_slots[0])
+        out = np.zeros((n, self.vocab), dtype=np.float32)  # (N, V)
+        for row, token in enumerate(tokens[:n]):
             if token is not None:
                 out[row] = -30.0
                 out[row, token] = 30.0
         return out
 
-    def soft_embeddings(self, canvas, open_mask, open_logits):
-        return torch.zeros(*canvas.shape, self.dim)
+    def soft_embeddings(self, canvas, open_slots, open_logits):
+        return None
 
 
 def test_revise_re_decides_committed_slots_like_the_stock_sampler():
     """First pass: slot 0 wants 5 (confident), slots 1-3 are unsure; later passes: slot 0 wants 7."""
-    canvas = torch.zeros(1, 5, dtype=torch.long)
-    clamp = torch.tensor([[False, False, False, False, True]])
+    canvas = np.zeros((1, 5), dtype=np.int64)
+    clamp = np.array([[False, False, False, False, True]])
     script = [[5, None, None, None], [7, None, None, None], [7, None, None, None]]
 
     def run(revise):
         config = SamplerConfig(max_steps=3, entropy_bound=0.5, revise=revise)
         decoder = ScriptedDecoder(script, vocab=16)
-        request = DenoiseRequest(canvas, clamp, torch.tensor([], dtype=torch.long), 16)
-        return denoise(decoder, request, config, torch.Generator().manual_seed(0)).canvas[0, 0].item()
+        request = DenoiseRequest(canvas, clamp, np.array([], dtype=np.int64), 16)
+        return int(denoise(decoder, request, config, Noise(0)).canvas[0, 0])
 
     assert run(revise=False) == 5  # monotone: once committed, slot 0 keeps its first token
     assert run(revise=True) == 7  # stock: every step re-decides it
@@ -174,16 +169,13 @@ def test_a_checkpoint_without_a_filler_gets_none(gemma_loaded):
 
 def test_no_special_token_enters_a_hole_or_a_suggestion(gemma_loaded):
     engine = InfillEngine(gemma_loaded)
-    banned = torch.tensor(gemma_loaded.ids.banned_in_hole)
+    banned = np.array(gemma_loaded.ids.banned_in_hole, dtype=np.int64)
     cache, canvas = gemma_setup(gemma_loaded)
     for seed in range(2):
-        with torch.inference_mode():
-            request = DenoiseRequest(
-                canvas.ids[None], canvas.clamp_mask[None], banned, gemma_loaded.ids.vocab_size
-            )
-            result = denoise(CanvasDecoder(gemma_loaded.model, cache), request,
-                             SamplerConfig(max_steps=3, greedy=False), torch.Generator().manual_seed(seed))  # fmt: skip
-        assert not torch.isin(result.canvas[0][~canvas.clamp_mask], banned).any()
+        request = DenoiseRequest(canvas.ids[None], canvas.clamp_mask[None], banned, gemma_loaded.ids.vocab_size)
+        result = denoise(CanvasDecoder(gemma_loaded.model, cache), request,
+                         SamplerConfig(max_steps=3, greedy=False), Noise(seed))  # fmt: skip
+        assert not np.isin(result.canvas[0][~canvas.clamp_mask], banned).any()
     fill = engine.fill("def f(x):\n    return ", "\n", FillOptions(max_hole_tokens=6, max_steps=3))
     for candidate in fill.candidates:
         assert not any(s in candidate.text for s in GEMMA_SPECIALS + GEMMA_UNUSED), candidate.text

@@ -1,7 +1,8 @@
 """Issue 66 (item 1) and issue 64 (item 4): the base install, `pip install difill`, has no torch
-and serves a remote.  A fresh venv gets the package built from this tree (pip reads the wheels
-the machine has, or PyPI), then `difill serve` from that venv answers ghost text from the fake
-vLLM (lab/fake_vllm.py), and a local engine that needs torch says what to install in one line.
+and serves a remote and the llama.cpp engine.  A fresh venv gets the package built from this tree
+(pip reads the wheels the machine has, or PyPI), then `difill serve` from that venv answers ghost
+text from the fake vLLM (lab/fake_vllm.py) and from the llama.cpp worker (the shipped model,
+its sampler in NumPy), and the torch engine says what to install in one line.
 
 Beside it, in the suite's own venv (which has torch): a served remote never imports torch or
 transformers, read from the server's own ``-X importtime`` (PYTHONPROFILEIMPORTTIME), as are
@@ -9,6 +10,7 @@ transformers, read from the server's own ``-X importtime`` (PYTHONPROFILEIMPORTT
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -19,6 +21,7 @@ from pathlib import Path
 import pytest
 from stdio_client import StdioServer
 
+from difill.engine.native.build import build_native
 from lab.fake_vllm import FakeVllm, serve_in_thread
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,17 +59,22 @@ def ghost_text(server: StdioServer, url: str, root: Path) -> str:
     server.initialize(options={"remote": url}, root_uri=root.as_uri())
     ready = server.wait_ready(120)["params"]
     assert ready["state"] == "ready", ready
+    return inline_completion(server, root)["items"][0]["insertText"]
+
+
+def inline_completion(server: StdioServer, root: Path) -> dict:
+    """Open add.py and ask for ghost text after its `return `, as an invoked ask: the result."""
     uri = (root / "add.py").as_uri()
     server.notify("textDocument/didOpen", {
         "textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": DOCUMENT}})  # fmt: skip
     answer = server.request("textDocument/inlineCompletion", {
         "textDocument": {"uri": uri}, "position": {"line": 1, "character": 11},
         "context": {"triggerKind": 1}})  # fmt: skip
-    return answer["result"]["items"][0]["insertText"]
+    return answer["result"]
 
 
 @pytest.mark.slow
-def test_the_base_install_has_no_torch_and_serves_a_remote(base_venv, fake_url, tmp_path):
+def test_the_base_install_has_no_torch_and_serves_a_remote_and_llama_cpp(base_venv, fake_url, tmp_path):
     no_path = {"PYTHONPATH": "", "DIFILL_API_KEY": ""}  # the venv's difill, not this tree's
     probe = subprocess.run([base_venv, "-c", "import difill, torch"], capture_output=True, text=True)
     assert "No module named 'torch'" in probe.stderr  # before: torch was a dependency of difill
@@ -75,16 +83,23 @@ def test_the_base_install_has_no_torch_and_serves_a_remote(base_venv, fake_url, 
         assert ghost_text(server, fake_url, tmp_path) == "a + b"
     finally:
         server.close()
-    # A local engine says what to install, in one line, and fails: in the editor's status ...
-    server = StdioServer(None, tmp_path / "stderr-local.txt", env=no_path, python=base_venv)
+    # The llama.cpp engine serves without torch too: the sampler is NumPy's (engine/sampler.py).
+    build_native(log=lambda line: None)  # the worker, into the cache the venv's server reads
+    server = StdioServer(None, tmp_path / "stderr-llamacpp.txt", env=no_path, python=base_venv)
     try:
         server.initialize(options={"engine": "llamacpp"}, root_uri=tmp_path.as_uri())
         status = server.wait_ready(120)["params"]
+        assert status["state"] == "ready" and "(llama.cpp)" in status["message"], status
+        assert "items" in inline_completion(server, tmp_path)  # an answer, shown or gated
     finally:
         server.close()
-    assert status["state"] == "error" and 'pip install "difill[torch]"' in status["message"], status
-    # ... and from `difill fill`.
     (tmp_path / "add.py").write_text(DOCUMENT)
+    fill = subprocess.run(
+        [base_venv, "-m", "difill", "fill", f"{tmp_path / 'add.py'}:2:12", "--engine", "llamacpp", "--json"],
+        capture_output=True, text=True, env={**os.environ, **no_path}, cwd=tmp_path,
+    )  # fmt: skip
+    assert fill.returncode == 0 and json.loads(fill.stdout)["candidates"], fill.stderr
+    # The torch engine says what to install, in one line, and fails.
     fill = subprocess.run(
         [base_venv, "-m", "difill", "fill", f"{tmp_path / 'add.py'}:2:12", "--engine", "torch"],
         capture_output=True, text=True, env={**os.environ, **no_path}, cwd=tmp_path,

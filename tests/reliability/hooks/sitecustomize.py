@@ -138,6 +138,7 @@ def _inject(engine, spec: str) -> None:
             return getattr(self.inner, name)
 
         open_logits = CanvasDecoder.open_logits  # its forward is this class's hidden
+        pass_logits = CanvasDecoder.pass_logits
 
         def hidden(self, canvas, soft):
             self.passes += 1
