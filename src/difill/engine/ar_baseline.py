@@ -23,9 +23,9 @@ from difill.engine.model import (
     checkpoint_min_token_prob,
     load_error,
 )
-from difill.engine.prefix_cache import common_prefix
 from difill.engine.tokens import encode_prefix_window, encode_suffix_window
 from difill.engine.vocab import SpecialTokens, TokenIds
+from difill.text.characters import common_prefix
 
 
 @dataclass

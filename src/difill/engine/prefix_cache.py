@@ -22,6 +22,7 @@ import torch
 from transformers import DiffusionGemmaForBlockDiffusion, DynamicCache
 
 from difill.engine.hf_compat import cache_kwargs
+from difill.text.characters import common_prefix
 
 CROP_SLACK = 64  # tokens a sliding layer can be cut back by without re-encoding
 
@@ -120,15 +121,6 @@ class PrefixCache:
             layer.cumulative_length = kept
         self.token_ids = self.token_ids[:kept]
         return True
-
-
-def common_prefix(a: list[int], b: list[int]) -> int:
-    """How many leading tokens ``a`` and ``b`` share: what a prefix cache holding ``b`` can keep
-    (this cache, and the MLX engine's in engine/mlx/engine.py)."""
-    n, limit = 0, min(len(a), len(b))
-    while n < limit and a[n] == b[n]:
-        n += 1
-    return n
 
 
 def expand_cache(cache: DynamicCache, batch: int) -> DynamicCache:

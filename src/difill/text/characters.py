@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 
 LINE_ENDING = re.compile(r"\r\n|\r|\n")
 LF, CRLF, CR = "\n", "\r\n", "\r"
@@ -75,9 +76,10 @@ def first_unsafe(text: str) -> int | None:
     return found.start() if found else None
 
 
-def common_prefix(a: str | bytes, b: str | bytes) -> int:
-    """Length of the common prefix of two strings (or two bytes), by bisection on slice equality
-    (memcmp, not a Python loop: a keystroke in a 20 MB document must stay cheap)."""
+def common_prefix(a: str | bytes | Sequence[int], b: str | bytes | Sequence[int]) -> int:
+    """Length of the common prefix of two strings (or bytes, or token id lists: what a prefix
+    cache holding ``b`` can keep), by bisection on slice equality (memcmp, not a Python loop: a
+    keystroke in a 20 MB document must stay cheap)."""
     low, high = 0, min(len(a), len(b))
     while low < high:
         mid = (low + high + 1) // 2

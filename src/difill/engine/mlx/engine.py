@@ -27,8 +27,8 @@ import numpy as np
 from difill.engine.infill import InfillEngine
 from difill.engine.mlx.runtime import load_mlx_model, require_mlx
 from difill.engine.model import LoadedModel, load_checkpoint_meta
-from difill.engine.prefix_cache import common_prefix
 from difill.engine.sampler import DenoiseRequest, SamplerConfig
+from difill.text.characters import common_prefix
 
 if TYPE_CHECKING:
     from difill.engine.backends import EngineChoice
