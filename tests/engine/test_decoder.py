@@ -48,7 +48,8 @@ def test_closed_slots_self_condition_on_their_own_embedding(loaded):
             **cache_kwargs(cache), decoder_input_ids=canvas, self_conditioning_logits=one_hot
         ).logits
         open_mask = torch.tensor([[False, True, False]])
-        soft = decoder.soft_embeddings(canvas.numpy(), np.nonzero(open_mask.numpy()), one_hot[open_mask].numpy())
+        slots = np.nonzero(open_mask.numpy())  # (N,), (N,)
+        soft = decoder.soft_embeddings(canvas.numpy(), slots, one_hot[open_mask].numpy())
         assert torch.allclose(stock, decoder.logits(decoder.hidden(canvas, soft)), atol=1e-4)
 
 
