@@ -28,6 +28,7 @@ import statistics
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from lab.bench_timing import SHAPE_GROUPS, percentile
@@ -150,26 +151,28 @@ def pass_costs(model_dir: str | None, repeats: int = 200, prefix_tokens: int = 2
     loaded = load_model(model_dir, "cpu")
     cache = PrefixCache(loaded.model).encode(list(range(5, 5 + prefix_tokens))).cache
     vocab = loaded.model.config.text_config.vocab_size
-    canvas = torch.randint(10, 1000, (1, 16), generator=torch.Generator().manual_seed(0))
+    canvas = torch.randint(10, 1000, (1, 16), generator=torch.Generator().manual_seed(0)).numpy()
     stock = CanvasDecoder(loaded.model, cache)
     runs = {}
     with torch.inference_mode():
         for n in (16, 8, 4):
-            open_mask = torch.zeros(1, 16, dtype=torch.bool)
+            open_mask = np.zeros((1, 16), dtype=bool)
             open_mask[0, :n] = True
-            slots = open_mask.nonzero(as_tuple=True)
-            soft = stock.soft_embeddings(canvas, open_mask, torch.randn(n, vocab))
+            slots = open_mask.nonzero()
+            soft = stock.soft_embeddings(canvas, slots, torch.randn(n, vocab).numpy())
             cached = CachedCanvasDecoder(loaded.model, cache, refresh_every=10**9)
             cached.open_logits(canvas, soft, slots)  # the full pass; the rest read the cache
             runs[f"pass, {n} of 16 open"] = lambda c=canvas, s=soft, o=slots: stock.open_logits(c, s, o)
             runs[f"pass, {n} of 16 open, canvas cache"] = lambda d=cached, c=canvas, s=soft, o=slots: (
                 d.open_logits(c, s, o)
             )
-            logits = torch.randn(n, vocab)
-            runs[f"self-conditioning, {n} open, whole vocabulary"] = lambda m=open_mask, lg=logits: (
-                stock.soft_embeddings(canvas, m, lg)
+            logits = torch.randn(n, vocab).numpy()  # (N, V) as the sampler hands them over
+            runs[f"self-conditioning, {n} open, whole vocabulary"] = lambda o=slots, lg=logits: (
+                stock.soft_embeddings(canvas, o, lg)
             )
-            runs[f"self-conditioning, {n} open, top 64"] = lambda lg=logits: top_k_soft(stock, lg, 64)
+            runs[f"self-conditioning, {n} open, top 64"] = lambda lg=logits: top_k_soft(
+                stock, torch.from_numpy(lg), 64
+            )
         times = {name: [] for name in runs}
         for _ in range(5):
             for run in runs.values():

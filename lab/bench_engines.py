@@ -65,8 +65,8 @@ def step_times(
             decoder = CanvasDecoder(loaded.model, PrefixCache(loaded.model).encode(prompt).cache)
             row[n] = {}
             for length, ids in canvases.items():
-                canvas = torch.from_numpy(ids).long()
-                slots = torch.ones(1, length, dtype=torch.bool).nonzero(as_tuple=True)
+                canvas = ids.astype(np.int64)  # (1, C): the sampler's NumPy canvas
+                slots = np.ones((1, length), dtype=bool).nonzero()
                 with torch.inference_mode():
                     soft = decoder.soft_embeddings(canvas, slots, decoder.open_logits(canvas, None, slots))
 

@@ -22,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from lab.bench_timing import median_ms
@@ -43,10 +44,11 @@ def prefixed_decoder(model_dir: str | None):
     return loaded, CanvasDecoder(loaded.model, cache)
 
 
-def random_canvas(vocab_size: int, slots: int) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
-    """A (1, slots) canvas of random ids, and every slot as open (rows, cols)."""
-    canvas = torch.randint(8, vocab_size, (1, slots), generator=torch.Generator().manual_seed(0))
-    return canvas, torch.ones(1, slots, dtype=torch.bool).nonzero(as_tuple=True)
+def random_canvas(vocab_size: int, slots: int) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """A (1, slots) canvas of random ids, and every slot as open (rows, cols): NumPy, as the
+    sampler hands them to the decoder (the ids torch's generator drew before the sampler's port)."""
+    canvas = torch.randint(8, vocab_size, (1, slots), generator=torch.Generator().manual_seed(0)).numpy()
+    return canvas, np.ones((1, slots), dtype=bool).nonzero()
 
 
 def compiled_pass(model_dir: str | None, slots: int = 16, repeats: int = 40, rounds: int = 3) -> dict:
@@ -81,6 +83,7 @@ def compiled_pass(model_dir: str | None, slots: int = 16, repeats: int = 40, rou
 
 def step_profile(model_dir: str | None, slots: int = 16, repeats: int = 20, rounds: int = 3) -> dict:
     from difill.engine.api import FillOptions
+    from difill.engine.noise import Noise
     from difill.engine.sampler import DenoiseRequest, denoise, sampler_config
     from lab.profile_hooks import STEP_PARTS, Recorder, hook_decoder, step_split
 
@@ -88,14 +91,14 @@ def step_profile(model_dir: str | None, slots: int = 16, repeats: int = 20, roun
     ids = loaded.ids
     canvas, every = random_canvas(ids.vocab_size, slots)
     request = DenoiseRequest(
-        canvas, torch.zeros(1, slots, dtype=torch.bool), torch.tensor(ids.banned_in_hole), ids.vocab_size,
+        canvas, np.zeros((1, slots), dtype=bool), np.array(ids.banned_in_hole, dtype=np.int64), ids.vocab_size,
         filler_id=ids.filler[0] if ids.filler else None,
     )  # fmt: skip
     config = sampler_config(loaded.sampler, FillOptions())
     steps = {"n": 0}
 
     def fill() -> None:
-        result = denoise(decoder, request, config, torch.Generator().manual_seed(0))
+        result = denoise(decoder, request, config, Noise(0))
         steps["n"] = result.steps
 
     with torch.inference_mode():

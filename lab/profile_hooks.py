@@ -11,7 +11,7 @@ Nothing here is in the engine: ``instrumented(engine)`` wraps, for as long as it
   the next pass's self-conditioning input).
 
 What the loop spends outside the timed modules is the sampler's (bans, softmax, entropy,
-acceptance, renoising, the host reads).  A part is inclusive of what it calls: "attention" is the
+acceptance, renoising, in NumPy on the host).  A part is inclusive of what it calls: "attention" is the
 q/k/v/o projections, their norms, rotary application and sdpa; "layer norms and residuals" is a
 layer's time less its attention, MLP and MoE.  Timers cost a few microseconds each (the profile
 reports the fill's total with and without them).
@@ -25,6 +25,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+
+import numpy as np
 
 import difill.engine.infill as infill_module
 import difill.server.suggestion_path as path_module
@@ -132,13 +134,13 @@ def timed_denoise(engine: Any, recorder: Recorder, denoise: Callable) -> Callabl
     """engine/infill.py's ``denoise``, timed into ``recorder``, and each pass's best canvas kept
     to find the pass the fill settled at."""
 
-    def timed(decoder, request, config, generator, should_stop=None, on_step=None):
-        hole = (~request.clamp_mask[0]).nonzero().squeeze(-1)  # (H,) row 0's hole slots
+    def timed(decoder, request, config, noise, should_stop=None, on_step=None):
+        hole = np.flatnonzero(~request.clamp_mask[0])  # (H,) row 0's hole slots
         bests: list = []
 
         def kept(step, best):  # each pass's best canvas, row 0's hole; its time is the bench's
             started = time.perf_counter()
-            bests.append(best[0, hole].clone())
+            bests.append(best[0, hole].copy())
             if on_step is not None:
                 on_step(step, best)
             recorder.ms["_preview"] += (time.perf_counter() - started) * 1000
@@ -146,7 +148,7 @@ def timed_denoise(engine: Any, recorder: Recorder, denoise: Callable) -> Callabl
         recorder.in_denoise = True
         started = time.perf_counter()
         try:
-            result = denoise(decoder, request, config, generator, should_stop, kept)
+            result = denoise(decoder, request, config, noise, should_stop, kept)
         finally:
             recorder.in_denoise = False
             recorder.ms["_denoise"] += (time.perf_counter() - started) * 1000
@@ -166,7 +168,7 @@ def timed_decoder(recorder: Recorder, make_decoder: Callable) -> Callable:
         logits = decoder.logits
 
         def counted_logits(hidden):
-            recorder.slots += request.canvas.numel()
+            recorder.slots += request.canvas.size
             recorder.open_slots += hidden.shape[0]
             return logits(hidden)
 

@@ -17,6 +17,7 @@ import random
 import statistics
 from pathlib import Path
 
+import numpy as np
 import torch
 
 import difill.engine.infill as infill
@@ -31,20 +32,22 @@ from lab.training.examples import EVAL_SHAPES, sample_eval_example
 RECORDED: list = []
 
 
-def recording_denoise(decoder, request, config, generator, **kwargs):
-    """The engine's denoise, after one forward that scores every seeded row's draft tokens."""
+def recording_denoise(decoder, request, config, noise, **kwargs):
+    """The engine's denoise, after one forward that scores every seeded row's draft tokens.
+    The request is the sampler's (NumPy); the forward's side is torch, on the model's device."""
     if request.seeded is not None:
         with torch.inference_mode():
-            hidden = decoder.hidden(request.canvas, None)  # (B, L, D)
-            for row in request.seeded.any(-1).nonzero().flatten().tolist():
-                slots = request.seeded[row].nonzero().flatten()
-                logits = decoder.logits(hidden[row, slots])[:, : request.vocab_size].float()
-                logits[:, request.banned_ids] = -torch.inf
+            hidden = decoder.hidden(decoder.on_device(request.canvas), None)  # (B, L, D)
+            for row in np.flatnonzero(request.seeded.any(-1)).tolist():
+                slots = np.flatnonzero(request.seeded[row])  # (S,)
+                seeded_hidden = hidden[row, decoder.on_device(slots)]  # (S, D)
+                logits = decoder.logits(seeded_hidden)[:, : request.vocab_size].float()
+                logits[:, decoder.on_device(request.banned_ids)] = -torch.inf
                 logp = torch.log_softmax(logits, -1)  # (S, V)
-                tokens = request.canvas[row, slots]
+                tokens = decoder.on_device(request.canvas[row, slots])  # (S,)
                 RECORDED.append((tokens.tolist(), logp.gather(-1, tokens[:, None])[:, 0].tolist(),
                                  logp.argmax(-1).tolist()))  # fmt: skip
-    return REAL_DENOISE(decoder, request, config, generator, **kwargs)
+    return REAL_DENOISE(decoder, request, config, noise, **kwargs)
 
 
 REAL_DENOISE = infill.denoise

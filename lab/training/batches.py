@@ -16,6 +16,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, replace
 
+import numpy as np
 import torch
 from transformers import PreTrainedTokenizerBase
 
@@ -106,14 +107,14 @@ def diffusion_batch(
         segments, middles, doc_ends = laid
         canvas = build_canvas(segments, canvas_length, ids, doc_ends)
         prefix_ids = encode_prefix_window(tok, ids, ex.prefix, prefix_length)
-        seed, seeded = canvas.ids.clone(), torch.zeros_like(canvas.clamp_mask)  # (C,), (C,): no draft
+        seed, seeded = canvas.ids.copy(), np.zeros_like(canvas.clamp_mask)  # (C,), (C,): no draft
         if draft_share > 0 and len(middles) == 1 and rng.random() < draft_share:
             donor = prefix_ids + segments[-1]  # the prefix window and the suffix: elsewhere in the file
             draft = training_draft(ex, middles[0], donor, tok, ids, rng)
             seeded_row, seeded = seeded_canvas(canvas, draft)  # before the middle is written in
             seed = seeded_row.ids
         for (start, _end), middle in zip(canvas.holes, middles, strict=True):
-            canvas.ids[start : start + len(middle)] = torch.tensor(middle)
+            canvas.ids[start : start + len(middle)] = middle
         seeds.append(seed)
         seeded_masks.append(seeded)
         prefixes.append(prefix_ids)
@@ -128,10 +129,12 @@ def diffusion_batch(
             prefix[row, width - len(p) :] = torch.tensor(p)
             prefix_mask[row, width - len(p) :] = 1
     # An empty prefix (cursor at the start of a file) still needs one cached token: a masked pad.
-    seeded = torch.stack(seeded_masks)  # (B, C)
+    # The engine's canvases are NumPy (engine/canvas.py); training takes them as tensors here.
+    seeded = torch.from_numpy(np.stack(seeded_masks))  # (B, C)
     return DiffusionBatch(
-        prefix, prefix_mask, torch.stack(canvases), torch.stack(clamps), target_tokens,
-        seed=torch.stack(seeds) if seeded.any() else None, seeded=seeded if seeded.any() else None,
+        prefix, prefix_mask, torch.from_numpy(np.stack(canvases)), torch.from_numpy(np.stack(clamps)),
+        target_tokens, seed=torch.from_numpy(np.stack(seeds)) if seeded.any() else None,
+        seeded=seeded if seeded.any() else None,
     )  # fmt: skip
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from difill.engine.decoder import CanvasDecoder
@@ -26,8 +27,13 @@ def test_logits_equal_the_stock_forward_with_and_without_self_conditioning(loade
             **cache_kwargs(batch_cache), decoder_input_ids=canvas, self_conditioning_logits=sc_logits
         ).logits
         all_open = torch.ones(2, 10, dtype=torch.bool)
-        soft = decoder.soft_embeddings(canvas, all_open, sc_logits[all_open])
+        slots = np.nonzero(all_open.numpy())  # (N,), (N,): the sampler's side is NumPy
+        soft = decoder.soft_embeddings(canvas.numpy(), slots, sc_logits[all_open].numpy())
         assert torch.allclose(stock_sc, decoder.logits(decoder.hidden(canvas, soft)), atol=1e-4)
+        # The sampler's NumPy boundary: the open slots' rows of the same logits, row-major.
+        open_logits = decoder.open_logits(canvas.numpy(), soft, slots)  # (N, V)
+        assert open_logits.dtype == np.float32
+        assert torch.allclose(stock_sc[all_open], torch.from_numpy(open_logits), atol=1e-4)
 
 
 def test_closed_slots_self_condition_on_their_own_embedding(loaded):
@@ -42,7 +48,8 @@ def test_closed_slots_self_condition_on_their_own_embedding(loaded):
             **cache_kwargs(cache), decoder_input_ids=canvas, self_conditioning_logits=one_hot
         ).logits
         open_mask = torch.tensor([[False, True, False]])
-        soft = decoder.soft_embeddings(canvas, open_mask, one_hot[open_mask])
+        slots = np.nonzero(open_mask.numpy())  # (N,), (N,)
+        soft = decoder.soft_embeddings(canvas.numpy(), slots, one_hot[open_mask].numpy())
         assert torch.allclose(stock, decoder.logits(decoder.hidden(canvas, soft)), atol=1e-4)
 
 

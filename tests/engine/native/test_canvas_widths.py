@@ -81,9 +81,9 @@ def test_a_canvas_wider_than_the_micro_batch_has_torchs_logits(engine, prompt):
     with torch.inference_mode():
         cache = PrefixCache(loaded.model).encode(prompt).cache
         ours = CanvasDecoder(loaded.model, expand_cache(cache, 1)).open_logits(
-            canvas, None, open_mask.nonzero(as_tuple=True)
+            canvas.numpy(), None, open_mask.numpy().nonzero()
         )
-    theirs = torch.from_numpy(np.array(theirs))
+    ours, theirs = torch.from_numpy(ours), torch.from_numpy(np.array(theirs))
     assert (ours - theirs).abs().max().item() < PARITY_ATOL
     assert torch.equal(ours.argmax(-1), theirs.argmax(-1))
 

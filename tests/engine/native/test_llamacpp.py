@@ -87,15 +87,15 @@ def test_logits_match_torch_with_and_without_self_conditioning(shipped, length):
     decoder = torch_pass(loaded, prompt, 2)
     worker.fill(prompt, FillRules(vocab))
     with torch.inference_mode():
-        ours = decoder.open_logits(canvas, None, open_mask.nonzero(as_tuple=True))
+        ours = decoder.open_logits(canvas.numpy(), None, open_mask.numpy().nonzero())
         theirs = worker.step(canvas.numpy(), open_mask.numpy().astype(np.uint8) * OPEN, False, 1.0).values
         assert_parity(ours, theirs)
         # Second pass: self-conditioned on the first; slots open then and closed now read their
         # own token, as CanvasDecoder.soft_embeddings gives them.
-        soft = decoder.soft_embeddings(canvas, open_mask.nonzero(as_tuple=True), ours)
+        soft = decoder.soft_embeddings(canvas.numpy(), open_mask.numpy().nonzero(), ours)
         canvas2 = torch.where(open_mask, torch.randint(8, vocab, canvas.shape, generator=generator), canvas)
         open2 = open_mask & (torch.rand(2, length, generator=generator) < 0.6)
-        ours2 = decoder.open_logits(canvas2, soft, open2.nonzero(as_tuple=True))
+        ours2 = decoder.open_logits(canvas2.numpy(), soft, open2.numpy().nonzero())
         theirs2 = worker.step(canvas2.numpy(), open2.numpy().astype(np.uint8) * OPEN, True, 1.0).values
         assert_parity(ours2, theirs2)
 
@@ -130,8 +130,8 @@ def test_the_vectorised_tanh_keeps_nan_and_stays_within_1e_6_of_tanhf(worker_bin
     assert done.stdout.startswith("nan in -> nan, inf -> 1, -inf -> -1")
 
 
-def assert_parity(ours: torch.Tensor, theirs: np.ndarray) -> None:
-    theirs = torch.from_numpy(np.array(theirs))
+def assert_parity(ours: np.ndarray, theirs: np.ndarray) -> None:
+    ours, theirs = torch.from_numpy(ours), torch.from_numpy(np.array(theirs))
     assert ours.shape == theirs.shape
     assert (ours - theirs).abs().max().item() < PARITY_ATOL
     assert torch.equal(ours.argmax(-1), theirs.argmax(-1))
@@ -145,20 +145,17 @@ def test_a_longer_or_shorter_prompt_prefills_only_what_changed(shipped):
     longer = base + encode(tok, "        self.y = y\n\n    def norm(self):\n        return ")
     canvas = torch.randint(8, vocab, (1, 16), generator=torch.Generator().manual_seed(3))
     flags = np.full((1, 16), OPEN, dtype=np.uint8)
+    every = np.ones((1, 16), dtype=bool).nonzero()  # (16,), (16,): every slot open
     worker.fill([loaded.ids.bos, 99, 98], FillRules(vocab))  # something else in the store first
     assert worker.fill(base, FillRules(vocab)) == (1, len(base) - 1)
     assert worker.fill(longer, FillRules(vocab)) == (len(base), len(longer) - len(base))
     with torch.inference_mode():
-        ours = torch_pass(loaded, longer, 1).open_logits(
-            canvas, None, torch.ones(1, 16, dtype=torch.bool).nonzero(as_tuple=True)
-        )
+        ours = torch_pass(loaded, longer, 1).open_logits(canvas.numpy(), None, every)
     assert_parity(ours, worker.step(canvas.numpy(), flags, False, 1.0).values)
     # Backspace: the cut-back prompt is served from the store without a prefill.
     assert worker.fill(base, FillRules(vocab)) == (len(base), 0)
     with torch.inference_mode():
-        ours = torch_pass(loaded, base, 1).open_logits(
-            canvas, None, torch.ones(1, 16, dtype=torch.bool).nonzero(as_tuple=True)
-        )
+        ours = torch_pass(loaded, base, 1).open_logits(canvas.numpy(), None, every)
     assert_parity(ours, worker.step(canvas.numpy(), flags, False, 1.0).values)
 
 
@@ -411,12 +408,12 @@ def test_the_26b_layout_exports_and_matches_torch(worker_binary, gemma_model_dir
     prompt = [loaded.ids.bos, *torch.randint(10, 600, (40,), generator=generator).tolist()]  # > the window
     canvas = torch.randint(10, 600, (1, 32), generator=generator)
     open_mask = torch.rand(1, 32, generator=generator) < 0.7
-    slots = open_mask.nonzero(as_tuple=True)
+    slots = open_mask.numpy().nonzero()
     worker.fill(prompt, FillRules(vocab))
     decoder = torch_pass(loaded, prompt, 1)
     flags = open_mask.numpy().astype(np.uint8) * OPEN
     with torch.inference_mode():
-        ours = decoder.open_logits(canvas, None, slots)
+        ours = decoder.open_logits(canvas.numpy(), None, slots)
         assert_parity_where_decided(ours, worker.step(canvas.numpy(), flags, False, 1.0).values)
     # Not a self-conditioned pass here: a row whose token took another expert (below) feeds its
     # own logits into every slot's next pass, so torch's and llama.cpp's inputs differ there.
@@ -429,12 +426,12 @@ def test_the_26b_layout_exports_and_matches_torch(worker_binary, gemma_model_dir
     engine.close()
 
 
-def assert_parity_where_decided(ours: torch.Tensor, theirs: np.ndarray) -> None:
+def assert_parity_where_decided(ours: np.ndarray, theirs: np.ndarray) -> None:
     """Most rows within the tolerance, the same argmax wherever the top two are further apart than
     it.  A random router has near-ties: in this model a canvas token's 2nd and 3rd experts were
     6e-6 apart (layer 9), so float order sends it to another expert and its row differs by ~0.08;
     a trained router is not that undecided, and the shipped model's test holds every row."""
-    theirs = torch.from_numpy(np.array(theirs))
+    ours, theirs = torch.from_numpy(ours), torch.from_numpy(np.array(theirs))
     row_diff = (ours - theirs).abs().max(-1).values  # (N,)
     close = row_diff < PARITY_ATOL
     assert close.float().mean().item() >= 0.9 and row_diff.median().item() < 3e-3

@@ -137,7 +137,9 @@ def _inject(engine, spec: str) -> None:
         def __getattr__(self, name):
             return getattr(self.inner, name)
 
-        open_logits = CanvasDecoder.open_logits  # its forward is this class's hidden
+        # Its forward is this class's hidden: open_logits (NumPy) calls pass_logits on the device,
+        # which must be CanvasDecoder's, not the inner decoder's (that one calls its own hidden).
+        open_logits = CanvasDecoder.open_logits
         pass_logits = CanvasDecoder.pass_logits
 
         def hidden(self, canvas, soft):
