@@ -84,7 +84,8 @@ def compiled_pass(model_dir: str | None, slots: int = 16, repeats: int = 40, rou
 def step_profile(model_dir: str | None, slots: int = 16, repeats: int = 20, rounds: int = 3) -> dict:
     from difill.engine.api import FillOptions
     from difill.engine.noise import Noise
-    from difill.engine.sampler import DenoiseRequest, denoise, sampler_config
+    from difill.engine.sampler import DenoiseRequest, denoise
+    from difill.engine.sampler_config import sampler_config
     from lab.profile_hooks import STEP_PARTS, Recorder, hook_decoder, step_split
 
     loaded, decoder = prefixed_decoder(model_dir)

@@ -95,3 +95,25 @@ def test_a_fill_is_the_same_with_positions_made_anew_each_pass(loaded, monkeypat
     made_anew = InfillEngine(loaded).fill(prefix, suffix, options)
     assert [(c.text, c.score) for c in kept.candidates] == [(c.text, c.score) for c in made_anew.candidates]
     assert kept.stats.decoder_forwards == made_anew.stats.decoder_forwards
+
+
+def test_top_k_rows_cross_as_their_top_k_and_self_condition_as_the_dense_signal(loaded):
+    """On an accelerator a large vocabulary's rows cross to the loop as their top-k (forced here
+    on the CPU): the ids sent hold the full pass's logits, the rest -inf, and the self-conditioning
+    built from the top-k's signal is the one the dense signal gives."""
+    tok, model, ids = loaded.tokenizer, loaded.model, loaded.ids
+    cache = expand_cache(PrefixCache(model).encode([ids.bos, *encode(tok, "x = ")]).cache, 2)
+    canvas = torch.randint(0, ids.vocab_size, (2, 6), generator=torch.Generator().manual_seed(2)).numpy()
+    slots = np.nonzero(np.arange(12).reshape(2, 6) % 3 != 0)  # 8 open slots
+    whole, top = CanvasDecoder(model, cache), CanvasDecoder(model, cache, top_k=5)
+    full, rows = whole.open_logits(canvas, None, slots), top.open_logits(canvas, None, slots)  # (N, V)
+    kept = np.isfinite(rows)
+    assert (kept.sum(-1) == 5).all()
+    assert np.array_equal(rows[kept], full[kept])
+    assert (full[kept].reshape(-1, 5).min(-1) >= np.where(kept, -np.inf, full).max(-1)).all()  # the top 5
+    signal = np.where(kept, rows / 0.7, np.float32(-1e4))  # as the sampler masks a pass's -inf
+    signal[:, int(np.argmax(kept[0]))] = -1e4  # a banned id among those sent
+    with torch.inference_mode():
+        dense = whole.soft_embeddings(canvas, slots, signal)
+        sparse = top.soft_embeddings(canvas, slots, signal)
+    assert torch.allclose(dense, sparse, atol=1e-6)

@@ -18,7 +18,8 @@ from difill.engine.canvas import build_canvas, seeded_canvas
 from difill.engine.decoder import CanvasDecoder
 from difill.engine.noise import Noise
 from difill.engine.prefix_cache import PrefixCache, expand_cache
-from difill.engine.sampler import DenoiseRequest, SamplerConfig, denoise
+from difill.engine.sampler import DenoiseRequest, denoise
+from difill.engine.sampler_config import SamplerConfig
 from difill.engine.tokens import encode
 
 PREFIX = "def area(width, height):\n    return "
@@ -33,6 +34,7 @@ class AgreeingDecoder:
     """
 
     open_logits = CanvasDecoder.open_logits  # NumPy in and out, around this class's pass_logits
+    top_k, sent_ids = 0, None  # what open_logits reads: whole rows, as on a CPU
     pass_logits = CanvasDecoder.pass_logits  # one pass: this class's hidden, then logits
 
     def __init__(self, real: CanvasDecoder, target: np.ndarray, bonus: np.ndarray | None = None) -> None:

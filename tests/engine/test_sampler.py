@@ -13,7 +13,8 @@ from difill.engine.canvas import build_canvas
 from difill.engine.decoder import CanvasDecoder
 from difill.engine.noise import Noise
 from difill.engine.prefix_cache import PrefixCache
-from difill.engine.sampler import DenoiseRequest, SamplerConfig, choose_accepted, denoise, less_than
+from difill.engine.sampler import DenoiseRequest, choose_accepted, denoise, less_than
+from difill.engine.sampler_config import SamplerConfig
 from difill.engine.tokens import encode
 
 

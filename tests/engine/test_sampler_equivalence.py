@@ -29,7 +29,8 @@ from difill.engine.canvas import build_canvas, seeded_canvas
 from difill.engine.decoder import CanvasDecoder
 from difill.engine.noise import Noise
 from difill.engine.prefix_cache import PrefixCache, expand_cache
-from difill.engine.sampler import DenoiseRequest, DenoiseResult, SamplerConfig, denoise, temperature_at
+from difill.engine.sampler import DenoiseRequest, DenoiseResult, denoise
+from difill.engine.sampler_config import SamplerConfig, temperature_at
 from difill.engine.tokens import encode
 
 PREFIX = "def area(width, height):\n    return "
@@ -358,6 +359,7 @@ class BonusDecoder:
     calls open_logits and soft_embeddings."""
 
     open_logits = CanvasDecoder.open_logits  # NumPy in and out, around this class's pass_logits
+    top_k, sent_ids = 0, None  # what open_logits reads: whole rows, as on a CPU
     pass_logits = CanvasDecoder.pass_logits  # one pass: this class's hidden, then logits
 
     def __init__(self, real: CanvasDecoder, target: torch.Tensor, bonus: float, everywhere: bool) -> None:

@@ -17,7 +17,8 @@ from difill.engine.decoder import CanvasDecoder
 from difill.engine.infill import InfillEngine
 from difill.engine.noise import Noise
 from difill.engine.prefix_cache import PrefixCache
-from difill.engine.sampler import DenoiseRequest, SamplerConfig, denoise, sampler_config, temperature_at
+from difill.engine.sampler import DenoiseRequest, denoise
+from difill.engine.sampler_config import SamplerConfig, sampler_config, temperature_at
 from difill.engine.tokens import encode
 
 

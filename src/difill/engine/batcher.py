@@ -33,7 +33,13 @@ import torch
 import torch.nn.functional as F
 
 from difill.engine.api import DEFAULT_HOLE_MARKER, About, FillResult, HolesResult
-from difill.engine.decoder import CanvasDecoder, attention_mask, conditioned_inputs, decoder_layers
+from difill.engine.decoder import (
+    CanvasDecoder,
+    attention_mask,
+    conditioned_inputs,
+    crossing_top_k_on,
+    decoder_layers,
+)
 from difill.engine.infill import InfillEngine, about_checkpoint
 from difill.engine.model import LoadedModel
 from difill.engine.prefix_cache import expand_cache
@@ -279,8 +285,8 @@ def _padded_cache(batch: list[_Call]) -> tuple[Any, dict[int, torch.Tensor]]:
 class BatchedCanvasDecoder(CanvasDecoder):
     """A fill's CanvasDecoder whose decoder layers run in the batcher's shared passes."""
 
-    def __init__(self, model: Any, cache: Any, batcher: DecoderBatcher, owner: object) -> None:
-        super().__init__(model, cache)
+    def __init__(self, model: Any, cache: Any, batcher: DecoderBatcher, owner: object, top_k: int = 0) -> None:
+        super().__init__(model, cache, top_k)
         self.batcher = batcher
         self.owner = owner  # the pooled engine running the fill
 
@@ -297,7 +303,8 @@ class _PooledEngine(InfillEngine):
 
     def _decoder(self, cache, request, config) -> CanvasDecoder:
         batch_cache = expand_cache(cache, request.canvas.shape[0])
-        return BatchedCanvasDecoder(self.model, batch_cache, self.batcher, self)
+        top_k = crossing_top_k_on(self.model, self.ids.vocab_size)
+        return BatchedCanvasDecoder(self.model, batch_cache, self.batcher, self, top_k)
 
 
 class BatchingBackend:

@@ -45,7 +45,8 @@ from transformers.models.diffusion_gemma.modeling_diffusion_gemma import (
     eager_attention_forward,
 )
 
-from difill.engine.decoder import CanvasDecoder, conditioned_inputs
+from difill.engine.decoder import CanvasDecoder, conditioned_inputs, crossing_top_k_on
+from difill.engine.prefix_cache import expand_cache
 
 BUCKETS = (4, 8, 16, 32, 64)  # compact batch widths; wider ones are multiples of the last
 
@@ -66,8 +67,8 @@ class CachedCanvasDecoder(CanvasDecoder):
     self-conditioning signal is its own embedding (``soft_embeddings`` makes it so).
     """
 
-    def __init__(self, model: Any, cache: DynamicCache, refresh_every: int) -> None:
-        super().__init__(model, cache)
+    def __init__(self, model: Any, cache: DynamicCache, refresh_every: int, top_k: int = 0) -> None:
+        super().__init__(model, cache, top_k)
         self.refresh_every = max(1, refresh_every)
         self.kv: list[tuple[torch.Tensor, torch.Tensor]] = []  # per layer (B, Hkv, P + L, d) x 2
         # Per layer, where the canvas starts in its buffer: the prefix's keys that layer keeps (a
@@ -262,3 +263,12 @@ def attention_pass(
         sliding_window=attn.sliding_window, is_causal=False,
     )  # fmt: skip
     return attn.o_proj(out.reshape(*hidden.shape[:-1], -1).contiguous())
+
+
+def fill_decoder(model: Any, cache: DynamicCache, rows: int, vocab_size: int, canvas_cache_refresh: int) -> CanvasDecoder:
+    """The torch engine's decoder for one fill's ``rows`` canvases: the prefix's cache repeated
+    per row; with ``canvas_cache_refresh`` this module's canvas cache."""
+    expanded, top_k = expand_cache(cache, rows), crossing_top_k_on(model, vocab_size)
+    if canvas_cache_refresh > 0:
+        return CachedCanvasDecoder(model, expanded, canvas_cache_refresh, top_k)
+    return CanvasDecoder(model, expanded, top_k)

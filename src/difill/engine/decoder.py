@@ -24,6 +24,7 @@ import torch
 from transformers import DiffusionGemmaForBlockDiffusion, DynamicCache
 
 from difill.engine.hf_compat import cache_kwargs
+from difill.engine.sampler_config import crossing_top_k
 
 
 def conditioned_inputs(
@@ -81,7 +82,11 @@ def attention_mask(decoder: Any, allowed: torch.Tensor, dtype: torch.dtype) -> t
 
 
 class CanvasDecoder:
-    def __init__(self, model: DiffusionGemmaForBlockDiffusion, cache: DynamicCache) -> None:
+    def __init__(self, model: DiffusionGemmaForBlockDiffusion, cache: DynamicCache, top_k: int = 0) -> None:
+        """``top_k`` > 0: each open slot's logits cross to the loop as its top-k ids, the rest of
+        the row -inf (sampler.crossing_top_k: a large vocabulary on an accelerator)."""
+        self.top_k = top_k
+        self.sent_ids: torch.Tensor | None = None  # (N, k) the ids the last pass sent, on the device
         self.model = model
         self.decoder = model.model.decoder
         self.cache = cache
@@ -127,7 +132,13 @@ class CanvasDecoder:
         """
         with torch.inference_mode():
             ids, slots = self.on_device(canvas), tuple(self.on_device(s) for s in open_slots)
-            return self.pass_logits(ids, soft_embeddings, slots).cpu().numpy()
+            logits = self.pass_logits(ids, soft_embeddings, slots)  # (N, V)
+            if not self.top_k:
+                return logits.cpu().numpy()
+            values, self.sent_ids = logits.topk(min(self.top_k, logits.shape[-1]), dim=-1)  # (N, k)
+            rows = np.full(tuple(logits.shape), -np.inf, dtype=np.float32)  # (N, V)
+            np.put_along_axis(rows, self.sent_ids.cpu().numpy(), values.cpu().numpy(), 1)
+            return rows
 
     def on_device(self, array: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(array).to(self.decoder.embed_tokens.weight.device)
@@ -155,7 +166,14 @@ class CanvasDecoder:
         """
         with torch.inference_mode():
             slots = tuple(self.on_device(s) for s in open_slots)
-            return self.soft_tensor(self.on_device(canvas), slots, self.on_device(open_logits))
+            if self.sent_ids is None:
+                return self.soft_tensor(self.on_device(canvas), slots, self.on_device(open_logits))
+            # Top-k rows: only the ids sent carry probability (the rest is -1e4 in ``open_logits``,
+            # whose softmax is exactly 0), so only they go back, and are scattered on the device.
+            sent = np.take_along_axis(open_logits, self.sent_ids.cpu().numpy(), 1)  # (N, k)
+            dense = torch.full(open_logits.shape, -1e4, device=self.sent_ids.device)  # (N, V)
+            dense.scatter_(1, self.sent_ids, self.on_device(sent))
+            return self.soft_tensor(self.on_device(canvas), slots, dense)
 
     def soft_tensor(
         self,
@@ -169,3 +187,11 @@ class CanvasDecoder:
         probs = open_logits.softmax(dim=-1, dtype=torch.float32).to(weight.dtype)  # (N_open, V)
         soft[open_slots] = (probs @ weight) * self.embed_scale.to(weight.dtype)  # (N_open, D)
         return soft
+
+
+def crossing_top_k_on(model: Any, vocab_size: int) -> int:
+    """The top-k per open slot a torch decoder sends (sampler_config.crossing_top_k): whole rows
+    on a CPU, where the loop reads the logits where they are; on an accelerator they are copied,
+    so a large vocabulary sends its top-k."""
+    return 0 if model.device.type == "cpu" else crossing_top_k(vocab_size)
+

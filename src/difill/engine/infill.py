@@ -45,7 +45,8 @@ from difill.engine.name_scores import (
     word_continuing,
 )
 from difill.engine.noise import Noise
-from difill.engine.sampler import DenoiseRequest, DenoiseResult, SamplerConfig, denoise, sampler_config
+from difill.engine.sampler import DenoiseRequest, DenoiseResult, denoise
+from difill.engine.sampler_config import SamplerConfig, sampler_config
 from difill.engine.slot_rules import log_softmax
 from difill.engine.steps import StepCallback, Steps, one_call_per_step
 from difill.engine.tokens import (
@@ -461,14 +462,10 @@ class InfillEngine:
     def _decoder(self, cache, request: DenoiseRequest, config: SamplerConfig) -> CanvasDecoder:
         """The decoder pass for one fill's canvases; engine/batcher.py overrides it to share
         passes, engine/native/engine.py to run them in llama.cpp."""
-        from difill.engine import decoder, prefix_cache  # transformers' modeling code: seconds
+        from difill.engine.canvas_kv import fill_decoder  # transformers' modeling code: seconds
 
-        expanded = prefix_cache.expand_cache(cache, request.canvas.shape[0])
-        if config.canvas_cache_refresh > 0:
-            from difill.engine.canvas_kv import CachedCanvasDecoder
-
-            return CachedCanvasDecoder(self.model, expanded, config.canvas_cache_refresh)
-        return decoder.CanvasDecoder(self.model, expanded)
+        rows = request.canvas.shape[0]
+        return fill_decoder(self.model, cache, rows, self.ids.vocab_size, config.canvas_cache_refresh)
 
     def _hole_text(self, span: tuple[int, int], heal_text: str, row: int) -> Callable[[np.ndarray], str]:
         """The text a best canvas (B, L) shows in ``row``'s hole (``span``), the healed part left out."""

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from difill.engine.api import ModelLoadError
 from difill.engine.file_tokenizer import FileTokenizer
-from difill.engine.sampler import SamplerConfig
+from difill.engine.sampler_config import SamplerConfig
 from difill.engine.vocab import TokenIds
 
 if TYPE_CHECKING:

@@ -27,7 +27,8 @@ import numpy as np
 from difill.engine.infill import InfillEngine
 from difill.engine.mlx.runtime import load_mlx_model, require_mlx
 from difill.engine.model import LoadedModel, load_checkpoint_meta
-from difill.engine.sampler import DenoiseRequest, SamplerConfig
+from difill.engine.sampler import DenoiseRequest
+from difill.engine.sampler_config import SamplerConfig
 from difill.text.characters import common_prefix
 
 if TYPE_CHECKING:

@@ -29,13 +29,11 @@ from difill.engine.infill import InfillEngine
 from difill.engine.model import DEFAULT_MODEL_DIR, LoadedModel, load_checkpoint_meta
 from difill.engine.native.build import cache_dir
 from difill.engine.native.worker import NO_FILLER, OPEN, FillRules, LlamaWorker, WorkerError, WorkerSettings
-from difill.engine.sampler import DenoiseRequest, SamplerConfig, temperature_at
+from difill.engine.sampler import DenoiseRequest
+from difill.engine.sampler_config import SamplerConfig, crossing_top_k, temperature_at
 
 if TYPE_CHECKING:
     from difill.engine.backends import EngineChoice
-
-FULL_ROWS_UP_TO = 65536  # vocabularies whose open-slot rows cross the pipe whole
-TOP_K = 256  # ids per open slot otherwise: the rest of the row gets no probability
 
 
 @dataclass(frozen=True)
@@ -218,7 +216,7 @@ def load_llamacpp_engine(
         gpu_layers=gpu_layers,
     )
     if top_k is None:  # full rows for a small vocabulary (exact); the 26B's 262k-wide rows stay home
-        top_k = 0 if loaded.ids.vocab_size <= FULL_ROWS_UP_TO else TOP_K
+        top_k = crossing_top_k(loaded.ids.vocab_size)
     return LlamaCppEngine(loaded, LlamaWorker(settings), top_k)
 
 
