@@ -4,7 +4,7 @@
         --run gate:.venv/bin/python:whole --run before:OTHER_PYTHON:word --run open:.venv/bin/python:whole:0
 
 Each ``--run LABEL:PYTHON:ACCEPT[:MIN_SHOW_PROBABILITY]`` starts a fresh `difill serve --engine
-torch` under PYTHON (another checkout's, through a wrapper that sets its PYTHONPATH, for a
+ENGINE` (``--engine``, default torch) under PYTHON (another checkout's, through a wrapper that sets its PYTHONPATH, for a
 before/after) and types the same cases (lab/bench_typing.py ``typing_cases``), taking whole
 suggestions (``whole``) or also their first words (``word``).  docs/show_gate.md's figures.
 """
@@ -26,14 +26,15 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=6.0)
     parser.add_argument("--out", required=True)
     parser.add_argument("--run", action="append", required=True)
+    parser.add_argument("--engine", default="torch", choices=("torch", "llamacpp"))
     args = parser.parse_args()
     _, rows = repos_sources(args.repos)
     cases = typing_cases(rows, args.files)
-    report: dict = {"repos": args.repos, "paths": [c.path for c in cases]}
+    report: dict = {"repos": args.repos, "engine": args.engine, "paths": [c.path for c in cases]}
     for spec in args.run:
         label, python, accept, *threshold = spec.split(":")
         settings = {"minShowProbability": float(threshold[0])} if threshold else None
-        server = Server(python=python, engine="torch", settings=settings)
+        server = Server(python=python, engine=args.engine, settings=settings)
         replay = asyncio.run(_replay_on_a_fresh_server(server, cases, args.rate, accept == "word"))
         report[label] = replay.summary()
         print(label, report[label], file=sys.stderr, flush=True)
