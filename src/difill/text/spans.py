@@ -3,28 +3,20 @@ selection edits and the next edits, which import nothing from each other."""
 
 from __future__ import annotations
 
+from difill.text.characters import common_prefix
+
 
 def changed_span(old: str, new: str, leftmost: bool = False) -> tuple[int, int, int]:
     """``(start, old_end, new_end)``: ``old[start:old_end]`` became ``new[start:new_end]``, the
     smallest such span (common head and tail left out).  In repeated text it could sit in several
     places: the rightmost by default, the leftmost with ``leftmost``."""
     if leftmost:
-        tail = _common_prefix_len(old[::-1], new[::-1])
-        head = _common_prefix_len(old[: len(old) - tail], new[: len(new) - tail])
+        tail = common_prefix(old[::-1], new[::-1])
+        head = common_prefix(old[: len(old) - tail], new[: len(new) - tail])
     else:
-        head = _common_prefix_len(old, new)
-        tail = _common_prefix_len(old[head:][::-1], new[head:][::-1])
+        head = common_prefix(old, new)
+        tail = common_prefix(old[head:][::-1], new[head:][::-1])
     return head, len(old) - tail, len(new) - tail
-
-
-def _common_prefix_len(a: str, b: str, block: int = 4096) -> int:
-    """Block by block, then character by character: a keystroke in a large file stays cheap."""
-    limit, n = min(len(a), len(b)), 0
-    while n + block <= limit and a[n : n + block] == b[n : n + block]:
-        n += block
-    while n < limit and a[n] == b[n]:
-        n += 1
-    return n
 
 
 def keep_edges(selection: str, new: str) -> str:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from lsprotocol import types
 
 from difill.server.documents import Document
+from difill.text.characters import common_prefix
 
 
 @dataclass(frozen=True)
@@ -35,8 +36,8 @@ def minimal_replacements(old: str, new: str) -> list[Replacement]:
             continue
         before = "".join(old_lines[i1:i2])
         after = "".join(new_lines[j1:j2])
-        head = _common_prefix(before, after)
-        tail = _common_prefix(before[head:][::-1], after[head:][::-1])
+        head = common_prefix(before, after)
+        tail = common_prefix(before[head:][::-1], after[head:][::-1])
         start = old_starts[i1] + head
         out.append(Replacement(start, old_starts[i1] + len(before) - tail, after[head : len(after) - tail]))
     return out
@@ -77,10 +78,3 @@ def _starts(lines: list[str]) -> list[int]:
     starts.append(total)
     return starts
 
-
-def _common_prefix(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i

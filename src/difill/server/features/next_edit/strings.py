@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from difill.text.characters import common_prefix
+
 DELIMITED = re.compile(rb"(?s)([A-Za-z]*('''|\"\"\"|'|\"|`))(.*)(\2)")
 MAX_STRING_EDIT = 12  # text put in or taken out at a string's end: ``: %w``, not a sentence
 
@@ -51,8 +53,8 @@ def string_edit(old: bytes, new: bytes) -> StringEdit | None:
         return StringEdit(open_a, close_a, open_b, close_b)  # quote style
     if (open_a, close_a) != (open_b, close_b):
         return None
-    head = len(_common_prefix(text_a, text_b))
-    tail = min(len(_common_prefix(text_a[::-1], text_b[::-1])), min(len(text_a), len(text_b)) - head)
+    head = common_prefix(text_a, text_b)
+    tail = min(common_prefix(text_a[::-1], text_b[::-1]), min(len(text_a), len(text_b)) - head)
     old_cut, new_cut = text_a[head : len(text_a) - tail], text_b[head : len(text_b) - tail]
     # Only punctuation put in or taken out at one end (``"x %q"`` -> ``"x %q: %w"``): a changed
     # word or number (a version bumped) is the string's content, not its form.
@@ -64,9 +66,3 @@ def string_edit(old: bytes, new: bytes) -> StringEdit | None:
         return StringEdit(open_a, close_a, open_b, close_b, old_cut, new_cut, True)
     return StringEdit(open_a, close_a, open_b, close_b, old_cut, new_cut, False)
 
-
-def _common_prefix(a: bytes, b: bytes) -> bytes:
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    return a[:n]
