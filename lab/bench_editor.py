@@ -12,7 +12,8 @@ machine slows them alike):
 Variants (the last one adds Fast-dLLM's confidence-aware commit, ``commit_probability``),
 all through the server's suggestion path (``ServedModel``, drafts off so that the
 model answers every request, the show gate at 0 so that what it wrote is shown) on the torch engine:
-diffusion with every slot computed each pass, diffusion with the canvas cache
+diffusion with every slot computed each pass (and the same on the llama.cpp engine, where its
+worker is built: the default engine then), diffusion with the canvas cache
 (``SamplerConfig.canvas_cache_refresh``, engine/canvas_kv.py), that and every slot at least
 ``COMMIT_PROBABILITY`` sure committed in one pass, and the same-size AR baseline
 with its prompt cache (engine/ar_baseline.py).  Reported per variant, case kind and shape
@@ -39,6 +40,7 @@ CACHE_REFRESH = 4  # the canvas cache's full pass every this many passes
 COMMIT_PROBABILITY = 0.9  # Fast-dLLM's threshold: every slot this sure commits in the same pass
 DIFFUSION, CACHED, AR = "diffusion", f"diffusion, canvas cache (refresh {CACHE_REFRESH})", "ar"
 CONFIDENT = f"diffusion, canvas cache, commit >= {COMMIT_PROBABILITY}"
+LLAMACPP = "diffusion on llama.cpp"  # the default engine once `difill build-native` has run
 
 
 @dataclass
@@ -84,6 +86,11 @@ def load_variants(model_dir: str | None, ar_dir: str | None) -> dict:
             {"canvas_cache_refresh": CACHE_REFRESH, "commit_probability": COMMIT_PROBABILITY},
         ),
     }
+    try:  # the worker `difill build-native` built; without it the row is left out
+        llama = local_backend(model_dir, "cpu", EngineChoice("llamacpp"))
+        variants[LLAMACPP] = (ServedModel(llama, settings), {"canvas_cache_refresh": 0, "commit_probability": 0.0})
+    except Exception as error:  # noqa: BLE001 - a missing worker or GGUF says why in one line
+        print(f"{LLAMACPP}: left out ({error})")
     if ar_dir:
         variants[AR] = (ServedModel(ARBackend(ar_dir, prompt_cache=True), settings), None)
     return variants
@@ -92,7 +99,9 @@ def load_variants(model_dir: str | None, ar_dir: str | None) -> dict:
 def forget(served) -> None:
     """Empty the engine's prompt cache: the next request is a new file's."""
     engine = served.engine
-    if hasattr(engine, "prefix_cache"):
+    if getattr(engine, "engine", None) == "llamacpp":  # its worker keeps the last prompt: give it another
+        engine.prefix_cache.encode([engine.ids.bos])
+    elif hasattr(engine, "prefix_cache"):
         engine.prefix_cache.clear()
     elif hasattr(engine, "baseline"):
         engine.baseline._cached = None
@@ -226,7 +235,7 @@ def ratios(report: dict) -> dict:
     ar = report["rows"].get(AR)
     if not ar:
         return out
-    for name in (DIFFUSION, CACHED, CONFIDENT):
+    for name in (n for n in (DIFFUSION, CACHED, CONFIDENT, LLAMACPP) if n in report["rows"]):
         for kind in ("fresh", "warm"):
             for group in SHAPE_GROUPS:
                 base = ar[kind][group]["p50_ms"]

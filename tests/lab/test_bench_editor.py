@@ -31,3 +31,17 @@ def test_warm_rows_read_the_prefix_from_the_cache_and_fresh_rows_do_not(tiny_mod
             assert warm["passes"] >= 1 and warm["ms_per_pass"] > 0
     assert ratios(report) == {}  # no AR baseline named: no ratio made up
     assert "| diffusion | warm | single_line |" in format_editor(report)
+
+
+def test_the_llama_cpp_row_is_fresh_then_warm_like_the_others():
+    """The default engine once the worker is built: its worker keeps the last prompt, so a fresh
+    row hands it another one first (a cleared cache would still hold the case's prefix)."""
+    from difill.engine.native.build import build_native
+    from lab.bench_editor import LLAMACPP
+
+    build_native(log=lambda line: None)
+    report = bench_editor(None, None, cases())
+    for group in ("single_line", "multi_line"):
+        fresh, warm = (report["rows"][LLAMACPP][kind][group] for kind in ("fresh", "warm"))
+        assert fresh["prefix_reused"] < 0.1 and warm["prefix_reused"] > 0.8
+        assert warm["passes"] >= 1 and warm["ms_per_pass"] > 0
