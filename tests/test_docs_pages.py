@@ -69,3 +69,16 @@ def test_slug_matches_github() -> None:
 def test_user_docs_stay_short() -> None:
     lines = {page.name: len(page.read_text().splitlines()) for page in (ROOT / "docs").glob("*.md")}
     assert sum(lines.values()) <= DOCS_LINES, sorted(lines.items(), key=lambda item: -item[1])
+
+
+def test_every_third_party_path_a_page_names_exists():
+    """A command a user copies (``difill build-native --source third_party/llama.cpp/...tar.xz``)
+    names the tarball this clone carries: a new llama.cpp version renames it in the docs too."""
+    named = {
+        (page.name, path)
+        for page in PAGES
+        for path in re.findall(r"third_party/[\w./-]*\w", page.read_text())
+    }
+    assert named, "no page names a third_party path: the test would check nothing"
+    missing = sorted((page, path) for page, path in named if not (ROOT / path).exists())
+    assert not missing, missing
