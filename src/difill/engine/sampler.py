@@ -41,14 +41,15 @@ The loop runs in NumPy on the host, whatever runs the forwards: the llama.cpp an
 a base install never import torch for it (224 MB resident and a second or two of import), and a
 pass's open-slot logits are on the host already for those engines.  The torch engine's decoder
 takes and gives NumPy arrays (engine/decoder.py: no copy on a CPU; on an accelerator each pass
-copies the open slots' logits to the host and the self-conditioning signal back).  The noise is
+copies the open slots' logits to the host, a large vocabulary's top 256, and the self-conditioning
+signal back: sampler_config.crossing_top_k).  The noise is
 torch's CPU generator's own stream (engine/noise.py), so a seed gives the fills it gave when
 this loop ran in torch.
 
 Self-conditioning, as in ``DiffusionGemmaGenerationMixin._denoising_step``, is fed the tempered
 (processed) logits; ``tempered_self_conditioning=False`` feeds the raw ones, which is what
-difill's own trainer shows its model (lab/training/train.py).  ``SamplerConfig.from_checkpoint``
-starts from a checkpoint's generation_config.json.
+difill's own trainer shows its model (lab/training/train.py).  The settings, a checkpoint's and
+a fill's, are engine/sampler_config.py's.
 """
 
 from __future__ import annotations
