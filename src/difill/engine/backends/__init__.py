@@ -129,13 +129,14 @@ def _load(name: str, model: str | None, device: str, engine: EngineChoice) -> In
 def missing_extra(what: str, extra: str, err: ModuleNotFoundError) -> Exception:
     """What to install when an engine's modules are missing from a base install (docs/install.md).
 
-    Every in-process engine still runs difill's sampler in torch (the llama.cpp and MLX engines
-    too: only their forwards run elsewhere), so a base install serves remotes only."""
+    Only the torch engine and the AR baseline need torch: the denoising loop is NumPy's, so a base
+    install serves the llama.cpp engine (once its worker is built) and remotes."""
     if err.name != "torch":  # the MLX engine names its own packages (engine/mlx/runtime.py)
         return err
     return ModelLoadError(
         f"{what} needs {err.name}, which is not installed: "
-        f'pip install "difill[{extra}]", or serve a remote (setting `remote`; docs/install.md)'
+        f'pip install "difill[{extra}]", or build the llama.cpp engine (difill build-native), or serve a '
+        "remote (setting `remote`; docs/install.md)"
     )
 
 
