@@ -84,7 +84,7 @@ def attention_mask(decoder: Any, allowed: torch.Tensor, dtype: torch.dtype) -> t
 class CanvasDecoder:
     def __init__(self, model: DiffusionGemmaForBlockDiffusion, cache: DynamicCache, top_k: int = 0) -> None:
         """``top_k`` > 0: each open slot's logits cross to the loop as its top-k ids, the rest of
-        the row -inf (sampler.crossing_top_k: a large vocabulary on an accelerator)."""
+        the row -inf (sampler_config.crossing_top_k: a large vocabulary on an accelerator)."""
         self.top_k = top_k
         self.sent_ids: torch.Tensor | None = None  # (N, k) the ids the last pass sent, on the device
         self.model = model
